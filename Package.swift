@@ -1,0 +1,44 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+  name: "AppGroups",
+  products: [
+    .library(name: "AppGroups", targets: ["AppGroups"]),
+    .executable(name: "groupctl", targets: ["groupctl"]),
+  ],
+  targets: [
+    // The only C: what Swift cannot call or see on Linux.
+    .target(
+      name: "CAppGroupsLinux",
+      cSettings: [.define("_GNU_SOURCE")]
+    ),
+    .target(
+      name: "AppGroups",
+      dependencies: ["CAppGroupsLinux"]
+    ),
+    .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
+    .executableTarget(name: "app", dependencies: ["AppGroups"], path: "Examples/app"),
+    .executableTarget(name: "widget", dependencies: ["AppGroups"], path: "Examples/widget"),
+    .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
+    .target(
+      name: "AppGroupsTestSupport",
+      dependencies: ["AppGroups"],
+      path: "Tests/AppGroupsTestSupport"
+    ),
+    .testTarget(
+      name: "AppGroupsTests",
+      dependencies: ["AppGroups", "AppGroupsTestSupport", "groupctl", "app", "widget"]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+  guard target.name != "CAppGroupsLinux" else { continue }
+  target.swiftSettings = (target.swiftSettings ?? []) + [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+  ]
+}

@@ -1,0 +1,88 @@
+/// The one error AppGroups throws.
+///
+/// Every error has a ``Code`` you can match in a `catch` clause, a message in
+/// plain words that names the thing it was given and the reason it failed,
+/// and, where a lower layer failed, the underlying ``cause``.
+///
+/// ```swift
+/// do {
+///   _ = try GroupDefaults.resolving(suiteName: "group.com.example.shared")
+/// } catch AppGroupsError.Code.notEntitled {
+///   // show the user what to grant
+/// }
+/// ```
+public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
+  /// What kind of failure this is. New codes may be added; match the ones you handle.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    fileprivate enum Kind: String, Hashable, Sendable {
+      case invalidName
+      case notEntitled
+      case reservedSuiteName
+      case executableMismatch
+      case invalidManifest
+      case outsideRoot
+      case corruptPreferences
+      case lockTimeout
+      case unsupportedValue
+      case sizeLimitExceeded
+      case forcedValue
+      case notFound
+      case io
+    }
+    fileprivate let kind: Kind
+
+    /// A suite, group, bundle identifier or key is empty, too long, or has
+    /// characters that cannot name a file.
+    public static let invalidName = Code(kind: .invalidName)
+    /// The identity is not entitled to the application group it asked for.
+    public static let notEntitled = Code(kind: .notEntitled)
+    /// The suite name is reserved: the app's own bundle identifier or `NSGlobalDomain`.
+    public static let reservedSuiteName = Code(kind: .reservedSuiteName)
+    /// The process claims a bundle identifier that the manifest binds to another executable.
+    public static let executableMismatch = Code(kind: .executableMismatch)
+    /// The entitlement manifest cannot be read or has an entry of the wrong shape.
+    public static let invalidManifest = Code(kind: .invalidManifest)
+    /// A path would lead outside the root (a symbolic link out of it).
+    public static let outsideRoot = Code(kind: .outsideRoot)
+    /// A preferences file could not be parsed; it was moved aside, not deleted.
+    public static let corruptPreferences = Code(kind: .corruptPreferences)
+    /// Another process held a suite's lock for longer than the bound.
+    public static let lockTimeout = Code(kind: .lockTimeout)
+    /// A value is not a property-list value.
+    public static let unsupportedValue = Code(kind: .unsupportedValue)
+    /// A write would make a domain larger than its size limit.
+    public static let sizeLimitExceeded = Code(kind: .sizeLimitExceeded)
+    /// The key is forced by a managed (administrator) value and cannot be written.
+    public static let forcedValue = Code(kind: .forcedValue)
+    /// A file, key or entry that was asked for does not exist.
+    public static let notFound = Code(kind: .notFound)
+    /// A system call failed.
+    public static let io = Code(kind: .io)
+
+    public var description: String { kind.rawValue }
+
+    /// Matches an error against a code, so that `catch AppGroupsError.Code.notEntitled` works.
+    public static func ~= (code: Code, error: any Error) -> Bool {
+      (error as? AppGroupsError)?.code == code
+    }
+  }
+
+  /// What kind of failure this is.
+  public let code: Code
+  /// A sentence that names what was given and why it failed.
+  public let message: String
+  /// The lower-level error that caused this one, if any.
+  public let cause: (any Error & Sendable)?
+
+  /// Creates an error.
+  public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+    self.code = code
+    self.message = message
+    self.cause = cause
+  }
+
+  public var description: String {
+    if let cause { return "\(message) (\(cause))" }
+    return message
+  }
+}

@@ -1,0 +1,149 @@
+public import Foundation
+
+/// A property-list value: the only kind of value a suite stores.
+///
+/// Booleans and integers stay distinct (`.bool(true)` is not `.integer(1)`),
+/// on disk and in memory. Dictionaries are keyed by strings.
+public enum PropertyListValue: Sendable, Hashable {
+  case string(String)
+  case integer(Int)
+  case real(Double)
+  case bool(Bool)
+  case date(Date)
+  case data(Data)
+  case array([PropertyListValue])
+  case dictionary([String: PropertyListValue])
+}
+
+extension PropertyListValue {
+  /// Converts a Swift or Foundation value into a property-list value.
+  ///
+  /// Accepts `Bool`, every fixed-width integer that fits in `Int`, `Double`,
+  /// `Float`, `String`, `Substring`, `Date`, `Data`, `URL` (stored as its
+  /// absolute string), `NSNumber`, arrays of these, dictionaries keyed by
+  /// `String`, and ``PropertyListValue`` itself. Returns `nil` for anything
+  /// else (and for an integer too large for `Int`).
+  public init?(_ value: Any) {
+    switch value {
+    case let v as PropertyListValue: self = v
+    case let v as Bool where type(of: value) == Bool.self: self = .bool(v)
+    case let v as Int: self = .integer(v)
+    case let v as String: self = .string(v)
+    case let v as Double where type(of: value) == Double.self: self = .real(v)
+    case let v as Float: self = .real(Double(v))
+    case let v as Int8: self = .integer(Int(v))
+    case let v as Int16: self = .integer(Int(v))
+    case let v as Int32: self = .integer(Int(v))
+    case let v as Int64: self = .integer(Int(v))
+    case let v as UInt8: self = .integer(Int(v))
+    case let v as UInt16: self = .integer(Int(v))
+    case let v as UInt32: self = .integer(Int(v))
+    case let v as UInt:
+      guard let i = Int(exactly: v) else { return nil }
+      self = .integer(i)
+    case let v as UInt64:
+      guard let i = Int(exactly: v) else { return nil }
+      self = .integer(i)
+    case let v as Substring: self = .string(String(v))
+    case let v as Date: self = .date(v)
+    case let v as Data: self = .data(v)
+    case let v as URL: self = .string(v.absoluteString)
+    case let v as NSNumber: self = PropertyListValue.fromNumber(v)
+    case let v as [PropertyListValue]: self = .array(v)
+    case let v as [String: PropertyListValue]: self = .dictionary(v)
+    case let v as [Any]:
+      var out: [PropertyListValue] = []
+      out.reserveCapacity(v.count)
+      for element in v {
+        guard let converted = PropertyListValue(element) else { return nil }
+        out.append(converted)
+      }
+      self = .array(out)
+    case let v as [String: Any]:
+      var out: [String: PropertyListValue] = [:]
+      out.reserveCapacity(v.count)
+      for (key, element) in v {
+        guard let converted = PropertyListValue(element) else { return nil }
+        out[key] = converted
+      }
+      self = .dictionary(out)
+    case let v as NSString: self = .string(v as String)
+    case let v as NSDate: self = .date(v as Date)
+    case let v as NSData: self = .data(v as Data)
+    case let v as NSArray: 
+      guard let converted = PropertyListValue(v.map { $0 }) else { return nil }
+      self = converted
+    case let v as NSDictionary:
+      var out: [String: PropertyListValue] = [:]
+      for (key, element) in v {
+        guard let key = key as? String, let converted = PropertyListValue(element) else {
+          return nil
+        }
+        out[key] = converted
+      }
+      self = .dictionary(out)
+    default: return nil
+    }
+  }
+
+  private static func fromNumber(_ number: NSNumber) -> PropertyListValue {
+    // NSNumber answers `as? Bool` and `as? Int` alike; its type encoding tells
+    // which it was made from.
+    switch String(cString: number.objCType) {
+    case "c", "B":
+      if String(describing: type(of: number)).contains("Bool") {
+        return .bool(number.boolValue)
+      }
+      return .integer(number.intValue)
+    case "f", "d": return .real(number.doubleValue)
+    default: return .integer(number.intValue)
+    }
+  }
+
+  /// The value as a Foundation object graph: `String`, `Int`, `Double`,
+  /// `Bool`, `Date`, `Data`, `[Any]` or `[String: Any]`, as `UserDefaults`
+  /// returns from `object(forKey:)`.
+  public var foundationValue: Any {
+    switch self {
+    case .string(let v): return v
+    case .integer(let v): return v
+    case .real(let v): return v
+    case .bool(let v): return v
+    case .date(let v): return v
+    case .data(let v): return v
+    case .array(let v): return v.map(\.foundationValue)
+    case .dictionary(let v): return v.mapValues(\.foundationValue)
+    }
+  }
+
+  /// The name of the value's property-list type, as `defaults read-type` says it:
+  /// `string`, `integer`, `float`, `boolean`, `date`, `data`, `array`, `dictionary`.
+  public var typeName: String {
+    switch self {
+    case .string: "string"
+    case .integer: "integer"
+    case .real: "float"
+    case .bool: "boolean"
+    case .date: "date"
+    case .data: "data"
+    case .array: "array"
+    case .dictionary: "dictionary"
+    }
+  }
+
+  /// An estimate of the bytes the value takes in a binary property list,
+  /// used for the size limit without encoding the whole domain on every write.
+  public var estimatedEncodedSize: Int {
+    switch self {
+    case .string(let v): return v.utf8.count + 4
+    case .integer: return 9
+    case .real: return 9
+    case .bool: return 1
+    case .date: return 9
+    case .data(let v): return v.count + 4
+    case .array(let v): return v.reduce(4) { $0 + $1.estimatedEncodedSize + 2 }
+    case .dictionary(let v):
+      return v.reduce(4) { $0 + $1.key.utf8.count + 6 + $1.value.estimatedEncodedSize }
+    }
+  }
+}

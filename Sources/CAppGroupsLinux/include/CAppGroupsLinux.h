@@ -1,0 +1,29 @@
+// CAppGroupsLinux: the Linux calls and fields Swift cannot reach directly.
+//
+// Everything else (inotify_init1, inotify_add_watch, flock, poll, rename,
+// fsync, mmap) imports into Swift through Glibc and is called from Swift.
+#ifndef CAPPGROUPS_LINUX_H
+#define CAPPGROUPS_LINUX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/inotify.h>
+// eventfd is not part of Glibc's Swift module; including it here makes
+// eventfd() and EFD_CLOEXEC visible to Swift through this module.
+#include <sys/eventfd.h>
+
+/// `inotify_event.name` is a flexible array member, which Swift does not
+/// import. Returns a pointer to the NUL-terminated name (empty when len == 0).
+const char *cappgroups_inotify_event_name(const struct inotify_event *event);
+
+/// Sequentially consistent 64-bit load from shared memory (a mapped file).
+/// Swift's Synchronization.Atomic cannot be placed at an arbitrary address.
+uint64_t cappgroups_atomic_load_u64(const uint64_t *address);
+
+/// Sequentially consistent 64-bit store to shared memory (a mapped file).
+void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value);
+
+/// Full memory fence, for the seqlock around the token record.
+void cappgroups_atomic_fence(void);
+
+#endif

@@ -1,0 +1,20 @@
+#ifndef _GNU_SOURCE
+#error You must define _GNU_SOURCE
+#endif
+#include "CAppGroupsLinux.h"
+
+const char *cappgroups_inotify_event_name(const struct inotify_event *event) {
+  return event->len > 0 ? event->name : "";
+}
+
+uint64_t cappgroups_atomic_load_u64(const uint64_t *address) {
+  return __atomic_load_n(address, __ATOMIC_SEQ_CST);
+}
+
+void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value) {
+  __atomic_store_n(address, value, __ATOMIC_SEQ_CST);
+}
+
+void cappgroups_atomic_fence(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,17 @@
+public import Foundation
+
+/// A unique temporary root for one test, deleted when the test ends.
+public struct Sandbox: ~Copyable {
+  public let url: URL
+
+  public init(_ name: String = #function) throws {
+    let base = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+    let safe = name.filter { $0.isLetter || $0.isNumber }
+    url = base.appendingPathComponent("appgroups-\(safe.prefix(40))-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  }
+
+  public var path: String { url.path }
+
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
