@@ -1,0 +1,45 @@
+import CAppGroupsLinux
+import Glibc
+
+/// A failed system call: which call, on what, and the `errno` it set.
+///
+/// Internal: the public face of every failure is ``AppGroupsError``.
+struct SystemCallError: Error, Sendable, CustomStringConvertible {
+  let call: String
+  let path: String?
+  let errno: CInt
+
+  var description: String {
+    let reason = String(cString: strerror(errno))
+    if let path { return "\(call)(\(path)): \(reason)" }
+    return "\(call): \(reason)"
+  }
+
+  var isNotFound: Bool { errno == ENOENT }
+}
+
+/// Runs a system call that returns -1 and sets `errno` on failure, retrying
+/// when it was interrupted by a signal (EINTR). The only place that reads `errno`.
+///
+/// EBADF and EFAULT can only mean a bug in this package (a closed descriptor,
+/// a bad pointer), so they stop the process instead of being thrown.
+@inline(__always)
+func valueOrErrno<T: FixedWidthInteger>(
+  _ call: String, path: String? = nil, retryOnInterrupt: Bool = true, _ body: () -> T
+) throws(SystemCallError) -> T {
+  while true {
+    let result = body()
+    if result != -1 { return result }
+    let code = Glibc.errno
+    if code == EINTR && retryOnInterrupt { continue }
+    precondition(code != EBADF && code != EFAULT, "\(call): \(String(cString: strerror(code)))")
+    throw SystemCallError(call: call, path: path, errno: code)
+  }
+}
+
+extension AppGroupsError {
+  /// Wraps a failed system call as an `.io` error that says what was being done.
+  init(io error: SystemCallError, _ doing: String) {
+    self.init(.io, "\(doing): \(error)", cause: error)
+  }
+}
