@@ -1,0 +1,231 @@
+import CAppGroupsLinux
+import Foundation
+import Glibc
+
+/// What identifies one version of a file on disk: which inode, how large,
+/// and when it was last modified and changed, to the nanosecond.
+///
+/// Every commit gives the new file a modification time strictly later than
+/// the one it replaces, so two versions written under the suite's lock never
+/// share an identity even when the inode number is reused.
+struct FileIdentity: Hashable, Sendable {
+  var device: UInt64
+  var inode: UInt64
+  var size: Int64
+  var modified: Int64  // nanoseconds since 1970
+  var changed: Int64  // nanoseconds since 1970
+
+  init(_ s: stat) {
+    device = UInt64(s.st_dev)
+    inode = UInt64(s.st_ino)
+    size = Int64(s.st_size)
+    modified = Int64(s.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(s.st_mtim.tv_nsec)
+    changed = Int64(s.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(s.st_ctim.tv_nsec)
+  }
+
+  init(device: UInt64, inode: UInt64, size: Int64, modified: Int64, changed: Int64) {
+    self.device = device
+    self.inode = inode
+    self.size = size
+    self.modified = modified
+    self.changed = changed
+  }
+}
+
+/// Thin wrappers over the file calls the stores make. Each one names the
+/// system call it makes; every failure is a ``SystemCallError``.
+enum FileSystem {
+  /// The identity of the file at `path`, or `nil` when there is none.
+  /// The corresponding system call is `stat(2)`.
+  static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
+    var s = stat()
+    do {
+      _ = try valueOrErrno("stat", path: path) { stat(path, &s) }
+    } catch where error.errno == ENOENT || error.errno == ENOTDIR {
+      return nil
+    }
+    return FileIdentity(s)
+  }
+
+  /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
+  static func linkStatus(_ path: String) throws(SystemCallError) -> stat? {
+    var s = stat()
+    do {
+      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
+    } catch where error.errno == ENOENT {
+      return nil
+    }
+    return s
+  }
+
+  /// Opens a file, retrying on EINTR. Always close-on-exec.
+  /// The corresponding system call is `open(2)`.
+  static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600) throws(SystemCallError) -> CInt {
+    try valueOrErrno("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+  }
+
+  static func close(_ fd: CInt) {
+    // close(2) must not be retried on EINTR on Linux: the descriptor is gone.
+    _ = Glibc.close(fd)
+  }
+
+  /// Reads a whole file and the identity of the version that was read.
+  /// Returns `nil` when the file does not exist.
+  static func read(_ path: String) throws(SystemCallError) -> (Data, FileIdentity)? {
+    let fd: CInt
+    do {
+      fd = try open(path, O_RDONLY)
+    } catch where error.errno == ENOENT {
+      return nil
+    }
+    defer { close(fd) }
+    var s = stat()
+    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    let identity = FileIdentity(s)
+    var capacity = max(Int(s.st_size), 0) + 1
+    var data = Data(count: capacity)
+    var used = 0
+    while true {
+      if used == capacity {
+        capacity *= 2
+        data.count = capacity
+      }
+      let result: Result<Int, SystemCallError> = data.withUnsafeMutableBytes { buffer in
+        guard let base = buffer.baseAddress else { return .success(0) }
+        return Result { () throws(SystemCallError) in
+          try valueOrErrno("read", path: path) { Glibc.read(fd, base + used, capacity - used) }
+        }
+      }
+      let n = try result.get()
+      if n == 0 { break }
+      used += n
+    }
+    data.count = used
+    return (data, identity)
+  }
+
+  /// Writes `data` durably and atomically in place of `path`: a temporary
+  /// file in the same folder, `fsync(2)`, `rename(2)` over the target, then
+  /// `fsync(2)` of the folder. A reader sees the old file or the new one,
+  /// never a mixture, and a crash at any point leaves one of the two.
+  ///
+  /// The new file's modification time is set strictly later than
+  /// `notBefore` (nanoseconds), so successive versions differ in identity.
+  /// - Returns: the identity of the file now at `path`.
+  @discardableResult
+  static func writeAtomically(
+    _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
+    afterRename: () -> Void = {}
+  ) throws(SystemCallError) -> FileIdentity {
+    let directory = (path as NSString).deletingLastPathComponent
+    let name = (path as NSString).lastPathComponent
+    let temporary = directory + "/" + temporaryName(for: name)
+    let fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+    var renamed = false
+    defer {
+      close(fd)
+      if !renamed { unlink(temporary) }
+    }
+    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        var offset = 0
+        while offset < buffer.count {
+          guard let base = buffer.baseAddress else { break }
+          let n = try valueOrErrno("write", path: temporary) {
+            Glibc.write(fd, base + offset, buffer.count - offset)
+          }
+          offset += n
+        }
+      }
+    }
+    try written.get()
+    if let notBefore {
+      var now = timespec()
+      clock_gettime(CLOCK_REALTIME, &now)
+      let nowNanos = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+      let stamp = max(nowNanos, notBefore &+ 1)
+      let time = timespec(tv_sec: Int(stamp / 1_000_000_000), tv_nsec: Int(stamp % 1_000_000_000))
+      var times = [time, time]
+      _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
+    }
+    _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
+    _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+    renamed = true
+    afterRename()
+    var s = stat()
+    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    try syncDirectory(directory)
+    return FileIdentity(s)
+  }
+
+  /// `fsync(2)` of a folder, so that a rename in it survives a crash.
+  static func syncDirectory(_ directory: String) throws(SystemCallError) {
+    let dfd = try open(directory, O_RDONLY | O_DIRECTORY)
+    defer { close(dfd) }
+    _ = try valueOrErrno("fsync", path: directory) { fsync(dfd) }
+  }
+
+  /// The prefix of every temporary file written for `name`; a leftover one
+  /// (its writer was killed) is removed by the next writer under the lock.
+  static func temporaryPrefix(for name: String) -> String { ".\(name).tmp-" }
+
+  private static func temporaryName(for name: String) -> String {
+    "\(temporaryPrefix(for: name))\(getpid())-\(UInt32.random(in: 0 ... .max))"
+  }
+
+  /// Removes temporary files for `name` left in `directory` by writers that
+  /// were killed mid-write. Call only while holding the lock that serialises
+  /// those writers. Returns how many were removed.
+  @discardableResult
+  static func removeLeftoverTemporaries(for name: String, in directory: String) -> Int {
+    let prefix = temporaryPrefix(for: name)
+    guard let dir = opendir(directory) else { return 0 }
+    defer { closedir(dir) }
+    var removed = 0
+    while let entry = readdir(dir) {
+      let entryName = withUnsafePointer(to: entry.pointee.d_name) {
+        $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+      }
+      if entryName.hasPrefix(prefix), unlink(directory + "/" + entryName) == 0 {
+        removed += 1
+      }
+    }
+    return removed
+  }
+
+  /// Creates a folder and any missing parents with mode 0700. Refuses to
+  /// follow a symbolic link for any component below `within`.
+  static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
+    var current = root
+    let relative = path.hasPrefix(root) ? String(path.dropFirst(root.count)) : path
+    for component in relative.split(separator: "/") {
+      current += "/" + component
+      if mkdir(current, 0o700) == 0 { continue }
+      let code = Glibc.errno
+      if code != EEXIST { throw SystemCallError(call: "mkdir", path: current, errno: code) }
+      guard let s = try linkStatus(current) else {
+        throw SystemCallError(call: "mkdir", path: current, errno: ENOENT)
+      }
+      if (s.st_mode & S_IFMT) == S_IFLNK {
+        throw SystemCallError(call: "mkdir", path: current, errno: ELOOP)
+      }
+      if (s.st_mode & S_IFMT) != S_IFDIR {
+        throw SystemCallError(call: "mkdir", path: current, errno: ENOTDIR)
+      }
+    }
+  }
+
+  /// The current wall-clock time in nanoseconds since 1970.
+  static func nowNanoseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+  }
+
+  /// A monotonic clock in nanoseconds, for deadlines.
+  static func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+  }
+}
