@@ -1,0 +1,51 @@
+import Dispatch
+import Glibc
+internal import Synchronization
+
+/// Makes pending changes land when the process ends normally (`exit`, the
+/// end of `main`) or on SIGTERM / SIGINT, so a value set without
+/// `synchronize()` is there for the next process.
+///
+/// Signal handling is installed only for signals still at their default
+/// disposition: an app that handles SIGTERM itself keeps its handler (and
+/// should call `GroupDefaults.synchronizeAll()` in it).
+enum ProcessLifecycle {
+  private static let installed = Mutex(false)
+  nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
+
+  static func installOnce() {
+    let first = installed.withLock { done in
+      defer { done = true }
+      return !done
+    }
+    guard first else { return }
+    atexit {
+      ProcessLifecycle.flushAll()
+    }
+    for signalNumber in [SIGTERM, SIGINT] {
+      var current = sigaction()
+      guard sigaction(signalNumber, nil, &current) == 0 else { continue }
+      // Only take over a signal nobody else handles or ignores.
+      guard unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 0 else { continue }
+      signal(signalNumber, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+      source.setEventHandler {
+        ProcessLifecycle.flushAll()
+        signal(signalNumber, SIG_DFL)
+        raise(signalNumber)
+      }
+      source.resume()
+      signalSources.append(source)
+    }
+  }
+
+  /// Commits every open store's pending changes on the calling thread.
+  @discardableResult
+  static func flushAll() -> Bool {
+    var allLanded = true
+    for store in SuiteStore.openStores() where store.hasPendingChanges {
+      if !store.flush() { allLanded = false }
+    }
+    return allLanded
+  }
+}

@@ -1,0 +1,585 @@
+import Dispatch
+import Foundation
+import Glibc
+internal import Synchronization
+
+/// One key's change as a store saw it: the value before and after.
+struct StoredChange: Sendable, Equatable {
+  var key: String
+  var old: PropertyListValue?
+  var new: PropertyListValue?
+}
+
+/// Where a change came from.
+public enum ChangeOrigin: Sendable, Hashable {
+  /// A call in this process.
+  case thisProcess
+  /// A commit by another process, or an edit of the file from outside.
+  case otherProcess
+}
+
+/// The per-process store of one property-list file: the in-memory cache, the
+/// changes not yet on disk, the commit that merges them key by key into the
+/// file under the suite's lock, and the last-update token.
+///
+/// Storage knows nothing of identities or suites: it is given a path.
+/// One store per file per process (``shared(path:options:)``): two would
+/// race each other's commits and miss each other's changes.
+final class SuiteStore: Sendable {
+  struct Options: Sendable, Hashable {
+    /// How long a commit waits for another process's lock before it keeps
+    /// its changes pending and retries later.
+    var lockTimeout: Duration = .seconds(1)
+    /// The largest estimated encoded size of the domain (4 MiB, as iOS).
+    var sizeLimit: Int = 4 * 1024 * 1024
+    /// A read-only store (managed preferences) never writes or quarantines.
+    var readOnly = false
+  }
+
+  let path: String
+  let directory: String
+  let fileName: String
+  let options: Options
+  private let sidecar: SuiteSidecar?
+  private let queue: DispatchQueue
+
+  private struct Pending: Sendable {
+    var value: PropertyListValue?
+    var sequence: UInt64
+  }
+
+  private struct State: Sendable {
+    var values: [String: PropertyListValue] = [:]
+    var pending: [String: Pending] = [:]
+    /// A whole-domain replacement (setPersistentDomain / removePersistentDomain)
+    /// waiting to be committed, applied before `pending`.
+    var replacement: (values: [String: PropertyListValue], sequence: UInt64)?
+    var nextSequence: UInt64 = 1
+    var flushScheduled = false
+    var sizeEstimate = 0
+    var lastGeneration: UInt64 = 0
+    var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+  }
+
+  private struct CommitState: Sendable {
+    var persisted: [String: PropertyListValue] = [:]
+    var identity: FileIdentity?
+    /// The identity of an unreadable file not yet moved aside (the lock was busy).
+    var unreadableIdentity: FileIdentity?
+    var lockWaitReported = false
+    var retryDelay: Duration = .milliseconds(10)
+  }
+
+  private let state: Mutex<State>
+  private let commit: Mutex<CommitState>
+
+  // MARK: Opening
+
+  private static let registry = Mutex<[String: WeakStore]>([:])
+  private struct WeakStore: @unchecked Sendable { weak var store: SuiteStore? }
+
+  /// The store for `path` in this process, opening it on first use.
+  static func shared(path: String, options: Options = Options()) throws(AppGroupsError) -> SuiteStore {
+    ProcessLifecycle.installOnce()
+    let result: Result<SuiteStore, AppGroupsError> = registry.withLock { stores in
+      if let existing = stores[path]?.store { return .success(existing) }
+      let opened = Result { () throws(AppGroupsError) in try SuiteStore(path: path, options: options) }
+      if case .success(let store) = opened { stores[path] = WeakStore(store: store) }
+      return opened
+    }
+    return try result.get()
+  }
+
+  /// Every open store, for flushing at exit.
+  static func openStores() -> [SuiteStore] {
+    registry.withLock { stores in stores.values.compactMap(\.store) }
+  }
+
+  private init(path: String, options: Options) throws(AppGroupsError) {
+    self.path = path
+    self.directory = (path as NSString).deletingLastPathComponent
+    self.fileName = (path as NSString).lastPathComponent
+    self.options = options
+    self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
+    if options.readOnly {
+      sidecar = nil
+    } else {
+      do {
+        sidecar = try SuiteSidecar(path: path + ".lock")
+      } catch {
+        throw AppGroupsError(io: error, "opening the lock file of \(path)")
+      }
+    }
+    state = Mutex(State())
+    commit = Mutex(CommitState())
+    let loaded = try commit.withLock { cs throws(AppGroupsError) in
+      let loaded = try load(&cs, holdingLock: false)
+      cs.persisted = loaded
+      return loaded
+    }
+    let generation = sidecar?.generation ?? 0
+    state.withLock {
+      $0.values = loaded
+      $0.sizeEstimate = Self.estimate(loaded)
+      $0.lastGeneration = generation
+    }
+  }
+
+  /// Sets the closure told of every change of this store's values, with its origin.
+  func setChangeHandler(_ handler: @escaping @Sendable ([StoredChange], ChangeOrigin) -> Void) {
+    state.withLock { $0.changeHandler = handler }
+  }
+
+  // MARK: Reading
+
+  /// The current value (committed or pending) of `key`.
+  func value(forKey key: String) -> PropertyListValue? {
+    state.withLock { $0.values[key] }
+  }
+
+  /// Every key and value, as this process sees them now.
+  func values() -> [String: PropertyListValue] {
+    state.withLock { $0.values }
+  }
+
+  /// Whether some change has not reached the disk yet.
+  var hasPendingChanges: Bool {
+    state.withLock { !$0.pending.isEmpty || $0.replacement != nil }
+  }
+
+  // MARK: Writing
+
+  /// Sets (or, with `nil`, removes) one value: in memory at once, on disk
+  /// soon after. Writing the value already there does nothing.
+  /// - Returns: the change, or `nil` when nothing changed.
+  /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit;
+  ///   nothing changes then.
+  @discardableResult
+  func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
+    precondition(!options.readOnly, "a read-only store cannot be written")
+    let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
+      state.withLock { st in
+        let old = st.values[key]
+        if old == value { return .success((nil, false, nil)) }
+        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let newSize = value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let size = st.sizeEstimate - oldSize + newSize
+        if newSize > oldSize && size > options.sizeLimit {
+          return .failure(
+            AppGroupsError(
+              .sizeLimitExceeded,
+              "setting \(key.debugDescription) would make \(path) about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
+            ))
+        }
+        st.sizeEstimate = size
+        st.values[key] = value
+        st.pending[key] = Pending(value: value, sequence: st.nextSequence)
+        st.nextSequence &+= 1
+        let schedule = !st.flushScheduled
+        st.flushScheduled = true
+        return .success((StoredChange(key: key, old: old, new: value), schedule, st.changeHandler))
+      }
+    let (change, schedule, handler) = try outcome.get()
+    if schedule { scheduleFlush() }
+    if let change, let handler { handler([change], .thisProcess) }
+    return change
+  }
+
+  /// Replaces every value of the domain (`nil` or empty removes them all).
+  /// The replacement is applied to the file as one unit, so values other
+  /// processes wrote before it are replaced too.
+  func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
+    precondition(!options.readOnly, "a read-only store cannot be written")
+    let size = Self.estimate(values)
+    if size > options.sizeLimit {
+      throw AppGroupsError(
+        .sizeLimitExceeded,
+        "the new domain for \(path) is about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept")
+    }
+    let (changes, schedule, handler) = state.withLock { st in
+      let changes = Self.diff(st.values, values)
+      st.values = values
+      st.sizeEstimate = size
+      st.pending.removeAll()
+      st.replacement = (values, st.nextSequence)
+      st.nextSequence &+= 1
+      let schedule = !st.flushScheduled
+      st.flushScheduled = true
+      return (changes, schedule, st.changeHandler)
+    }
+    if schedule { scheduleFlush() }
+    if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+  }
+
+  private func scheduleFlush(after delay: Duration? = nil) {
+    let work: @Sendable () -> Void = { [self] in
+      if !flush() {
+        // The lock was busy or the disk failed: the changes stay pending.
+        let delay = commit.withLock { cs in
+          let current = cs.retryDelay
+          cs.retryDelay = min(current * 2, .seconds(1))
+          return current
+        }
+        scheduleFlush(after: delay)
+      }
+    }
+    if let delay {
+      let (s, atto) = delay.components
+      let nanos = Int(s) * 1_000_000_000 + Int(atto / 1_000_000_000)
+      queue.asyncAfter(deadline: .now() + .nanoseconds(nanos), execute: work)
+    } else {
+      queue.async(execute: work)
+    }
+  }
+
+  /// Commits every pending change now, on the calling thread.
+  /// - Returns: `true` when nothing is left pending.
+  @discardableResult
+  func flush() -> Bool {
+    do {
+      try commitPending(timeout: options.lockTimeout)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /// Commits every pending change, waiting at most `timeout` for the lock.
+  /// - Throws: `.lockTimeout` or `.io`; the changes then stay pending.
+  func commitPending(timeout: Duration) throws(AppGroupsError) {
+    try commitLocked(timeout: timeout, extra: nil)
+  }
+
+  /// Reads the key's current value from disk under the suite's lock, lets
+  /// `body` compute its new value, and commits it before the lock is
+  /// released: a read-modify-write that no other process can interleave.
+  ///
+  /// `body` must be short and must not call back into the store.
+  /// - Returns: the value `body` returned.
+  func update(
+    key: String, timeout: Duration, _ body: (PropertyListValue?) throws -> PropertyListValue?
+  ) throws -> PropertyListValue? {
+    var result: PropertyListValue?
+    var bodyError: (any Error)?
+    try withoutActuallyEscaping(body) { body throws(AppGroupsError) in
+      try commitLocked(timeout: timeout) { current in
+        do {
+          result = try body(current[key])
+          var change: [String: PropertyListValue?] = [:]
+          change.updateValue(result, forKey: key)
+          return change
+        } catch {
+          bodyError = error
+          return [:]
+        }
+      }
+    }
+    if let bodyError { throw bodyError }
+    return result
+  }
+
+  /// The commit: under the lock, reload the file if it moved, apply the
+  /// pending changes (and `extra`, computed from the merged values) key by
+  /// key, write durably, advance the token.
+  private func commitLocked(
+    timeout: Duration,
+    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
+  ) throws(AppGroupsError) {
+    guard let sidecar else { return }
+    var outside: [StoredChange] = []
+    var local: [StoredChange] = []
+    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    try commit.withLock { (cs: inout CommitState) throws(AppGroupsError) -> Void in
+      try commitBody(
+        &cs, sidecar: sidecar, timeout: timeout, extra: extra, outside: &outside, local: &local,
+        handler: &handler)
+    }
+    if let handler {
+      if !outside.isEmpty { handler(outside, .otherProcess) }
+      if !local.isEmpty { handler(local, .thisProcess) }
+    }
+  }
+
+  private func commitBody(
+    _ cs: inout CommitState, sidecar: SuiteSidecar, timeout: Duration,
+    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
+    outside: inout [StoredChange], local: inout [StoredChange],
+    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+  ) throws(AppGroupsError) {
+      // Snapshot the pending changes; later ones get higher sequences.
+      let (pending, replacement) = state.withLock { st in
+        st.flushScheduled = false
+        return (st.pending, st.replacement)
+      }
+      guard !pending.isEmpty || replacement != nil || extra != nil else { return }
+      let keepPending = { self.state.withLock { $0.flushScheduled = true } }
+
+      guard sidecar.lock.lock(timeout: timeout) else {
+        let count = pending.count + (replacement == nil ? 0 : 1)
+        if !cs.lockWaitReported && count > 0 {
+          cs.lockWaitReported = true
+          Diagnostics.report(
+            "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
+        }
+        keepPending()
+        throw AppGroupsError(
+          .lockTimeout,
+          "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+      }
+      defer { sidecar.lock.unlock() }
+      if cs.lockWaitReported {
+        cs.lockWaitReported = false
+        Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+      }
+      cs.retryDelay = .milliseconds(10)
+      TestHooks.pauseWhileHoldingLock(path: path)
+
+      // 1. The file as it is now: another process may have committed.
+      let before = cs.persisted
+      let current: FileIdentity?
+      do {
+        current = try FileSystem.identity(ofPath: path)
+      } catch {
+        keepPending()
+        throw AppGroupsError(io: error, "reading \(path)")
+      }
+      if current != cs.identity || cs.unreadableIdentity != nil {
+        do {
+          cs.persisted = try load(&cs, holdingLock: true)
+        } catch {
+          keepPending()
+          throw error
+        }
+      }
+      let reloaded = cs.persisted
+
+      // 2. This process's changes, key by key, on top.
+      var next = replacement?.values ?? reloaded
+      for (key, change) in pending {
+        next[key] = change.value
+      }
+      let extraChanges = extra?(next) ?? [:]
+      for (key, value) in extraChanges {
+        next[key] = value
+      }
+
+      // 3. Write durably, then move the token (skipped when nothing differs).
+      if next != reloaded || (cs.identity == nil && !next.isEmpty) {
+        let data: Data
+        do {
+          data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
+        } catch {
+          keepPending()
+          throw error
+        }
+        FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
+        do {
+          let identity = try FileSystem.writeAtomically(
+            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0))
+          cs.identity = identity
+          sidecar.advance(to: identity)
+        } catch {
+          keepPending()
+          throw AppGroupsError(io: error, "writing \(path)")
+        }
+        cs.persisted = next
+      }
+      finishCommit(
+        next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
+        extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+  }
+
+  private func finishCommit(
+    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending],
+    replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
+    extra: [String: PropertyListValue?],
+    outside: inout [StoredChange], local: inout [StoredChange],
+    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+  ) {
+    let generation = sidecar?.generation ?? 0
+    state.withLock { st in
+      // Drop what was committed, unless it changed again meanwhile.
+      for (key, change) in pending where st.pending[key]?.sequence == change.sequence {
+        st.pending.removeValue(forKey: key)
+      }
+      if let replacement, st.replacement?.sequence == replacement.sequence {
+        st.replacement = nil
+      }
+      st.lastGeneration = generation
+      if didReload || !extra.isEmpty {
+        // Others' changes (and the atomic update's) become visible, except
+        // where this process has a newer change of its own still pending.
+        var values = st.replacement?.values ?? next
+        for (key, change) in st.pending { values[key] = change.value }
+        for change in Self.diff(st.values, values) {
+          if extra.keys.contains(change.key) { local.append(change) } else { outside.append(change) }
+        }
+        st.values = values
+        st.sizeEstimate = Self.estimate(values)
+      }
+      handler = st.changeHandler
+    }
+  }
+
+  // MARK: Outside changes
+
+  /// Re-reads the file if it changed since this process last read or wrote
+  /// it, and tells the change handler which values changed.
+  /// - Returns: the changes, empty when the file had not moved.
+  @discardableResult
+  func refresh() -> [StoredChange] {
+    var changes: [StoredChange] = []
+    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    commit.withLock { cs in
+      let current = try? FileSystem.identity(ofPath: path)
+      let generation = sidecar?.generation ?? 0
+      if current == cs.identity && cs.unreadableIdentity == nil {
+        state.withLock { $0.lastGeneration = generation }
+        return
+      }
+      guard let loaded = try? load(&cs, holdingLock: false) else { return }
+      cs.persisted = loaded
+      state.withLock { st in
+        var values = loaded
+        if let replacement = st.replacement { values = replacement.values }
+        for (key, change) in st.pending { values[key] = change.value }
+        changes = Self.diff(st.values, values)
+        st.values = values
+        st.sizeEstimate = Self.estimate(values)
+        st.lastGeneration = generation
+        handler = st.changeHandler
+      }
+    }
+    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
+    return changes
+  }
+
+  /// Whether the file or its token moved since this process last read or
+  /// wrote it: one token read and one `stat(2)`, no parsing.
+  func hasChangedOnDisk() -> Bool {
+    let seen = state.withLock { $0.lastGeneration }
+    if let sidecar, sidecar.generation != seen { return true }
+    let current = try? FileSystem.identity(ofPath: path)
+    return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
+  }
+
+  /// The suite's last-update token: monotonic, persistent, moved by every
+  /// commit and by an outside edit of the file.
+  func token() -> UInt64 {
+    guard let sidecar else {
+      return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
+    }
+    guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
+    let current = try? FileSystem.identity(ofPath: path)
+    if record.identity == current { return record.generation }
+    // The file is not the version the token describes: an outside edit (or
+    // a commit in flight). Move the token if no commit is in flight.
+    let moved: UInt64? = commit.withLockIfAvailable { _ in
+      guard sidecar.lock.tryLock() else { return nil }
+      defer { sidecar.lock.unlock() }
+      guard let again = sidecar.read() else { return nil }
+      let now = try? FileSystem.identity(ofPath: path)
+      if again.identity == now { return again.generation }
+      return sidecar.advance(to: now)
+    } ?? nil
+    return moved ?? record.generation
+  }
+
+  /// The token this process last saw.
+  var lastSeenToken: UInt64 { state.withLock { $0.lastGeneration } }
+
+  // MARK: Loading and quarantine
+
+  /// Reads and parses the file. An unreadable file is moved aside (only
+  /// while holding the lock) and the suite goes on empty.
+  private func load(_ cs: inout CommitState, holdingLock: Bool) throws(AppGroupsError) -> [String: PropertyListValue] {
+    let read: (Data, FileIdentity)?
+    do {
+      read = try FileSystem.read(path)
+    } catch {
+      throw AppGroupsError(io: error, "reading \(path)")
+    }
+    guard let (data, identity) = read else {
+      cs.identity = nil
+      cs.unreadableIdentity = nil
+      return [:]
+    }
+    let reason: String
+    do {
+      let value = try PropertyListValue(propertyListData: data)
+      if case .dictionary(let values) = value {
+        cs.identity = identity
+        cs.unreadableIdentity = nil
+        return values
+      }
+      reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
+    } catch {
+      reason = error.message
+    }
+    cs.identity = identity
+    if options.readOnly {
+      if cs.unreadableIdentity != identity {
+        Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
+      }
+      cs.unreadableIdentity = identity
+      return [:]
+    }
+    guard holdingLock || (sidecar?.lock.lock(timeout: options.lockTimeout) ?? false) else {
+      if cs.unreadableIdentity != identity {
+        Diagnostics.report(
+          "\(path) could not be read (\(reason)); it will be moved aside at the next write, and the suite reads as empty until then")
+      }
+      cs.unreadableIdentity = identity
+      return [:]
+    }
+    defer { if !holdingLock { sidecar?.lock.unlock() } }
+    // Under the lock: is it still the same unreadable file?
+    if let now = try? FileSystem.identity(ofPath: path), now != identity {
+      return try load(&cs, holdingLock: true)
+    }
+    let aside = quarantinePath()
+    if rename(path, aside) == 0 {
+      Diagnostics.report("\(path) could not be read (\(reason)); moved it to \(aside); the suite starts empty")
+      _ = try? FileSystem.syncDirectory(directory)
+      sidecar?.advance(to: nil)
+      cs.identity = nil
+      cs.unreadableIdentity = nil
+      return [:]
+    }
+    let error = SystemCallError(call: "rename", path: path, errno: errno)
+    throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
+  }
+
+  private func quarantinePath() -> String {
+    var time = time_t(Glibc.time(nil))
+    var parts = tm()
+    gmtime_r(&time, &parts)
+    let stamp = String(
+      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+      parts.tm_hour, parts.tm_min, parts.tm_sec)
+    var candidate = "\(path).unreadable-\(stamp)"
+    var counter = 1
+    while access(candidate, F_OK) == 0 {
+      counter += 1
+      candidate = "\(path).unreadable-\(stamp)-\(counter)"
+    }
+    return candidate
+  }
+
+  // MARK: Helpers
+
+  static func estimate(_ values: [String: PropertyListValue]) -> Int {
+    values.reduce(8) { $0 + $1.key.utf8.count + 6 + $1.value.estimatedEncodedSize }
+  }
+
+  static func diff(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> [StoredChange] {
+    var changes: [StoredChange] = []
+    for (key, value) in new where old[key] != value {
+      changes.append(StoredChange(key: key, old: old[key], new: value))
+    }
+    for (key, value) in old where new[key] == nil {
+      changes.append(StoredChange(key: key, old: value, new: nil))
+    }
+    return changes
+  }
+}
