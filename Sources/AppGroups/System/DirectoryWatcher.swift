@@ -1,0 +1,672 @@
+internal import CAppGroupsLinux
+internal import Glibc
+internal import Synchronization
+
+/// Watches directories with inotify and reports what changed in them, on one dedicated thread.
+///
+/// One watcher owns one inotify instance and one `eventfd`. A single thread, started by the
+/// first ``watch(directory:)``, `poll`s both and calls the handler with every event that one
+/// `read(2)` returned, in the kernel's order. Nothing runs on a dispatch queue or a run loop,
+/// so command-line processes get their events too.
+///
+/// ```swift
+/// let watcher = DirectoryWatcher { events in
+///   for event in events where event.kind == .movedTo { reload(event.name) }
+/// }
+/// let watch = try watcher.watch(directory: preferencesPath)
+/// // ...
+/// watch.cancel()
+/// watcher.close()
+/// ```
+///
+/// When the kernel refuses (out of inotify instances, `EMFILE`, or out of watches, `ENOSPC`),
+/// the watcher does not go silent: it checks the directory's entries with `stat` every
+/// ``fallbackInterval`` instead, reports changed names as ``Event/Kind-swift.enum/movedTo``,
+/// and says so once on standard error.
+///
+/// The watcher is `Sendable`; every method may be called from any thread, including from the
+/// handler. The handler must not block for long: while it runs, the kernel queues events, and
+/// past `/proc/sys/fs/inotify/max_queued_events` it drops them and reports
+/// ``Event/Kind-swift.enum/overflow``.
+final class DirectoryWatcher: Sendable {
+  /// One change in a watched directory.
+  struct Event: Sendable, Hashable, CustomStringConvertible {
+    /// What happened.
+    enum Kind: Sendable, Hashable {
+      /// A file opened for writing was closed (`IN_CLOSE_WRITE`).
+      case closeWrite
+      /// An entry was renamed into the directory (`IN_MOVED_TO`). The polling fallback reports
+      /// every new or changed name this way.
+      case movedTo
+      /// An entry was created (`IN_CREATE`).
+      case created
+      /// An entry was deleted (`IN_DELETE`).
+      case deleted
+      /// An entry was renamed out of the directory (`IN_MOVED_FROM`).
+      case movedFrom
+      /// An entry's metadata changed (`IN_ATTRIB`); an empty name means the directory itself.
+      case attrib
+      /// The kernel's event queue overflowed and events were lost (`IN_Q_OVERFLOW`); re-read
+      /// everything. `directory` and `name` are empty.
+      case overflow
+      /// The watched directory itself was deleted, moved or unmounted (`IN_DELETE_SELF`,
+      /// `IN_MOVE_SELF`, `IN_IGNORED`). After a deletion the watch is dead; after a move it
+      /// follows the directory, but `directory` still names the old path. Watch again.
+      case directoryGone
+    }
+
+    /// The watched directory, as it was passed to ``DirectoryWatcher/watch(directory:)``.
+    var directory: String
+    /// The entry's name inside the directory; empty for events about the directory itself.
+    var name: String
+    /// What happened.
+    var kind: Kind
+
+    var description: String { "\(kind) \(directory)/\(name)" }
+  }
+
+  /// A handle on one watched directory. Cancel it, or let it go, to stop watching.
+  ///
+  /// Handles on the same directory share one kernel watch; the watch is removed with the last
+  /// handle. A handle keeps its watcher alive.
+  final class Watch: Sendable {
+    /// The directory, as it was passed to ``DirectoryWatcher/watch(directory:)``.
+    let directory: String
+    /// True when the kernel refused a watch and the directory is checked with `stat` every
+    /// ``DirectoryWatcher/fallbackInterval`` instead.
+    let isPolling: Bool
+
+    fileprivate let watcher: DirectoryWatcher
+    fileprivate let target: WatcherEngine.Target
+    private let cancelled = Atomic<Bool>(false)
+
+    fileprivate init(
+      directory: String, isPolling: Bool, watcher: DirectoryWatcher, target: WatcherEngine.Target
+    ) {
+      self.directory = directory
+      self.isPolling = isPolling
+      self.watcher = watcher
+      self.target = target
+    }
+
+    /// Stops watching through this handle. Removes the kernel watch (`inotify_rm_watch(2)`)
+    /// when no other handle shares it. Idempotent.
+    ///
+    /// Events the watcher thread had already read may still be delivered once.
+    func cancel() {
+      guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+      watcher.engine.release(target)
+    }
+
+    deinit { cancel() }
+  }
+
+  /// How often a directory the kernel refused to watch is checked instead.
+  let fallbackInterval: Duration
+
+  fileprivate let engine: WatcherEngine
+  /// Serialises callers of ``close()`` so that each returns only after the thread has ended.
+  private let closing = Mutex<Void>(())
+
+  #if DEBUG
+  /// Fault injection for tests: `inotify_add_watch` on a directory listed here fails with the
+  /// given errno (for example `ENOSPC`) without calling the kernel.
+  static let injectAddWatchFailure = Mutex<[String: CInt]>([:])
+  #endif
+
+  /// Creates a watcher and its inotify instance. The thread starts with the first watch.
+  ///
+  /// The corresponding system calls are `inotify_init1(2)` and `eventfd(2)`. If
+  /// `inotify_init1` fails, every directory is checked every `fallbackInterval` instead.
+  ///
+  /// - Parameters:
+  ///   - fallbackInterval: How often to check a directory the kernel refused to watch.
+  ///   - handler: Called on the watcher thread with the events of one read, in order. Never
+  ///     called after ``close()`` returns.
+  init(
+    fallbackInterval: Duration = .milliseconds(250),
+    handler: @escaping @Sendable ([Event]) -> Void
+  ) {
+    self.fallbackInterval = fallbackInterval
+    engine = WatcherEngine(fallbackInterval: fallbackInterval, initFailure: nil, handler: handler)
+  }
+
+  #if DEBUG
+  /// Fault injection for tests: a watcher whose `inotify_init1` failed with `errno` (for
+  /// example `EMFILE`), so that every directory is polled.
+  init(
+    fallbackInterval: Duration = .milliseconds(250), injectingInitFailure errno: CInt,
+    handler: @escaping @Sendable ([Event]) -> Void
+  ) {
+    self.fallbackInterval = fallbackInterval
+    engine = WatcherEngine(fallbackInterval: fallbackInterval, initFailure: errno, handler: handler)
+  }
+  #endif
+
+  deinit { close() }
+
+  /// Starts watching a directory for changes to its entries.
+  ///
+  /// Watching a directory that is already watched returns another handle on the same kernel
+  /// watch. When the kernel is out of watches (`ENOSPC`) or inotify is unavailable, the
+  /// directory is checked every ``fallbackInterval`` instead (``Watch/isPolling``).
+  ///
+  /// The corresponding system call is `inotify_add_watch(2)`.
+  ///
+  /// - Parameter directory: The directory's path. Events name it exactly as given.
+  /// - Returns: A handle; cancel it or let it go to stop watching.
+  /// - Throws: ``AppGroupsError/Code/io`` when the directory does not exist or is not a
+  ///   directory, when the watcher thread cannot start, or when the watcher is closed.
+  func watch(directory: String) throws(AppGroupsError) -> Watch {
+    let (target, isPolling) = try engine.add(directory)
+    return Watch(directory: directory, isPolling: isPolling, watcher: self, target: target)
+  }
+
+  /// Stops the watcher thread, waits for it to end and closes the descriptors. Idempotent.
+  ///
+  /// After `close()` returns, the handler is not called again; handles become inert. Called
+  /// from inside the handler, it returns at once and the thread ends when the handler returns.
+  /// Do not call it while holding anything the handler waits for.
+  func close() {
+    if engine.isWatcherThread {
+      engine.close()
+      return
+    }
+    closing.withLock { _ in engine.close() }
+  }
+
+  /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
+  /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
+  var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }
+}
+
+// MARK: - Engine
+
+/// The state and the thread behind a ``DirectoryWatcher``. The thread retains the engine, not
+/// the watcher, so that letting the watcher go closes it.
+private final class WatcherEngine: Sendable {
+  /// What a ``DirectoryWatcher/Watch`` handle holds a reference on.
+  enum Target: Sendable {
+    case kernel(wd: CInt, id: UInt64)
+    case polled(directory: String, id: UInt64)
+  }
+
+  /// A file's identity and content stamp, compared by the polling fallback.
+  struct Stamp: Equatable {
+    var inode: UInt64
+    var size: Int64
+    var seconds: Int
+    var nanoseconds: Int
+  }
+
+  struct KernelWatch {
+    let id: UInt64
+    let directory: String
+    var references: Int
+    var goneReported = false
+  }
+
+  struct PolledDirectory {
+    let id: UInt64
+    var references: Int
+    var stamps: [String: Stamp]
+    var gone = false
+  }
+
+  struct State {
+    var closed = false
+    var thread: pthread_t?
+    var eventFD: CInt?
+    var nextID: UInt64 = 1
+    var kernel: [CInt: KernelWatch] = [:]
+    var polled: [String: PolledDirectory] = [:]
+  }
+
+  static let watchMask = UInt32(
+    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
+      | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+  static let bufferSize = 64 * 1024
+
+  let fallbackInterval: Duration
+  let handler: @Sendable ([DirectoryWatcher.Event]) -> Void
+  let inotifyFD: CInt?
+  /// Why `inotify_init1` failed, when it did.
+  let inotifyError: SystemCallError?
+  let state = Mutex(State())
+
+  init(
+    fallbackInterval: Duration, initFailure: CInt?,
+    handler: @escaping @Sendable ([DirectoryWatcher.Event]) -> Void
+  ) {
+    self.fallbackInterval = fallbackInterval
+    self.handler = handler
+    if let initFailure {
+      inotifyFD = nil
+      inotifyError = SystemCallError(call: "inotify_init1", path: nil, errno: initFailure)
+      return
+    }
+    do {
+      // See: man 2 inotify_init1 (EMFILE: the per-user limit on instances is reached).
+      inotifyFD = try valueOrErrno("inotify_init1") {
+        inotify_init1(CInt(IN_NONBLOCK) | CInt(IN_CLOEXEC))
+      }
+      inotifyError = nil
+    } catch {
+      inotifyFD = nil
+      inotifyError = error
+    }
+  }
+
+  var isClosed: Bool { state.withLock { $0.closed } }
+
+  var isWatcherThread: Bool {
+    let thread = state.withLock { $0.thread }
+    guard let thread else { return false }
+    return pthread_equal(thread, pthread_self()) != 0
+  }
+
+  // MARK: Adding and releasing watches
+
+  func add(_ directory: String) throws(AppGroupsError) -> (Target, isPolling: Bool) {
+    enum Outcome: Sendable {
+      case watching(Target, isPolling: Bool)
+      case fallback(SystemCallError)
+    }
+    let outcome = try state.withLock { state throws(AppGroupsError) -> Outcome in
+      try checkOpen(state, directory)
+      if var polled = state.polled[directory] {
+        polled.references += 1
+        state.polled[directory] = polled
+        return .watching(.polled(directory: directory, id: polled.id), isPolling: true)
+      }
+      guard let inotifyFD else {
+        let reason = SystemCallError(call: "inotify_init1", path: nil, errno: EMFILE)
+        return .fallback(inotifyError ?? reason)
+      }
+      try startThreadIfNeeded(&state, directory)
+      let wd: CInt
+      do throws(SystemCallError) {
+        wd = try addKernelWatch(inotifyFD, directory)
+      } catch {
+        // See: man 2 inotify_add_watch (ENOSPC: the per-user limit on watches is reached).
+        if error.errno == ENOSPC { return .fallback(error) }
+        throw AppGroupsError(io: error, "watching \(directory)")
+      }
+      if var existing = state.kernel[wd] {
+        existing.references += 1
+        state.kernel[wd] = existing
+        return .watching(.kernel(wd: wd, id: existing.id), isPolling: false)
+      }
+      let id = state.nextID
+      state.nextID += 1
+      state.kernel[wd] = KernelWatch(id: id, directory: directory, references: 1)
+      return .watching(.kernel(wd: wd, id: id), isPolling: false)
+    }
+    switch outcome {
+    case .watching(let target, let isPolling):
+      return (target, isPolling)
+    case .fallback(let reason):
+      return try addPolled(directory, reason: reason)
+    }
+  }
+
+  private func addKernelWatch(_ fd: CInt, _ directory: String) throws(SystemCallError) -> CInt {
+    #if DEBUG
+    if let code = DirectoryWatcher.injectAddWatchFailure.withLock({ $0[directory] }) {
+      throw SystemCallError(call: "inotify_add_watch", path: directory, errno: code)
+    }
+    #endif
+    return try valueOrErrno("inotify_add_watch", path: directory) {
+      inotify_add_watch(fd, directory, Self.watchMask)
+    }
+  }
+
+  private func addPolled(
+    _ directory: String, reason: SystemCallError
+  ) throws(AppGroupsError) -> (Target, isPolling: Bool) {
+    // Take the first snapshot before returning, so that a change made right after `watch`
+    // returns is seen. Outside the lock: a directory may be large.
+    let stamps: [String: Stamp]
+    do {
+      stamps = try Self.scan(directory)
+    } catch {
+      throw AppGroupsError(io: error, "watching \(directory)")
+    }
+    let (target, created) = try state.withLock {
+      state throws(AppGroupsError) -> (Target, Bool) in
+      try checkOpen(state, directory)
+      if var polled = state.polled[directory] {
+        polled.references += 1
+        state.polled[directory] = polled
+        return (.polled(directory: directory, id: polled.id), false)
+      }
+      try startThreadIfNeeded(&state, directory)
+      let id = state.nextID
+      state.nextID += 1
+      state.polled[directory] = PolledDirectory(id: id, references: 1, stamps: stamps)
+      // Wake the thread so that it starts polling with a timeout.
+      if let eventFD = state.eventFD { Self.signal(eventFD) }
+      return (.polled(directory: directory, id: id), true)
+    }
+    if created { reportFallback(directory, reason: reason) }
+    return (target, true)
+  }
+
+  private func reportFallback(_ directory: String, reason: SystemCallError) {
+    let line = "appgroups: inotify watch on \(directory) failed "
+      + "(\(String(cString: strerror(reason.errno)))); "
+      + "checking every \(Self.milliseconds(fallbackInterval)) ms instead\n"
+    var bytes = Array(line.utf8)
+    _ = try? valueOrErrno("write", path: "stderr") { write(STDERR_FILENO, &bytes, bytes.count) }
+  }
+
+  private func checkOpen(_ state: borrowing State, _ directory: String) throws(AppGroupsError) {
+    guard state.closed else { return }
+    throw AppGroupsError(.io, "watching \(directory): the directory watcher is closed")
+  }
+
+  func release(_ target: Target) {
+    state.withLock { state in
+      guard !state.closed else { return }
+      switch target {
+      case .kernel(let wd, let id):
+        guard var watch = state.kernel[wd], watch.id == id else { return }
+        watch.references -= 1
+        if watch.references > 0 {
+          state.kernel[wd] = watch
+          return
+        }
+        state.kernel[wd] = nil
+        guard let inotifyFD else { return }
+        // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
+        // See: man 2 inotify_rm_watch
+        _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
+      case .polled(let directory, let id):
+        guard var polled = state.polled[directory], polled.id == id else { return }
+        polled.references -= 1
+        state.polled[directory] = polled.references > 0 ? polled : nil
+      }
+    }
+  }
+
+  // MARK: The thread
+
+  private func startThreadIfNeeded(
+    _ state: inout State, _ directory: String
+  ) throws(AppGroupsError) {
+    guard state.thread == nil else { return }
+    let eventFD: CInt
+    do {
+      // See: man 2 eventfd
+      eventFD = try valueOrErrno("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }
+    } catch {
+      throw AppGroupsError(io: error, "watching \(directory)")
+    }
+    let retained = Unmanaged.passRetained(self).toOpaque()
+    var thread = pthread_t()
+    // pthread_create returns the error number instead of setting errno.
+    // See: man 3 pthread_create
+    let code = pthread_create(&thread, nil, { argument in
+      guard let argument else { return nil }
+      let engine = Unmanaged<WatcherEngine>.fromOpaque(argument).takeRetainedValue()
+      engine.run()
+      return nil
+    }, retained)
+    guard code == 0 else {
+      Unmanaged<WatcherEngine>.fromOpaque(retained).release()
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
+      let error = SystemCallError(call: "pthread_create", path: nil, errno: code)
+      throw AppGroupsError(io: error, "watching \(directory)")
+    }
+    state.thread = thread
+    state.eventFD = eventFD
+  }
+
+  /// Marks the engine closed, wakes the thread, and waits for it unless called on it.
+  func close() {
+    enum Next { case nothing, join(pthread_t), closeDescriptor }
+    let next = state.withLock { state -> Next in
+      guard !state.closed else { return .nothing }
+      state.closed = true
+      guard let thread = state.thread, let eventFD = state.eventFD else { return .closeDescriptor }
+      // Under the lock: the thread closes the eventfd only after it has seen `closed`.
+      Self.signal(eventFD)
+      if pthread_equal(thread, pthread_self()) != 0 {
+        // Called from the handler: the thread ends when the handler returns.
+        pthread_detach(thread)
+        return .nothing
+      }
+      return .join(thread)
+    }
+    switch next {
+    case .nothing:
+      break
+    case .join(let thread):
+      pthread_join(thread, nil)
+    case .closeDescriptor:
+      if let inotifyFD {
+        _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(inotifyFD) }
+      }
+    }
+  }
+
+  private static func signal(_ eventFD: CInt) {
+    var one: UInt64 = 1
+    _ = try? valueOrErrno("write", path: "eventfd") {
+      write(eventFD, &one, MemoryLayout<UInt64>.size)
+    }
+  }
+
+  /// The watcher thread: poll, read, deliver, until closed. Owns both descriptors at the end.
+  private func run() {
+    let buffer = UnsafeMutableRawPointer.allocate(
+      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+    buffer.bindMemory(
+      to: inotify_event.self, capacity: Self.bufferSize / MemoryLayout<inotify_event>.stride)
+    defer { buffer.deallocate() }
+
+    let clock = ContinuousClock()
+    var nextScan: ContinuousClock.Instant?
+    var eventFD: CInt = -1
+
+    while true {
+      let (closed, currentEventFD, polling) = state.withLock { state in
+        (state.closed, state.eventFD ?? -1, !state.polled.isEmpty)
+      }
+      eventFD = currentEventFD
+      if closed { break }
+
+      var timeout: CInt = -1
+      if polling {
+        let now = clock.now
+        let due = nextScan ?? now.advanced(by: fallbackInterval)
+        nextScan = due
+        timeout = due <= now ? 0 : CInt(clamping: Self.milliseconds(now.duration(to: due)))
+      } else {
+        nextScan = nil
+      }
+
+      var descriptors = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)]
+      if let inotifyFD {
+        descriptors.append(pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0))
+      }
+      let count = nfds_t(descriptors.count)
+      // See: man 2 poll
+      // EINTR is retried; ENOMEM is transient. Either way, only close() may end the thread:
+      // other threads use the descriptors until they see `closed`.
+      guard (try? valueOrErrno("poll") { poll(&descriptors, count, timeout) }) != nil else {
+        continue
+      }
+
+      if descriptors[0].revents != 0 {
+        var value: UInt64 = 0
+        _ = try? valueOrErrno("read", path: "eventfd") {
+          read(eventFD, &value, MemoryLayout<UInt64>.size)
+        }
+        continue  // Re-read the state: closed, or a polled directory was added.
+      }
+
+      var batch: [DirectoryWatcher.Event] = []
+      if descriptors.count > 1, descriptors[1].revents != 0, let inotifyFD {
+        batch = readEvents(inotifyFD, buffer)
+      }
+      if let due = nextScan, clock.now >= due {
+        batch += scanPolled()
+        nextScan = clock.now.advanced(by: fallbackInterval)
+      }
+      if !batch.isEmpty {
+        guard !state.withLock({ $0.closed }) else { break }
+        handler(batch)
+      }
+    }
+
+    // `closed` is set, and close() signalled the eventfd under the same lock: nobody uses the
+    // descriptors any more.
+    if eventFD >= 0 {
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
+    }
+    if let inotifyFD {
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(inotifyFD) }
+    }
+  }
+
+  /// Reads once from the inotify descriptor and turns the records into events, in order.
+  private func readEvents(
+    _ inotifyFD: CInt, _ buffer: UnsafeMutableRawPointer
+  ) -> [DirectoryWatcher.Event] {
+    let length: Int
+    do {
+      length = try valueOrErrno("read", path: "inotify") {
+        read(inotifyFD, buffer, Self.bufferSize)
+      }
+    } catch {
+      return []  // EAGAIN: another wake-up got there first.
+    }
+
+    var records: [(wd: CInt, mask: UInt32, name: String)] = []
+    let headerSize = MemoryLayout<inotify_event>.size
+    var offset = 0
+    while offset + headerSize <= length {
+      let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
+      let header = record.pointee
+      let name = header.len > 0 ? String(cString: cappgroups_inotify_event_name(record)) : ""
+      records.append((header.wd, header.mask, name))
+      offset += headerSize + Int(header.len)
+    }
+
+    return state.withLock { state in
+      var events: [DirectoryWatcher.Event] = []
+      events.reserveCapacity(records.count)
+      for record in records {
+        let mask = record.mask
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+          events.append(.init(directory: "", name: "", kind: .overflow))
+          continue
+        }
+        // Unknown descriptors belong to watches that were cancelled; drop their events.
+        guard var watch = state.kernel[record.wd] else { continue }
+        let directory = watch.directory
+        if mask & UInt32(IN_IGNORED) != 0 {
+          // The kernel removed the watch: the directory was deleted or its file system unmounted.
+          state.kernel[record.wd] = nil
+          if !watch.goneReported {
+            events.append(.init(directory: directory, name: "", kind: .directoryGone))
+          }
+          continue
+        }
+        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+          if mask & UInt32(IN_DELETE_SELF) != 0 {
+            watch.goneReported = true
+            state.kernel[record.wd] = watch
+          }
+          events.append(.init(directory: directory, name: "", kind: .directoryGone))
+          continue
+        }
+        guard let kind = Self.kind(of: mask) else { continue }
+        events.append(.init(directory: directory, name: record.name, kind: kind))
+      }
+      return events
+    }
+  }
+
+  private static func kind(of mask: UInt32) -> DirectoryWatcher.Event.Kind? {
+    let kinds: [(CInt, DirectoryWatcher.Event.Kind)] = [
+      (IN_MOVED_TO, .movedTo), (IN_CLOSE_WRITE, .closeWrite), (IN_CREATE, .created),
+      (IN_DELETE, .deleted), (IN_MOVED_FROM, .movedFrom), (IN_ATTRIB, .attrib),
+    ]
+    return kinds.first { mask & UInt32($0.0) != 0 }?.1
+  }
+
+  // MARK: Polling fallback
+
+  /// Checks every polled directory once and reports what changed since the last check.
+  private func scanPolled() -> [DirectoryWatcher.Event] {
+    let snapshot = state.withLock { state in
+      state.polled.map { (directory: $0.key, id: $0.value.id) }
+    }
+    var events: [DirectoryWatcher.Event] = []
+    for (directory, id) in snapshot.sorted(by: { $0.directory < $1.directory }) {
+      let current = try? Self.scan(directory)
+      state.withLock { state in
+        guard var polled = state.polled[directory], polled.id == id else { return }
+        defer { state.polled[directory] = polled }
+        guard let current else {
+          if !polled.gone {
+            polled.gone = true
+            polled.stamps = [:]
+            events.append(.init(directory: directory, name: "", kind: .directoryGone))
+          }
+          return
+        }
+        polled.gone = false
+        for name in current.keys.sorted() where polled.stamps[name] != current[name] {
+          events.append(.init(directory: directory, name: name, kind: .movedTo))
+        }
+        for name in polled.stamps.keys.sorted() where current[name] == nil {
+          events.append(.init(directory: directory, name: name, kind: .deleted))
+        }
+        polled.stamps = current
+      }
+    }
+    return events
+  }
+
+  /// Lists a directory's entries with their inode, size and modification time.
+  static func scan(_ directory: String) throws(SystemCallError) -> [String: Stamp] {
+    var stream: OpaquePointer?
+    // See: man 3 opendir
+    _ = try valueOrErrno("opendir", path: directory) { () -> CInt in
+      stream = opendir(directory)
+      return stream == nil ? -1 : 0
+    }
+    guard let stream else { return [:] }
+    defer { _ = try? valueOrErrno("closedir", retryOnInterrupt: false) { closedir(stream) } }
+    let descriptor = dirfd(stream)
+    var stamps: [String: Stamp] = [:]
+    while let entry = readdir(stream) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name == "." || name == ".." { continue }
+      var info = stat()
+      // The entry may be gone already; then it is simply not there.
+      guard
+        (try? valueOrErrno("fstatat", path: name) {
+          fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW)
+        }) != nil
+      else { continue }
+      stamps[name] = Stamp(
+        inode: UInt64(info.st_ino), size: Int64(info.st_size),
+        seconds: Int(info.st_mtim.tv_sec), nanoseconds: Int(info.st_mtim.tv_nsec))
+    }
+    return stamps
+  }
+
+  /// A duration in whole milliseconds, rounded up.
+  static func milliseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    let perMillisecond: Int64 = 1_000_000_000_000_000
+    let (whole, rest) = attoseconds.quotientAndRemainder(dividingBy: perMillisecond)
+    return seconds * 1000 + whole + (rest > 0 ? 1 : 0)
+  }
+}

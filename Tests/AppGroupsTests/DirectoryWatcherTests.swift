@@ -1,0 +1,360 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@Suite("DirectoryWatcher")
+struct DirectoryWatcherTests {
+  typealias Event = DirectoryWatcher.Event
+
+  @Test func renameIntoDirectoryIsMovedTo() throws {
+    let sandbox = try Sandbox()
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    #expect(!watch.isPolling)
+
+    try writeFile(sandbox.path + "/.suite.plist.tmp", "v1")
+    try renameFile(sandbox.path + "/.suite.plist.tmp", sandbox.path + "/suite.plist")
+
+    let expected = Event(directory: sandbox.path, name: "suite.plist", kind: .movedTo)
+    #expect(log.wait { $0.contains(expected) })
+    // The temporary file's life comes first, in the kernel's order.
+    let kinds = log.events.filter { $0.name == ".suite.plist.tmp" }.map(\.kind)
+    #expect(kinds == [.created, .closeWrite, .movedFrom])
+  }
+
+  @Test func writingInPlaceIsCloseWrite() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/data"
+    try writeFile(path, "old")
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+
+    try writeFile(path, "new")
+
+    let expected = Event(directory: sandbox.path, name: "data", kind: .closeWrite)
+    #expect(log.wait { $0.contains(expected) })
+  }
+
+  @Test func handlesShareOneKernelWatch() throws {
+    let sandbox = try Sandbox()
+    let shared = sandbox.path + "/shared"
+    let other = sandbox.path + "/other"
+    try makeDirectory(shared)
+    try makeDirectory(other)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let first = try watcher.watch(directory: shared)
+    let second = try watcher.watch(directory: shared)
+    let sentinel = try watcher.watch(directory: other)
+    defer { sentinel.cancel() }
+    let descriptor = try #require(watcher.inotifyDescriptor)
+    #expect(try kernelWatchCount(descriptor) == 2)
+
+    first.cancel()
+    first.cancel()  // idempotent: must not drop the second handle's reference
+    try writeFile(shared + "/one", "1")
+    #expect(log.wait { $0.contains(Event(directory: shared, name: "one", kind: .closeWrite)) })
+    #expect(try kernelWatchCount(descriptor) == 2)
+
+    second.cancel()
+    #expect(try kernelWatchCount(descriptor) == 1)
+    try writeFile(shared + "/two", "2")
+    try writeFile(other + "/sentinel", "s")
+    // One queue, in order: had the watch survived, "two" would come before the sentinel.
+    #expect(log.wait { $0.contains(Event(directory: other, name: "sentinel", kind: .closeWrite)) })
+    #expect(!log.events.contains { $0.name == "two" })
+  }
+
+  @Test func burstArrivesBatchedAndInOrder() throws {
+    let sandbox = try Sandbox()
+    let gate = Gate()
+    let log = EventLog()
+    let watcher = DirectoryWatcher { batch in
+      gate.holdFirstCall()
+      log.record(batch)
+    }
+    defer { watcher.close() }
+    defer { gate.release() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+
+    try writeFile(sandbox.path + "/first", "")
+    #expect(gate.waitUntilHeld())
+    let names = (0..<100).map { String(format: "item-%03d", $0) }
+    for name in names {
+      try writeFile(sandbox.path + "/.tmp", name)
+      try renameFile(sandbox.path + "/.tmp", sandbox.path + "/" + name)
+    }
+    gate.release()
+
+    #expect(log.wait { events in events.contains { $0.name == names.last && $0.kind == .movedTo } })
+    let moved = log.events.filter { $0.kind == .movedTo }.map(\.name)
+    #expect(moved == names)
+    // 500 events (~16 KB) fit one read: the held batch, then one or two more calls.
+    #expect(log.batchCount <= 3)
+  }
+
+  @Test(.enabled(if: maxQueuedEvents() <= 100_000, "max_queued_events is too large to overflow"))
+  func queueOverflowIsReported() throws {
+    let limit = maxQueuedEvents()
+    let sandbox = try Sandbox()
+    let gate = Gate()
+    let log = EventLog()
+    let watcher = DirectoryWatcher { batch in
+      gate.holdFirstCall()
+      log.record(batch)
+    }
+    defer { watcher.close() }
+    defer { gate.release() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+
+    try writeFile(sandbox.path + "/first", "")
+    #expect(gate.waitUntilHeld())
+    // Each rename queues IN_MOVED_FROM and IN_MOVED_TO with a fresh cookie, so the kernel
+    // cannot merge them; renaming back and forth creates no inodes and stays fast.
+    let (ping, pong) = (sandbox.path + "/ping", sandbox.path + "/pong")
+    try writeFile(ping, "")
+    for index in 0..<(limit / 2 + 500) {
+      try index.isMultiple(of: 2) ? renameFile(ping, pong) : renameFile(pong, ping)
+    }
+    gate.release()
+
+    #expect(log.wait { $0.contains(Event(directory: "", name: "", kind: .overflow)) })
+  }
+
+  #if DEBUG
+  @Test func refusedWatchFallsBackToPolling() throws {
+    let sandbox = try Sandbox()
+    DirectoryWatcher.injectAddWatchFailure.withLock { $0[sandbox.path] = ENOSPC }
+    defer {
+      _ = DirectoryWatcher.injectAddWatchFailure.withLock { $0.removeValue(forKey: sandbox.path) }
+    }
+    try writeFile(sandbox.path + "/suite.plist", "v1")
+    let log = EventLog()
+    let watcher = DirectoryWatcher(fallbackInterval: .milliseconds(20), handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    #expect(watch.isPolling)
+    let again = try watcher.watch(directory: sandbox.path)
+    #expect(again.isPolling)
+    again.cancel()
+
+    // Same size: the new inode (and modification time) gives the replacement away.
+    try writeFile(sandbox.path + "/.tmp", "v2")
+    try renameFile(sandbox.path + "/.tmp", sandbox.path + "/suite.plist")
+    let replaced = Event(directory: sandbox.path, name: "suite.plist", kind: .movedTo)
+    #expect(log.wait { $0.contains(replaced) })
+
+    try FileManager.default.removeItem(atPath: sandbox.path + "/suite.plist")
+    let deleted = Event(directory: sandbox.path, name: "suite.plist", kind: .deleted)
+    #expect(log.wait { $0.contains(deleted) })
+    watch.cancel()
+  }
+
+  @Test func missingInotifyFallsBackToPolling() throws {
+    let sandbox = try Sandbox()
+    let log = EventLog()
+    let watcher = DirectoryWatcher(
+      fallbackInterval: .milliseconds(20), injectingInitFailure: EMFILE, handler: log.record)
+    defer { watcher.close() }
+    #expect(watcher.inotifyDescriptor == nil)
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+    #expect(watch.isPolling)
+
+    try writeFile(sandbox.path + "/.tmp", "v1")
+    try renameFile(sandbox.path + "/.tmp", sandbox.path + "/suite.plist")
+    let expected = Event(directory: sandbox.path, name: "suite.plist", kind: .movedTo)
+    #expect(log.wait { $0.contains(expected) })
+
+    let missing = sandbox.path + "/missing"
+    #expect(throws: AppGroupsError.self) { try watcher.watch(directory: missing) }
+  }
+  #endif
+
+  @Test func deletedDirectoryIsReportedGone() throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path + "/Preferences"
+    try makeDirectory(directory)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+
+    try FileManager.default.removeItem(atPath: directory)
+
+    let gone = Event(directory: directory, name: "", kind: .directoryGone)
+    #expect(log.wait { $0.contains(gone) })
+    #expect(log.events.filter { $0 == gone }.count == 1)
+    watch.cancel()  // the kernel already dropped the watch: harmless
+  }
+
+  @Test func missingDirectoryThrows() throws {
+    let sandbox = try Sandbox()
+    let missing = sandbox.path + "/missing"
+    let watcher = DirectoryWatcher { _ in }
+    defer { watcher.close() }
+    let error = #expect(throws: AppGroupsError.self) { try watcher.watch(directory: missing) }
+    #expect(error?.code == .io)
+    #expect(error?.message.contains(missing) == true)
+    #expect(error?.message.contains("No such file or directory") == true)
+  }
+
+  @Test func closeIsPromptAndFinal() throws {
+    let sandbox = try Sandbox()
+    let closed = Flag()
+    let lateCalls = Counter()
+    let log = EventLog()
+    let watcher = DirectoryWatcher { batch in
+      if closed.isSet { lateCalls.increment() }
+      log.record(batch)
+    }
+    let watch = try watcher.watch(directory: sandbox.path)
+
+    // Keep events coming while closing.
+    let stop = Flag()
+    let writerDone = DispatchSemaphore(value: 0)
+    let path = sandbox.path
+    Thread.detachNewThread {
+      var index = 0
+      while !stop.isSet {
+        try? writeFile(path + "/.tmp", "\(index)")
+        try? renameFile(path + "/.tmp", path + "/value")
+        index += 1
+      }
+      writerDone.signal()
+    }
+    #expect(log.wait { !$0.isEmpty })
+
+    let clock = ContinuousClock()
+    let started = clock.now
+    watcher.close()
+    let elapsed = started.duration(to: clock.now)
+    closed.set()
+    #expect(elapsed < .seconds(1))
+    watcher.close()  // idempotent
+    #expect(watcher.inotifyDescriptor == nil)
+    #expect(throws: AppGroupsError.self) { try watcher.watch(directory: path) }
+    watch.cancel()  // inert after close
+
+    // A second watcher on the same directory proves events kept coming after close().
+    let sentinelLog = EventLog()
+    let sentinel = DirectoryWatcher(handler: sentinelLog.record)
+    defer { sentinel.close() }
+    let sentinelWatch = try sentinel.watch(directory: path)
+    defer { sentinelWatch.cancel() }
+    #expect(sentinelLog.wait { $0.count >= 20 })
+    stop.set()
+    #expect(writerDone.wait(timeout: .now() + 5) == .success)
+    #expect(lateCalls.value == 0)
+  }
+}
+
+// MARK: - Helpers
+
+/// Collects the handler's batches; waits, up to a deadline, for an expected event.
+private final class EventLog: Sendable {
+  private let state = Mutex<(events: [DirectoryWatcher.Event], batches: Int)>(([], 0))
+  private let arrived = DispatchSemaphore(value: 0)
+
+  @Sendable func record(_ batch: [DirectoryWatcher.Event]) {
+    state.withLock {
+      $0.events += batch
+      $0.batches += 1
+    }
+    arrived.signal()
+  }
+
+  var events: [DirectoryWatcher.Event] { state.withLock { $0.events } }
+  var batchCount: Int { state.withLock { $0.batches } }
+
+  /// Returns true as soon as `condition` holds, false if it still does not after `seconds`.
+  func wait(seconds: Double = 5, until condition: ([DirectoryWatcher.Event]) -> Bool) -> Bool {
+    let deadline = DispatchTime.now() + seconds
+    while true {
+      if state.withLock({ condition($0.events) }) { return true }
+      if arrived.wait(timeout: deadline) == .timedOut {
+        return state.withLock { condition($0.events) }
+      }
+    }
+  }
+}
+
+/// Holds the handler's first call until released, so that the kernel queue fills up.
+private final class Gate: Sendable {
+  private let calls = Atomic<Int>(0)
+  private let held = DispatchSemaphore(value: 0)
+  private let released = DispatchSemaphore(value: 0)
+  private let open = Atomic<Bool>(false)
+
+  func holdFirstCall() {
+    guard calls.add(1, ordering: .relaxed).newValue == 1 else { return }
+    held.signal()
+    _ = released.wait(timeout: .now() + 10)
+  }
+
+  func waitUntilHeld() -> Bool { held.wait(timeout: .now() + 5) == .success }
+
+  func release() {
+    guard !open.exchange(true, ordering: .relaxed) else { return }
+    released.signal()
+  }
+}
+
+private final class Flag: Sendable {
+  private let storage = Atomic<Bool>(false)
+  var isSet: Bool { storage.load(ordering: .acquiring) }
+  func set() { storage.store(true, ordering: .releasing) }
+}
+
+private final class Counter: Sendable {
+  private let storage = Atomic<Int>(0)
+  var value: Int { storage.load(ordering: .acquiring) }
+  func increment() { storage.add(1, ordering: .acquiringAndReleasing) }
+}
+
+private func maxQueuedEvents() -> Int {
+  let text = try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8)
+  return text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? Int.max
+}
+
+/// The number of kernel watches on an inotify descriptor, from `/proc/self/fdinfo`.
+private func kernelWatchCount(_ descriptor: CInt) throws -> Int {
+  let info = try String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8)
+  return info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count
+}
+
+private struct FileError: Error {
+  let call: String
+  let path: String
+}
+
+/// Writes `text` in place: open (creating or truncating), write, close.
+private func writeFile(_ path: String, _ text: String) throws {
+  let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+  guard descriptor >= 0 else { throw FileError(call: "open", path: path) }
+  defer { close(descriptor) }
+  let bytes = Array(text.utf8)
+  guard write(descriptor, bytes, bytes.count) == bytes.count else {
+    throw FileError(call: "write", path: path)
+  }
+}
+
+private func renameFile(_ from: String, _ to: String) throws {
+  guard rename(from, to) == 0 else { throw FileError(call: "rename", path: to) }
+}
+
+private func makeDirectory(_ path: String) throws {
+  try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+}
