@@ -21,6 +21,7 @@ let package = Package(
     .executableTarget(name: "app", dependencies: ["AppGroups"], path: "Examples/app"),
     .executableTarget(name: "widget", dependencies: ["AppGroups"], path: "Examples/widget"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
+    .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
     .target(
       name: "AppGroupsTestSupport",
       dependencies: ["AppGroups"],
@@ -28,7 +29,7 @@ let package = Package(
     ),
     .testTarget(
       name: "AppGroupsTests",
-      dependencies: ["AppGroups", "AppGroupsTestSupport", "groupctl", "app", "widget"]
+      dependencies: ["AppGroups", "AppGroupsTestSupport", "groupctl", "app", "widget", "appgroups-worker"]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -1,7 +1,7 @@
 public import Foundation
 
 /// A unique temporary root for one test, deleted when the test ends.
-public struct Sandbox: ~Copyable {
+public final class Sandbox: Sendable {
   public let url: URL
 
   public init(_ name: String = #function) throws {

@@ -58,7 +58,13 @@ final class SuiteStore: Sendable {
     var flushScheduled = false
     var sizeEstimate = 0
     var lastGeneration: UInt64 = 0
-    var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    var changeHandlers: [UInt64: @Sendable ([StoredChange], ChangeOrigin) -> Void] = [:]
+    var nextHandlerID: UInt64 = 1
+    var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)? {
+      let handlers = Array(changeHandlers.values)
+      if handlers.isEmpty { return nil }
+      return { changes, origin in for handler in handlers { handler(changes, origin) } }
+    }
   }
 
   private struct CommitState: Sendable {
@@ -113,7 +119,7 @@ final class SuiteStore: Sendable {
     state = Mutex(State())
     commit = Mutex(CommitState())
     let loaded = try commit.withLock { cs throws(AppGroupsError) in
-      let loaded = try load(&cs, holdingLock: false)
+      let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
       return loaded
     }
@@ -125,9 +131,20 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// Sets the closure told of every change of this store's values, with its origin.
-  func setChangeHandler(_ handler: @escaping @Sendable ([StoredChange], ChangeOrigin) -> Void) {
-    state.withLock { $0.changeHandler = handler }
+  /// Adds a closure told of every change of this store's values, with its
+  /// origin. Returns an id for ``removeChangeHandler(_:)``.
+  @discardableResult
+  func addChangeHandler(_ handler: @escaping @Sendable ([StoredChange], ChangeOrigin) -> Void) -> UInt64 {
+    state.withLock { st in
+      let id = st.nextHandlerID
+      st.nextHandlerID &+= 1
+      st.changeHandlers[id] = handler
+      return id
+    }
+  }
+
+  func removeChangeHandler(_ id: UInt64) {
+    state.withLock { _ = $0.changeHandlers.removeValue(forKey: id) }
   }
 
   // MARK: Reading
@@ -345,7 +362,7 @@ final class SuiteStore: Sendable {
       }
       if current != cs.identity || cs.unreadableIdentity != nil {
         do {
-          cs.persisted = try load(&cs, holdingLock: true)
+          cs.persisted = try load(&cs, mode: .commit) ?? [:]
         } catch {
           keepPending()
           throw error
@@ -433,11 +450,13 @@ final class SuiteStore: Sendable {
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
       let generation = sidecar?.generation ?? 0
-      if current == cs.identity && cs.unreadableIdentity == nil {
+      if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
         state.withLock { $0.lastGeneration = generation }
         return
       }
-      guard let loaded = try? load(&cs, holdingLock: false) else { return }
+      // An unreadable file (perhaps one being written in place right now)
+      // leaves the values as they were; the next event reads it again.
+      guard let loaded = (try? load(&cs, mode: .refresh)) ?? nil else { return }
       cs.persisted = loaded
       state.withLock { st in
         var values = loaded
@@ -490,9 +509,20 @@ final class SuiteStore: Sendable {
 
   // MARK: Loading and quarantine
 
+  enum LoadMode {
+    /// Opening the suite: an unreadable file is moved aside under the lock.
+    case open
+    /// Committing, holding the lock: an unreadable file is moved aside.
+    case commit
+    /// Re-reading after an outside change: an unreadable file is only noted
+    /// (it may be in the middle of an in-place write); `nil` is returned.
+    case refresh
+  }
+
   /// Reads and parses the file. An unreadable file is moved aside (only
   /// while holding the lock) and the suite goes on empty.
-  private func load(_ cs: inout CommitState, holdingLock: Bool) throws(AppGroupsError) -> [String: PropertyListValue] {
+  private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
+    let holdingLock = mode == .commit
     let read: (Data, FileIdentity)?
     do {
       read = try FileSystem.read(path)
@@ -517,6 +547,14 @@ final class SuiteStore: Sendable {
       reason = error.message
     }
     cs.identity = identity
+    if mode == .refresh {
+      if cs.unreadableIdentity != identity {
+        Diagnostics.report(
+          "\(path) could not be read (\(reason)); keeping the values read before; it will be moved aside at the next write unless it is fixed first")
+      }
+      cs.unreadableIdentity = identity
+      return nil
+    }
     if options.readOnly {
       if cs.unreadableIdentity != identity {
         Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
@@ -535,7 +573,7 @@ final class SuiteStore: Sendable {
     defer { if !holdingLock { sidecar?.lock.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
-      return try load(&cs, holdingLock: true)
+      return try load(&cs, mode: .commit)
     }
     let aside = quarantinePath()
     if rename(path, aside) == 0 {

@@ -1,0 +1,124 @@
+import Foundation
+internal import Synchronization
+
+/// A suite's last-update token: monotonic and persistent. It moves with
+/// every commit and with an outside edit of the suite's file, and reads
+/// without parsing the property list.
+public struct ChangeToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+  /// The token's value; larger is later.
+  public let rawValue: UInt64
+  public init(rawValue: UInt64) { self.rawValue = rawValue }
+  public static func < (a: ChangeToken, b: ChangeToken) -> Bool { a.rawValue < b.rawValue }
+  public var description: String { String(rawValue) }
+}
+
+/// A registered observer; cancelling it (or letting it go) stops the calls.
+public final class Observation: Sendable {
+  private let cancelAction: Mutex<(@Sendable () -> Void)?>
+  init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = Mutex(cancel) }
+  /// Stops the observer. Safe to call more than once.
+  public func cancel() {
+    let action = cancelAction.withLock { action in
+      defer { action = nil }
+      return action
+    }
+    action?()
+  }
+  deinit { cancel() }
+}
+
+extension GroupDefaults {
+  // MARK: Token and resume
+
+  /// The suite's current last-update token (a read of shared memory and one
+  /// `stat(2)`; no parsing).
+  public var changeToken: ChangeToken { ChangeToken(rawValue: view.suite.token()) }
+
+  /// Whether the suite changed on disk since `token` was read.
+  public func hasChanged(since token: ChangeToken) -> Bool {
+    changeToken != token
+  }
+
+  /// For a consumer that was suspended: re-reads the suite only if its
+  /// token or file moved since this process last read or wrote it, and
+  /// tells observers what changed. Costs a couple of microseconds when
+  /// nothing changed.
+  /// - Returns: `true` when the suite had changed and was re-read.
+  @discardableResult
+  public func refreshIfChanged() -> Bool {
+    var changed = false
+    for store in [view.suite, view.global, view.managed].compactMap({ $0 }) where store.hasChangedOnDisk() {
+      store.refresh()
+      changed = true
+    }
+    return changed
+  }
+
+  // MARK: Observation
+
+  /// Calls `handler` with the keys whose effective value changed, from this
+  /// process or another one. With `keys`, only changes of those keys are
+  /// delivered. The handler runs on the thread that made or noticed the
+  /// change; keep it short.
+  /// - Returns: a handle; the observer stops when it is cancelled or released.
+  public func observe(
+    _ keys: [String]? = nil, handler: @escaping @Sendable ([Change]) -> Void
+  ) -> Observation {
+    let view = self.view
+    let id = view.addObserver(keys: keys.map(Set.init), handler)
+    return Observation { view.removeObserver(id) }
+  }
+
+  /// The changes of this suite (of `keys`, when given) as an asynchronous sequence.
+  public func changes(for keys: [String]? = nil) -> AsyncStream<Change> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .unbounded)
+    let observation = observe(keys) { changes in
+      for change in changes { continuation.yield(change) }
+    }
+    continuation.onTermination = { _ in observation.cancel() }
+    return stream
+  }
+
+  // MARK: Cross-process atomic update
+
+  /// Reads `key`'s current value from disk under the suite's lock, lets
+  /// `body` compute the new value (`nil` removes it), and commits it before
+  /// the lock is released: no other process can interleave. Use it for
+  /// counters, lists and compare-and-set.
+  ///
+  /// `body` must be short and must not call back into this store (the lock
+  /// is not reentrant).
+  /// - Returns: the value `body` returned.
+  /// - Throws: `.lockTimeout` when another process held the lock past the
+  ///   bound, `.forcedValue` for a forced key, or what `body` throws; then
+  ///   nothing is written.
+  @discardableResult
+  public func update(
+    _ key: String, _ body: (PropertyListValue?) throws -> PropertyListValue?
+  ) throws -> PropertyListValue? {
+    guard !key.isEmpty else { throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty") }
+    if view.isForced(key) {
+      throw AppGroupsError(.forcedValue, "\(suiteName): \(key.debugDescription) is forced by an administrator")
+    }
+    return try view.suite.update(key: key, timeout: view.suite.options.lockTimeout, body)
+  }
+
+  /// Atomically adds `amount` to the integer at `key` across processes
+  /// (a missing value counts as 0). Returns the new value.
+  @discardableResult
+  public func increment(_ key: String, by amount: Int = 1) throws -> Int {
+    let result = try update(key) { current in
+      var base = 0
+      switch current {
+      case .integer(let v)?: base = v
+      case .real(let v)?: base = Int(v)
+      case nil: base = 0
+      case let other?:
+        throw AppGroupsError(.unsupportedValue, "\(key.debugDescription) holds a \(other.typeName), not a number")
+      }
+      return .integer(base &+ amount)
+    }
+    if case .integer(let v)? = result { return v }
+    return 0
+  }
+}

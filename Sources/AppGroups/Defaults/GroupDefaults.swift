@@ -1,0 +1,414 @@
+public import Foundation
+internal import Synchronization
+
+/// A UserDefaults-style preferences suite that cooperating processes share
+/// through an application group, with Apple's semantics on Linux.
+///
+/// ```swift
+/// let shared = GroupDefaults(suiteName: "group.com.example.shared")  // nil when not entitled
+/// shared?.register(defaults: ["theme": "system"])
+/// shared?.set(3, forKey: "unreadCount")          // in memory at once, on disk soon after
+/// shared?.integer(forKey: "unreadCount")         // 3
+/// ```
+///
+/// Reads go through the search list, first match wins: managed (forced by
+/// an administrator, read-only) → argument (`-key value` on the command
+/// line) → this suite → the global domain → registration (volatile, per
+/// process). ``source(forKey:)`` says which one supplied a value.
+///
+/// Writes change memory at once and reach the disk asynchronously: a burst
+/// of writes costs a few file writes. Each commit takes the suite's lock for
+/// milliseconds, merges this process's changes key by key into what is on
+/// disk, writes a temporary file, `fsync`s and renames it, and moves the
+/// suite's last-update token. Pending changes are written at normal exit and
+/// on SIGTERM/SIGINT; ``synchronize()`` waits for them.
+///
+/// `GroupDefaults` is `Sendable`. Every instance for one suite in a process
+/// shares one store.
+public final class GroupDefaults: Sendable {
+  /// Where a value came from: one layer of the search list.
+  public enum Domain: String, Sendable, Hashable, CaseIterable {
+    /// Forced by an administrator (`<root>/Managed/<domain>.plist`); the app cannot change it.
+    case managed
+    /// `-key value` on the command line; volatile.
+    case argument
+    /// The suite itself: the app's standard suite, a group suite or a private suite.
+    case application
+    /// The device-wide global domain (`NSGlobalDomain`).
+    case global
+    /// Fallbacks from ``register(defaults:)``; volatile, per process.
+    case registration
+  }
+
+  /// One key whose effective value changed.
+  public struct Change: Sendable, Hashable {
+    /// The suite's domain name.
+    public let suiteName: String
+    public let key: String
+    public let oldValue: PropertyListValue?
+    public let newValue: PropertyListValue?
+    /// Whether this process or another one (or an outside edit) made the change.
+    public let origin: ChangeOrigin
+  }
+
+  /// Posted (off the writer's thread, coalesced per burst) when effective
+  /// values of a suite change. The object is the `GroupDefaults`; `userInfo`
+  /// holds ``suiteNameKey``, ``changedKeysKey`` and ``originKey``.
+  public static let didChangeNotification = Notification.Name("GroupDefaultsDidChangeNotification")
+  /// Posted when a write was refused because the domain would pass its size limit.
+  public static let sizeLimitExceededNotification = Notification.Name(
+    "GroupDefaultsSizeLimitExceededNotification")
+  /// `userInfo` key of ``didChangeNotification``: the suite's domain name (`String`).
+  public static let suiteNameKey = "suiteName"
+  /// `userInfo` key of ``didChangeNotification``: the changed keys (`[String]`, sorted).
+  public static let changedKeysKey = "changedKeys"
+  /// `userInfo` key of ``didChangeNotification``: `"thisProcess"` or `"otherProcess"`.
+  public static let originKey = "origin"
+
+  /// The name used for the global domain, as on Apple platforms.
+  public static let globalDomain = "NSGlobalDomain"
+  /// The registration domain's name, for ``volatileDomain(forName:)``.
+  public static let registrationDomain = "NSRegistrationDomain"
+  /// The argument domain's name, for ``volatileDomain(forName:)``.
+  public static let argumentDomain = "NSArgumentDomain"
+
+  /// Where this suite lives.
+  public let location: SuiteLocation
+  /// The identity this suite was opened for (`nil` when opened by an administrator tool).
+  public let identity: AppIdentity?
+  let view: SuiteView
+
+  // MARK: Opening
+
+  /// The current app's standard suite, in its own container under the default root.
+  ///
+  /// The app is `APPGROUPS_BUNDLE_ID`, else the executable's name; the root is
+  /// `APPGROUPS_ROOT`, else `Containers` in the current directory.
+  public static var standard: GroupDefaults {
+    standardInstance.withLock { cached in
+      if let cached { return cached }
+      do {
+        let made = try GroupDefaults(suiteName: nil, identity: AppIdentity.current(), root: .default)
+        cached = made
+        return made
+      } catch {
+        // The standard suite cannot be refused; fall back to the executable's name.
+        Diagnostics.report("the standard suite could not be opened: \(error)")
+        preconditionFailure("GroupDefaults.standard: \(error)")
+      }
+    }
+  }
+  private static let standardInstance = Mutex<GroupDefaults?>(nil)
+
+  /// Opens a suite for the current process (`APPGROUPS_BUNDLE_ID` and the
+  /// default root), or returns `nil` when it is refused.
+  ///
+  /// - `nil`: the app's standard suite.
+  /// - `group.…`: the group container's suite, if the manifest entitles the
+  ///   app to that group; otherwise `nil`. (Apple gives an unentitled group
+  ///   name a private, unshared suite; refusing it makes the mistake show at once.)
+  /// - the app's own bundle identifier or `NSGlobalDomain`: `nil`, as on Apple platforms.
+  /// - any other valid name: a private suite in the app's own container.
+  /// - an invalid name (empty, `/`, `..`, control characters, over 255 bytes): `nil`.
+  ///
+  /// The reason for a `nil` is written once to stderr; ``init(suiteName:identity:root:options:)``
+  /// throws it instead.
+  public convenience init?(suiteName: String?) {
+    do {
+      try self.init(suiteName: suiteName, identity: AppIdentity.current(), root: .default)
+    } catch {
+      Self.reportRefusalOnce(error)
+      return nil
+    }
+  }
+
+  /// Tunables for tests and tools.
+  public struct Options: Sendable, Hashable {
+    /// How long a commit waits for another process's lock before it keeps
+    /// its changes pending and retries (default 1 s).
+    public var lockTimeout: Duration = .seconds(1)
+    /// The largest size of the domain in bytes (default 4 MiB, as iOS).
+    public var sizeLimit: Int = 4 * 1024 * 1024
+    public init(lockTimeout: Duration = .seconds(1), sizeLimit: Int = 4 * 1024 * 1024) {
+      self.lockTimeout = lockTimeout
+      self.sizeLimit = sizeLimit
+    }
+  }
+
+  /// Opens a suite for an explicit identity and root, throwing the reason
+  /// when it is refused (see ``init(suiteName:)`` for the rules).
+  ///
+  /// - Throws: `.invalidName`, `.notEntitled`, `.reservedSuiteName`,
+  ///   `.executableMismatch`, `.invalidManifest`, `.outsideRoot`, or `.io`.
+  public convenience init(
+    suiteName: String?, identity: AppIdentity, root: ContainerRoot = .default,
+    options: Options = Options()
+  ) throws(AppGroupsError) {
+    let resolver = SuiteResolver(identity: identity, root: root)
+    let location = try resolver.resolve(suiteName: suiteName)
+    try self.init(location: location, identity: identity, options: options)
+  }
+
+  /// Opens the suite at `location` without an entitlement check: for tools
+  /// acting as the device's administrator (`groupctl` without `--as`).
+  ///
+  /// - Throws: `.outsideRoot` or `.io` when the container cannot be prepared.
+  public convenience init(administering location: SuiteLocation, options: Options = Options()) throws(AppGroupsError) {
+    try self.init(location: location, identity: nil, options: options)
+  }
+
+  private init(location: SuiteLocation, identity: AppIdentity?, options: Options) throws(AppGroupsError) {
+    let root = location.root
+    try root.prepareContainer(at: location.containerURL)
+    let global = SuiteResolver.globalLocation(root: root)
+    var globalPath: String? = nil
+    if location.kind != .global {
+      try root.prepareContainer(at: global.containerURL)
+      globalPath = global.fileURL.path
+    }
+    let managedURL = root.managedPreferencesURL(forDomain: location.domain)
+    do {
+      try FileSystem.makeDirectory(managedURL.deletingLastPathComponent().path, within: root.path)
+    } catch {
+      throw AppGroupsError(io: error, "creating the managed preferences folder of \(root.path)")
+    }
+    let managedPath = managedURL.path
+    let storeOptions = SuiteStore.Options(lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit)
+    self.location = location
+    self.identity = identity
+    self.view = try SuiteView.shared(
+      domain: location.domain, suitePath: location.fileURL.path, globalPath: globalPath,
+      managedPath: managedPath, options: storeOptions)
+    view.attach(self)
+  }
+
+  deinit { view.detach(self) }
+
+  private static let reported = Mutex<Set<String>>([])
+  private static func reportRefusalOnce(_ error: AppGroupsError) {
+    let first = reported.withLock { $0.insert(error.message).inserted }
+    if first { Diagnostics.report("\(error)") }
+  }
+
+  /// The suite's domain name: the bundle id, group id or suite name.
+  public var suiteName: String { location.domain }
+
+  // MARK: Reading
+
+  /// The effective value of `key` and the domain that supplied it, or `nil`.
+  public func lookup(_ key: String) -> (value: PropertyListValue, domain: Domain)? {
+    if case .found(let value, let domain) = view.lookup(key) { return (value, domain) }
+    return nil
+  }
+
+  /// The effective value of `key` as a ``PropertyListValue``.
+  public func value(forKey key: String) -> PropertyListValue? {
+    view.lookup(key).value
+  }
+
+  /// Which layer of the search list supplied `key`'s value, or `nil` when none has it.
+  public func source(forKey key: String) -> Domain? { lookup(key)?.domain }
+
+  /// The value for `key` as a Foundation object (`String`, `Int`, `Double`,
+  /// `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`), or `nil`.
+  public func object(forKey key: String) -> Any? { value(forKey: key)?.foundationValue }
+
+  /// Every effective key and value across the search list.
+  public func dictionaryRepresentation() -> [String: Any] {
+    view.dictionaryRepresentation().mapValues(\.foundationValue)
+  }
+
+  /// Whether an administrator forces `key` (a managed value): the app cannot change it.
+  public func objectIsForced(forKey key: String) -> Bool { view.isForced(key) }
+
+  /// Whether an administrator forces `key` in the domain `domain`.
+  public func objectIsForced(forKey key: String, inDomain domain: String) -> Bool {
+    if domain == location.domain { return view.isForced(key) }
+    let path = location.root.managedPreferencesURL(forDomain: domain).path
+    guard let data = FileManager.default.contents(atPath: path),
+      case .dictionary(let values)? = try? PropertyListValue(propertyListData: data)
+    else { return false }
+    return values[key] != nil
+  }
+
+  // MARK: Writing
+
+  /// Stores `value` for `key` in this suite; `nil` removes it.
+  ///
+  /// The change is visible to reads at once and reaches the disk soon after.
+  /// Writing the value already there does nothing. A value that is not a
+  /// property-list value, an empty key, a key forced by an administrator, or
+  /// a write past the size limit is refused: the refusal is reported on
+  /// stderr (and, for the size limit, ``sizeLimitExceededNotification`` is
+  /// posted), the value already there stays, and the process keeps running.
+  /// ``write(_:forKey:)`` throws the reason instead.
+  public func set(_ value: Any?, forKey key: String) {
+    do {
+      guard let value else {
+        try write(nil, forKey: key)
+        return
+      }
+      guard let converted = PropertyListValue(value) else {
+        throw AppGroupsError(
+          .unsupportedValue,
+          "\(suiteName): cannot store a value of type \(type(of: value)) for key \(key.debugDescription): only property-list values (String, Int, Double, Bool, Date, Data, URL, arrays and string-keyed dictionaries of them) can be stored")
+      }
+      try write(converted, forKey: key)
+    } catch {
+      Diagnostics.report("\(error)")
+    }
+  }
+
+  /// Stores a URL as its absolute string (`url(forKey:)` reads it back).
+  public func set(_ url: URL?, forKey key: String) {
+    set(url.map { $0.absoluteString } as Any?, forKey: key)
+  }
+
+  /// Removes the suite's value for `key` (a registered or global value may then show through).
+  public func removeObject(forKey key: String) {
+    do { try write(nil, forKey: key) } catch { Diagnostics.report("\(error)") }
+  }
+
+  /// Stores `value` for `key`, or removes it when `nil`, throwing the reason for a refusal.
+  ///
+  /// - Throws: `.invalidName` for an empty key, `.forcedValue` when an
+  ///   administrator forces the key, `.sizeLimitExceeded` past the size limit.
+  public func write(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) {
+    guard !key.isEmpty else {
+      throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty")
+    }
+    if view.isForced(key) {
+      throw AppGroupsError(
+        .forcedValue,
+        "\(suiteName): \(key.debugDescription) is forced by an administrator (\(location.root.managedPreferencesURL(forDomain: suiteName).path)) and cannot be changed")
+    }
+    do {
+      try view.suite.set(value, forKey: key)
+    } catch {
+      if error.code == .sizeLimitExceeded {
+        NotificationCenter.default.post(name: Self.sizeLimitExceededNotification, object: self)
+      }
+      throw error
+    }
+  }
+
+  /// Adds fallback values to the registration domain: volatile, per process,
+  /// shared by every suite, never written to disk. Call it at every launch.
+  /// A value that is not a property-list value is reported and skipped.
+  public func register(defaults registrationDictionary: [String: Any]) {
+    var values: [String: PropertyListValue] = [:]
+    for (key, value) in registrationDictionary {
+      if let converted = PropertyListValue(value) {
+        values[key] = converted
+      } else {
+        Diagnostics.report(
+          "register(defaults:): the value for \(key.debugDescription) (\(type(of: value))) is not a property-list value; skipped")
+      }
+    }
+    SuiteView.processLayerChanged(.registration, ProcessDomains.register(values))
+  }
+
+  /// Waits until this suite's pending changes are on disk, then picks up
+  /// changes other processes made.
+  /// - Returns: `true` when every change landed; `false` when another
+  ///   process held the lock past the bound or the disk failed (the changes
+  ///   stay pending and are retried).
+  @discardableResult
+  public func synchronize() -> Bool {
+    var landed = view.suite.flush()
+    if let global = view.global, global.hasPendingChanges { landed = global.flush() && landed }
+    view.suite.refresh()
+    view.global?.refresh()
+    view.managed?.refresh()
+    return landed
+  }
+
+  /// Waits until every suite open in this process has landed its changes.
+  @discardableResult
+  public static func synchronizeAll() -> Bool { ProcessLifecycle.flushAll() }
+
+  // MARK: Domains
+
+  private func store(forDomain name: String) throws(AppGroupsError) -> SuiteStore {
+    if name == location.domain { return view.suite }
+    if name == Self.globalDomain, let global = view.global { return global }
+    guard let identity else {
+      throw AppGroupsError(.notFound, "\(name) is not this suite's domain (\(suiteName)) nor the global domain")
+    }
+    return try GroupDefaults(suiteName: name, identity: identity, root: location.root).view.suite
+  }
+
+  /// The values stored in a persistent domain: this suite's name, `NSGlobalDomain`,
+  /// or another suite this identity may open. `nil` when it is refused or empty.
+  public func persistentDomain(forName domainName: String) -> [String: Any]? {
+    guard let store = try? store(forDomain: domainName) else { return nil }
+    let values = store.values()
+    return values.isEmpty ? nil : values.mapValues(\.foundationValue)
+  }
+
+  /// Replaces every value of a persistent domain at once; values other
+  /// processes wrote there are replaced too. A value that is not a
+  /// property-list value makes the whole call a no-op, reported on stderr.
+  public func setPersistentDomain(_ domain: [String: Any], forName domainName: String) {
+    do {
+      guard case .dictionary(let values)? = PropertyListValue(domain) else {
+        throw AppGroupsError(.unsupportedValue, "setPersistentDomain(_:forName: \(domainName)): the dictionary holds a value that is not a property-list value; nothing was changed")
+      }
+      try store(forDomain: domainName).replaceAll(with: values)
+    } catch {
+      Diagnostics.report("\(error)")
+    }
+  }
+
+  /// Removes every value of a persistent domain.
+  public func removePersistentDomain(forName domainName: String) {
+    do { try store(forDomain: domainName).replaceAll(with: [:]) } catch { Diagnostics.report("\(error)") }
+  }
+
+  /// A volatile domain's values: `NSRegistrationDomain`, `NSArgumentDomain`, or one set with ``setVolatileDomain(_:forName:)``.
+  public func volatileDomain(forName domainName: String) -> [String: Any] {
+    (ProcessDomains.volatileDomain(domainName) ?? [:]).mapValues(\.foundationValue)
+  }
+
+  /// Sets a volatile domain (per process, never on disk). Setting
+  /// `NSRegistrationDomain` or `NSArgumentDomain` replaces that layer of the search list.
+  public func setVolatileDomain(_ domain: [String: Any], forName domainName: String) {
+    guard case .dictionary(let values)? = PropertyListValue(domain) else {
+      Diagnostics.report("setVolatileDomain(_:forName: \(domainName)): the dictionary holds a value that is not a property-list value; nothing was changed")
+      return
+    }
+    switch domainName {
+    case Self.registrationDomain:
+      SuiteView.processLayerChanged(.registration, ProcessDomains.replaceRegistration(values))
+    case Self.argumentDomain:
+      SuiteView.processLayerChanged(.argument, ProcessDomains.setArguments(values))
+    default:
+      ProcessDomains.setVolatileDomain(values, name: domainName)
+    }
+  }
+
+  /// Removes a volatile domain (for the registration or argument domain: empties it).
+  public func removeVolatileDomain(forName domainName: String) {
+    switch domainName {
+    case Self.registrationDomain:
+      SuiteView.processLayerChanged(.registration, ProcessDomains.replaceRegistration([:]))
+    case Self.argumentDomain:
+      SuiteView.processLayerChanged(.argument, ProcessDomains.setArguments([:]))
+    default:
+      ProcessDomains.removeVolatileDomain(domainName)
+    }
+  }
+
+  /// The names of the volatile domains.
+  public var volatileDomainNames: [String] { ProcessDomains.volatileDomainNames }
+}
+
+extension SuiteResolver {
+  /// The global domain (`NSGlobalDomain`) of `root`, for any identity.
+  public static func globalLocation(root: ContainerRoot) -> SuiteLocation {
+    SuiteLocation(
+      kind: .global, domain: ContainerRoot.globalDomainName,
+      containerURL: root.globalContainerURL,
+      fileName: root.globalPreferencesURL.lastPathComponent, root: root)
+  }
+}

@@ -1,0 +1,113 @@
+import Foundation
+internal import Synchronization
+
+/// The volatile domains every `GroupDefaults` of this process shares: the
+/// registration domain (fallbacks registered at launch, never written to
+/// disk), the argument domain (`-key value` pairs from the command line),
+/// and any named volatile domain.
+enum ProcessDomains {
+  static let registrationName = "NSRegistrationDomain"
+  static let argumentName = "NSArgumentDomain"
+
+  private struct State: Sendable {
+    var registration: [String: PropertyListValue] = [:]
+    var arguments: [String: PropertyListValue] = ProcessDomains.parseArguments(
+      Array(CommandLine.arguments.dropFirst()))
+    var volatile: [String: [String: PropertyListValue]] = [:]
+  }
+
+  private static let state = Mutex(State())
+
+  static func registered(_ key: String) -> PropertyListValue? {
+    state.withLock { $0.registration[key] }
+  }
+
+  static func argument(_ key: String) -> PropertyListValue? {
+    state.withLock { $0.arguments[key] }
+  }
+
+  static var registration: [String: PropertyListValue] { state.withLock { $0.registration } }
+  static var arguments: [String: PropertyListValue] { state.withLock { $0.arguments } }
+
+  /// Merges `values` into the registration domain; returns the keys whose value changed.
+  static func register(_ values: [String: PropertyListValue]) -> [StoredChange] {
+    state.withLock { st in
+      var changes: [StoredChange] = []
+      for (key, value) in values where st.registration[key] != value {
+        changes.append(StoredChange(key: key, old: st.registration[key], new: value))
+        st.registration[key] = value
+      }
+      return changes
+    }
+  }
+
+  /// Replaces the argument domain (tools and tests; the process's own
+  /// command line is parsed at first use).
+  static func setArguments(_ values: [String: PropertyListValue]) -> [StoredChange] {
+    state.withLock { st in
+      let changes = SuiteStore.diff(st.arguments, values)
+      st.arguments = values
+      return changes
+    }
+  }
+
+  static func replaceRegistration(_ values: [String: PropertyListValue]) -> [StoredChange] {
+    state.withLock { st in
+      let changes = SuiteStore.diff(st.registration, values)
+      st.registration = values
+      return changes
+    }
+  }
+
+  static func volatileDomain(_ name: String) -> [String: PropertyListValue]? {
+    switch name {
+    case registrationName: return registration
+    case argumentName: return arguments
+    default: return state.withLock { $0.volatile[name] }
+    }
+  }
+
+  static func setVolatileDomain(_ values: [String: PropertyListValue], name: String) {
+    state.withLock { $0.volatile[name] = values }
+  }
+
+  static func removeVolatileDomain(_ name: String) {
+    state.withLock { _ = $0.volatile.removeValue(forKey: name) }
+  }
+
+  static var volatileDomainNames: [String] {
+    state.withLock { [registrationName, argumentName] + $0.volatile.keys.sorted() }
+  }
+
+  /// Parses `-key value` pairs as Apple's argument domain does: the value is
+  /// read as a property list when it is one written in text (`(a, b)`,
+  /// `{k = v;}`, `<integer>1</integer>`, a quoted string), and as a plain
+  /// string otherwise. Words that are not a `-key value` pair are skipped.
+  static func parseArguments(_ words: [String]) -> [String: PropertyListValue] {
+    var result: [String: PropertyListValue] = [:]
+    var index = 0
+    while index < words.count {
+      let word = words[index]
+      guard word.count > 1, word.hasPrefix("-"), !word.hasPrefix("--"), index + 1 < words.count else {
+        index += 1
+        continue
+      }
+      let key = String(word.dropFirst())
+      let raw = words[index + 1]
+      result[key] = parseArgumentValue(raw)
+      index += 2
+    }
+    return result
+  }
+
+  static func parseArgumentValue(_ raw: String) -> PropertyListValue {
+    if let first = raw.first, "({<\"".contains(first),
+      let parsed = try? PropertyListSerialization.propertyList(
+        from: Data(raw.utf8), options: [], format: nil),
+      let value = PropertyListValue(parsed)
+    {
+      return value
+    }
+    return .string(raw)
+  }
+}

@@ -1,0 +1,123 @@
+public import Foundation
+
+/// A running child process with line-based handshakes over its stdin and
+/// stdout: tests wait for a line (with a deadline), never for a time.
+public final class ChildProcess: @unchecked Sendable {
+  public let process = Process()
+  private let input = Pipe()
+  private let output = Pipe()
+  private let errors = Pipe()
+  private let condition = NSCondition()
+  private var lines: [String] = []
+  private var partial = Data()
+  private var closed = false
+  private var errorData = Data()
+
+  /// Starts the built product `name` (see ``Product/url(_:)``).
+  public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    process.executableURL = Product.url(name)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = errors
+    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+      let data = handle.availableData
+      self?.received(data)
+    }
+    errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
+      let data = handle.availableData
+      guard let self else { return }
+      self.condition.lock()
+      self.errorData.append(data)
+      self.condition.unlock()
+    }
+    try process.run()
+  }
+
+  private func received(_ data: Data) {
+    condition.lock()
+    defer { condition.unlock() }
+    if data.isEmpty {
+      closed = true
+      if !partial.isEmpty { lines.append(String(decoding: partial, as: UTF8.self)) }
+      partial.removeAll()
+      condition.broadcast()
+      return
+    }
+    partial.append(data)
+    while let newline = partial.firstIndex(of: UInt8(ascii: "\n")) {
+      lines.append(String(decoding: partial[partial.startIndex..<newline], as: UTF8.self))
+      partial.removeSubrange(partial.startIndex...newline)
+    }
+    condition.broadcast()
+  }
+
+  /// Waits for the next stdout line that satisfies `matching` (earlier lines
+  /// are consumed), or returns `nil` at the deadline or end of output.
+  public func waitForLine(
+    timeout: TimeInterval = 20, where matching: (String) -> Bool = { _ in true }
+  ) -> String? {
+    let deadline = Date().addingTimeInterval(timeout)
+    condition.lock()
+    defer { condition.unlock() }
+    while true {
+      while !lines.isEmpty {
+        let line = lines.removeFirst()
+        if matching(line) { return line }
+      }
+      if closed { return nil }
+      if !condition.wait(until: deadline) { return nil }
+    }
+  }
+
+  /// Waits for a line equal to `text`.
+  public func waitFor(_ text: String, timeout: TimeInterval = 20) -> Bool {
+    waitForLine(timeout: timeout) { $0 == text } != nil
+  }
+
+  /// Writes one line to the child's stdin.
+  public func send(_ line: String) {
+    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+  }
+
+  /// Sends a signal to the child.
+  public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// What the child wrote to stderr so far.
+  public var standardError: String {
+    condition.lock()
+    defer { condition.unlock() }
+    return String(decoding: errorData, as: UTF8.self)
+  }
+
+  /// Waits for the child to exit (bounded), returning its status, or `nil`
+  /// if it is still running at the deadline (it is then killed).
+  @discardableResult
+  public func wait(timeout: TimeInterval = 20) -> Int32? {
+    let deadline = Date().addingTimeInterval(timeout)
+    condition.lock()
+    while !closed {
+      if !condition.wait(until: deadline) { break }
+    }
+    condition.unlock()
+    let exited = DispatchSemaphore(value: 0)
+    let process = self.process
+    DispatchQueue.global().async {
+      process.waitUntilExit()
+      exited.signal()
+    }
+    if exited.wait(timeout: .now() + max(deadline.timeIntervalSinceNow, 0.1)) == .timedOut {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      return nil
+    }
+    return process.terminationStatus
+  }
+
+  deinit {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    output.fileHandleForReading.readabilityHandler = nil
+    errors.fileHandleForReading.readabilityHandler = nil
+  }
+}
