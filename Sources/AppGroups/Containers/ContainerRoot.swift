@@ -1,0 +1,290 @@
+public import Foundation
+import Glibc
+
+/// The simulated device: one folder holding the entitlement manifest and
+/// every container.
+///
+/// ```
+/// <root>/Entitlements.plist                          the manifest
+/// <root>/Data/Application/<bundle id>/               an app's own container
+/// <root>/Shared/AppGroup/<group id>/                 a group container
+/// <root>/Global/Library/Preferences/.GlobalPreferences.plist
+/// <root>/Managed/<domain>.plist                      administrator-forced values
+/// ```
+///
+/// Every container holds `Library/Preferences` and `Library/Caches`, as on a
+/// device. Folders are created on first use with mode 0700, and nothing is
+/// ever created outside the root: a container or folder that is a symbolic
+/// link is refused.
+///
+/// ```swift
+/// let root = ContainerRoot(path: "Containers")
+/// let shared = root.groupContainerURL(for: "group.com.example.shared")
+/// let preferences = try root.prepareContainer(at: shared)
+/// ```
+public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
+  /// The environment variable that chooses the default root: `APPGROUPS_ROOT`.
+  public static let environmentVariable = "APPGROUPS_ROOT"
+  /// The default root's folder name, in the current directory: `Containers`.
+  public static let defaultFolderName = "Containers"
+  /// The manifest's file name inside the root: `Entitlements.plist`.
+  public static let manifestFileName = "Entitlements.plist"
+  /// The global domain's name: `NSGlobalDomain`.
+  public static let globalDomainName = "NSGlobalDomain"
+
+  /// The root folder: absolute, standardized, with the symbolic links of the
+  /// part of the path that exists resolved (`realpath(3)`).
+  public let url: URL
+
+  /// The root folder's path.
+  public var path: String { url.path }
+
+  /// A root at `url`. A relative path is taken against the current directory;
+  /// `.` and `..` are removed and the existing part of the path is resolved
+  /// with `realpath(3)`. Nothing is created: see ``prepareRoot()``.
+  public init(url: URL) {
+    self.init(path: url.path)
+  }
+
+  /// A root at `path`. A relative path is taken against the current
+  /// directory; `.` and `..` are removed and the existing part of the path
+  /// is resolved with `realpath(3)`. Nothing is created: see ``prepareRoot()``.
+  public init(path: String) {
+    let resolved = Self.resolve(path, currentDirectory: FileManager.default.currentDirectoryPath)
+    url = URL(fileURLWithPath: resolved, isDirectory: true)
+  }
+
+  /// The root that `environment` chooses: `APPGROUPS_ROOT` when it is set and
+  /// not empty, else `Containers` in `currentDirectory`.
+  init(environment: [String: String], currentDirectory: String) {
+    let chosen = environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+    let path = chosen ?? Self.defaultFolderName
+    url = URL(
+      fileURLWithPath: Self.resolve(path, currentDirectory: currentDirectory), isDirectory: true)
+  }
+
+  /// The default root: `APPGROUPS_ROOT` when it is set and not empty, else
+  /// `Containers` in the current directory. Read each time it is asked for.
+  public static var `default`: ContainerRoot {
+    ContainerRoot(
+      environment: ProcessInfo.processInfo.environment,
+      currentDirectory: FileManager.default.currentDirectoryPath)
+  }
+
+  /// The root's path.
+  public var description: String { path }
+
+  /// Whether two roots are the same folder (compared by their resolved paths).
+  public static func == (lhs: ContainerRoot, rhs: ContainerRoot) -> Bool { lhs.path == rhs.path }
+  /// Hashes the resolved path.
+  public func hash(into hasher: inout Hasher) { hasher.combine(path) }
+
+  // MARK: Layout
+
+  /// The entitlement manifest: `<root>/Entitlements.plist`.
+  public var manifestURL: URL {
+    url.appendingPathComponent(Self.manifestFileName, isDirectory: false)
+  }
+
+  /// An app's own container: `<root>/Data/Application/<bundle id>`.
+  ///
+  /// The identifier is not validated here; ``SuiteResolver`` validates every
+  /// name before it asks for a path. Pass only a validated identifier.
+  public func appContainerURL(for bundleIdentifier: String) -> URL {
+    url.appendingPathComponent("Data/Application", isDirectory: true)
+      .appendingPathComponent(bundleIdentifier, isDirectory: true)
+  }
+
+  /// A group container: `<root>/Shared/AppGroup/<group id>`.
+  ///
+  /// The identifier is not validated or checked against the manifest here;
+  /// ``SuiteResolver/container(forSecurityApplicationGroupIdentifier:)`` does
+  /// both. Pass only a validated identifier.
+  public func groupContainerURL(for groupIdentifier: String) -> URL {
+    url.appendingPathComponent("Shared/AppGroup", isDirectory: true)
+      .appendingPathComponent(groupIdentifier, isDirectory: true)
+  }
+
+  /// The global domain's container: `<root>/Global`.
+  public var globalContainerURL: URL {
+    url.appendingPathComponent("Global", isDirectory: true)
+  }
+
+  /// The global domain's file:
+  /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
+  public var globalPreferencesURL: URL {
+    globalContainerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
+      .appendingPathComponent(".GlobalPreferences.plist", isDirectory: false)
+  }
+
+  /// The folder of administrator-forced values: `<root>/Managed`.
+  public var managedPreferencesDirectoryURL: URL {
+    url.appendingPathComponent("Managed", isDirectory: true)
+  }
+
+  /// A domain's administrator-forced values: `<root>/Managed/<domain>.plist`.
+  /// The domain is not validated here; pass only a validated name.
+  public func managedPreferencesURL(forDomain domain: String) -> URL {
+    managedPreferencesDirectoryURL.appendingPathComponent("\(domain).plist", isDirectory: false)
+  }
+
+  // MARK: Creation
+
+  /// Creates the root folder itself, and any missing parent, with mode 0700
+  /// if it does not exist. The default root in the repository already exists.
+  ///
+  /// - Throws: `.io` when a folder cannot be created or a component of the
+  ///   path is a file or a symbolic link.
+  public func prepareRoot() throws(AppGroupsError) {
+    var s = stat()
+    if stat(path, &s) == 0 && (s.st_mode & S_IFMT) == S_IFDIR { return }
+    do {
+      try FileSystem.makeDirectory(path, within: "")
+    } catch {
+      throw AppGroupsError(io: error, "cannot create the root \(path)")
+    }
+  }
+
+  /// Creates a container, with `Library/Preferences` and `Library/Caches`
+  /// inside it, if missing, and returns its `Library/Preferences` folder.
+  ///
+  /// Missing folders, including the root and the folders between it and
+  /// the container, are created with mode 0700; existing ones are left as
+  /// they are. Symbolic links are never followed: when the container, a
+  /// folder above it under the root, or one inside it is a symbolic link,
+  /// it is refused and nothing is created through it. The container and its
+  /// `Library/Preferences` are then verified to resolve (`realpath(3)`)
+  /// inside the root. Used for app, group and global containers alike.
+  ///
+  /// - Parameter container: a folder under the root, such as
+  ///   ``groupContainerURL(for:)`` or ``globalContainerURL``.
+  /// - Returns: the container's `Library/Preferences` folder.
+  /// - Throws: `.outsideRoot` naming the path and where it leads when the
+  ///   container is not under the root or a folder on the way is a symbolic
+  ///   link (out of the root, or to another place inside it); `.io` when a
+  ///   folder cannot be created or a file stands where a folder should be.
+  @discardableResult
+  public func prepareContainer(at container: URL) throws(AppGroupsError) -> URL {
+    let rootPath = path
+    // Lexically only: a link in the container's own path must be seen, not followed.
+    let containerPath = Self.lexicallyStandardized(container.path, currentDirectory: rootPath)
+    guard Self.isStrictlyInside(containerPath, rootPath) else {
+      throw AppGroupsError(
+        .outsideRoot, "container \(containerPath) is not inside the root \(rootPath)")
+    }
+    try prepareRoot()
+    let preferences = containerPath + "/Library/Preferences"
+    // makeDirectory walks down from the root and stops at the first link
+    // without following it, so nothing is ever created through one.
+    for folder in [preferences, containerPath + "/Library/Caches"] {
+      do {
+        try FileSystem.makeDirectory(folder, within: rootPath)
+      } catch where error.errno == ELOOP {
+        throw linkRefusal(error.path ?? folder)
+      } catch where error.errno == ENOTDIR {
+        throw AppGroupsError(
+          .io,
+          "\(error.path ?? folder) is not a folder; a container and its Library folders "
+            + "must be folders", cause: error)
+      } catch {
+        throw AppGroupsError(io: error, "cannot create \(folder)")
+      }
+    }
+    for folder in [containerPath, preferences] {
+      guard let real = Self.realPath(folder) else {
+        throw AppGroupsError(.io, "cannot resolve \(folder) after creating it")
+      }
+      guard Self.isStrictlyInside(real, rootPath) else {
+        throw AppGroupsError(
+          .outsideRoot, "\(folder) leads to \(real), outside the root \(rootPath)")
+      }
+    }
+    return URL(fileURLWithPath: preferences, isDirectory: true)
+  }
+
+  private func linkRefusal(_ link: String) -> AppGroupsError {
+    let rootPath = path
+    let written = Self.readLink(link) ?? "?"
+    let parent = (link as NSString).deletingLastPathComponent
+    let lexical = Self.resolve(written, currentDirectory: parent)
+    let destination = Self.realPath(link) ?? lexical
+    if Self.isStrictlyInside(destination, rootPath) {
+      return AppGroupsError(
+        .outsideRoot,
+        "\(link) is a symbolic link to \(written) (\(destination)); a container and its folders "
+          + "must be real folders inside the root \(rootPath), so it is refused")
+    }
+    return AppGroupsError(
+      .outsideRoot,
+      "\(link) is a symbolic link that leads outside the root \(rootPath), to \(destination); "
+        + "it is refused and nothing was created through it")
+  }
+
+  // MARK: Paths
+
+  /// Whether `path` is below `folder` (not equal to it). Both absolute and standardized.
+  static func isStrictlyInside(_ path: String, _ folder: String) -> Bool {
+    if folder == "/" { return path.count > 1 && path.hasPrefix("/") }
+    return path.hasPrefix(folder + "/") && path.count > folder.count + 1
+  }
+
+  /// `realpath(3)`: the absolute path with every symbolic link resolved,
+  /// or `nil` when it does not exist or cannot be resolved.
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = Glibc.realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
+  /// `readlink(2)`: what a symbolic link contains, or `nil`.
+  static func readLink(_ path: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = buffer.withUnsafeMutableBufferPointer { pointer -> Int in
+      guard let base = pointer.baseAddress else { return -1 }
+      return Glibc.readlink(path, base, Int(PATH_MAX))
+    }
+    guard count >= 0 else { return nil }
+    return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Makes `path` absolute against `currentDirectory`, removes `.`, `..`
+  /// and empty components, and resolves the longest existing prefix with
+  /// `realpath(3)`, keeping the rest as written.
+  static func resolve(_ path: String, currentDirectory: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
+    // Find the longest prefix that realpath resolves, component by component
+    // from the end, so that `..` after a link follows the link as the kernel does.
+    var components = absolute.split(separator: "/", omittingEmptySubsequences: true).map(
+      String.init)
+    var remainder: [String] = []
+    while true {
+      let candidate = "/" + components.joined(separator: "/")
+      if let real = realPath(candidate) {
+        return normalize(real, appending: remainder)
+      }
+      guard let last = components.popLast() else { return normalize("/", appending: remainder) }
+      remainder.insert(last, at: 0)
+    }
+  }
+
+  /// Makes `path` absolute against `currentDirectory` and removes `.`, `..`
+  /// and empty components, without looking at the file system.
+  static func lexicallyStandardized(_ path: String, currentDirectory: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
+    return normalize("/", appending: absolute.split(separator: "/").map(String.init))
+  }
+
+  /// Appends `components` to the absolute `base`, lexically removing `.`,
+  /// `..` and empty components.
+  private static func normalize(_ base: String, appending components: [String]) -> String {
+    var parts = base.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    for component in components {
+      switch component {
+      case "", ".": continue
+      case "..": _ = parts.popLast()
+      default: parts.append(component)
+      }
+    }
+    return "/" + parts.joined(separator: "/")
+  }
+}

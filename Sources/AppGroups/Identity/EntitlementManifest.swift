@@ -1,0 +1,364 @@
+public import Foundation
+import Glibc
+
+/// The entitlement manifest: which app holds which application groups, and
+/// which executable may claim each app's bundle identifier.
+///
+/// The manifest is a property list in the root, `Entitlements.plist`, keyed
+/// by bundle identifier; each entry carries the entitlement Apple uses,
+/// `com.apple.security.application-groups`, and optionally an `executable`:
+///
+/// ```xml
+/// <dict>
+/// 	<key>com.example.app</key>
+/// 	<dict>
+/// 		<key>com.apple.security.application-groups</key>
+/// 		<array>
+/// 			<string>group.com.example.shared</string>
+/// 		</array>
+/// 		<key>executable</key>
+/// 		<string>app</string>
+/// 	</dict>
+/// </dict>
+/// ```
+///
+/// An `executable` with a `/` is an absolute path; a bare name matches any
+/// executable with that file name. Other keys in an entry (Xcode
+/// entitlements carry many) are ignored when reading and kept when
+/// ``update(root:_:)`` rewrites the file.
+public struct EntitlementManifest: Sendable, Equatable {
+  /// The key of an entry's application groups: `com.apple.security.application-groups`.
+  public static let applicationGroupsKey = "com.apple.security.application-groups"
+  /// The key of an entry's executable binding: `executable`.
+  public static let executableKey = "executable"
+  /// How long ``update(root:_:)`` waits for another process's update: 5 seconds.
+  public static let lockTimeout: Duration = .seconds(5)
+
+  /// One app's entry.
+  public struct Entry: Sendable, Equatable {
+    /// The application groups the app holds, in the manifest's order.
+    public var applicationGroups: [String]
+    /// The executable bound to the app's bundle identifier: a bare file name
+    /// or an absolute path; `nil` when any executable may claim it.
+    public var executable: String?
+
+    /// An entry holding `applicationGroups`, bound to `executable` when given.
+    /// Names are validated when the manifest is written.
+    public init(applicationGroups: [String] = [], executable: String? = nil) {
+      self.applicationGroups = applicationGroups
+      self.executable = executable
+    }
+  }
+
+  /// The entries, by bundle identifier.
+  public var entries: [String: Entry]
+
+  /// A manifest with the given entries; by default an empty one, which
+  /// entitles no app to anything.
+  public init(entries: [String: Entry] = [:]) {
+    self.entries = entries
+  }
+
+  // MARK: Reading
+
+  /// Loads the manifest at `url`.
+  ///
+  /// A missing file is an empty manifest: no app is entitled to anything.
+  /// Anything else that is wrong is an error, never an empty manifest.
+  ///
+  /// - Throws: `.invalidManifest`, naming the file and the entry, when the
+  ///   file cannot be read, is not a property list, its root is not a
+  ///   dictionary, an entry is not a dictionary, its groups are not an array
+  ///   of strings, a bundle or group identifier is invalid, or an executable
+  ///   is not a string naming a file or an absolute path.
+  public static func load(from url: URL) throws(AppGroupsError) -> EntitlementManifest {
+    try loadIfPresent(from: url)?.manifest ?? EntitlementManifest()
+  }
+
+  /// Loads the manifest of `root`, `<root>/Entitlements.plist`, as
+  /// ``load(from:)`` does.
+  ///
+  /// - Throws: `.invalidManifest` naming the file and the entry.
+  public static func load(root: ContainerRoot) throws(AppGroupsError) -> EntitlementManifest {
+    try load(from: root.manifestURL)
+  }
+
+  /// The manifest at `url` and its raw property list, or `nil` when there
+  /// is no file.
+  static func loadIfPresent(
+    from url: URL
+  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: Any])? {
+    let path = url.path
+    let data: Data
+    do {
+      guard let (contents, _) = try FileSystem.read(path) else { return nil }
+      data = contents
+    } catch {
+      throw AppGroupsError(.invalidManifest, "\(path): cannot be read: \(error)", cause: error)
+    }
+    let raw: [String: Any]
+    do {
+      let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+      guard let dictionary = object as? [String: Any] else {
+        throw AppGroupsError(
+          .invalidManifest,
+          "\(path): the root must be a dictionary of bundle identifiers, found \(typeName(object))")
+      }
+      raw = dictionary
+    } catch let error as AppGroupsError {
+      throw error
+    } catch {
+      throw AppGroupsError(
+        .invalidManifest, "\(path): not a property list (\(error.localizedDescription))")
+    }
+    var entries: [String: Entry] = [:]
+    for (bundleIdentifier, value) in raw {
+      let entryName = Names.quotedIfNeeded(bundleIdentifier)
+      func invalid(_ reason: String) -> AppGroupsError {
+        AppGroupsError(.invalidManifest, "\(path): entry \(entryName): \(reason)")
+      }
+      if let reason = Names.problem(with: bundleIdentifier) {
+        throw invalid("invalid bundle identifier: \(reason)")
+      }
+      guard let fields = value as? [String: Any] else {
+        throw invalid("must be a dictionary, found \(typeName(value))")
+      }
+      var groups: [String] = []
+      if let list = fields[applicationGroupsKey] {
+        guard let array = list as? [Any] else {
+          throw invalid(
+            "\(applicationGroupsKey) must be an array of strings, found \(typeName(list))")
+        }
+        for (index, element) in array.enumerated() {
+          guard let group = element as? String else {
+            throw invalid(
+              "\(applicationGroupsKey) must be an array of strings, "
+                + "found \(typeName(element)) at index \(index)")
+          }
+          if let reason = Names.groupIdentifierProblem(with: group) {
+            throw invalid(
+              "\(applicationGroupsKey): invalid group identifier \(Names.quoted(group)): \(reason)")
+          }
+          if !groups.contains(group) { groups.append(group) }
+        }
+      }
+      var executable: String?
+      if let value = fields[executableKey] {
+        guard let string = value as? String else {
+          throw invalid("\(executableKey) must be a string, found \(typeName(value))")
+        }
+        if let reason = Names.executableProblem(with: string) {
+          throw invalid("\(executableKey) \(Names.quoted(string)): \(reason)")
+        }
+        executable = string
+      }
+      entries[bundleIdentifier] = Entry(applicationGroups: groups, executable: executable)
+    }
+    return (EntitlementManifest(entries: entries), raw)
+  }
+
+  /// The property-list type name of a decoded value, for messages.
+  static func typeName(_ value: Any) -> String {
+    switch value {
+    case is String: return "string"
+    case let number as NSNumber:
+      // A decoded <true/> arrives as Bool; an NSNumber also answers `is Bool`.
+      if type(of: value) == Bool.self { return "boolean" }
+      let kind = String(cString: number.objCType)
+      return kind == "d" || kind == "f" ? "real" : "integer"
+    case is Date: return "date"
+    case is Data: return "data"
+    case is [Any]: return "array"
+    case is [AnyHashable: Any]: return "dictionary"
+    default: return "\(type(of: value))"
+    }
+  }
+
+  // MARK: Queries
+
+  /// The application groups `bundleIdentifier` holds, in the manifest's
+  /// order; empty when it has no entry.
+  public func groups(for bundleIdentifier: String) -> [String] {
+    entries[bundleIdentifier]?.applicationGroups ?? []
+  }
+
+  /// Whether `bundleIdentifier` holds `groupIdentifier`.
+  public func isEntitled(_ bundleIdentifier: String, to groupIdentifier: String) -> Bool {
+    groups(for: bundleIdentifier).contains(groupIdentifier)
+  }
+
+  // MARK: Writing
+
+  /// The manifest as an XML property list, with sorted keys and tab
+  /// indentation as Apple writes it: the manifest is an administrator's
+  /// file that people read and diff.
+  ///
+  /// - Throws: `.invalidName` when a bundle identifier, group identifier or
+  ///   executable is invalid; nothing invalid is ever written.
+  public func propertyListData() throws(AppGroupsError) -> Data {
+    try propertyListData(keeping: [:])
+  }
+
+  /// Validates every name, and throws `.invalidName` naming the entry.
+  func validate() throws(AppGroupsError) {
+    for (bundleIdentifier, entry) in entries {
+      try Names.validateBundleIdentifier(bundleIdentifier)
+      for group in entry.applicationGroups {
+        do {
+          try Names.validateGroupIdentifier(group)
+        } catch {
+          throw AppGroupsError(
+            .invalidName, "entry \(Names.quotedIfNeeded(bundleIdentifier)): \(error.message)")
+        }
+      }
+      if let executable = entry.executable {
+        do {
+          try Names.validateExecutable(executable)
+        } catch {
+          throw AppGroupsError(
+            .invalidName, "entry \(Names.quotedIfNeeded(bundleIdentifier)): \(error.message)")
+        }
+      }
+    }
+  }
+
+  /// The XML property list, keeping the unknown keys of each entry in `raw`.
+  func propertyListData(keeping raw: [String: Any]) throws(AppGroupsError) -> Data {
+    try validate()
+    var root: [String: Any] = [:]
+    for (bundleIdentifier, entry) in entries {
+      var fields = raw[bundleIdentifier] as? [String: Any] ?? [:]
+      var groups: [String] = []
+      for group in entry.applicationGroups where !groups.contains(group) { groups.append(group) }
+      fields[Self.applicationGroupsKey] = groups
+      if let executable = entry.executable {
+        fields[Self.executableKey] = executable
+      } else {
+        fields.removeValue(forKey: Self.executableKey)
+      }
+      root[bundleIdentifier] = fields
+    }
+    do {
+      return try PropertyListSerialization.data(fromPropertyList: root, format: .xml, options: 0)
+    } catch {
+      throw AppGroupsError(
+        .io, "cannot encode the manifest: \(error.localizedDescription)")
+    }
+  }
+
+  // MARK: Updating
+
+  /// Changes the manifest of `root` atomically with respect to every other
+  /// process and thread doing the same, and returns the result.
+  ///
+  /// Takes an exclusive lock on `<manifest>.lock` (waiting at most
+  /// ``lockTimeout``), re-reads the manifest inside the lock, lets `body`
+  /// change it, validates it, and writes it durably and atomically (mode
+  /// 0600) when it changed. Two concurrent updates from different processes
+  /// both land. Creates the root if it is missing. The lock is not
+  /// reentrant: do not call `update` (or ``grant(_:groups:executable:root:)``,
+  /// ``revoke(_:groups:root:)``) from inside `body`.
+  ///
+  /// - Throws: `.lockTimeout` naming the lock file; `.invalidManifest` when
+  ///   the file on disk is malformed (it is left as it is); `.invalidName`
+  ///   when `body` leaves an invalid name; `.io` when the file cannot be
+  ///   written; or whatever `body` throws, in which case nothing is written.
+  @discardableResult
+  public static func update(
+    root: ContainerRoot, _ body: (inout EntitlementManifest) throws -> Void
+  ) throws -> EntitlementManifest {
+    try update(root: root, timeout: lockTimeout, body)
+  }
+
+  /// ``update(root:_:)`` with another bound on the wait for the lock.
+  static func update(
+    root: ContainerRoot, timeout: Duration, _ body: (inout EntitlementManifest) throws -> Void
+  ) throws -> EntitlementManifest {
+    try root.prepareRoot()
+    let path = root.manifestURL.path
+    let lockPath = path + ".lock"
+    let lock: FileLock
+    do {
+      lock = try FileLock(path: lockPath)
+    } catch {
+      throw AppGroupsError(io: error, "cannot open the manifest lock \(lockPath)")
+    }
+    guard lock.lock(timeout: timeout) else {
+      throw AppGroupsError(
+        .lockTimeout,
+        "timed out after \(timeout) waiting for the manifest lock \(lockPath); "
+          + "another process holds it")
+    }
+    defer { lock.unlock() }
+    FileSystem.removeLeftoverTemporaries(for: ContainerRoot.manifestFileName, in: root.path)
+    let current = try loadIfPresent(from: root.manifestURL)
+    var manifest = current?.manifest ?? EntitlementManifest()
+    try body(&manifest)
+    if let current, current.manifest == manifest { return manifest }
+    let data = try manifest.propertyListData(keeping: current?.raw ?? [:])
+    do {
+      try FileSystem.writeAtomically(data, to: path, mode: 0o600)
+    } catch {
+      throw AppGroupsError(io: error, "cannot write the manifest \(path)")
+    }
+    return manifest
+  }
+
+  /// Grants `bundleIdentifier` the application groups `groups`, creating its
+  /// entry if needed, and binds it to `executable` when one is given.
+  ///
+  /// Groups it already holds are not repeated; new ones are appended in
+  /// order. Runs under ``update(root:_:)``'s lock.
+  ///
+  /// - Throws: `.invalidName` for an invalid bundle identifier, group
+  ///   identifier or executable (before anything is changed), and what
+  ///   ``update(root:_:)`` throws.
+  @discardableResult
+  public static func grant(
+    _ bundleIdentifier: String, groups: [String], executable: String? = nil, root: ContainerRoot
+  ) throws -> EntitlementManifest {
+    try Names.validateBundleIdentifier(bundleIdentifier)
+    for group in groups { try Names.validateGroupIdentifier(group) }
+    if let executable { try Names.validateExecutable(executable) }
+    return try update(root: root) { manifest in
+      var entry = manifest.entries[bundleIdentifier] ?? Entry()
+      for group in groups where !entry.applicationGroups.contains(group) {
+        entry.applicationGroups.append(group)
+      }
+      if let executable { entry.executable = executable }
+      manifest.entries[bundleIdentifier] = entry
+    }
+  }
+
+  /// Revokes application groups from `bundleIdentifier`; with no groups,
+  /// removes its whole entry (its groups and its executable binding).
+  ///
+  /// Either every named group is revoked or nothing changes.
+  ///
+  /// - Throws: `.notFound` naming the app when it has no entry, or the group
+  ///   when the app does not hold it; `.invalidName` for an invalid name;
+  ///   and what ``update(root:_:)`` throws.
+  @discardableResult
+  public static func revoke(
+    _ bundleIdentifier: String, groups: [String] = [], root: ContainerRoot
+  ) throws -> EntitlementManifest {
+    try Names.validateBundleIdentifier(bundleIdentifier)
+    for group in groups { try Names.validateGroupIdentifier(group) }
+    let path = root.manifestURL.path
+    return try update(root: root) { manifest in
+      guard var entry = manifest.entries[bundleIdentifier] else {
+        throw AppGroupsError(.notFound, "\(bundleIdentifier) has no entry in \(path)")
+      }
+      if groups.isEmpty {
+        manifest.entries[bundleIdentifier] = nil
+        return
+      }
+      for group in groups where !entry.applicationGroups.contains(group) {
+        throw AppGroupsError(
+          .notFound, "\(bundleIdentifier) does not hold \(group) in \(path)")
+      }
+      entry.applicationGroups.removeAll { groups.contains($0) }
+      manifest.entries[bundleIdentifier] = entry
+    }
+  }
+}

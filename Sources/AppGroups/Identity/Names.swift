@@ -1,0 +1,133 @@
+/// Validation of names that come from outside: suite names, group
+/// identifiers, bundle identifiers, and the executables a manifest binds.
+///
+/// Every such name becomes a file or folder name under the root, so it is
+/// checked before it touches a path. A valid name is 1...255 UTF-8 bytes of
+/// `A-Z a-z 0-9 . _ -`, does not start with `.` or `-`, and contains no `..`.
+/// A refusal is an ``AppGroupsError/Code/invalidName`` whose message shows
+/// the name escaped (so a NUL or a control character is visible) and the
+/// exact reason.
+enum Names {
+  /// The longest valid name, in UTF-8 bytes: the longest file name Linux allows.
+  static let maximumByteCount = 255
+  /// What every application group identifier starts with.
+  static let groupPrefix = "group."
+  /// The longest executable path a manifest may bind (`PATH_MAX`).
+  static let maximumExecutableByteCount = 4096
+
+  /// Throws `.invalidName` when `name` is not a valid name.
+  ///
+  /// - Parameters:
+  ///   - name: the name to check.
+  ///   - what: what the name is, for the message: "suite name", "bundle identifier"….
+  static func validate(_ name: String, as what: String) throws(AppGroupsError) {
+    if let reason = problem(with: name) {
+      throw AppGroupsError(.invalidName, "invalid \(what) \(quoted(name)): \(reason)")
+    }
+  }
+
+  /// Throws `.invalidName` when `id` is not a valid name, does not start
+  /// with `group.`, or has nothing after it.
+  static func validateGroupIdentifier(_ id: String) throws(AppGroupsError) {
+    if let reason = groupIdentifierProblem(with: id) {
+      throw AppGroupsError(.invalidName, "invalid group identifier \(quoted(id)): \(reason)")
+    }
+  }
+
+  /// Throws `.invalidName` when `id` is not a valid bundle identifier.
+  static func validateBundleIdentifier(_ id: String) throws(AppGroupsError) {
+    try validate(id, as: "bundle identifier")
+  }
+
+  /// Throws `.invalidName` when `executable` cannot be an executable binding:
+  /// it must be a bare file name or an absolute path, without control characters.
+  static func validateExecutable(_ executable: String) throws(AppGroupsError) {
+    if let reason = executableProblem(with: executable) {
+      throw AppGroupsError(.invalidName, "invalid executable \(quoted(executable)): \(reason)")
+    }
+  }
+
+  /// Why `name` is not a valid name, or `nil` when it is.
+  static func problem(with name: String) -> String? {
+    let byteCount = name.utf8.count
+    if byteCount == 0 { return "empty" }
+    if byteCount > maximumByteCount {
+      return "longer than \(maximumByteCount) bytes (\(byteCount))"
+    }
+    var offset = 0
+    for scalar in name.unicodeScalars {
+      switch scalar.value {
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2E, 0x5F, 0x2D:
+        break
+      case 0x00...0x1F, 0x7F...0x9F:
+        return "contains a control character (\(codePoint(scalar))) at offset \(offset)"
+      case 0x2F:
+        return "contains '/' at offset \(offset)"
+      default:
+        return "contains \(describe(scalar)) at offset \(offset); "
+          + "only A-Z, a-z, 0-9, '.', '_' and '-' are allowed"
+      }
+      offset += UTF8.width(scalar)
+    }
+    if name.hasPrefix(".") { return "starts with '.'" }
+    if name.hasPrefix("-") { return "starts with '-'" }
+    if name.contains("..") { return "contains '..'" }
+    return nil
+  }
+
+  /// Why `id` is not a valid group identifier, or `nil` when it is.
+  static func groupIdentifierProblem(with id: String) -> String? {
+    if let reason = problem(with: id) { return reason }
+    if !id.hasPrefix(groupPrefix) { return "does not start with '\(groupPrefix)'" }
+    if id.utf8.count == groupPrefix.utf8.count { return "has nothing after '\(groupPrefix)'" }
+    return nil
+  }
+
+  /// Why `executable` is not a valid executable binding, or `nil` when it is.
+  static func executableProblem(with executable: String) -> String? {
+    let byteCount = executable.utf8.count
+    if byteCount == 0 { return "empty" }
+    if byteCount > maximumExecutableByteCount {
+      return "longer than \(maximumExecutableByteCount) bytes (\(byteCount))"
+    }
+    var offset = 0
+    for scalar in executable.unicodeScalars {
+      if scalar.value <= 0x1F || (0x7F...0x9F).contains(scalar.value) {
+        return "contains a control character (\(codePoint(scalar))) at offset \(offset)"
+      }
+      offset += UTF8.width(scalar)
+    }
+    if executable.contains("/") {
+      if !executable.hasPrefix("/") {
+        return "is a relative path; bind a bare file name or an absolute path"
+      }
+      if executable.hasSuffix("/") { return "ends with '/'" }
+    } else if executable == "." || executable == ".." {
+      return "is not a file name"
+    }
+    return nil
+  }
+
+  /// The name as a Swift string literal (escaped, so NUL and control
+  /// characters are visible), shortened when it is very long.
+  static func quoted(_ name: String) -> String {
+    let limit = 64
+    if name.count <= limit { return name.debugDescription }
+    return String(name.prefix(limit)).debugDescription + "…"
+  }
+
+  /// The name as it is when it is a valid name, else quoted as ``quoted(_:)`` does.
+  static func quotedIfNeeded(_ name: String) -> String {
+    problem(with: name) == nil ? name : quoted(name)
+  }
+
+  private static func codePoint(_ scalar: Unicode.Scalar) -> String {
+    let hex = String(scalar.value, radix: 16, uppercase: true)
+    return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+  }
+
+  private static func describe(_ scalar: Unicode.Scalar) -> String {
+    if scalar.isASCII { return "'\(Character(scalar))'" }
+    return "'\(Character(scalar))' (\(codePoint(scalar)))"
+  }
+}

@@ -1,0 +1,222 @@
+public import Foundation
+
+/// Where a suite lives, once resolved: its kind, its domain name, its
+/// container and its property-list file.
+public struct SuiteLocation: Sendable, Hashable {
+  /// What kind of suite this is.
+  public enum Kind: Sendable, Hashable {
+    /// The app's standard suite (suite name `nil`), in its own container.
+    case standard
+    /// An application group's suite, in the group container shared by its members.
+    case group
+    /// A named suite that only this app sees, in its own container.
+    case privateSuite
+    /// The global domain, `NSGlobalDomain`, shared by every app in the root.
+    case global
+  }
+
+  /// What kind of suite this is.
+  public let kind: Kind
+  /// The domain name: the bundle identifier for ``Kind/standard``, the group
+  /// identifier for ``Kind/group``, the suite name for ``Kind/privateSuite``,
+  /// and `NSGlobalDomain` for ``Kind/global``.
+  public let domain: String
+  /// The container the suite lives in: the app's, the group's, or `<root>/Global`.
+  public let containerURL: URL
+  /// The property-list file: `<preferencesDirectory>/<domain>.plist`, or
+  /// `.GlobalPreferences.plist` for the global domain.
+  public let fileURL: URL
+  /// The root the container is in.
+  public let root: ContainerRoot
+
+  /// The folder holding the file: `<container>/Library/Preferences`.
+  public var preferencesDirectory: URL {
+    containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
+  }
+
+  /// A location; ``SuiteResolver`` makes them.
+  init(kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot) {
+    self.kind = kind
+    self.domain = domain
+    self.containerURL = containerURL
+    self.root = root
+    self.fileURL = containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
+      .appendingPathComponent(fileName, isDirectory: false)
+  }
+}
+
+/// Decides, for an identity and a suite name, where the suite lives or why
+/// the identity may not open it.
+///
+/// ```swift
+/// let resolver = SuiteResolver(identity: try .current(), root: .default)
+/// let group = "group.com.example.shared"
+/// let shared = try resolver.resolve(suiteName: group)
+/// let folder = resolver.containerURL(forSecurityApplicationGroupIdentifier: group)
+/// ```
+///
+/// The resolver reads the manifest on every call, so a grant or a revoke
+/// made by another process applies to the next call. It creates nothing,
+/// except the group container that
+/// ``containerURL(forSecurityApplicationGroupIdentifier:)`` hands out.
+public struct SuiteResolver: Sendable {
+  /// Who is asking.
+  public let identity: AppIdentity
+  /// The root whose manifest and containers are used.
+  public let root: ContainerRoot
+
+  /// The longest domain name a suite may have, in UTF-8 bytes: 200.
+  ///
+  /// A name may be 255 bytes, but a suite's files are named after its
+  /// domain with a suffix (`<domain>.plist`, `<domain>.plist.lock`, and
+  /// `.<domain>.plist.tmp-<pid>-<random>` while writing), and every file
+  /// name must fit in Linux's 255 bytes.
+  public static let maximumDomainByteCount = 200
+
+  /// A resolver for `identity` in `root` (by default ``ContainerRoot/default``).
+  public init(identity: AppIdentity, root: ContainerRoot = .default) {
+    self.identity = identity
+    self.root = root
+  }
+
+  /// Resolves a suite name as `GroupDefaults(suiteName:)` does, or throws why not.
+  ///
+  /// In order:
+  /// - When the manifest binds the identity's bundle identifier to an
+  ///   executable and the identity runs another one, `.executableMismatch`.
+  ///   A binding with a `/` is compared with the executable's real path; a
+  ///   bare name with its file name.
+  /// - `nil`: the app's standard suite, in its own container.
+  /// - A name that is empty, longer than ``maximumDomainByteCount``, or has
+  ///   characters that cannot name a file: `.invalidName` with the reason.
+  /// - `group.*`: the group's suite in the group container when the manifest
+  ///   entitles the identity to the group; else `.notEntitled`.
+  /// - The app's own bundle identifier or `NSGlobalDomain`:
+  ///   `.reservedSuiteName`. Apple's `UserDefaults(suiteName:)` returns `nil`
+  ///   for these too; use the standard suite (`nil`) instead.
+  /// - Any other name: a private suite in the app's own container.
+  ///
+  /// Unlike Apple, which gives an unentitled `group.` suite name a private,
+  /// unshared suite, this refuses it, so that a missing entitlement shows at
+  /// once instead of as data that silently is not shared.
+  ///
+  /// Creates nothing on disk.
+  ///
+  /// - Throws: `.executableMismatch`, `.invalidName`, `.notEntitled`,
+  ///   `.reservedSuiteName`, or the manifest's `.invalidManifest` (a
+  ///   malformed manifest is never read as granting nothing).
+  public func resolve(suiteName: String?) throws(AppGroupsError) -> SuiteLocation {
+    let (manifest, present) = try checkedManifest()
+    let bundleIdentifier = identity.bundleIdentifier
+    let appContainer = root.appContainerURL(for: bundleIdentifier)
+    guard let suiteName else {
+      try requireFileNameLength(bundleIdentifier, as: "bundle identifier")
+      return SuiteLocation(
+        kind: .standard, domain: bundleIdentifier, containerURL: appContainer,
+        fileName: "\(bundleIdentifier).plist", root: root)
+    }
+    try Names.validate(suiteName, as: "suite name")
+    try requireFileNameLength(suiteName, as: "suite name")
+    if suiteName.hasPrefix(Names.groupPrefix) {
+      try requireEntitlement(to: suiteName, manifest: manifest, present: present)
+      return SuiteLocation(
+        kind: .group, domain: suiteName, containerURL: root.groupContainerURL(for: suiteName),
+        fileName: "\(suiteName).plist", root: root)
+    }
+    if suiteName == bundleIdentifier {
+      throw AppGroupsError(
+        .reservedSuiteName,
+        "suite name \(suiteName) is reserved: it is \(bundleIdentifier)'s own bundle identifier, "
+          + "whose domain is the standard suite (Apple's UserDefaults(suiteName:) returns nil "
+          + "for it too); use the standard suite, suite name nil, instead")
+    }
+    if suiteName == ContainerRoot.globalDomainName {
+      throw AppGroupsError(
+        .reservedSuiteName,
+        "suite name \(suiteName) is reserved: it is the global domain, which every suite "
+          + "already searches (Apple's UserDefaults(suiteName:) returns nil for it too); "
+          + "use the standard suite, suite name nil, instead")
+    }
+    return SuiteLocation(
+      kind: .privateSuite, domain: suiteName, containerURL: appContainer,
+      fileName: "\(suiteName).plist", root: root)
+  }
+
+  /// The global domain, `NSGlobalDomain`, of this root:
+  /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
+  public func globalDomain() -> SuiteLocation {
+    SuiteLocation(
+      kind: .global, domain: ContainerRoot.globalDomainName,
+      containerURL: root.globalContainerURL,
+      fileName: root.globalPreferencesURL.lastPathComponent, root: root)
+  }
+
+  /// The group container of `groupIdentifier` when the identity is entitled
+  /// to it, creating it (mode 0700, with `Library/Preferences` and
+  /// `Library/Caches`) on first use; `nil` when it is not entitled or on any
+  /// error, as Apple's `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`.
+  ///
+  /// Use ``container(forSecurityApplicationGroupIdentifier:)`` to learn why.
+  public func containerURL(forSecurityApplicationGroupIdentifier groupIdentifier: String) -> URL? {
+    try? container(forSecurityApplicationGroupIdentifier: groupIdentifier)
+  }
+
+  /// The group container of `groupIdentifier`, as
+  /// ``containerURL(forSecurityApplicationGroupIdentifier:)``, throwing the
+  /// reason instead of returning `nil`.
+  ///
+  /// - Throws: `.executableMismatch`; `.invalidName` when the identifier is
+  ///   not a valid `group.` name; `.notEntitled`; the manifest's
+  ///   `.invalidManifest`; `.outsideRoot` when the container or a folder on
+  ///   the way is a symbolic link; `.io` when it cannot be created.
+  public func container(
+    forSecurityApplicationGroupIdentifier groupIdentifier: String
+  ) throws(AppGroupsError) -> URL {
+    let (manifest, present) = try checkedManifest()
+    try requireEntitlement(to: groupIdentifier, manifest: manifest, present: present)
+    let container = root.groupContainerURL(for: groupIdentifier)
+    try root.prepareContainer(at: container)
+    return container
+  }
+
+  // MARK: Checks
+
+  /// The manifest, whether its file exists, after checking the identity's
+  /// executable binding.
+  private func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
+    let loaded = try EntitlementManifest.loadIfPresent(from: root.manifestURL)
+    let manifest = loaded?.manifest ?? EntitlementManifest()
+    let bundleIdentifier = identity.bundleIdentifier
+    if let bound = manifest.entries[bundleIdentifier]?.executable,
+      let running = identity.executablePath, !identity.runs(bound)
+    {
+      throw AppGroupsError(
+        .executableMismatch,
+        "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestURL.path) "
+          + "but this process runs \(running)")
+    }
+    return (manifest, loaded != nil)
+  }
+
+  private func requireFileNameLength(_ domain: String, as what: String) throws(AppGroupsError) {
+    let byteCount = domain.utf8.count
+    guard byteCount > Self.maximumDomainByteCount else { return }
+    throw AppGroupsError(
+      .invalidName,
+      "invalid \(what) \(Names.quoted(domain)): longer than \(Self.maximumDomainByteCount) "
+        + "bytes (\(byteCount)); the suite's files (<name>.plist, its lock and temporary "
+        + "files) must fit in 255 bytes")
+  }
+
+  private func requireEntitlement(
+    to groupIdentifier: String, manifest: EntitlementManifest, present: Bool
+  ) throws(AppGroupsError) {
+    try Names.validateGroupIdentifier(groupIdentifier)
+    let bundleIdentifier = identity.bundleIdentifier
+    if manifest.isEntitled(bundleIdentifier, to: groupIdentifier) { return }
+    let manifestPath = root.manifestURL.path
+    let source = present ? "manifest: \(manifestPath)" : "no manifest at \(manifestPath)"
+    throw AppGroupsError(
+      .notEntitled, "\(bundleIdentifier) is not entitled to \(groupIdentifier) (\(source))")
+  }
+}
