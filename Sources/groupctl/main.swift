@@ -1,1 +1,1 @@
-print("groupctl")
+Groupctl.main()

@@ -1,0 +1,194 @@
+/// The words after the command name, handed out to a command as it asks.
+///
+/// - Options and flags (`--json`, `--executable PATH`, `--executable=PATH`)
+///   are taken by name from anywhere before `--`. Take them first.
+/// - Positionals are taken in order. One that looks like an option
+///   (`-x`, `--x`, but not `-` alone) is refused as an unknown option, so a
+///   command that wants such words (`-g`, `-int`, …) takes them with
+///   ``domain()`` or ``rawWords()``.
+/// - `--` ends the options: every later word is a positional, even one that
+///   starts with `-`; ``passthrough()`` takes those that are left.
+/// - ``finish()`` reports what nobody took.
+struct ArgumentReader {
+  /// Words before `--` not yet taken.
+  private var words: [String]
+  /// Words after `--` not yet taken.
+  private var afterTerminator: [String]
+  /// Whether the words had a `--`.
+  private(set) var hasTerminator: Bool
+
+  init(_ arguments: [String]) {
+    if let index = arguments.firstIndex(of: "--") {
+      words = Array(arguments[..<index])
+      afterTerminator = Array(arguments[(index + 1)...])
+      hasTerminator = true
+    } else {
+      words = arguments
+      afterTerminator = []
+      hasTerminator = false
+    }
+  }
+
+  /// Whether a word reads as an option: it starts with `-` and is not `-` alone.
+  static func isOptionLike(_ word: String) -> Bool {
+    word.count > 1 && word.hasPrefix("-")
+  }
+
+  /// Whether every word has been taken.
+  var isEmpty: Bool { words.isEmpty && afterTerminator.isEmpty }
+
+  /// Whether `-h` or `--help` appears before `--`.
+  var wantsHelp: Bool { words.contains("--help") || words.contains("-h") }
+
+  /// Takes every `name` before `--`; `true` if there was one.
+  ///
+  /// - Throws: ``ValidationError`` for `name=VALUE`: a flag takes no value.
+  mutating func flag(_ name: String) throws(ValidationError) -> Bool {
+    var found = false
+    var index = 0
+    while index < words.count {
+      let word = words[index]
+      if word == name {
+        words.remove(at: index)
+        found = true
+      } else if word.hasPrefix(name + "=") {
+        throw ValidationError("option '\(name)' takes no value")
+      } else {
+        index += 1
+      }
+    }
+    return found
+  }
+
+  /// Takes every `name VALUE` and `name=VALUE` before `--`; the last value
+  /// wins, `nil` if there was none.
+  ///
+  /// - Parameters:
+  ///   - name: The option, such as `--executable`.
+  ///   - valueName: The value's name in messages, such as `PATH`.
+  /// - Throws: ``ValidationError`` when the value is missing or empty.
+  mutating func option(_ name: String, value valueName: String) throws(ValidationError) -> String? {
+    try options(name, value: valueName).last
+  }
+
+  /// Takes every `name VALUE` and `name=VALUE` before `--`, in order.
+  mutating func options(_ name: String, value valueName: String) throws(ValidationError) -> [String]
+  {
+    var values: [String] = []
+    var index = 0
+    while index < words.count {
+      let word = words[index]
+      let value: String
+      if word == name {
+        guard index + 1 < words.count else {
+          throw ValidationError("option '\(name)' needs a value (\(valueName))")
+        }
+        value = words[index + 1]
+        words.removeSubrange(index...(index + 1))
+      } else if word.hasPrefix(name + "=") {
+        value = String(word.dropFirst(name.count + 1))
+        words.remove(at: index)
+      } else {
+        index += 1
+        continue
+      }
+      guard !value.isEmpty else {
+        throw ValidationError("option '\(name)' needs a value (\(valueName))")
+      }
+      values.append(value)
+    }
+    return values
+  }
+
+  /// Takes the next positional.
+  ///
+  /// - Parameter name: The argument's name in messages, such as `BUNDLE-ID`.
+  /// - Throws: ``ValidationError`` when it is missing or looks like an option.
+  mutating func positional(_ name: String) throws(ValidationError) -> String {
+    guard let value = try optionalPositional(name) else {
+      throw ValidationError("missing argument \(name)")
+    }
+    return value
+  }
+
+  /// Takes the next positional, or returns `nil` when there is none.
+  mutating func optionalPositional(_ name: String) throws(ValidationError) -> String? {
+    if let word = words.first {
+      if Self.isOptionLike(word) { throw Self.unknownOption(word) }
+      words.removeFirst()
+      return word
+    }
+    if !afterTerminator.isEmpty { return afterTerminator.removeFirst() }
+    return nil
+  }
+
+  /// Takes every positional left, before and after `--`.
+  mutating func remainingPositionals(_ name: String) throws(ValidationError) -> [String] {
+    var values: [String] = []
+    while let value = try optionalPositional(name) { values.append(value) }
+    return values
+  }
+
+  /// Takes the next word as it is, even one that looks like an option
+  /// (`-g`, `-int`), or `nil` when there is none.
+  mutating func nextRawWord() -> String? {
+    if !words.isEmpty { return words.removeFirst() }
+    if !afterTerminator.isEmpty { return afterTerminator.removeFirst() }
+    return nil
+  }
+
+  /// Takes every word left as it is, before and after `--` (the `--` itself
+  /// is dropped), for commands such as `write` whose values look like
+  /// options (`-int 5`, `-array -string a`).
+  mutating func rawWords() -> [String] {
+    defer {
+      words = []
+      afterTerminator = []
+    }
+    return words + afterTerminator
+  }
+
+  /// Takes the words after `--` that no positional took, such as the
+  /// arguments in `explain DOMAIN KEY -- ARGS...`.
+  mutating func passthrough() -> [String] {
+    defer { afterTerminator = [] }
+    return afterTerminator
+  }
+
+  /// Reports the first word nobody took.
+  ///
+  /// - Throws: ``ValidationError``: "unknown option '--x'" or
+  ///   "unexpected argument 'x'".
+  func finish() throws(ValidationError) {
+    if let option = words.first(where: Self.isOptionLike) { throw Self.unknownOption(option) }
+    if let extra = words.first ?? afterTerminator.first {
+      throw ValidationError("unexpected argument '\(extra)'")
+    }
+  }
+
+  static func unknownOption(_ word: String) -> ValidationError {
+    let name = word.split(separator: "=", maxSplits: 1).first.map(String.init) ?? word
+    return ValidationError("unknown option '\(name)'")
+  }
+}
+
+extension ArgumentReader {
+  /// Takes a DOMAIN positional: a bundle id, a group id, `BUNDLE-ID:SUITE`,
+  /// `NSGlobalDomain`, or `-g`.
+  mutating func domain() throws(ValidationError) -> DomainArgument {
+    guard let domain = try optionalDomain() else {
+      throw ValidationError("missing argument DOMAIN")
+    }
+    return domain
+  }
+
+  /// Takes a DOMAIN positional, or returns `nil` when there is none.
+  mutating func optionalDomain() throws(ValidationError) -> DomainArgument? {
+    if words.first == "-g" {
+      _ = nextRawWord()
+      return .global
+    }
+    guard let word = try optionalPositional("DOMAIN") else { return nil }
+    return try DomainArgument(parsing: word)
+  }
+}

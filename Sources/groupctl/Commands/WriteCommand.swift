@@ -1,0 +1,54 @@
+/// `groupctl write DOMAIN KEY VALUE`, with `defaults write`'s type flags.
+struct WriteCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "write",
+    abstract: "Write a value to a key, as defaults write does.",
+    usage: """
+      write DOMAIN KEY VALUE
+      write DOMAIN KEY -string|-int|-float|-bool|-date|-data VALUE
+      write DOMAIN KEY -array|-array-add VALUE...
+      write DOMAIN KEY -dict|-dict-add KEY VALUE...
+      """,
+    discussion: typeFlagsHelp
+  )
+
+  static let typeFlagsHelp = """
+    VALUE:
+      word                  A string.
+      '(a, b)'  '{ k = v; }'  '<0aff>'  '<integer>5</integer>'
+                            A property-list literal, old-style or XML (it starts
+                            with '(', '{' or '<'); old-style ones hold strings only.
+      -string S             A string, even one that looks like a flag or a literal.
+      -int N, -integer N    An integer.
+      -float X              A floating-point number.
+      -bool B, -boolean B   true, false, yes, no, 1 or 0 (any case).
+      -date D               ISO 8601, such as 2026-11-29T12:00:00Z or
+                            2026-11-29T14:00:00+02:00, or as read prints it:
+                            2026-11-29 12:00:00 +0000.
+      -data HEX             Bytes as hex digits, two per byte: 0aff.
+      -array V...           An array of strings, or of typed values:
+                            -array -int 1 -int 2.
+      -array-add V...       Append to the key's array.
+      -dict K V...          A dictionary: string keys, values as in -array.
+      -dict-add K V...      Add or replace keys in the key's dictionary.
+
+    A word after the command that is --root, --as, --help or -h is taken as that \
+    option; write such a value after --, as in: write DOMAIN KEY -- -string --help.
+    """
+
+  let globals: GlobalOptions
+  let domain: DomainArgument
+  let key: String
+  let value: WriteValue
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    domain = try arguments.domain()
+    key = try arguments.positional("KEY")
+    value = try parseWriteValue(words: arguments.rawWords())
+  }
+
+  func run() throws {
+    try notImplemented()
+  }
+}

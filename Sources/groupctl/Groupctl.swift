@@ -1,0 +1,340 @@
+import AppGroups
+import Foundation
+
+/// The root command: global options, dispatch to a subcommand, help, and
+/// the mapping of errors to exit statuses.
+enum Groupctl {
+  /// Every command, in the order the overview lists them. Adding a command
+  /// is one file under `Commands/` and one line here.
+  static var sections: [(title: String, commands: [any ParsableCommand.Type])] {
+    [
+      (
+        "ENTITLEMENTS AND CONTAINERS",
+        [
+          GrantCommand.self,
+          RevokeCommand.self,
+          ListCommand.self,
+          ContainerCommand.self,
+          ImportEntitlementsCommand.self,
+        ]
+      ),
+      (
+        "PREFERENCES",
+        [
+          ReadCommand.self,
+          ReadTypeCommand.self,
+          WriteCommand.self,
+          DeleteCommand.self,
+          RenameCommand.self,
+          DomainsCommand.self,
+          FindCommand.self,
+          ImportCommand.self,
+          ExportCommand.self,
+          WatchCommand.self,
+          ExplainCommand.self,
+          ForceCommand.self,
+          UnforceCommand.self,
+        ]
+      ),
+      (
+        "OTHER",
+        [
+          DoctorCommand.self,
+          HelpCommand.self,
+          ParseValueCommand.self,
+        ]
+      ),
+    ]
+  }
+
+  static var commands: [any ParsableCommand.Type] { sections.flatMap { $0.commands } }
+
+  static let usage = "[--root DIR] [--as BUNDLE-ID] <command> [<arguments>]"
+
+  static let abstract = "Manage App Group entitlements, containers and preferences on Linux."
+
+  static let globalOptions: [OptionHelp] = [
+    OptionHelp(
+      "--root DIR",
+      "The root holding the manifest and containers"
+        + " (default: $APPGROUPS_ROOT, else the default root)."
+    ),
+    OptionHelp("--as BUNDLE-ID", "Act as this app, as the manifest entitles it."),
+    OptionHelp("-h, --help", "Show help."),
+  ]
+
+  static let domainHelp = """
+    DOMAIN is a bundle id (the app's standard suite), a group id (group.…), a private \
+    suite BUNDLE-ID:SUITE, or -g / NSGlobalDomain for the global domain.
+    """
+
+  /// Runs `groupctl` with the process's arguments and exits.
+  static func main() -> Never {
+    let status = run(
+      Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+    fflush(nil)
+    exit(status)
+  }
+
+  /// Runs `groupctl` with these arguments (without the program name) and
+  /// returns the exit status.
+  static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
+    var globals = GlobalOptions()
+    if let root = environment["APPGROUPS_ROOT"], !root.isEmpty { globals.root = root }
+
+    // Global options before the command name.
+    var rest = arguments[...]
+    do throws(ValidationError) {
+      while let word = rest.first, ArgumentReader.isOptionLike(word) {
+        rest.removeFirst()
+        switch word {
+        case "-h", "--help":
+          printOut(overview())
+          return 0
+        case "--root", "--as":
+          guard let value = rest.popFirst(), !value.isEmpty else {
+            throw ValidationError(
+              "option '\(word)' needs a value (\(word == "--root" ? "DIR" : "BUNDLE-ID"))")
+          }
+          if word == "--root" { globals.root = value } else { globals.identity = value }
+        case _ where word.hasPrefix("--root="):
+          globals.root = try nonEmpty(String(word.dropFirst(7)), option: "--root", value: "DIR")
+        case _ where word.hasPrefix("--as="):
+          globals.identity = try nonEmpty(
+            String(word.dropFirst(5)), option: "--as", value: "BUNDLE-ID")
+        case "--":
+          throw ValidationError("missing command before '--'")
+        default:
+          throw ArgumentReader.unknownOption(word)
+        }
+      }
+    } catch {
+      printError("groupctl: \(error.message)")
+      printError("Usage: groupctl \(usage)")
+      return ExitCode.validationFailure.code
+    }
+
+    guard let name = rest.popFirst() else {
+      printOut(overview())
+      return 0
+    }
+    let command: any ParsableCommand.Type
+    do throws(ValidationError) {
+      command = try lookUp(name)
+    } catch {
+      printError("groupctl: \(error.message)")
+      printError("Usage: groupctl \(usage)")
+      return ExitCode.validationFailure.code
+    }
+    return run(command, arguments: Array(rest), globals: globals)
+  }
+
+  /// Parses, validates and runs one command; maps its errors to a status.
+  static func run(
+    _ command: any ParsableCommand.Type, arguments: [String], globals: GlobalOptions
+  ) -> Int32 {
+    var reader = ArgumentReader(arguments)
+    do {
+      if reader.wantsHelp {
+        printOut(help(for: command))
+        return 0
+      }
+      var globals = globals
+      // Global options may also follow the command name.
+      if let root = try reader.option("--root", value: "DIR") { globals.root = root }
+      if let identity = try reader.option("--as", value: "BUNDLE-ID") {
+        globals.identity = identity
+      }
+      let parsed = try command.init(arguments: &reader, globals: globals)
+      try reader.finish()
+      try parsed.validate()
+      try parsed.run()
+      return 0
+    } catch let error as ValidationError {
+      printError("groupctl: \(error.message)")
+      printError(usageLines(for: command.configuration, prefix: "Usage: "))
+      printError("See 'groupctl help \(command.configuration.commandName)'.")
+      return ExitCode.validationFailure.code
+    } catch let exit as ExitCode {
+      return exit.code
+    } catch {
+      printError("groupctl: \(describe(error))")
+      return ExitCode.failure.code
+    }
+  }
+
+  /// The command called `name`.
+  ///
+  /// - Throws: ``ValidationError`` naming it and the closest command.
+  static func lookUp(_ name: String) throws(ValidationError) -> any ParsableCommand.Type {
+    if let command = commands.first(where: { $0.configuration.commandName == name }) {
+      return command
+    }
+    var message = "unknown command '\(name)'"
+    if let suggestion = closestCommand(to: name) {
+      message += "; did you mean '\(suggestion)'?"
+    } else {
+      message += "; see 'groupctl help' for the list of commands"
+    }
+    throw ValidationError(message)
+  }
+
+  /// The listed command whose name is closest to `name`, if any is close.
+  static func closestCommand(to name: String) -> String? {
+    let candidates = commands.map { $0.configuration }.filter { !$0.isHidden }.map(\.commandName)
+    let scored = candidates.map { (name: $0, distance: editDistance(name, $0)) }
+    guard let best = scored.min(by: { $0.distance < $1.distance }) else { return nil }
+    if best.name.hasPrefix(name) || best.distance <= max(2, best.name.count / 3) {
+      return best.name
+    }
+    return candidates.first { $0.hasPrefix(name) }
+  }
+
+  // MARK: Help
+
+  /// The text of `groupctl`, `groupctl help` and `groupctl --help`.
+  static func overview() -> String {
+    var lines = ["OVERVIEW: \(abstract)", "", "USAGE: groupctl \(usage)"]
+    let visible = commands.map { $0.configuration }.filter { !$0.isHidden }
+    let width = max(18, (visible.map(\.commandName.count).max() ?? 0) + 2)
+    for section in sections {
+      let configurations = section.commands.map { $0.configuration }.filter { !$0.isHidden }
+      guard !configurations.isEmpty else { continue }
+      lines += ["", "\(section.title):"]
+      for configuration in configurations {
+        lines += wrap(
+          "  " + padded(configuration.commandName, width) + configuration.abstract,
+          hangingIndent: width + 2)
+      }
+    }
+    lines += ["", "GLOBAL OPTIONS:"] + optionLines(globalOptions, width: width)
+    lines += [""] + wrap(domainHelp)
+    lines += ["", "See 'groupctl help <command>' for help on a command."]
+    return lines.joined(separator: "\n")
+  }
+
+  /// The text of `groupctl help CMD` and `groupctl CMD --help`.
+  static func help(for command: any ParsableCommand.Type) -> String {
+    let configuration = command.configuration
+    var lines = wrap("OVERVIEW: \(configuration.abstract)") + [""]
+    lines.append(usageLines(for: configuration, prefix: "USAGE: "))
+    if !configuration.discussion.isEmpty {
+      lines.append("")
+      for line in configuration.discussion.split(separator: "\n", omittingEmptySubsequences: false)
+      {
+        let indent = line.prefix { $0 == " " }.count
+        lines += wrap(String(line), hangingIndent: indent)
+      }
+    }
+    let width = optionColumnWidth(configuration.options + globalOptions)
+    if !configuration.options.isEmpty {
+      lines += ["", "OPTIONS:"] + optionLines(configuration.options, width: width)
+    }
+    lines += ["", "GLOBAL OPTIONS:"] + optionLines(globalOptions, width: width)
+    return lines.joined(separator: "\n")
+  }
+
+  /// Each usage form on its own line, the first after `prefix`, the others aligned under it.
+  static func usageLines(for configuration: CommandConfiguration, prefix: String) -> String {
+    let indent = String(repeating: " ", count: prefix.count)
+    return configuration.usage.split(separator: "\n", omittingEmptySubsequences: true)
+      .enumerated()
+      .map { ($0.offset == 0 ? prefix : indent) + "groupctl " + $0.element }
+      .joined(separator: "\n")
+  }
+
+  static func optionColumnWidth(_ options: [OptionHelp]) -> Int {
+    max(18, (options.map(\.name.count).max() ?? 0) + 2)
+  }
+
+  static func optionLines(_ options: [OptionHelp], width: Int) -> [String] {
+    options.flatMap { wrap("  " + padded($0.name, width) + $0.help, hangingIndent: width + 2) }
+  }
+
+  /// The width help text is wrapped to.
+  static let helpWidth = 80
+
+  /// Breaks a line longer than ``helpWidth`` at single spaces (runs of
+  /// spaces, such as column padding, are kept); continuation lines start
+  /// with `hangingIndent` spaces.
+  static func wrap(_ line: String, hangingIndent: Int = 0) -> [String] {
+    guard line.count > helpWidth else { return [line] }
+    var words: [String] = []
+    var word = String(line.prefix { $0 == " " })
+    var rest = line.dropFirst(word.count)
+    while let character = rest.popFirst() {
+      if character == " ", word.last != " ", rest.first != " " {
+        words.append(word)
+        word = ""
+      } else {
+        word.append(character)
+      }
+    }
+    words.append(word)
+    let indent = String(repeating: " ", count: hangingIndent)
+    var lines: [String] = []
+    var current = words.removeFirst()
+    for word in words {
+      if current.count + 1 + word.count > helpWidth, current.count > hangingIndent {
+        lines.append(current)
+        current = indent + word
+      } else {
+        current += " " + word
+      }
+    }
+    return lines + [current]
+  }
+
+  // MARK: Helpers
+
+  private static func nonEmpty(_ value: String, option: String, value valueName: String)
+    throws(ValidationError) -> String
+  {
+    guard !value.isEmpty else {
+      throw ValidationError("option '\(option)' needs a value (\(valueName))")
+    }
+    return value
+  }
+
+  private static func padded(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text + "  " : text + String(repeating: " ", count: width - text.count)
+  }
+
+  /// The message for an error that is neither a usage error nor an exit code.
+  static func describe(_ error: any Error) -> String {
+    if let error = error as? AppGroupsError { return error.description }
+    if let error = error as? any LocalizedError, let description = error.errorDescription {
+      return description
+    }
+    return String(describing: error)
+  }
+
+  /// Levenshtein distance between two strings, by characters.
+  static func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+      current[0] = i
+      for j in 1...b.count {
+        let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+        current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+      }
+      swap(&previous, &current)
+    }
+    return previous[b.count]
+  }
+}
+
+/// Writes a line of data to stdout.
+func printOut(_ text: String) {
+  print(text)
+}
+
+/// Writes a line of diagnostics to stderr.
+func printError(_ text: String) {
+  FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,107 @@
+public import Foundation
+
+/// The package's built executables (`groupctl`, `app`, `widget`), found
+/// beside the running test binary and run as child processes.
+///
+/// ```swift
+/// let result = try Product.run("groupctl", ["--help"])
+/// #expect(result.status == 0)
+/// ```
+public enum Product {
+  /// The folder holding the test binary and the products built with it:
+  /// `.build/debug` or `.build/release`. Taken from the running executable,
+  /// never from `#filePath`, so a release test run never picks up a stale
+  /// debug binary.
+  public static var directory: URL {
+    if let executable = Bundle.main.executableURL {
+      return executable.resolvingSymlinksInPath().deletingLastPathComponent()
+    }
+    return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+      .deletingLastPathComponent()
+  }
+
+  /// The built executable called `name`.
+  public static func url(_ name: String) -> URL {
+    directory.appendingPathComponent(name, isDirectory: false)
+  }
+
+  /// Runs a built executable to completion.
+  ///
+  /// Both pipes are read to the end (stderr on its own thread) before
+  /// waiting for the child, so a chatty child cannot block on a full pipe.
+  ///
+  /// - Parameters:
+  ///   - name: The product, such as `groupctl`.
+  ///   - args: The arguments, without the program name.
+  ///   - environment: Variables set over the test process's own environment.
+  ///   - stdin: The child's standard input; `/dev/null` when `nil`.
+  /// - Returns: The exit status (128 + the signal number when killed by a
+  ///   signal), and stdout and stderr decoded as UTF-8.
+  /// - Throws: When the executable cannot be started.
+  public static func run(
+    _ name: String,
+    _ args: [String],
+    environment: [String: String] = [:],
+    stdin: Data? = nil
+  ) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = url(name)
+    process.arguments = args
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+
+    // Standard input from a file, not a pipe: nothing to write while the
+    // child runs, and no SIGPIPE when the child does not read it all.
+    var inputFile: URL?
+    defer { if let inputFile { try? FileManager.default.removeItem(at: inputFile) } }
+    if let stdin {
+      let file = FileManager.default.temporaryDirectory
+        .appendingPathComponent("product-stdin-\(UUID().uuidString)")
+      try stdin.write(to: file)
+      inputFile = file
+      process.standardInput = try FileHandle(forReadingFrom: file)
+    } else {
+      process.standardInput = FileHandle.nullDevice
+    }
+
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+
+    let errorReader = PipeDrain(errors.fileHandleForReading)
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errorReader.wait()
+    process.waitUntilExit()
+
+    let status =
+      process.terminationReason == .uncaughtSignal
+      ? 128 + process.terminationStatus : process.terminationStatus
+    return (
+      status,
+      String(decoding: outputData, as: UTF8.self),
+      String(decoding: errorData, as: UTF8.self)
+    )
+  }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+private final class PipeDrain: @unchecked Sendable {
+  // `data` is written once by the thread before `done` is signalled and read
+  // only after `wait()` has seen the signal.
+  private var data = Data()
+  private let done = DispatchSemaphore(value: 0)
+
+  init(_ handle: FileHandle) {
+    let thread = Thread { [self] in
+      data = handle.readDataToEndOfFile()
+      done.signal()
+    }
+    thread.start()
+  }
+
+  func wait() -> Data {
+    done.wait()
+    return data
+  }
+}
