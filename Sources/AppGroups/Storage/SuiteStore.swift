@@ -229,17 +229,7 @@ final class SuiteStore: Sendable {
   }
 
   private func scheduleFlush(after delay: Duration? = nil) {
-    let work: @Sendable () -> Void = { [self] in
-      if !flush() {
-        // The lock was busy or the disk failed: the changes stay pending.
-        let delay = commit.withLock { cs in
-          let current = cs.retryDelay
-          cs.retryDelay = min(current * 2, .seconds(1))
-          return current
-        }
-        scheduleFlush(after: delay)
-      }
-    }
+    let work: @Sendable () -> Void = { [self] in _ = flush() }
     if let delay {
       let (s, atto) = delay.components
       let nanos = Int(s) * 1_000_000_000 + Int(atto / 1_000_000_000)
@@ -247,6 +237,23 @@ final class SuiteStore: Sendable {
     } else {
       queue.async(execute: work)
     }
+  }
+
+  /// After a failed commit (lock busy past the bound, disk error): the
+  /// changes stay pending and a retry is scheduled, backing off to 1 s.
+  private func retryLater() {
+    let schedule = state.withLock { st in
+      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil) { return false }
+      st.flushScheduled = true
+      return true
+    }
+    guard schedule else { return }
+    let delay = commit.withLock { cs in
+      let current = cs.retryDelay
+      cs.retryDelay = min(current * 2, .seconds(1))
+      return current
+    }
+    scheduleFlush(after: delay)
   }
 
   /// Commits every pending change now, on the calling thread.
@@ -257,6 +264,7 @@ final class SuiteStore: Sendable {
       try commitPending(timeout: options.lockTimeout)
       return true
     } catch {
+      retryLater()
       return false
     }
   }
@@ -329,7 +337,7 @@ final class SuiteStore: Sendable {
         return (st.pending, st.replacement)
       }
       guard !pending.isEmpty || replacement != nil || extra != nil else { return }
-      let keepPending = { self.state.withLock { $0.flushScheduled = true } }
+      // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
       guard sidecar.lock.lock(timeout: timeout) else {
         let count = pending.count + (replacement == nil ? 0 : 1)
@@ -338,7 +346,6 @@ final class SuiteStore: Sendable {
           Diagnostics.report(
             "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
         }
-        keepPending()
         throw AppGroupsError(
           .lockTimeout,
           "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
@@ -357,14 +364,12 @@ final class SuiteStore: Sendable {
       do {
         current = try FileSystem.identity(ofPath: path)
       } catch {
-        keepPending()
         throw AppGroupsError(io: error, "reading \(path)")
       }
       if current != cs.identity || cs.unreadableIdentity != nil {
         do {
           cs.persisted = try load(&cs, mode: .commit) ?? [:]
         } catch {
-          keepPending()
           throw error
         }
       }
@@ -372,21 +377,23 @@ final class SuiteStore: Sendable {
 
       // 2. This process's changes, key by key, on top.
       var next = replacement?.values ?? reloaded
-      for (key, change) in pending {
+      var differs = replacement != nil && replacement?.values != reloaded
+      for (key, change) in pending where next[key] != change.value {
         next[key] = change.value
+        differs = true
       }
       let extraChanges = extra?(next) ?? [:]
-      for (key, value) in extraChanges {
+      for (key, value) in extraChanges where next[key] != value {
         next[key] = value
+        differs = true
       }
 
       // 3. Write durably, then move the token (skipped when nothing differs).
-      if next != reloaded || (cs.identity == nil && !next.isEmpty) {
+      if differs || (cs.identity == nil && !next.isEmpty) {
         let data: Data
         do {
           data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
         } catch {
-          keepPending()
           throw error
         }
         FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
@@ -396,7 +403,6 @@ final class SuiteStore: Sendable {
           cs.identity = identity
           sidecar.advance(to: identity)
         } catch {
-          keepPending()
           throw AppGroupsError(io: error, "writing \(path)")
         }
         cs.persisted = next
