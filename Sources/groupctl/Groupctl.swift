@@ -59,7 +59,10 @@ enum Groupctl {
       "The root holding the manifest and containers"
         + " (default: $APPGROUPS_ROOT, else the default root)."
     ),
-    OptionHelp("--as BUNDLE-ID", "Act as this app, as the manifest entitles it."),
+    OptionHelp(
+      "--as BUNDLE-ID",
+      "Open domains as this app, as the manifest entitles it; without --as, groupctl"
+        + " acts as the administrator and opens any domain."),
     OptionHelp("-h, --help", "Show help."),
   ]
 
