@@ -18,8 +18,8 @@ struct DoctorCommand: ParsableCommand {
       Each finding says what to do about it. Files that a running process still has \
       open, or is writing, are left alone.
 
-      Exits with 0 when it finds no problem and with 1 when it finds one; notes do \
-      not count as problems.
+      Exits with 0 when it finds no problem and with 1 when it finds one. Notes, \
+      such as a lock file left behind (harmless), do not count as problems.
       """
   )
 
@@ -257,16 +257,14 @@ private struct Doctor {
       if name.hasSuffix(".plist.lock") {
         let plist = String(name.dropLast(".lock".count))
         guard !present.contains(plist) else { continue }
-        if let pid = openFiles[path] {
-          add(
-            .note,
-            "\(path) has no \(plist) beside it, but process \(pid) has it open: the suite is"
-              + " open and has not been written yet")
-        } else {
-          add(
-            .problem, "\(path) was left behind: \(plist) is gone and no process has it open",
-            "rm '\(path)'")
-        }
+        // A suite's lock file is made when the suite is opened, so one
+        // without its plist is normal while an app has the suite open.
+        guard openFiles[path] == nil else { continue }
+        add(
+          .note,
+          "\(path) was left behind: \(plist) is not there and no process has the lock open"
+            + " (the suite was opened but never written, or its file was removed); it is harmless",
+          "rm '\(path)' to tidy up")
       } else if name.hasPrefix("."), let range = name.range(of: ".plist.tmp-") {
         let rest = name[range.upperBound...]
         let pid = rest.split(separator: "-").first.flatMap { Int32($0) }

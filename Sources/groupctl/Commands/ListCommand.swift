@@ -35,6 +35,10 @@ struct ListCommand: ParsableCommand {
       bundleIDs = [bundleID]
     }
     if json {
+      guard !bundleIDs.isEmpty else {
+        printOut("[]")
+        return
+      }
       let objects = bundleIDs.map { id -> [String: Any] in
         let entry = manifest.entries[id] ?? EntitlementManifest.Entry()
         var object: [String: Any] = [
