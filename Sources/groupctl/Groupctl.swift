@@ -151,6 +151,17 @@ enum Groupctl {
       let parsed = try command.init(arguments: &reader, globals: globals)
       try reader.finish()
       try parsed.validate()
+      let rootPath = globals.containerRoot.path
+      let rootExisted = FileManager.default.fileExists(atPath: rootPath)
+      defer {
+        // Say so when a command made the root: a forgotten --root or
+        // APPGROUPS_ROOT otherwise leaves a Containers folder in the current directory.
+        if !rootExisted, FileManager.default.fileExists(atPath: rootPath) {
+          printError(
+            "groupctl: created the root \(rootPath) (choose another with --root or"
+              + " \(ContainerRoot.environmentVariable))")
+        }
+      }
       try parsed.run()
       return 0
     } catch let error as ValidationError {

@@ -217,6 +217,7 @@ struct DomainScan {
 
   init(globals: GlobalOptions) {
     let root = globals.containerRoot
+    warnIfMissing(root)
     for name in SuiteResolver.domainsWithPreferences(root: root) {
       guard let resolved = try? ResolvedDomain(DomainArgument(name), globals: globals) else {
         continue
@@ -237,6 +238,15 @@ struct DomainScan {
   func finish() throws {
     if hadUnreadableFile { throw ExitCode.failure }
   }
+}
+
+/// Says on stderr that the root does not exist, for commands that look
+/// through the whole root and would otherwise just print nothing.
+func warnIfMissing(_ root: ContainerRoot) {
+  guard !FileManager.default.fileExists(atPath: root.path) else { return }
+  printError(
+    "groupctl: there is no root at \(root.path) (choose one with --root or"
+      + " \(ContainerRoot.environmentVariable))")
 }
 
 /// The reason a file could not be read, without Foundation's boilerplate.

@@ -42,7 +42,8 @@ struct GroupctlDoctorTests {
     Damage(
       testDescription: "temporary file of a writer that is gone",
       apply: { g in
-        let path = g.t.groupSuiteFile.deletingLastPathComponent().path
+        let path =
+          g.t.groupSuiteFile.deletingLastPathComponent().path
           + "/.\(TestRoot.group).plist.tmp-99999999-42"
         try Data("partial".utf8).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
@@ -146,7 +147,8 @@ struct GroupctlDoctorTests {
 
   @Test func aTemporaryFileOfALiveWriterIsLeftAlone() throws {
     let g = try healthyRoot()
-    let path = g.t.groupSuiteFile.deletingLastPathComponent().path
+    let path =
+      g.t.groupSuiteFile.deletingLastPathComponent().path
       + "/.\(TestRoot.group).plist.tmp-\(getpid())-7"
     try #require(
       FileManager.default.createFile(

@@ -68,7 +68,8 @@ struct GroupctlEntitlementsTests {
       try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
     #expect(decoded.count == 2)
     #expect(decoded[1]["bundleIdentifier"] as? String == "com.example.widget")
-    #expect(decoded[1]["applicationGroups"] as? [String] == ["group.com.example.shared", "group.x"])
+    #expect(
+      decoded[1]["applicationGroups"] as? [String] == ["group.com.example.shared", "group.x"])
     #expect(decoded[1]["executable"] as? String == "widget")
     #expect(decoded[0]["executable"] == nil)
 
@@ -96,7 +97,8 @@ struct GroupctlEntitlementsTests {
 
     let groupPath = g.root.groupContainerURL(for: TestRoot.group).path
     #expect(try g.ok(["container", TestRoot.widget, TestRoot.group]) == groupPath + "\n")
-    #expect(try g.ok(["container", TestRoot.widget, "groups"]) == "\(TestRoot.group)\t\(groupPath)\n")
+    #expect(
+      try g.ok(["container", TestRoot.widget, "groups"]) == "\(TestRoot.group)\t\(groupPath)\n")
     #expect(FileManager.default.fileExists(atPath: groupPath + "/Library/Preferences"))
 
     let refused = try g.run(["container", "com.example.stranger", TestRoot.group])
@@ -159,6 +161,7 @@ struct GroupctlEntitlementsTests {
     let g = try GroupctlRoot()
     let result = try g.run(["--as", TestRoot.app] + args)
     #expect(result.status == 64)
-    #expect(result.stderr.contains("is an administrator's command; --as com.example.app does not apply"))
+    #expect(
+      result.stderr.contains("is an administrator's command; --as com.example.app does not apply"))
   }
 }

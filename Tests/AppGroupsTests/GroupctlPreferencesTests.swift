@@ -31,7 +31,8 @@ struct GroupctlRoot {
     throws -> String
   {
     let result = try run(args, stdin: stdin)
-    #expect(result.status == 0, "groupctl \(args): \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(
+      result.status == 0, "groupctl \(args): \(result.stderr)", sourceLocation: sourceLocation)
     return result.stdout
   }
 
@@ -256,7 +257,9 @@ struct GroupctlPreferencesTests {
     #expect(domain.status == 1)
     #expect(domain.stderr == "groupctl: Domain com.example.nobody does not exist\n")
     // Reading creates nothing.
-    #expect(!FileManager.default.fileExists(atPath: g.root.appContainerURL(for: "com.example.nobody").path))
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: g.root.appContainerURL(for: "com.example.nobody").path))
   }
 
   @Test func anUnreadableFileFailsAndIsLeftAsItIs() throws {
@@ -289,7 +292,8 @@ struct GroupctlPreferencesTests {
 
     let missing = try g.run(["delete", Self.app, "a"])
     #expect(missing.status == 1)
-    #expect(missing.stderr.contains("The domain/default pair of (com.example.app, a) does not exist"))
+    #expect(
+      missing.stderr.contains("The domain/default pair of (com.example.app, a) does not exist"))
 
     try g.ok(["delete", Self.app])
     #expect(try g.plist(g.appFile()).isEmpty)
@@ -309,7 +313,8 @@ struct GroupctlPreferencesTests {
     #expect(stored["new"] as? Int == 7)
     let missing = try g.run(["rename", Self.group, "old", "newer"])
     #expect(missing.status == 1)
-    #expect(missing.stderr.contains("The domain/default pair of (\(Self.group), old) does not exist"))
+    #expect(
+      missing.stderr.contains("The domain/default pair of (\(Self.group), old) does not exist"))
   }
 
   // MARK: force, unforce
@@ -392,7 +397,9 @@ struct GroupctlPreferencesTests {
     try g.ok(["write", "-g", "theme", "system"])
     let plain = try g.ok(["explain", Self.group, "theme"])
     let lines = plain.split(separator: "\n").map(String.init)
-    #expect(lines.first == "theme in \(Self.group), as the administrator; the first layer that holds it wins:")
+    #expect(
+      lines.first
+        == "theme in \(Self.group), as the administrator; the first layer that holds it wins:")
     #expect(lines.contains("  1. managed       not set"))
     #expect(lines.contains("                   \(g.managedFile(Self.group).path)"))
     #expect(lines.contains("  2. argument      not set"))
@@ -517,6 +524,28 @@ struct GroupctlPreferencesTests {
       #expect(result.stderr.contains(message), "\(args): \(result.stderr)")
     }
     #expect(try Data(contentsOf: g.appFile()) == before)
+  }
+
+  @Test func aMissingRootIsSaidAndANewOneAnnounced() throws {
+    let sandbox = try Sandbox()
+    let root = sandbox.path + "/new-root"
+    func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+      try Product.run("groupctl", ["--root", root] + args, environment: ["APPGROUPS_ROOT": root])
+    }
+    let missing =
+      "groupctl: there is no root at \(root) (choose one with --root or APPGROUPS_ROOT)\n"
+    for args in [["domains"], ["find", "x"], ["list"]] {
+      let result = try groupctl(args)
+      #expect(result.status == 0, "\(args)")
+      #expect(result.stderr == missing, "\(args)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: root))
+    let created = try groupctl(["write", Self.app, "k", "v"])
+    #expect(created.status == 0)
+    #expect(
+      created.stderr
+        == "groupctl: created the root \(root) (choose another with --root or APPGROUPS_ROOT)\n")
+    #expect(try groupctl(["write", Self.app, "k", "w"]).stderr.isEmpty)
   }
 
   // MARK: --as

@@ -56,7 +56,8 @@ struct GroupctlWatchTests {
 
   @Test func watchAsAnAppSeesTheGlobalDomainThroughItsSuite() throws {
     let g = try GroupctlRoot()
-    let child = try watch(g, ["--as", TestRoot.app, TestRoot.app, "AppleLocale"], domain: TestRoot.app)
+    let child = try watch(
+      g, ["--as", TestRoot.app, TestRoot.app, "AppleLocale"], domain: TestRoot.app)
     try g.ok(["write", "-g", "AppleLocale", "fr_FR"])
     #expect(child.waitForLine(timeout: 10) == "AppleLocale = fr_FR")
     try g.ok(["write", TestRoot.app, "AppleLocale", "de_DE"])

@@ -218,13 +218,15 @@ private struct Doctor {
     do {
       data = try Data(contentsOf: URL(fileURLWithPath: path))
     } catch {
-      add(.problem, "\(path) cannot be read: \(describeFileError(error))", "check its owner and mode")
+      add(
+        .problem, "\(path) cannot be read: \(describeFileError(error))", "check its owner and mode")
       return
     }
     var reason: String?
     do {
       let value = try PropertyListValue(propertyListData: data)
-      if case .dictionary = value {} else {
+      if case .dictionary = value {
+      } else {
         reason = "its root is a \(value.typeName), not a dictionary"
       }
     } catch {

@@ -77,7 +77,9 @@ struct ExplainCommand: ParsableCommand {
       case .notApplicable: state = "-"
       }
       if let winner {
-        if index == winner { state += "   <- wins" } else if index > winner, layer.value != nil {
+        if index == winner {
+          state += "   <- wins"
+        } else if index > winner, layer.value != nil {
           state += "   (shadowed)"
         }
       }

@@ -54,12 +54,15 @@ struct ListCommand: ParsableCommand {
     }
     if bundleIDs.isEmpty {
       let manifestPath = root.manifestURL.path
-      let exists = FileManager.default.fileExists(atPath: manifestPath)
-      printError(
-        exists
-          ? "\(manifestPath) entitles no app to any group"
-          : "no manifest at \(manifestPath): no app is entitled to any group;"
-            + " 'groupctl grant BUNDLE-ID GROUP-ID' makes one")
+      if !FileManager.default.fileExists(atPath: root.path) {
+        warnIfMissing(root)
+      } else if FileManager.default.fileExists(atPath: manifestPath) {
+        printError("groupctl: \(manifestPath) entitles no app to any group")
+      } else {
+        printError(
+          "groupctl: no manifest at \(manifestPath): no app is entitled to any group;"
+            + " 'groupctl grant BUNDLE-ID GROUP-ID...' makes one")
+      }
       return
     }
     let width = (bundleIDs.map(\.count).max() ?? 0) + 2
