@@ -19,7 +19,8 @@ struct DoctorCommand: ParsableCommand {
       open, or is writing, are left alone.
 
       Exits with 0 when it finds no problem and with 1 when it finds one. Notes, \
-      such as a lock file left behind (harmless), do not count as problems.
+      such as a lock file left behind when its suite's file was removed (harmless), \
+      do not count as problems.
       """
   )
 
@@ -259,13 +260,15 @@ private struct Doctor {
       if name.hasSuffix(".plist.lock") {
         let plist = String(name.dropLast(".lock".count))
         guard !present.contains(plist) else { continue }
-        // A suite's lock file is made when the suite is opened, so one
-        // without its plist is normal while an app has the suite open.
-        guard openFiles[path] == nil else { continue }
+        // A suite's lock file is made when the suite is opened, and stays a
+        // page of zeros until the first commit records the token in it
+        // (Storage/SuiteSidecar.swift): one without its plist is normal for
+        // a suite that was opened and never written, or that is open now.
+        guard openFiles[path] == nil, !Self.isAllZero(path) else { continue }
         add(
           .note,
-          "\(path) was left behind: \(plist) is not there and no process has the lock open"
-            + " (the suite was opened but never written, or its file was removed); it is harmless",
+          "\(path) was left behind: \(plist) was written once and is gone now, and no process"
+            + " has the suite open; it is harmless",
           "rm '\(path)' to tidy up")
       } else if name.hasPrefix("."), let range = name.range(of: ".plist.tmp-") {
         let rest = name[range.upperBound...]
@@ -303,6 +306,14 @@ private struct Doctor {
 
   static func folderEntries(_ path: String) -> [String] {
     (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+  }
+
+  /// Whether a file holds only zero bytes (or nothing), or cannot be read.
+  static func isAllZero(_ path: String) -> Bool {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return true }
+    defer { try? handle.close() }
+    let data = (try? handle.read(upToCount: 1 << 16)) ?? nil
+    return data?.allSatisfy { $0 == 0 } ?? true
   }
 
   static func octal(_ mode: mode_t) -> String {
