@@ -52,12 +52,6 @@ protocol ParsableCommand {
 
 extension ParsableCommand {
   func validate() throws {}
-
-  /// Says the command is not written yet and exits with status 1.
-  func notImplemented() throws -> Never {
-    printError("groupctl: \(Self.configuration.commandName) is not implemented yet")
-    throw ExitCode.failure
-  }
 }
 
 /// What a command is called and what its help says.

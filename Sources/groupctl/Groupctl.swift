@@ -59,7 +59,10 @@ enum Groupctl {
       "The root holding the manifest and containers"
         + " (default: $APPGROUPS_ROOT, else the default root)."
     ),
-    OptionHelp("--as BUNDLE-ID", "Act as this app, as the manifest entitles it."),
+    OptionHelp(
+      "--as BUNDLE-ID",
+      "Open domains as this app, as the manifest entitles it; without --as, groupctl"
+        + " acts as the administrator and opens any domain."),
     OptionHelp("-h, --help", "Show help."),
   ]
 
@@ -148,6 +151,17 @@ enum Groupctl {
       let parsed = try command.init(arguments: &reader, globals: globals)
       try reader.finish()
       try parsed.validate()
+      let rootPath = globals.containerRoot.path
+      let rootExisted = FileManager.default.fileExists(atPath: rootPath)
+      defer {
+        // Say so when a command made the root: a forgotten --root or
+        // APPGROUPS_ROOT otherwise leaves a Containers folder in the current directory.
+        if !rootExisted, FileManager.default.fileExists(atPath: rootPath) {
+          printError(
+            "groupctl: created the root \(rootPath) (choose another with --root or"
+              + " \(ContainerRoot.environmentVariable))")
+        }
+      }
       try parsed.run()
       return 0
     } catch let error as ValidationError {

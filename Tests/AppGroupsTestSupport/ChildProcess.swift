@@ -12,6 +12,7 @@ public final class ChildProcess: @unchecked Sendable {
   private var partial = Data()
   private var closed = false
   private var errorData = Data()
+  private var errorClosed = false
 
   /// Starts the built product `name` (see ``Product/url(_:)``).
   public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
@@ -30,6 +31,8 @@ public final class ChildProcess: @unchecked Sendable {
       guard let self else { return }
       self.condition.lock()
       self.errorData.append(data)
+      if data.isEmpty { self.errorClosed = true }
+      self.condition.broadcast()
       self.condition.unlock()
     }
     try process.run()
@@ -74,6 +77,30 @@ public final class ChildProcess: @unchecked Sendable {
   /// Waits for a line equal to `text`.
   public func waitFor(_ text: String, timeout: TimeInterval = 20) -> Bool {
     waitForLine(timeout: timeout) { $0 == text } != nil
+  }
+
+  /// Waits until the child has written a whole stderr line that satisfies
+  /// `matching` (stderr is not consumed), or returns `nil` at the deadline
+  /// or when stderr ends without one.
+  public func waitForErrorLine(
+    timeout: TimeInterval = 20, where matching: (String) -> Bool
+  ) -> String? {
+    let deadline = Date().addingTimeInterval(timeout)
+    condition.lock()
+    defer { condition.unlock() }
+    while true {
+      let text = String(decoding: errorData, as: UTF8.self)
+      var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+      if !errorClosed { lines.removeLast() }  // the unfinished line
+      if let line = lines.first(where: matching) { return line }
+      if errorClosed { return nil }
+      if !condition.wait(until: deadline) { return nil }
+    }
+  }
+
+  /// Waits for a stderr line equal to `text`.
+  public func waitForError(_ text: String, timeout: TimeInterval = 20) -> Bool {
+    waitForErrorLine(timeout: timeout) { $0 == text } != nil
   }
 
   /// Writes one line to the child's stdin.

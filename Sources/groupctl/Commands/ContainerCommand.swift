@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl container BUNDLE-ID [app | groups | GROUP-ID]`
 struct ContainerCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -34,7 +37,31 @@ struct ContainerCommand: ParsableCommand {
     }
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("container")
+  }
+
   func run() throws {
-    try notImplemented()
+    let root = globals.containerRoot
+    let identity = try AppIdentity(bundleIdentifier: bundleID)
+    let resolver = SuiteResolver(identity: identity, root: root)
+    switch selection {
+    case .app:
+      // The standard suite's location is the app's container.
+      let container = try resolver.resolve(suiteName: nil).containerURL
+      try root.prepareContainer(at: container)
+      printOut(container.path)
+    case .groups:
+      let manifest = try EntitlementManifest.load(root: root)
+      guard let entry = manifest.entries[bundleID] else {
+        throw CommandFailure("\(bundleID) has no entry in \(root.manifestURL.path)")
+      }
+      for group in entry.applicationGroups {
+        let container = try resolver.container(forSecurityApplicationGroupIdentifier: group)
+        printOut("\(group)\t\(container.path)")
+      }
+    case .group(let groupID):
+      printOut(try resolver.container(forSecurityApplicationGroupIdentifier: groupID).path)
+    }
   }
 }

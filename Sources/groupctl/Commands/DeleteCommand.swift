@@ -1,9 +1,17 @@
+import AppGroups
+import Foundation
+
 /// `groupctl delete DOMAIN [KEY]`
 struct DeleteCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "delete",
     abstract: "Delete a key, or every key of a domain.",
-    usage: "delete DOMAIN [KEY]"
+    usage: "delete DOMAIN [KEY]",
+    discussion: """
+      A key that is not in the domain, or a domain that does not exist, exits with \
+      1; a key an administrator forces cannot be deleted (see unforce). Running apps \
+      see the change at once.
+      """
   )
 
   let globals: GlobalOptions
@@ -18,6 +26,25 @@ struct DeleteCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    guard let key else {
+      guard let values = try resolved.storedValues(), !values.isEmpty else {
+        throw CommandFailure("Domain \(domain) does not exist")
+      }
+      let defaults = try resolved.open()
+      try defaults.replacePersistentDomain(with: [:])
+      try resolved.synchronize(defaults)
+      return
+    }
+    try resolved.requireNotForced(key)
+    let defaults = try resolved.open()
+    // Check and remove under the suite's lock, against what is on disk now.
+    try defaults.update(key) { current throws(CommandFailure) in
+      guard current != nil else {
+        throw CommandFailure("The domain/default pair of (\(domain), \(key)) does not exist")
+      }
+      return nil
+    }
+    try resolved.synchronize(defaults)
   }
 }

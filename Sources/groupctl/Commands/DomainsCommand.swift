@@ -1,9 +1,18 @@
+import AppGroups
+import Foundation
+
 /// `groupctl domains`
 struct DomainsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "domains",
     abstract: "List every domain that has preferences in the root.",
-    usage: "domains"
+    usage: "domains",
+    discussion: """
+      One domain per line, sorted, as DOMAIN arguments are written: bundle ids \
+      (standard suites), BUNDLE-ID:SUITE (private suites), group ids, and \
+      NSGlobalDomain. (defaults prints them on one line, separated by commas.) \
+      Empty domains are left out; with --as, only the domains that app may open.
+      """
   )
 
   let globals: GlobalOptions
@@ -13,6 +22,10 @@ struct DomainsCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let scan = DomainScan(globals: globals)
+    for (resolved, _) in scan.domains {
+      printOut(resolved.domain.description)
+    }
+    try scan.finish()
   }
 }

@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl export DOMAIN PATH|- [--xml]`
 struct ExportCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -5,7 +8,11 @@ struct ExportCommand: ParsableCommand {
     abstract: "Write a domain's contents to a property-list file.",
     usage: "export DOMAIN PATH|- [--xml]",
     discussion:
-      "The file is a binary property list, as Apple writes them; - writes to standard output.",
+      """
+      Writes the values stored in the domain's own file (as read DOMAIN prints \
+      them) as a binary property list, as Apple writes them, or as XML with --xml; \
+      - writes to standard output.
+      """,
     options: [OptionHelp("--xml", "Write an XML property list instead.")]
   )
 
@@ -23,6 +30,18 @@ struct ExportCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    let values = try resolved.existingValues()
+    let data = try PropertyListValue.dictionary(values).propertyListData(
+      format: xml ? .xml : .binary)
+    if path == "-" {
+      writeOut(data)
+      return
+    }
+    do {
+      try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    } catch {
+      throw CommandFailure("cannot write \(path): \(describeFileError(error))")
+    }
   }
 }

@@ -1,4 +1,5 @@
 import AppGroups
+import Foundation
 
 /// `groupctl force DOMAIN KEY <type> VALUE`
 struct ForceCommand: ParsableCommand {
@@ -11,7 +12,11 @@ struct ForceCommand: ParsableCommand {
       """,
     discussion: """
       The value is typed as for write (see 'groupctl help write'); -array-add and \
-      -dict-add are not accepted. objectIsForced(forKey:) is then true for the key.
+      -dict-add are not accepted. The value goes to <root>/Managed/<domain>.plist \
+      (written atomically, mode 0600), where apps read it first and at once: \
+      objectIsForced(forKey:) is true for the key, and neither the apps nor write, \
+      delete and rename can change it until unforce. A private suite BUNDLE-ID:SUITE is \
+      managed by its suite name alone, as managed preferences are named by domain.
       """
   )
 
@@ -31,7 +36,15 @@ struct ForceCommand: ParsableCommand {
     }
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("force")
+    guard !key.isEmpty else { throw ValidationError("KEY is empty") }
+  }
+
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    try SuiteResolver.updateManagedValues(for: resolved.location) { values in
+      values[key] = value
+    }
   }
 }

@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl grant BUNDLE-ID GROUP-ID... [--executable PATH]`
 struct GrantCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -29,7 +32,12 @@ struct GrantCommand: ParsableCommand {
     guard !groupIDs.isEmpty else { throw ValidationError("missing argument GROUP-ID") }
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("grant")
+  }
+
   func run() throws {
-    try notImplemented()
+    try EntitlementManifest.grant(
+      bundleID, groups: groupIDs, executable: executable, root: globals.containerRoot)
   }
 }

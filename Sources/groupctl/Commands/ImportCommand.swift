@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl import DOMAIN PATH|-`
 struct ImportCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -5,8 +8,9 @@ struct ImportCommand: ParsableCommand {
     abstract: "Replace a domain's contents with a property-list file.",
     usage: "import DOMAIN PATH|-",
     discussion: """
-      The file may be binary or XML; - reads it from standard input. The domain \
-      takes the file's keys as one change.
+      The file may be binary or XML and its root must be a dictionary; - reads it \
+      from standard input. The domain takes the file's keys as one change, which \
+      running apps see at once. A file that cannot be read changes nothing.
       """
   )
 
@@ -22,6 +26,24 @@ struct ImportCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    let source = path == "-" ? "standard input" : path
+    let data = try readInput(path)
+    let value: PropertyListValue
+    do {
+      value = try PropertyListValue(propertyListData: data)
+    } catch {
+      throw CommandFailure(
+        "cannot import \(source): \(error.message); \(domain) was not changed")
+    }
+    guard case .dictionary(let values) = value else {
+      let article = value.typeName == "array" ? "an" : "a"
+      throw CommandFailure(
+        "cannot import \(source): its root is \(article) \(value.typeName), not a dictionary;"
+          + " \(domain) was not changed")
+    }
+    let defaults = try resolved.open()
+    try defaults.replacePersistentDomain(with: values)
+    try resolved.synchronize(defaults)
   }
 }

@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl import-entitlements BUNDLE-ID FILE.entitlements`
 struct ImportEntitlementsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -20,7 +23,38 @@ struct ImportEntitlementsCommand: ParsableCommand {
     path = try arguments.positional("FILE.entitlements")
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("import-entitlements")
+  }
+
   func run() throws {
-    try notImplemented()
+    let data = try readInput(path)
+    let key = EntitlementManifest.applicationGroupsKey
+    let object: Any
+    do {
+      object = try PropertyListSerialization.propertyList(from: data, format: nil)
+    } catch {
+      throw CommandFailure("cannot import \(path): not a property list")
+    }
+    guard let entitlements = object as? [String: Any] else {
+      throw CommandFailure("cannot import \(path): its root is not a dictionary of entitlements")
+    }
+    guard let list = entitlements[key] else {
+      throw CommandFailure("\(path) has no \(key) entitlement; nothing was granted")
+    }
+    guard let groups = list as? [String] else {
+      throw CommandFailure("\(path): \(key) is not an array of strings; nothing was granted")
+    }
+    if let unexpanded = groups.first(where: { $0.contains("$(") }) {
+      throw CommandFailure(
+        "\(path): \(unexpanded) holds an Xcode build variable; expand it (or use the"
+          + " built product's entitlements) before importing; nothing was granted")
+    }
+    guard !groups.isEmpty else {
+      printOut("\(bundleID): \(path) lists no groups; nothing was granted")
+      return
+    }
+    try EntitlementManifest.grant(bundleID, groups: groups, root: globals.containerRoot)
+    printOut("\(bundleID): granted \(groups.joined(separator: ", "))")
   }
 }

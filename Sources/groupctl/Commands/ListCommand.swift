@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl list [BUNDLE-ID] [--json]`
 struct ListCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -17,7 +20,60 @@ struct ListCommand: ParsableCommand {
     bundleID = try arguments.optionalPositional("BUNDLE-ID")
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("list")
+  }
+
   func run() throws {
-    try notImplemented()
+    let root = globals.containerRoot
+    let manifest = try EntitlementManifest.load(root: root)
+    var bundleIDs = manifest.entries.keys.sorted()
+    if let bundleID {
+      guard manifest.entries[bundleID] != nil else {
+        throw CommandFailure("\(bundleID) has no entry in \(root.manifestURL.path)")
+      }
+      bundleIDs = [bundleID]
+    }
+    if json {
+      guard !bundleIDs.isEmpty else {
+        printOut("[]")
+        return
+      }
+      let objects = bundleIDs.map { id -> [String: Any] in
+        let entry = manifest.entries[id] ?? EntitlementManifest.Entry()
+        var object: [String: Any] = [
+          "bundleIdentifier": id, "applicationGroups": entry.applicationGroups,
+        ]
+        if let executable = entry.executable { object["executable"] = executable }
+        return object
+      }
+      let data = try JSONSerialization.data(
+        withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+      printOut(String(decoding: data, as: UTF8.self))
+      return
+    }
+    if bundleIDs.isEmpty {
+      let manifestPath = root.manifestURL.path
+      if !FileManager.default.fileExists(atPath: root.path) {
+        warnIfMissing(root)
+      } else if FileManager.default.fileExists(atPath: manifestPath) {
+        printError("groupctl: \(manifestPath) entitles no app to any group")
+      } else {
+        printError(
+          "groupctl: no manifest at \(manifestPath): no app is entitled to any group;"
+            + " 'groupctl grant BUNDLE-ID GROUP-ID...' makes one")
+      }
+      return
+    }
+    let width = (bundleIDs.map(\.count).max() ?? 0) + 2
+    for id in bundleIDs {
+      let entry = manifest.entries[id] ?? EntitlementManifest.Entry()
+      var line = id + String(repeating: " ", count: width - id.count)
+      line +=
+        entry.applicationGroups.isEmpty
+        ? "(no groups)" : entry.applicationGroups.joined(separator: ", ")
+      if let executable = entry.executable { line += "  (executable: \(executable))" }
+      printOut(line)
+    }
   }
 }

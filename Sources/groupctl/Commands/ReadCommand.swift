@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl read [DOMAIN [KEY]]`
 struct ReadCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -5,9 +8,15 @@ struct ReadCommand: ParsableCommand {
     abstract: "Print every domain, one domain, or one key, as defaults read does.",
     usage: "read [DOMAIN [KEY]]",
     discussion: """
+      Prints what is stored in the domain's own file, as defaults does: not what \
+      an administrator forces, the app's arguments, NSGlobalDomain or registered \
+      defaults (explain shows every layer). Without DOMAIN, prints every domain of \
+      the root (with --as, every domain that app may open).
+
       Values print as old-style property lists, the way macOS defaults prints them: \
       strings are quoted only when they need it, booleans print as 1 and 0; use \
-      read-type to tell them apart. A key that does not exist exits with 1.
+      read-type to tell them apart. A domain or key that does not exist, or a file \
+      that cannot be read, exits with 1.
       """
   )
 
@@ -22,6 +31,21 @@ struct ReadCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    guard let domain else {
+      let scan = DomainScan(globals: globals)
+      var all: [String: PropertyListValue] = [:]
+      for (resolved, values) in scan.readable {
+        all[resolved.domain.description] = .dictionary(values)
+      }
+      printOut(formatDefaults(.dictionary(all)))
+      try scan.finish()
+      return
+    }
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    if let key {
+      printOut(formatDefaults(try resolved.storedValue(forKey: key)))
+    } else {
+      printOut(formatDefaults(.dictionary(try resolved.existingValues())))
+    }
   }
 }

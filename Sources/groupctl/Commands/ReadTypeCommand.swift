@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl read-type DOMAIN KEY`
 struct ReadTypeCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -20,6 +23,7 @@ struct ReadTypeCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    printOut(formatReadType(try resolved.storedValue(forKey: key)))
   }
 }

@@ -1,9 +1,16 @@
+import AppGroups
+import Foundation
+
 /// `groupctl rename DOMAIN OLD-KEY NEW-KEY`
 struct RenameCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "rename",
     abstract: "Rename a key, keeping its value.",
-    usage: "rename DOMAIN OLD-KEY NEW-KEY"
+    usage: "rename DOMAIN OLD-KEY NEW-KEY",
+    discussion: """
+      NEW-KEY's value, if it has one, is replaced. Neither key may be forced by an \
+      administrator. Running apps see the change at once.
+      """
   )
 
   let globals: GlobalOptions
@@ -19,6 +26,14 @@ struct RenameCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    guard oldKey != newKey else { return }
+    try resolved.requireNotForced(oldKey)
+    try resolved.requireNotForced(newKey)
+    let value = try resolved.storedValue(forKey: oldKey)
+    let defaults = try resolved.open()
+    try defaults.write(value, forKey: newKey)
+    try defaults.write(nil, forKey: oldKey)
+    try resolved.synchronize(defaults)
   }
 }

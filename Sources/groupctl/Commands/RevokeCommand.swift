@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl revoke BUNDLE-ID [GROUP-ID...]`
 struct RevokeCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -20,7 +23,11 @@ struct RevokeCommand: ParsableCommand {
     groupIDs = try arguments.remainingPositionals("GROUP-ID")
   }
 
+  func validate() throws {
+    try globals.requireAdministrator("revoke")
+  }
+
   func run() throws {
-    try notImplemented()
+    try EntitlementManifest.revoke(bundleID, groups: groupIDs, root: globals.containerRoot)
   }
 }

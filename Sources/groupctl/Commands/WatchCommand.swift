@@ -1,3 +1,8 @@
+import AppGroups
+import Foundation
+import Glibc
+import Synchronization
+
 /// `groupctl watch DOMAIN [KEY...]`
 struct WatchCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -5,8 +10,15 @@ struct WatchCommand: ParsableCommand {
     abstract: "Print a domain's changes as they happen, one key = value line each.",
     usage: "watch DOMAIN [KEY...]",
     discussion: """
-      Prints the current values first, then one line per change, from this process \
-      or any other, until interrupted. With KEYs, only those keys.
+      Says "watching DOMAIN (Ctrl-C to stop)" on standard error once it is \
+      watching, then prints one line per changed key on standard output, as soon as \
+      any process changes it, until interrupted (SIGINT or SIGTERM; exit status 0). \
+      With KEYs, only those keys.
+
+      A line is KEY = VALUE with the value on one line (arrays as (a, b), \
+      dictionaries as { k = v; }), or KEY deleted when no layer holds the key any \
+      more. The value is the one the domain's apps read: a forced (managed) value \
+      first, then the suite's own, then NSGlobalDomain's.
       """
   )
 
@@ -22,6 +34,57 @@ struct WatchCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    // Refuse an unreadable file instead of letting the library move it aside.
+    _ = try resolved.storedValues()
+    // Take SIGINT and SIGTERM before the library opens a suite, so that it
+    // leaves them to us: they end the watch with status 0.
+    let stop = DispatchSemaphore(value: 0)
+    var sources: [any DispatchSourceSignal] = []
+    for signalNumber in [SIGINT, SIGTERM] {
+      signal(signalNumber, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+      source.setEventHandler { stop.signal() }
+      source.resume()
+      sources.append(source)
+    }
+    let defaults = try resolved.open()
+    let output = LineWriter()
+    let observation = defaults.observe(keys.isEmpty ? nil : keys) { changes in
+      for change in changes {
+        if let value = change.newValue {
+          output.write(formatCompact(key: change.key, value))
+        } else {
+          output.write(quotedIfNeeded(change.key) + " deleted")
+        }
+      }
+    }
+    printError("watching \(domain) (Ctrl-C to stop)")
+    stop.wait()
+    observation.cancel()
+    for source in sources { source.cancel() }
+  }
+}
+
+/// Writes whole lines to standard output at once, unbuffered, from any
+/// thread; a closed pipe ends the process quietly, as it does for `yes | head`.
+private final class LineWriter: Sendable {
+  private let lock = Mutex(())
+
+  func write(_ line: String) {
+    lock.withLock { _ in
+      let bytes = Array((line + "\n").utf8)
+      var offset = 0
+      while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { buffer in
+          Glibc.write(STDOUT_FILENO, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+        }
+        if written < 0 {
+          if errno == EINTR { continue }
+          exit(0)
+        }
+        offset += written
+      }
+    }
   }
 }

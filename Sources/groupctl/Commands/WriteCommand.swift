@@ -1,3 +1,6 @@
+import AppGroups
+import Foundation
+
 /// `groupctl write DOMAIN KEY VALUE`, with `defaults write`'s type flags.
 struct WriteCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -49,6 +52,41 @@ struct WriteCommand: ParsableCommand {
   }
 
   func run() throws {
-    try notImplemented()
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    try resolved.requireNotForced(key)
+    let defaults = try resolved.open()
+    switch value {
+    case .value(let value):
+      try defaults.write(value, forKey: key)
+    case .arrayAdd(let elements):
+      // Read, append and write under the suite's lock: nothing another
+      // process adds at the same time is lost.
+      try defaults.update(key) { current throws(CommandFailure) in
+        switch current {
+        case nil: return .array(elements)
+        case .array(let existing)?: return .array(existing + elements)
+        case let other?: throw mismatch(other, flag: "-array-add", expected: "an array")
+        }
+      }
+    case .dictAdd(let pairs):
+      try defaults.update(key) { current throws(CommandFailure) in
+        switch current {
+        case nil: return .dictionary(pairs)
+        case .dictionary(let existing)?: return .dictionary(existing.merging(pairs) { $1 })
+        case let other?: throw mismatch(other, flag: "-dict-add", expected: "a dictionary")
+        }
+      }
+    }
+    try resolved.synchronize(defaults)
+  }
+
+  private func mismatch(_ current: PropertyListValue, flag: String, expected: String)
+    -> CommandFailure
+  {
+    let article = current.typeName == "array" ? "an" : "a"
+    return CommandFailure(
+      "\(domain): \(flag) cannot add to \(quotedIfNeeded(key)): it holds \(article)"
+        + " \(current.typeName), not \(expected); nothing was changed"
+        + " (\(flag == "-array-add" ? "-array" : "-dict") replaces the value)")
   }
 }

@@ -1,0 +1,318 @@
+import Foundation
+import Glibc
+
+// What an administrator tool (`groupctl` without `--as`) needs beyond what
+// an app may do: name any domain of the root without an entitlement check,
+// list the domains that have a preferences file, edit the managed
+// (administrator-forced) values of a domain, and replace a domain as a
+// whole, throwing the reason when that is refused.
+
+extension SuiteResolver {
+  /// A preferences domain as an administrator names it, before it is resolved.
+  public enum AdministeredDomain: Sendable, Hashable, CustomStringConvertible {
+    /// An app's standard suite, in its own container.
+    case standard(bundleIdentifier: String)
+    /// An application group's suite, in the group container.
+    case group(String)
+    /// A private suite of an app, in the app's own container.
+    case privateSuite(bundleIdentifier: String, suiteName: String)
+    /// The global domain, `NSGlobalDomain`.
+    case global
+
+    /// The domain as `groupctl` writes it: `BUNDLE-ID`, `GROUP-ID`,
+    /// `BUNDLE-ID:SUITE`, or `NSGlobalDomain`.
+    public var description: String {
+      switch self {
+      case .standard(let bundleIdentifier): bundleIdentifier
+      case .group(let groupIdentifier): groupIdentifier
+      case .privateSuite(let bundleIdentifier, let suiteName): "\(bundleIdentifier):\(suiteName)"
+      case .global: ContainerRoot.globalDomainName
+      }
+    }
+  }
+
+  /// Where `domain` lives in `root`, for any domain, without an entitlement
+  /// check: open it with ``GroupDefaults/init(administering:options:)``.
+  ///
+  /// ```swift
+  /// let location = try SuiteResolver.administratorLocation(
+  ///   for: .group("group.com.example.shared"), root: .default)
+  /// let shared = try GroupDefaults(administering: location)
+  /// ```
+  ///
+  /// The names are checked as ``resolve(suiteName:)`` checks them: valid
+  /// file names, at most ``maximumDomainByteCount`` bytes; a group
+  /// identifier starts with `group.`; a private suite is not named after a
+  /// group, its own app, or `NSGlobalDomain`. Creates nothing on disk.
+  ///
+  /// - Throws: `.invalidName` naming the name and the reason, or
+  ///   `.reservedSuiteName` for a private suite with a reserved name.
+  public static func administratorLocation(
+    for domain: AdministeredDomain, root: ContainerRoot
+  ) throws(AppGroupsError) -> SuiteLocation {
+    switch domain {
+    case .global:
+      return globalLocation(root: root)
+    case .standard(let bundleIdentifier):
+      try Names.validateBundleIdentifier(bundleIdentifier)
+      try requireDomainLength(bundleIdentifier, as: "bundle identifier")
+      return SuiteLocation(
+        kind: .standard, domain: bundleIdentifier,
+        containerURL: root.appContainerURL(for: bundleIdentifier),
+        fileName: "\(bundleIdentifier).plist", root: root)
+    case .group(let groupIdentifier):
+      try Names.validateGroupIdentifier(groupIdentifier)
+      try requireDomainLength(groupIdentifier, as: "group identifier")
+      return SuiteLocation(
+        kind: .group, domain: groupIdentifier,
+        containerURL: root.groupContainerURL(for: groupIdentifier),
+        fileName: "\(groupIdentifier).plist", root: root)
+    case .privateSuite(let bundleIdentifier, let suiteName):
+      try Names.validateBundleIdentifier(bundleIdentifier)
+      try Names.validate(suiteName, as: "suite name")
+      try requireDomainLength(suiteName, as: "suite name")
+      if suiteName.hasPrefix(Names.groupPrefix) {
+        throw AppGroupsError(
+          .invalidName,
+          "invalid suite name \(Names.quoted(suiteName)) for \(bundleIdentifier): a name that "
+            + "starts with '\(Names.groupPrefix)' is an application group's suite, which lives "
+            + "in the group container, not in an app's own")
+      }
+      if suiteName == bundleIdentifier || suiteName == ContainerRoot.globalDomainName {
+        throw AppGroupsError(
+          .reservedSuiteName,
+          "suite name \(suiteName) is reserved for \(bundleIdentifier): it names "
+            + (suiteName == bundleIdentifier ? "the app's standard suite" : "the global domain")
+            + ", not a private suite")
+      }
+      return SuiteLocation(
+        kind: .privateSuite, domain: suiteName,
+        containerURL: root.appContainerURL(for: bundleIdentifier),
+        fileName: "\(suiteName).plist", root: root)
+    }
+  }
+
+  /// Every domain of `root` that has a preferences file, sorted by name:
+  /// standard and private suites in the apps' containers, group suites in
+  /// the group containers, and the global domain.
+  ///
+  /// Files and folders whose names are not valid names, symbolic links,
+  /// lock files, temporary files and quarantined files are skipped.
+  public static func domainsWithPreferences(root: ContainerRoot) -> [AdministeredDomain] {
+    var domains: [AdministeredDomain] = []
+    let apps = root.url.appendingPathComponent("Data/Application", isDirectory: true)
+    for bundleIdentifier in realFolders(in: apps.path)
+    where Names.problem(with: bundleIdentifier) == nil {
+      let preferences = root.appContainerURL(for: bundleIdentifier)
+        .appendingPathComponent("Library/Preferences", isDirectory: true)
+      for name in preferencesFileDomains(in: preferences.path) {
+        if name == bundleIdentifier {
+          domains.append(.standard(bundleIdentifier: bundleIdentifier))
+        } else if !name.hasPrefix(Names.groupPrefix), name != ContainerRoot.globalDomainName {
+          domains.append(.privateSuite(bundleIdentifier: bundleIdentifier, suiteName: name))
+        }
+      }
+    }
+    let groups = root.url.appendingPathComponent("Shared/AppGroup", isDirectory: true)
+    for groupIdentifier in realFolders(in: groups.path)
+    where Names.groupIdentifierProblem(with: groupIdentifier) == nil {
+      let preferences = root.groupContainerURL(for: groupIdentifier)
+        .appendingPathComponent("Library/Preferences", isDirectory: true)
+      if preferencesFileDomains(in: preferences.path).contains(groupIdentifier) {
+        domains.append(.group(groupIdentifier))
+      }
+    }
+    if isRegularFile(root.globalPreferencesURL.path) { domains.append(.global) }
+    return domains.sorted { $0.description < $1.description }
+  }
+
+  // MARK: Managed values
+
+  /// The values an administrator forces in the domain of `location`, read
+  /// from `<root>/Managed/<domain>.plist`; empty when there is no file.
+  ///
+  /// - Throws: `.corruptPreferences` naming the file when it cannot be
+  ///   parsed or its root is not a dictionary; `.io` when it cannot be read.
+  public static func managedValues(
+    for location: SuiteLocation
+  ) throws(AppGroupsError) -> [String: PropertyListValue] {
+    let path = location.root.managedPreferencesURL(forDomain: location.domain).path
+    return try readManaged(path)?.values ?? [:]
+  }
+
+  /// Changes the values an administrator forces in the domain of
+  /// `location` (`<root>/Managed/<domain>.plist`) and returns them.
+  ///
+  /// ```swift
+  /// try SuiteResolver.updateManagedValues(for: location) { $0["theme"] = .string("dark") }
+  /// ```
+  ///
+  /// Holds an exclusive `flock(2)` on the `Managed` folder while it reads,
+  /// lets `body` change the values, and writes them durably and atomically
+  /// (a temporary file, `fsync(2)`, `rename(2)`, mode 0600, binary property
+  /// list), so two administrators never lose each other's changes and every
+  /// process with the suite open sees the new file through inotify. When no
+  /// value is left the file is removed. Creates the root and its `Managed`
+  /// folder (mode 0700) if they are missing.
+  ///
+  /// - Throws: `.corruptPreferences` when the file on disk cannot be parsed
+  ///   (it is left as it is and nothing is written), `.lockTimeout` when
+  ///   another process holds the folder's lock for 5 seconds, `.outsideRoot`
+  ///   when `Managed` is a symbolic link, `.io` when a system call fails, or
+  ///   what `body` throws (nothing is written then).
+  @discardableResult
+  public static func updateManagedValues(
+    for location: SuiteLocation, _ body: (inout [String: PropertyListValue]) throws -> Void
+  ) throws -> [String: PropertyListValue] {
+    let root = location.root
+    let directory = root.managedPreferencesDirectoryURL.path
+    let path = root.managedPreferencesURL(forDomain: location.domain).path
+    try root.prepareRoot()
+    do {
+      try FileSystem.makeDirectory(directory, within: root.path)
+    } catch where error.errno == ELOOP {
+      throw AppGroupsError(
+        .outsideRoot,
+        "\(error.path ?? directory) is a symbolic link; the managed preferences folder must be "
+          + "a real folder inside the root \(root.path)", cause: error)
+    } catch {
+      throw AppGroupsError(io: error, "creating the managed preferences folder \(directory)")
+    }
+    let folder: CInt
+    do {
+      folder = try FileSystem.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    } catch {
+      throw AppGroupsError(io: error, "opening \(directory)")
+    }
+    defer { FileSystem.close(folder) }
+    guard lockFolder(folder, timeout: .seconds(5)) else {
+      throw AppGroupsError(
+        .lockTimeout,
+        "timed out after 5 seconds waiting for the lock on \(directory); another process holds it")
+    }
+    defer { _ = flock(folder, LOCK_UN) }
+
+    let name = (path as NSString).lastPathComponent
+    FileSystem.removeLeftoverTemporaries(for: name, in: directory)
+    let current = try readManaged(path)
+    var values = current?.values ?? [:]
+    try body(&values)
+    if let current, current.values == values { return values }
+    if current == nil && values.isEmpty { return values }
+    do {
+      if values.isEmpty {
+        _ = try valueOrErrno("unlink", path: path) { unlink(path) }
+        try FileSystem.syncDirectory(directory)
+      } else {
+        let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
+        try FileSystem.writeAtomically(
+          data, to: path, mode: 0o600, notBefore: current?.identity.modified)
+      }
+    } catch let error as SystemCallError {
+      throw AppGroupsError(io: error, "writing \(path)")
+    }
+    return values
+  }
+
+  // MARK: Helpers
+
+  private static func requireDomainLength(_ name: String, as what: String) throws(AppGroupsError) {
+    let byteCount = name.utf8.count
+    guard byteCount > maximumDomainByteCount else { return }
+    throw AppGroupsError(
+      .invalidName,
+      "invalid \(what) \(Names.quoted(name)): longer than \(maximumDomainByteCount) bytes "
+        + "(\(byteCount)); the suite's files (<name>.plist, its lock and temporary files) must "
+        + "fit in 255 bytes")
+  }
+
+  /// The managed file's values and the identity of the version read, or
+  /// `nil` when there is no file.
+  private static func readManaged(
+    _ path: String
+  ) throws(AppGroupsError) -> (values: [String: PropertyListValue], identity: FileIdentity)? {
+    let read: (Data, FileIdentity)?
+    do {
+      read = try FileSystem.read(path)
+    } catch {
+      throw AppGroupsError(io: error, "reading \(path)")
+    }
+    guard let (data, identity) = read else { return nil }
+    let value: PropertyListValue
+    do {
+      value = try PropertyListValue(propertyListData: data)
+    } catch {
+      throw AppGroupsError(.corruptPreferences, "\(path): \(error.message)", cause: error)
+    }
+    guard case .dictionary(let values) = value else {
+      throw AppGroupsError(
+        .corruptPreferences, "\(path): its root is a \(value.typeName), not a dictionary")
+    }
+    return (values, identity)
+  }
+
+  /// `flock(2)` on a folder's descriptor, waiting at most `timeout`.
+  private static func lockFolder(_ descriptor: CInt, timeout: Duration) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    var pause = Duration.microseconds(50)
+    while true {
+      if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+      guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+        return false
+      }
+      let (seconds, attoseconds) = pause.components
+      var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+      _ = nanosleep(&request, nil)
+      pause = min(pause * 2, .milliseconds(5))
+    }
+  }
+
+  /// The names of the folders (not links) in `path`.
+  private static func realFolders(in path: String) -> [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return names.filter { name in
+      guard let status = try? FileSystem.linkStatus(path + "/" + name) else { return false }
+      return (status.st_mode & S_IFMT) == S_IFDIR
+    }
+  }
+
+  /// The domain names of the `<domain>.plist` regular files in `path`.
+  private static func preferencesFileDomains(in path: String) -> [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return names.compactMap { name in
+      guard name.hasSuffix(".plist"), isRegularFile(path + "/" + name) else { return nil }
+      let domain = String(name.dropLast(".plist".count))
+      return Names.problem(with: domain) == nil ? domain : nil
+    }
+  }
+
+  private static func isRegularFile(_ path: String) -> Bool {
+    guard let status = try? FileSystem.linkStatus(path) else { return false }
+    return (status.st_mode & S_IFMT) == S_IFREG
+  }
+}
+
+extension GroupDefaults {
+  /// Replaces every value of this suite at once, as
+  /// ``setPersistentDomain(_:forName:)`` does for the suite's own name, but
+  /// throws the reason when it is refused instead of reporting it.
+  ///
+  /// The replacement reaches the file as one unit (values other processes
+  /// wrote before it are replaced too); call ``synchronize()`` to wait for it.
+  ///
+  /// - Throws: `.sizeLimitExceeded` when the values are larger than the
+  ///   suite's limit; nothing changes then.
+  public func replacePersistentDomain(with values: [String: PropertyListValue])
+    throws(AppGroupsError)
+  {
+    try view.suite.replaceAll(with: values)
+  }
+
+  /// The argument domain that a process started with `arguments` would
+  /// have: each `-key value` pair, the value read as a property list when it
+  /// is one written in text (`(a, b)`, `{ k = v; }`, `<integer>1</integer>`,
+  /// a quoted string) and as a plain string otherwise. Other words are skipped.
+  public static func argumentDomain(parsing arguments: [String]) -> [String: PropertyListValue] {
+    ProcessDomains.parseArguments(arguments)
+  }
+}

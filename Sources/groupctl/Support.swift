@@ -1,0 +1,290 @@
+import AppGroups
+import Foundation
+
+/// A failed operation: `groupctl` prints "groupctl: <message>" on stderr and
+/// exits with 1. The message names what it was given and why it failed.
+struct CommandFailure: Error, CustomStringConvertible {
+  var message: String
+
+  init(_ message: String) {
+    self.message = message
+  }
+
+  var description: String { message }
+}
+
+extension GlobalOptions {
+  /// The root: `--root`, else `APPGROUPS_ROOT`, else the library's default.
+  var containerRoot: ContainerRoot {
+    root.map { ContainerRoot(path: $0) } ?? .default
+  }
+
+  /// The identity given with `--as`, or `nil` for the administrator.
+  ///
+  /// - Throws: The library's `.invalidName` for a bad bundle id.
+  func appIdentity() throws(AppGroupsError) -> AppIdentity? {
+    try identity.map { bundleID throws(AppGroupsError) in
+      try AppIdentity(bundleIdentifier: bundleID)
+    }
+  }
+
+  /// Refuses `--as` for a command that only an administrator runs.
+  func requireAdministrator(_ command: String) throws(ValidationError) {
+    guard let identity else { return }
+    throw ValidationError(
+      "\(command) is an administrator's command; --as \(identity) does not apply to it")
+  }
+}
+
+extension DomainArgument {
+  /// The library's name for this domain.
+  var administered: SuiteResolver.AdministeredDomain {
+    switch self {
+    case .global: .global
+    case .app(let bundleID): .standard(bundleIdentifier: bundleID)
+    case .group(let groupID): .group(groupID)
+    case .suite(let bundleID, let name): .privateSuite(bundleIdentifier: bundleID, suiteName: name)
+    }
+  }
+
+  init(_ domain: SuiteResolver.AdministeredDomain) {
+    switch domain {
+    case .global: self = .global
+    case .standard(let bundleID): self = .app(bundleID)
+    case .group(let groupID): self = .group(groupID)
+    case .privateSuite(let bundleID, let name): self = .suite(bundleID: bundleID, name: name)
+    }
+  }
+}
+
+/// A DOMAIN resolved for whoever runs the command: the administrator (no
+/// `--as`: any domain) or an app (`--as`: what the manifest entitles it to).
+struct ResolvedDomain {
+  let domain: DomainArgument
+  let location: SuiteLocation
+  /// The identity of `--as`, `nil` for the administrator.
+  let identity: AppIdentity?
+
+  /// Resolves `domain`. Creates nothing on disk.
+  ///
+  /// - Throws: The library's refusal (`.notEntitled`, `.invalidName`, …), or
+  ///   a ``CommandFailure`` when an app asks for another app's suite.
+  init(_ domain: DomainArgument, globals: GlobalOptions) throws {
+    self.domain = domain
+    let root = globals.containerRoot
+    identity = try globals.appIdentity()
+    guard let identity else {
+      location = try SuiteResolver.administratorLocation(for: domain.administered, root: root)
+      return
+    }
+    let resolver = SuiteResolver(identity: identity, root: root)
+    switch domain {
+    case .global:
+      // Every app reads the global domain; check the identity all the same.
+      _ = try resolver.resolve(suiteName: nil)
+      location = resolver.globalDomain()
+    case .group(let groupID):
+      location = try resolver.resolve(suiteName: groupID)
+    case .app(let bundleID) where bundleID == identity.bundleIdentifier:
+      location = try resolver.resolve(suiteName: nil)
+    case .suite(let bundleID, let name) where bundleID == identity.bundleIdentifier:
+      location = try resolver.resolve(suiteName: name)
+    case .app(let bundleID), .suite(let bundleID, _):
+      throw CommandFailure(
+        "\(identity.bundleIdentifier) cannot open \(domain): it belongs to \(bundleID); an app"
+          + " opens only its own domain (\(identity.bundleIdentifier)), its private suites"
+          + " (\(identity.bundleIdentifier):SUITE), the groups it is entitled to, and"
+          + " NSGlobalDomain")
+    }
+  }
+
+  /// The suite's file.
+  var path: String { location.fileURL.path }
+
+  /// The values in the suite's file, read without opening the suite (so
+  /// nothing is created and an unreadable file is left as it is); `nil` when
+  /// there is no file.
+  ///
+  /// - Throws: ``CommandFailure`` naming the file when it cannot be parsed.
+  func storedValues() throws -> [String: PropertyListValue]? {
+    let data: Data
+    do {
+      guard FileManager.default.fileExists(atPath: path) else { return nil }
+      data = try Data(contentsOf: location.fileURL)
+    } catch {
+      throw CommandFailure("\(domain): cannot read \(path): \(describeFileError(error))")
+    }
+    let value: PropertyListValue
+    do {
+      value = try PropertyListValue(propertyListData: data)
+    } catch {
+      throw unreadable(error.message)
+    }
+    guard case .dictionary(let values) = value else {
+      throw unreadable("its root is a \(value.typeName), not a dictionary")
+    }
+    return values
+  }
+
+  private func unreadable(_ reason: String) -> CommandFailure {
+    CommandFailure(
+      "\(domain): \(path) cannot be read (\(reason)); it was left as it is; an app that opens"
+        + " the suite moves it aside (see 'groupctl doctor')")
+  }
+
+  /// The suite's values; a missing or empty suite fails as `defaults` does.
+  ///
+  /// - Throws: ``CommandFailure``: "Domain DOMAIN does not exist".
+  func existingValues() throws -> [String: PropertyListValue] {
+    guard let values = try storedValues(), !values.isEmpty else {
+      throw CommandFailure("Domain \(domain) does not exist")
+    }
+    return values
+  }
+
+  /// The value stored for `key`.
+  ///
+  /// - Throws: ``CommandFailure``: "The domain/default pair of (DOMAIN, KEY)
+  ///   does not exist", with a hint when an administrator forces the key.
+  func storedValue(forKey key: String) throws -> PropertyListValue {
+    if let value = try storedValues()?[key] { return value }
+    var message = "The domain/default pair of (\(domain), \(key)) does not exist"
+    if let managed = try? SuiteResolver.managedValues(for: location), managed[key] != nil {
+      message += "; an administrator forces it: see 'groupctl explain \(domain) \(key)'"
+    }
+    throw CommandFailure(message)
+  }
+
+  /// Opens the suite through the library: as the administrator without an
+  /// entitlement check, or as the app of `--as`. The suite's container is
+  /// created if it is missing.
+  ///
+  /// The argument domain is emptied: `groupctl`'s own command line is not
+  /// the app's.
+  func open() throws -> GroupDefaults {
+    let defaults: GroupDefaults
+    if let identity, location.kind != .global {
+      let suiteName = location.kind == .standard ? nil : location.domain
+      defaults = try GroupDefaults(suiteName: suiteName, identity: identity, root: location.root)
+    } else {
+      defaults = try GroupDefaults(administering: location)
+    }
+    defaults.setVolatileDomain([:], forName: GroupDefaults.argumentDomain)
+    return defaults
+  }
+
+  /// The managed file of the domain: `<root>/Managed/<domain>.plist`.
+  var managedPath: String {
+    location.root.managedPreferencesURL(forDomain: location.domain).path
+  }
+
+  /// Fails when an administrator forces `key`, naming the managed file.
+  func requireNotForced(_ key: String) throws {
+    guard try SuiteResolver.managedValues(for: location)[key] != nil else { return }
+    throw forced(key)
+  }
+
+  func forced(_ key: String) -> CommandFailure {
+    CommandFailure(
+      "\(domain): \(quotedIfNeeded(key)) is forced by an administrator (\(managedPath)) and"
+        + " cannot be changed; 'groupctl unforce \(domain) \(quotedIfNeeded(key))' lifts it")
+  }
+
+  /// Waits until the changes made through `defaults` are on disk.
+  func synchronize(_ defaults: GroupDefaults) throws {
+    guard defaults.synchronize() else {
+      throw CommandFailure(
+        "\(domain): the change did not reach \(path) (see the message above); it stays pending"
+          + " and is retried once more as groupctl exits")
+    }
+  }
+}
+
+/// Every domain with a preferences file that whoever runs the command may
+/// open, sorted by name, with its values (`nil` when the file cannot be
+/// read: that is reported on stderr). Empty domains are left out, as
+/// `defaults` leaves out a deleted one.
+struct DomainScan {
+  var domains: [(resolved: ResolvedDomain, values: [String: PropertyListValue]?)] = []
+
+  /// Whether a file could not be read; the command then exits with 1.
+  var hadUnreadableFile: Bool { domains.contains { $0.values == nil } }
+
+  /// The domains whose values could be read.
+  var readable: [(resolved: ResolvedDomain, values: [String: PropertyListValue])] {
+    domains.compactMap { entry in entry.values.map { (entry.resolved, $0) } }
+  }
+
+  init(globals: GlobalOptions) {
+    let root = globals.containerRoot
+    warnIfMissing(root)
+    for name in SuiteResolver.domainsWithPreferences(root: root) {
+      guard let resolved = try? ResolvedDomain(DomainArgument(name), globals: globals) else {
+        continue
+      }
+      do {
+        if let values = try resolved.storedValues(), !values.isEmpty {
+          domains.append((resolved, values))
+        }
+      } catch {
+        printError("groupctl: \(Groupctl.describe(error))")
+        domains.append((resolved, nil))
+      }
+    }
+  }
+
+  /// Fails with status 1 (the reasons are already on stderr) when a file
+  /// could not be read.
+  func finish() throws {
+    if hadUnreadableFile { throw ExitCode.failure }
+  }
+}
+
+/// Says on stderr that the root does not exist, for commands that look
+/// through the whole root and would otherwise just print nothing.
+func warnIfMissing(_ root: ContainerRoot) {
+  guard !FileManager.default.fileExists(atPath: root.path) else { return }
+  printError(
+    "groupctl: there is no root at \(root.path) (choose one with --root or"
+      + " \(ContainerRoot.environmentVariable))")
+}
+
+/// The reason a file could not be read, without Foundation's boilerplate.
+func describeFileError(_ error: any Error) -> String {
+  let nsError = error as NSError
+  if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+    underlying.domain == NSPOSIXErrorDomain
+  {
+    return String(cString: strerror(Int32(underlying.code)))
+  }
+  if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+  switch CocoaError.Code(rawValue: nsError.code) {
+  case .fileReadNoSuchFile, .fileNoSuchFile: return "No such file or directory"
+  case .fileReadNoPermission, .fileWriteNoPermission: return "Permission denied"
+  case .fileWriteOutOfSpace: return "No space left on device"
+  default: return nsError.localizedDescription
+  }
+}
+
+/// Reads a whole file, or standard input for `-`.
+///
+/// - Throws: ``CommandFailure`` naming the path and the reason.
+func readInput(_ path: String) throws -> Data {
+  if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+  var isDirectory: ObjCBool = false
+  if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue
+  {
+    throw CommandFailure("cannot read \(path): it is a folder")
+  }
+  do {
+    return try Data(contentsOf: URL(fileURLWithPath: path))
+  } catch {
+    throw CommandFailure("cannot read \(path): \(describeFileError(error))")
+  }
+}
+
+/// Writes data to standard output as it is (for binary property lists).
+func writeOut(_ data: Data) {
+  fflush(nil)
+  FileHandle.standardOutput.write(data)
+}
