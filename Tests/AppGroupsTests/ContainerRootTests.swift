@@ -5,15 +5,6 @@ import Testing
 
 @testable import AppGroups
 
-/// The `AppGroupsError` `body` throws, or nil when it throws nothing (or another error).
-private func caught<T>(_ body: () throws -> T) -> AppGroupsError? {
-  do {
-    _ = try body()
-    return nil
-  } catch {
-    return error as? AppGroupsError
-  }
-}
 
 /// The permission bits of `path` (not following a final link), or nil when it does not exist.
 private func mode(_ path: String) -> mode_t? {

@@ -1,17 +1,9 @@
+import AppGroupsTestSupport
 import Foundation
 import Testing
 
 @testable import AppGroups
 
-/// The `AppGroupsError` `body` throws, or nil when it throws nothing (or another error).
-private func caught<T>(_ body: () throws -> T) -> AppGroupsError? {
-  do {
-    _ = try body()
-    return nil
-  } catch {
-    return error as? AppGroupsError
-  }
-}
 
 /// The message of the `.invalidName` error `body` throws, or nil when it throws nothing.
 private func invalidNameMessage(_ body: () throws -> Void) -> String? {

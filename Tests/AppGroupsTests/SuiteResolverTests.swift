@@ -5,15 +5,6 @@ import Testing
 
 @testable import AppGroups
 
-/// The `AppGroupsError` `body` throws, or nil when it throws nothing (or another error).
-private func caught<T>(_ body: () throws -> T) -> AppGroupsError? {
-  do {
-    _ = try body()
-    return nil
-  } catch {
-    return error as? AppGroupsError
-  }
-}
 
 /// A root in `sandbox` whose manifest is the committed example's:
 /// com.example.app (executable `app`) and com.example.widget (executable
