@@ -910,8 +910,42 @@ private struct Reader {
     base.load(fromByteOffset: offset, as: UInt8.self)
   }
 
+  /// Decodes the top object. Iterative, with an explicit stack of open
+  /// containers, so that it needs little of the thread's stack whatever the
+  /// nesting (debug builds take kilobytes a frame).
   mutating func decodeTop() throws(AppGroupsError) -> PropertyListValue {
-    try decode(object: topObject, depth: 0)
+    var stack: [Frame] = []
+    var next = try begin(object: topObject, stack: &stack)
+    while true {
+      if let value = next {
+        let last = stack.count &- 1
+        guard last >= 0 else { return value }
+        if stack[last].isDictionary {
+          stack[last].entries[stack[last].key] = value
+        } else {
+          stack[last].elements.append(value)
+        }
+        stack[last].next &+= 1
+      }
+      // The innermost open container: its next element, or it is complete.
+      let last = stack.count &- 1
+      let (object, index, count, refStart) =
+        (stack[last].object, stack[last].next, stack[last].count, stack[last].refStart)
+      if index < count {
+        let ref: Int
+        if stack[last].isDictionary {
+          stack[last].key = try key(in: object, at: refStart, index: index)
+          ref = try reference(from: object, at: refStart &+ count &* refWidth, index: index)
+        } else {
+          ref = try reference(from: object, at: refStart, index: index)
+        }
+        next = try begin(object: ref, stack: &stack)
+      } else {
+        let done = stack.removeLast()
+        open[done.object] = false
+        next = done.isDictionary ? .dictionary(done.entries) : .array(done.elements)
+      }
+    }
   }
 
   /// Where object `object` (already checked to be a valid number) starts.
@@ -984,7 +1018,9 @@ private struct Reader {
     }
   }
 
-  mutating func decode(object: Int, depth: Int) throws(AppGroupsError) -> PropertyListValue {
+  /// The object's value if it is not a container; otherwise opens it on
+  /// the stack and returns `nil`.
+  mutating func begin(object: Int, stack: inout [Frame]) throws(AppGroupsError) -> PropertyListValue? {
     try spend(object)
     let offset = try offset(of: object)
     let marker = byte(at: offset)
@@ -1025,11 +1061,13 @@ private struct Reader {
     case 0x8:
       throw BinaryPropertyList.corrupt("object \(object) is a uid (from a keyed archive), which is not a property-list value")
     case 0xA:
-      return try array(object: object, at: offset, depth: depth)
+      try open(object: object, at: offset, isDictionary: false, stack: &stack)
+      return nil
     case 0xB, 0xC:
       throw BinaryPropertyList.corrupt("object \(object) is a set, which is not a property-list value")
     case 0xD:
-      return try dictionary(object: object, at: offset, depth: depth)
+      try open(object: object, at: offset, isDictionary: true, stack: &stack)
+      return nil
     default:
       throw BinaryPropertyList.corrupt("object \(object) has the unknown marker 0x\(String(marker, radix: 16))")
     }
@@ -1091,53 +1129,63 @@ private struct Reader {
     return String(decoding: units, as: UTF16.self)
   }
 
-  /// Checks that a container's references are in the file and that it may be
-  /// entered (depth, cycle), and marks it open.
-  mutating func enter(object: Int, at offset: Int, depth: Int, perEntry: Int) throws(AppGroupsError) -> (count: Int, start: Int) {
-    guard depth < BinaryPropertyList.maximumDepth else {
+  /// Checks that a container's references are in the file and that it may
+  /// be opened (depth, cycle), and pushes it.
+  mutating func open(
+    object: Int, at offset: Int, isDictionary: Bool, stack: inout [Frame]
+  ) throws(AppGroupsError) {
+    guard stack.count < BinaryPropertyList.maximumDepth else {
       throw BinaryPropertyList.corrupt("nesting deeper than \(BinaryPropertyList.maximumDepth) (at object \(object))")
     }
     let (count, start) = try header(object: object, at: offset)
-    // count <= size and perEntry <= 16, so this cannot overflow.
-    try checkRange(object: object, start: start, count: count &* perEntry, what: "references")
+    // count <= size and refWidth <= 8, so this cannot overflow.
+    let refBytes = isDictionary ? count &* refWidth &* 2 : count &* refWidth
+    try checkRange(object: object, start: start, count: refBytes, what: "references")
     if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
     guard !open[object] else {
       throw BinaryPropertyList.corrupt("object \(object) refers to itself (directly or through the containers in it)")
     }
     open[object] = true
-    return (count, start)
+    var frame = Frame(object: object, isDictionary: isDictionary, refStart: start, count: count)
+    if isDictionary {
+      frame.entries.reserveCapacity(count)
+    } else {
+      frame.elements.reserveCapacity(count)
+    }
+    stack.append(frame)
   }
 
-  mutating func array(object: Int, at offset: Int, depth: Int) throws(AppGroupsError) -> PropertyListValue {
-    let (count, start) = try enter(object: object, at: offset, depth: depth, perEntry: refWidth)
-    var elements: [PropertyListValue] = []
-    elements.reserveCapacity(count)
-    for i in 0..<count {
-      let ref = try reference(from: object, at: start, index: i)
-      elements.append(try decode(object: ref, depth: depth &+ 1))
+  /// The `index`th key of a dictionary whose key references start at `start`.
+  mutating func key(in object: Int, at start: Int, index: Int) throws(AppGroupsError) -> String {
+    let keyRef = try reference(from: object, at: start, index: index)
+    try spend(keyRef)
+    let keyOffset = try offset(of: keyRef)
+    let keyMarker = byte(at: keyOffset) &>> 4
+    guard keyMarker == 0x5 || keyMarker == 0x6 else {
+      throw BinaryPropertyList.corrupt("dictionary object \(object) has a key, object \(keyRef), that is not a string")
     }
-    open[object] = false
-    return .array(elements)
+    return try string(object: keyRef, at: keyOffset)
   }
+}
 
-  mutating func dictionary(object: Int, at offset: Int, depth: Int) throws(AppGroupsError) -> PropertyListValue {
-    let (count, start) = try enter(object: object, at: offset, depth: depth, perEntry: refWidth &* 2)
-    var entries: [String: PropertyListValue] = [:]
-    entries.reserveCapacity(count)
-    let valuesStart = start &+ count &* refWidth
-    for i in 0..<count {
-      let keyRef = try reference(from: object, at: start, index: i)
-      try spend(keyRef)
-      let keyOffset = try self.offset(of: keyRef)
-      let keyMarker = byte(at: keyOffset) &>> 4
-      guard keyMarker == 0x5 || keyMarker == 0x6 else {
-        throw BinaryPropertyList.corrupt("dictionary object \(object) has a key, object \(keyRef), that is not a string")
-      }
-      let key = try string(object: keyRef, at: keyOffset)
-      let valueRef = try reference(from: object, at: valuesStart, index: i)
-      entries[key] = try decode(object: valueRef, depth: depth &+ 1)
-    }
-    open[object] = false
-    return .dictionary(entries)
+/// An array or dictionary being decoded.
+private struct Frame {
+  let object: Int
+  let isDictionary: Bool
+  /// Where its references start: the elements', or the keys' then the values'.
+  let refStart: Int
+  let count: Int
+  /// The index of the next element or entry to decode.
+  var next = 0
+  var elements: [PropertyListValue] = []
+  var entries: [String: PropertyListValue] = [:]
+  /// The key of the entry whose value is being decoded.
+  var key = ""
+
+  init(object: Int, isDictionary: Bool, refStart: Int, count: Int) {
+    self.object = object
+    self.isDictionary = isDictionary
+    self.refStart = refStart
+    self.count = count
   }
 }
