@@ -292,38 +292,39 @@ struct BinaryPropertyListTests {
     #expect(BinaryPropertyList.encode(.dictionary(small)) == data)
   }
 
-  @Test func keysAreSortedByTheirBytes() throws {
-    let keys = ["b", "a", "ab", "a\u{0}", "aaaaaaaaab", "aaaaaaaaa", "aaaaaaaa", "é", "Z", ""]
-    var entries: [String: PropertyListValue] = [:]
-    for key in keys { entries[key] = .bool(true) }
-    let data = BinaryPropertyList.encode(.dictionary(entries))
-    // The dictionary is written last, after the keys and `true`; its key
-    // references are in sorted order, and each key object is a string.
+  /// The keys of the top dictionary in the order the file lists them.
+  func writtenKeyOrder(_ data: Data) throws -> [String] {
     let trailer = Trailer(data)
     let bytes = [UInt8](data)
-    let offsets = (0..<trailer.objectCount).map { Int(bytes[trailer.tableOffset + $0]) }
-    let dictionary = offsets[trailer.top]
-    #expect(bytes[dictionary] == 0xD0 | UInt8(keys.count))
-    let refs = bytes[(dictionary + 1)..<(dictionary + 1 + keys.count)].map(Int.init)
-    let sortedKeys = keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    var written: [String] = []
-    for ref in refs {
-      let value = try decodeObject(bytes, at: offsets[ref])
-      guard case .string(let s) = value else {
-        Issue.record("key object \(ref) is \(value)")
-        return
-      }
-      written.append(s)
+    func read(_ at: Int, _ width: Int) -> Int { bytes[at..<at + width].reduce(0) { $0 << 8 | Int($1) } }
+    let offsets = (0..<trailer.objectCount).map { read(trailer.tableOffset + $0 * trailer.offsetSize, trailer.offsetSize) }
+    var at = offsets[trailer.top]
+    var count = Int(bytes[at] & 0x0F)
+    at += 1
+    if count == 15 {
+      let width = 1 << Int(bytes[at] & 0x0F)
+      count = read(at + 1, width)
+      at += 1 + width
     }
-    #expect(written == sortedKeys)
+    return try (0..<count).map { i -> String in
+      let ref = read(at + i * trailer.refSize, trailer.refSize)
+      // A key object (these are short), copied into a file of its own.
+      let object = Array(bytes[offsets[ref]..<min(offsets[ref] + 128, trailer.tableOffset)])
+      guard case .string(let key) = try BinaryPropertyList.decode(handMade([object])) else { return "?" }
+      return key
+    }
   }
 
-  /// Decodes the scalar object at `offset` of `bytes` by copying it into a file of its own.
-  func decodeObject(_ bytes: [UInt8], at offset: Int) throws -> PropertyListValue {
-    // Scalar objects here are short: take up to 64 bytes; the decoder only
-    // reads what the object declares, within the object area.
-    let end = min(offset + 64, bytes.count)
-    return try BinaryPropertyList.decode(handMade([Array(bytes[offset..<end])]))
+  @Test(arguments: [
+    ["b", "a", "ab", "a\u{0}", "aaaaaaaaab", "aaaaaaaaa", "aaaaaaaa", "é", "Z", ""],
+    (0..<300).map { "com.example.setting.\($0 * 7 % 300)" }
+      + (0..<100).map { "k\($0)" } + ["", "a", "a\u{0}", "\u{0}", "é", "😀", "zzzzzzzzz", "zzzzzzzz"],
+  ])
+  func keysAreSortedByTheirBytes(_ keys: [String]) throws {
+    var entries: [String: PropertyListValue] = [:]
+    for key in keys { entries[key] = .bool(true) }
+    let written = try writtenKeyOrder(BinaryPropertyList.encode(.dictionary(entries)))
+    #expect(written == keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
   }
 
   @Test func stringsAreWrittenOnceAndBooleansShared() {

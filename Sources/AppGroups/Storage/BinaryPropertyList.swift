@@ -81,8 +81,11 @@ enum BinaryPropertyList {
   /// "bplist00", big-endian.
   fileprivate static let magic: UInt64 = 0x6270_6C69_7374_3030
 
-  fileprivate static func corrupt(_ reason: String) -> AppGroupsError {
-    AppGroupsError(.corruptPreferences, "binary property list: \(reason)")
+  /// The error for a malformed file. Out of line, with the message built
+  /// only when thrown, so that the checks on the hot paths stay small.
+  @inline(never)
+  fileprivate static func corrupt(_ reason: @autoclosure () -> String) -> AppGroupsError {
+    AppGroupsError(.corruptPreferences, "binary property list: \(reason())")
   }
 
   /// The fewest of 1, 2, 4 or 8 bytes that hold `value`, as CFBinaryPList writes.
@@ -301,12 +304,20 @@ extension ByteBuffer {
 private typealias Entries = [String: PropertyListValue]
 
 /// A dictionary key being sorted: the first 8 bytes of its UTF-8 as a
-/// big-endian integer (zero-padded), the entry, and the key's length in
-/// bytes (`UInt32.max` for longer ones).
+/// big-endian integer (zero-padded), then the entry's place in the
+/// dictionary's own order (low 40 bits) and the key's length in bytes
+/// (high 24 bits, saturating).
 private struct SortKey {
   var prefix: UInt64
-  var index: Entries.Index
-  var length: UInt32
+  var packed: UInt64
+
+  init(prefix: UInt64, ordinal: Int, length: Int) {
+    self.prefix = prefix
+    packed = UInt64(Swift.min(length, 0xFF_FFFF)) &<< 40 | UInt64(truncatingIfNeeded: ordinal) & (1 &<< 40 &- 1)
+  }
+
+  var ordinal: Int { Int(truncatingIfNeeded: packed & (1 &<< 40 &- 1)) }
+  var length: Int { Int(truncatingIfNeeded: packed &>> 40) }
 }
 
 /// A container to write at the end: its object number, where its
@@ -409,59 +420,50 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
 
     var keys: [SortKey] = []
     keys.reserveCapacity(count)
-    for index in dictionary.indices {
-      var key = dictionary.keys[index]
+    var hasLongKeys = false
+    for key in dictionary.keys {
+      var key = key
       key.withUTF8 { utf8 in
-        keys.append(SortKey(
-          prefix: Writer.prefix(utf8), index: index,
-          length: UInt32(truncatingIfNeeded: Swift.min(utf8.count, Int(UInt32.max)))))
+        if utf8.count > 8 { hasLongKeys = true }
+        keys.append(SortKey(prefix: Writer.prefix(utf8), ordinal: keys.count, length: utf8.count))
       }
     }
     Writer.sort(&keys, dictionary)
-    // In blocks: the loads from the dictionary, in its hash order, miss the
-    // cache; done back to back, their misses overlap.
-    let block = 32
-    var longKeys: [String] = []
-    longKeys.reserveCapacity(block)
-    var blockStart = 0
-    while blockStart < count {
-      let blockEnd = Swift.min(blockStart &+ block, count)
-      longKeys.removeAll(keepingCapacity: true)
-      for i in blockStart..<blockEnd where keys[i].length > 8 {
-        longKeys.append(dictionary.keys[keys[i].index])
-      }
-      var nextLong = 0
-      for i in blockStart..<blockEnd {
-        let key = keys[i]
-        let ref: Int
-        if key.length <= 8 {
-          // The prefix holds the whole key.
-          let bytes = key.prefix.bigEndian
-          ref = withUnsafeBytes(of: bytes) { raw in
-            intern(UnsafeRawBufferPointer(rebasing: raw[0..<Int(key.length)]))
-          }
-        } else {
-          ref = longKeys[nextLong].withUTF8 { intern(UnsafeRawBufferPointer($0)) }
-          nextLong &+= 1
-        }
-        refs[refStart &+ i] = Index(truncatingIfNeeded: ref)
-      }
-      blockStart = blockEnd
+
+    // The entries in sorted order, gathered in one pass over the dictionary
+    // in its own order: stores to scattered places do not stall as loads
+    // from scattered places (which miss the cache) would.
+    var rank = [Int](repeating: 0, count: count)
+    for position in 0..<count { rank[keys[position].ordinal] = position }
+    var values = [PropertyListValue](repeating: .bool(false), count: count)
+    var longKeys = [String](repeating: "", count: hasLongKeys ? count : 0)
+    var ordinal = 0
+    for (key, value) in dictionary {
+      let position = rank[ordinal]
+      values[position] = value
+      if hasLongKeys { longKeys[position] = key }
+      ordinal &+= 1
     }
-    var values: [PropertyListValue] = []
-    values.reserveCapacity(block)
-    blockStart = 0
-    while blockStart < count {
-      let blockEnd = Swift.min(blockStart &+ block, count)
-      values.removeAll(keepingCapacity: true)
-      for i in blockStart..<blockEnd {
-        values.append(dictionary.values[keys[i].index])
+    rank = []
+
+    for position in 0..<count {
+      let key = keys[position]
+      let ref: Int
+      if key.length <= 8 {
+        // The prefix holds the whole key.
+        let bytes = key.prefix.bigEndian
+        ref = withUnsafeBytes(of: bytes) { raw in
+          intern(UnsafeRawBufferPointer(rebasing: raw[0..<key.length]))
+        }
+      } else {
+        ref = longKeys[position].withUTF8 { intern(UnsafeRawBufferPointer($0)) }
       }
-      for i in blockStart..<blockEnd {
-        let ref = flatten(values[i &- blockStart])
-        refs[refStart &+ count &+ i] = Index(truncatingIfNeeded: ref)
-      }
-      blockStart = blockEnd
+      refs[refStart &+ position] = Index(truncatingIfNeeded: ref)
+    }
+    longKeys = []
+    for position in 0..<count {
+      let ref = flatten(values[position])
+      refs[refStart &+ count &+ position] = Index(truncatingIfNeeded: ref)
     }
     return object
   }
@@ -516,13 +518,14 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     return prefix
   }
 
-  /// Whether `a`'s UTF-8 bytes sort before `b`'s.
+  /// Whether `a`'s UTF-8 bytes sort before `b`'s; `keys` are the
+  /// dictionary's keys in its own order, for keys longer than 8 bytes.
   @inline(__always)
-  static func precedes(_ a: SortKey, _ b: SortKey, _ dictionary: Entries) -> Bool {
+  static func precedes(_ a: SortKey, _ b: SortKey, _ keys: [String]) -> Bool {
     if a.prefix != b.prefix { return a.prefix < b.prefix }
     // The first 8 bytes are equal, zero padding included.
     if a.length <= 8 || b.length <= 8 { return a.length < b.length }
-    return utf8Precedes(dictionary.keys[a.index], dictionary.keys[b.index])
+    return utf8Precedes(keys[a.ordinal], keys[b.ordinal])
   }
 
   @inline(never)
@@ -546,10 +549,14 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
   /// mispredict), then each run of equal prefixes by comparison.
   static func sort(_ keys: inout [SortKey], _ dictionary: Entries) {
     let n = keys.count
+    // The keys themselves, in the dictionary's order, are needed only to
+    // order keys longer than 8 bytes that share their first 8.
+    var names: [String] = []
     guard n > 64 else {
+      if keys.contains(where: { $0.length > 8 }) { names = Array(dictionary.keys) }
       keys.withUnsafeMutableBufferPointer { keys in
         if keys.count > 1 {
-          introsort(keys, 0, keys.count &- 1, 2 &* Int.bitWidth, dictionary)
+          introsort(keys, 0, keys.count &- 1, 2 &* Int.bitWidth, names)
         }
       }
       return
@@ -596,7 +603,8 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
         var runEnd = runStart &+ 1
         while runEnd < n, keys[runEnd].prefix == keys[runStart].prefix { runEnd &+= 1 }
         if runEnd &- runStart > 1 {
-          introsort(keys, runStart, runEnd &- 1, 2 &* Int.bitWidth, dictionary)
+          if names.isEmpty { names = Array(dictionary.keys) }
+          introsort(keys, runStart, runEnd &- 1, 2 &* Int.bitWidth, names)
         }
         runStart = runEnd
       }
@@ -606,37 +614,37 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
   /// Sorts `keys[low...high]`.
   private static func introsort(
     _ keys: UnsafeMutableBufferPointer<SortKey>, _ low: Int, _ high: Int, _ depth: Int,
-    _ dictionary: Entries
+    _ names: [String]
   ) {
     var low = low
     var high = high
     var depth = depth
     while high &- low > 16 {
       if depth == 0 {
-        heapsort(keys, low, high, dictionary)
+        heapsort(keys, low, high, names)
         return
       }
       depth &-= 1
       // Median of three as the pivot, then Hoare's partition.
       let mid = low &+ (high &- low) / 2
-      if precedes(keys[mid], keys[low], dictionary) { keys.swapAt(mid, low) }
-      if precedes(keys[high], keys[low], dictionary) { keys.swapAt(high, low) }
-      if precedes(keys[high], keys[mid], dictionary) { keys.swapAt(high, mid) }
+      if precedes(keys[mid], keys[low], names) { keys.swapAt(mid, low) }
+      if precedes(keys[high], keys[low], names) { keys.swapAt(high, low) }
+      if precedes(keys[high], keys[mid], names) { keys.swapAt(high, mid) }
       let pivot = keys[mid]
       var i = low &- 1
       var j = high &+ 1
       while true {
-        repeat { i &+= 1 } while precedes(keys[i], pivot, dictionary)
-        repeat { j &-= 1 } while precedes(pivot, keys[j], dictionary)
+        repeat { i &+= 1 } while precedes(keys[i], pivot, names)
+        repeat { j &-= 1 } while precedes(pivot, keys[j], names)
         if i >= j { break }
         keys.swapAt(i, j)
       }
       // Recurse into the smaller side, loop on the larger.
       if j &- low < high &- j {
-        introsort(keys, low, j, depth, dictionary)
+        introsort(keys, low, j, depth, names)
         low = j &+ 1
       } else {
-        introsort(keys, j &+ 1, high, depth, dictionary)
+        introsort(keys, j &+ 1, high, depth, names)
         high = j
       }
     }
@@ -645,7 +653,7 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     while i <= high {
       let key = keys[i]
       var j = i
-      while j > low, precedes(key, keys[j &- 1], dictionary) {
+      while j > low, precedes(key, keys[j &- 1], names) {
         keys[j] = keys[j &- 1]
         j &-= 1
       }
@@ -655,7 +663,7 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
   }
 
   private static func heapsort(
-    _ keys: UnsafeMutableBufferPointer<SortKey>, _ low: Int, _ high: Int, _ dictionary: Entries
+    _ keys: UnsafeMutableBufferPointer<SortKey>, _ low: Int, _ high: Int, _ names: [String]
   ) {
     let n = high &- low &+ 1
     func siftDown(_ root: Int, _ end: Int) {
@@ -664,11 +672,11 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
         var child = 2 &* root &+ 1
         if child >= end { return }
         if child &+ 1 < end,
-          precedes(keys[low &+ child], keys[low &+ child &+ 1], dictionary)
+          precedes(keys[low &+ child], keys[low &+ child &+ 1], names)
         {
           child &+= 1
         }
-        guard precedes(keys[low &+ root], keys[low &+ child], dictionary) else { return }
+        guard precedes(keys[low &+ root], keys[low &+ child], names) else { return }
         keys.swapAt(low &+ root, low &+ child)
         root = child
       }
@@ -1011,6 +1019,7 @@ private struct Reader {
     return Int(ref)
   }
 
+  @inline(__always)
   mutating func spend(_ object: Int) throws(AppGroupsError) {
     budget &-= 1
     guard budget >= 0 else {
@@ -1078,6 +1087,7 @@ private struct Reader {
     return exponent < 8 ? "\(1 << exponent)" : "2^\(exponent)"
   }
 
+  @inline(__always)
   func integer(object: Int, at offset: Int) throws(AppGroupsError) -> Int {
     let marker = byte(at: offset)
     let start = offset &+ 1
@@ -1103,6 +1113,7 @@ private struct Reader {
     }
   }
 
+  @inline(__always)
   func string(object: Int, at offset: Int) throws(AppGroupsError) -> String {
     let marker = byte(at: offset)
     let (count, start) = try header(object: object, at: offset)
@@ -1156,6 +1167,7 @@ private struct Reader {
   }
 
   /// The `index`th key of a dictionary whose key references start at `start`.
+  @inline(__always)
   mutating func key(in object: Int, at start: Int, index: Int) throws(AppGroupsError) -> String {
     let keyRef = try reference(from: object, at: start, index: index)
     try spend(keyRef)
