@@ -48,7 +48,7 @@ enum BinaryPropertyList {
     return encode(value, as: UInt64.self) ?? Data()
   }
 
-  private static func encode<Index: FixedWidthInteger & UnsignedInteger>(
+  private static func encode<Index: FixedWidthInteger & UnsignedInteger & BitwiseCopyable>(
     _ value: PropertyListValue, as: Index.Type
   ) -> Data? {
     let expectedObjects: Int
@@ -114,9 +114,11 @@ private struct ByteBuffer: ~Copyable {
   deinit { base.deallocate() }
 
   /// Makes room for `extra` more bytes.
+  /// Makes room for `extra` more bytes, and 8 more: `appendBigEndian`
+  /// stores whole words and `hash` loads them.
   @inline(__always)
   mutating func reserve(_ extra: Int) {
-    if capacity &- count < extra { grow(extra) }
+    if capacity &- count &- 8 < extra { grow(extra &+ 8) }
   }
 
   @inline(never)
@@ -137,6 +139,7 @@ private struct ByteBuffer: ~Copyable {
     count &+= 1
   }
 
+  @inline(__always)
   mutating func append(_ bytes: UnsafeRawBufferPointer) {
     guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
     reserve(bytes.count)
@@ -147,7 +150,7 @@ private struct ByteBuffer: ~Copyable {
   /// The low `width` (1 to 8) bytes of `value`, most significant first.
   @inline(__always)
   mutating func appendBigEndian(_ value: UInt64, width: Int) {
-    reserve(8)
+    reserve(width)
     // Store all 8 bytes with the wanted ones first, then keep `width` of them.
     let shifted = value &<< UInt64(64 &- width &* 8)
     base.storeBytes(of: shifted.bigEndian, toByteOffset: count, as: UInt64.self)
@@ -189,6 +192,64 @@ private struct ByteBuffer: ~Copyable {
   }
 }
 
+/// A growable list of plain values in memory it owns: appends and
+/// subscripts without the uniqueness checks of `Array`. Indices are the
+/// writer's own, always in range.
+private struct UnsafeList<Element: BitwiseCopyable>: ~Copyable {
+  private(set) var base: UnsafeMutablePointer<Element>
+  private(set) var capacity: Int
+  private(set) var count = 0
+
+  init(capacity: Int) {
+    self.capacity = Swift.max(capacity, 16)
+    base = UnsafeMutablePointer<Element>.allocate(capacity: self.capacity)
+  }
+
+  deinit { base.deallocate() }
+
+  @inline(__always)
+  subscript(index: Int) -> Element {
+    get { base[index] }
+    set { base[index] = newValue }
+  }
+
+  /// Makes room for `extra` more elements.
+  @inline(__always)
+  mutating func reserve(_ extra: Int) {
+    if capacity &- count < extra { grow(extra) }
+  }
+
+  @inline(never)
+  private mutating func grow(_ extra: Int) {
+    var newCapacity = capacity &* 2
+    while newCapacity &- count < extra { newCapacity &*= 2 }
+    let newBase = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
+    newBase.initialize(from: base, count: count)
+    base.deallocate()
+    base = newBase
+    capacity = newCapacity
+  }
+
+  @inline(__always)
+  mutating func append(_ element: Element) {
+    reserve(1)
+    (base + count).initialize(to: element)
+    count &+= 1
+  }
+
+  /// Appends `n` copies of `element`.
+  mutating func append(_ element: Element, count n: Int) {
+    reserve(n)
+    (base + count).initialize(repeating: element, count: n)
+    count &+= n
+  }
+
+  @inline(__always)
+  mutating func removeLast() {
+    count &-= 1
+  }
+}
+
 /// The string objects written so far, found by their encoded bytes: an open
 /// addressing table (linear probing, at most half full) hashed with a
 /// per-process seed. A slot holds the hash's top 24 bits and 1 + the object
@@ -198,38 +259,13 @@ private struct StringTable {
   private var mask = 255
   private var count = 0
 
-  private static let seed = UInt64.random(in: 0...UInt64.max)
+  static let seed = UInt64.random(in: 0...UInt64.max)
   private static let objectBits: UInt64 = 40
   private static let objectMask: UInt64 = 1 &<< objectBits &- 1
 
-  /// A hash of `length` bytes at `pointer`.
-  @inline(__always)
-  static func hash(_ pointer: UnsafeRawPointer, length: Int) -> UInt64 {
-    var h = seed ^ (UInt64(truncatingIfNeeded: length) &* 0x9E37_79B9_7F4A_7C15)
-    var i = 0
-    while length &- i >= 8 {
-      let word = pointer.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-      h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-      h ^= h &>> 31
-      i &+= 8
-    }
-    var tail: UInt64 = 0
-    var shift: UInt64 = 0
-    while i < length {
-      tail |= UInt64(pointer.load(fromByteOffset: i, as: UInt8.self)) &<< shift
-      shift &+= 8
-      i &+= 1
-    }
-    h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
-    h ^= h &>> 29
-    h = h &* 0xBF58_476D_1CE4_E5B9
-    h ^= h &>> 32
-    return h
-  }
-
   /// Makes room for `extra` more strings without rehashing.
-  mutating func reserve<Index: FixedWidthInteger>(
-    _ extra: Int, buffer: borrowing ByteBuffer, offsets: [Index]
+  mutating func reserve<Index: FixedWidthInteger & BitwiseCopyable>(
+    _ extra: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
   ) {
     var capacity = mask &+ 1
     while capacity < (count &+ extra) &* 2 { capacity &*= 2 }
@@ -240,10 +276,11 @@ private struct StringTable {
   /// written at `start`, if an identical one was written before; otherwise
   /// records it as object `object` and returns `nil`.
   @inline(__always)
-  mutating func find<Index: FixedWidthInteger>(
-    start: Int, length: Int, object: Int, buffer: borrowing ByteBuffer, offsets: [Index]
+  mutating func find<Index: FixedWidthInteger & BitwiseCopyable>(
+    start: Int, length: Int, object: Int, buffer: borrowing ByteBuffer,
+    offsets: borrowing UnsafeList<Index>
   ) -> Int? {
-    let h = StringTable.hash(buffer.base + start, length: length)
+    let h = buffer.hash(start: start, length: length, seed: StringTable.seed)
     let tag = h & ~StringTable.objectMask
     var slot = Int(truncatingIfNeeded: h) & mask
     while true {
@@ -268,8 +305,8 @@ private struct StringTable {
     return nil
   }
 
-  private mutating func rehash<Index: FixedWidthInteger>(
-    capacity: Int, buffer: borrowing ByteBuffer, offsets: [Index]
+  private mutating func rehash<Index: FixedWidthInteger & BitwiseCopyable>(
+    capacity: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
   ) {
     let old = slots
     mask = capacity &- 1
@@ -277,7 +314,7 @@ private struct StringTable {
     for value in old where value != 0 {
       let object = Int(truncatingIfNeeded: value & StringTable.objectMask) &- 1
       let start = Int(offsets[object])
-      let h = StringTable.hash(buffer.base + start, length: buffer.stringLength(at: start))
+      let h = buffer.hash(start: start, length: buffer.stringLength(at: start), seed: StringTable.seed)
       var slot = Int(truncatingIfNeeded: h) & mask
       while slots[slot] != 0 { slot = (slot &+ 1) & mask }
       slots[slot] = value
@@ -286,6 +323,31 @@ private struct StringTable {
 }
 
 extension ByteBuffer {
+  /// A hash of the `length` bytes written at `start`, 8 at a time. The
+  /// last word may read up to 7 bytes past the end of what was written,
+  /// inside the capacity (`reserve` keeps 8 bytes spare), and masks them off.
+  @inline(__always)
+  func hash(start: Int, length: Int, seed: UInt64) -> UInt64 {
+    var h = seed ^ (UInt64(truncatingIfNeeded: length) &* 0x9E37_79B9_7F4A_7C15)
+    var i = 0
+    while length &- i >= 8 {
+      let word = base.loadUnaligned(fromByteOffset: start &+ i, as: UInt64.self)
+      h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+      h ^= h &>> 31
+      i &+= 8
+    }
+    let rest = length &- i
+    if rest > 0 {
+      let word = base.loadUnaligned(fromByteOffset: start &+ i, as: UInt64.self)
+      let tail = UInt64(littleEndian: word) & (1 &<< UInt64(rest &* 8) &- 1)
+      h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+    }
+    h ^= h &>> 29
+    h = h &* 0xBF58_476D_1CE4_E5B9
+    h ^= h &>> 32
+    return h
+  }
+
   /// The length of the string object this writer wrote at `start`.
   func stringLength(at start: Int) -> Int {
     let marker = base.load(fromByteOffset: start, as: UInt8.self)
@@ -337,12 +399,12 @@ private struct Container {
 ///
 /// Offsets and references are kept as `Index`, `UInt32` unless the file
 /// would pass 4 GiB: memory, not arithmetic, is the cost here.
-private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
+private struct Writer<Index: FixedWidthInteger & UnsignedInteger & BitwiseCopyable>: ~Copyable {
   var buffer: ByteBuffer
   /// Each object's offset in the file (for containers, set when written).
-  var offsets: [Index] = []
+  var offsets: UnsafeList<Index>
   /// Containers' references: an array's elements, or a dictionary's keys then values.
-  var refs: [Index] = []
+  var refs: UnsafeList<Index>
   var containers: [Container] = []
   var strings = StringTable()
   var trueObject = -1
@@ -353,8 +415,8 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
   init(expectedObjects: Int) {
     // Untouched capacity costs address space, not memory.
     buffer = ByteBuffer(capacity: expectedObjects &* 48 &+ 1024)
-    offsets.reserveCapacity(expectedObjects &+ 16)
-    refs.reserveCapacity(expectedObjects)
+    offsets = UnsafeList(capacity: expectedObjects &+ 16)
+    refs = UnsafeList(capacity: expectedObjects)
     buffer.appendBigEndian(BinaryPropertyList.magic, width: 8)
   }
 
@@ -416,7 +478,7 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     let (object, refStart) = beginContainer(count: count, isDictionary: true)
     // Its keys, and room for string values as many as half of them.
     strings.reserve(count &+ count / 2, buffer: buffer, offsets: offsets)
-    Writer.grow(&offsets, by: count &* 2)
+    offsets.reserve(count &* 2)
 
     var keys: [SortKey] = []
     keys.reserveCapacity(count)
@@ -435,14 +497,28 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     // from scattered places (which miss the cache) would.
     var rank = [Int](repeating: 0, count: count)
     for position in 0..<count { rank[keys[position].ordinal] = position }
-    var values = [PropertyListValue](repeating: .bool(false), count: count)
-    var longKeys = [String](repeating: "", count: hasLongKeys ? count : 0)
-    var ordinal = 0
-    for (key, value) in dictionary {
-      let position = rank[ordinal]
-      values[position] = value
-      if hasLongKeys { longKeys[position] = key }
-      ordinal &+= 1
+    var longKeys: [String] = []
+    if hasLongKeys {
+      longKeys = [String](repeating: "", count: count)
+      var ordinal = 0
+      for key in dictionary.keys {
+        longKeys[rank[ordinal]] = key
+        ordinal &+= 1
+      }
+    }
+    // `rank` is a permutation of 0..<count, so each element is initialized
+    // exactly once.
+    let values = [PropertyListValue](unsafeUninitializedCapacity: count) { values, initialized in
+      guard let base = values.baseAddress else {
+        initialized = 0
+        return
+      }
+      var ordinal = 0
+      for value in dictionary.values {
+        (base + rank[ordinal]).initialize(to: value)
+        ordinal &+= 1
+      }
+      initialized = count
     }
     rank = []
 
@@ -468,15 +544,6 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     return object
   }
 
-  /// Grows an array's capacity geometrically to hold `extra` more elements
-  /// (`reserveCapacity` alone allocates exactly what it is asked for).
-  private static func grow<T>(_ array: inout [T], by extra: Int) {
-    let needed = array.count &+ extra
-    if array.capacity < needed {
-      array.reserveCapacity(Swift.max(needed, array.capacity &* 2))
-    }
-  }
-
   /// Numbers an object that starts at the end of the buffer.
   @inline(__always)
   private mutating func beginObject() -> Int {
@@ -497,8 +564,7 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     let object = offsets.count &- 1
     let refStart = refs.count
     let refCount = isDictionary ? count &* 2 : count
-    Writer.grow(&refs, by: refCount)
-    refs.append(contentsOf: repeatElement(0, count: refCount))
+    refs.append(0, count: refCount)
     containers.append(Container(object: object, refStart: refStart, count: count, isDictionary: isDictionary))
     return (object, refStart)
   }
@@ -718,14 +784,30 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
   /// A string object: ASCII (0x5n) when every byte is below 0x80, else UTF-16BE (0x6n).
   @inline(__always)
   private mutating func appendString(_ utf8: UnsafeRawBufferPointer) {
-    var high: UInt8 = 0
-    for byte in utf8 { high |= byte }
-    if high < 0x80 {
+    if Writer.isASCII(utf8) {
       buffer.appendHeader(0x50, count: utf8.count)
       buffer.append(utf8)
     } else {
       appendUTF16(utf8)
     }
+  }
+
+  /// Whether every byte is below 0x80, 8 at a time.
+  @inline(__always)
+  static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    let n = bytes.count
+    var high: UInt64 = 0
+    var i = 0
+    while n &- i >= 8 {
+      high |= base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+      i &+= 8
+    }
+    while i < n {
+      high |= UInt64(base.load(fromByteOffset: i, as: UInt8.self))
+      i &+= 1
+    }
+    return high & 0x8080_8080_8080_8080 == 0
   }
 
   private mutating func appendUTF16(_ utf8: UnsafeRawBufferPointer) {
@@ -798,8 +880,8 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger>: ~Copyable {
     let tableOffset = buffer.count
     let offsetWidth = BinaryPropertyList.byteWidth(UInt64(tableOffset))
     buffer.reserve(objectCount &* offsetWidth &+ 40)
-    for offset in offsets {
-      buffer.appendBigEndian(UInt64(offset), width: offsetWidth)
+    for object in 0..<objectCount {
+      buffer.appendBigEndian(UInt64(offsets[object]), width: offsetWidth)
     }
     buffer.appendBigEndian(0, width: 6)
     buffer.append(UInt8(offsetWidth))
