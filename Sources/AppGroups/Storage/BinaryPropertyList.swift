@@ -88,6 +88,24 @@ enum BinaryPropertyList {
     AppGroupsError(.corruptPreferences, "binary property list: \(reason())")
   }
 
+  /// Whether every byte is below 0x80, 8 at a time.
+  @inline(__always)
+  fileprivate static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    let n = bytes.count
+    var high: UInt64 = 0
+    var i = 0
+    while n &- i >= 8 {
+      high |= base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+      i &+= 8
+    }
+    while i < n {
+      high |= UInt64(base.load(fromByteOffset: i, as: UInt8.self))
+      i &+= 1
+    }
+    return high & 0x8080_8080_8080_8080 == 0
+  }
+
   /// The fewest of 1, 2, 4 or 8 bytes that hold `value`, as CFBinaryPList writes.
   fileprivate static func byteWidth(_ value: UInt64) -> Int {
     if value <= 0xFF { return 1 }
@@ -784,30 +802,12 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger & BitwiseCopyab
   /// A string object: ASCII (0x5n) when every byte is below 0x80, else UTF-16BE (0x6n).
   @inline(__always)
   private mutating func appendString(_ utf8: UnsafeRawBufferPointer) {
-    if Writer.isASCII(utf8) {
+    if BinaryPropertyList.isASCII(utf8) {
       buffer.appendHeader(0x50, count: utf8.count)
       buffer.append(utf8)
     } else {
       appendUTF16(utf8)
     }
-  }
-
-  /// Whether every byte is below 0x80, 8 at a time.
-  @inline(__always)
-  static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    guard let base = bytes.baseAddress else { return true }
-    let n = bytes.count
-    var high: UInt64 = 0
-    var i = 0
-    while n &- i >= 8 {
-      high |= base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-      i &+= 8
-    }
-    while i < n {
-      high |= UInt64(base.load(fromByteOffset: i, as: UInt8.self))
-      i &+= 1
-    }
-    return high & 0x8080_8080_8080_8080 == 0
   }
 
   private mutating func appendUTF16(_ utf8: UnsafeRawBufferPointer) {
@@ -1002,38 +1002,55 @@ private struct Reader {
 
   /// Decodes the top object. Iterative, with an explicit stack of open
   /// containers, so that it needs little of the thread's stack whatever the
-  /// nesting (debug builds take kilobytes a frame).
+  /// nesting (debug builds take kilobytes a frame). The innermost open
+  /// container is held apart from the stack, where it is filled.
   mutating func decodeTop() throws(AppGroupsError) -> PropertyListValue {
+    var current: Frame
+    switch try begin(object: topObject, depth: 0) {
+    case .value(let value): return value
+    case .container(let frame): current = frame
+    }
     var stack: [Frame] = []
-    var next = try begin(object: topObject, stack: &stack)
     while true {
-      if let value = next {
-        let last = stack.count &- 1
-        guard last >= 0 else { return value }
-        if stack[last].isDictionary {
-          stack[last].entries[stack[last].key] = value
+      if current.next < current.count {
+        let index = current.next
+        if current.isDictionary {
+          let key = try self.key(in: current.object, at: current.refStart, index: index)
+          let ref = try reference(
+            from: current.object, at: current.refStart &+ current.count &* refWidth, index: index)
+          switch try begin(object: ref, depth: stack.count &+ 1) {
+          case .value(let value):
+            current.entries[key] = value
+            current.next &+= 1
+          case .container(let child):
+            current.key = key
+            stack.append(current)
+            current = child
+          }
         } else {
-          stack[last].elements.append(value)
+          let ref = try reference(from: current.object, at: current.refStart, index: index)
+          switch try begin(object: ref, depth: stack.count &+ 1) {
+          case .value(let value):
+            current.elements.append(value)
+            current.next &+= 1
+          case .container(let child):
+            stack.append(current)
+            current = child
+          }
         }
-        stack[last].next &+= 1
-      }
-      // The innermost open container: its next element, or it is complete.
-      let last = stack.count &- 1
-      let (object, index, count, refStart) =
-        (stack[last].object, stack[last].next, stack[last].count, stack[last].refStart)
-      if index < count {
-        let ref: Int
-        if stack[last].isDictionary {
-          stack[last].key = try key(in: object, at: refStart, index: index)
-          ref = try reference(from: object, at: refStart &+ count &* refWidth, index: index)
-        } else {
-          ref = try reference(from: object, at: refStart, index: index)
-        }
-        next = try begin(object: ref, stack: &stack)
       } else {
-        let done = stack.removeLast()
-        open[done.object] = false
-        next = done.isDictionary ? .dictionary(done.entries) : .array(done.elements)
+        // Complete: hand it to its parent.
+        open[current.object] = false
+        let value: PropertyListValue =
+          current.isDictionary ? .dictionary(current.entries) : .array(current.elements)
+        guard let parent = stack.popLast() else { return value }
+        current = parent
+        if current.isDictionary {
+          current.entries[current.key] = value
+        } else {
+          current.elements.append(value)
+        }
+        current.next &+= 1
       }
     }
   }
@@ -1109,30 +1126,37 @@ private struct Reader {
     }
   }
 
-  /// The object's value if it is not a container; otherwise opens it on
-  /// the stack and returns `nil`.
-  mutating func begin(object: Int, stack: inout [Frame]) throws(AppGroupsError) -> PropertyListValue? {
+  /// A decoded object: a value, or a container opened to be filled.
+  enum Begun {
+    case value(PropertyListValue)
+    case container(Frame)
+  }
+
+  /// The object's value if it is not a container; otherwise the container,
+  /// opened at nesting `depth` (the top object is at 0).
+  @inline(__always)
+  mutating func begin(object: Int, depth: Int) throws(AppGroupsError) -> Begun {
     try spend(object)
     let offset = try offset(of: object)
     let marker = byte(at: offset)
     switch marker &>> 4 {
     case 0x0:
       switch marker {
-      case 0x08: return .bool(false)
-      case 0x09: return .bool(true)
+      case 0x08: return .value(.bool(false))
+      case 0x09: return .value(.bool(true))
       case 0x00: throw BinaryPropertyList.corrupt("object \(object) is null, which is not a property-list value")
       default: throw BinaryPropertyList.corrupt("object \(object) has the unknown marker 0x\(String(marker, radix: 16))")
       }
-    case 0x1: return .integer(try integer(object: object, at: offset))
+    case 0x1: return .value(.integer(try integer(object: object, at: offset)))
     case 0x2:
       switch marker & 0x0F {
       case 2:
         try checkRange(object: object, start: offset &+ 1, count: 4, what: "real")
         let bits = UInt32(Reader.bigEndian(base, at: offset &+ 1, width: 4))
-        return .real(Double(Float(bitPattern: bits)))
+        return .value(.real(Double(Float(bitPattern: bits))))
       case 3:
         try checkRange(object: object, start: offset &+ 1, count: 8, what: "real")
-        return .real(Double(bitPattern: Reader.bigEndian(base, at: offset &+ 1, width: 8)))
+        return .value(.real(Double(bitPattern: Reader.bigEndian(base, at: offset &+ 1, width: 8))))
       default:
         throw BinaryPropertyList.corrupt("object \(object) is a real of \(Reader.widthName(marker)) bytes (must be 4 or 8)")
       }
@@ -1142,23 +1166,21 @@ private struct Reader {
       }
       try checkRange(object: object, start: offset &+ 1, count: 8, what: "date")
       let seconds = Double(bitPattern: Reader.bigEndian(base, at: offset &+ 1, width: 8))
-      return .date(Date(timeIntervalSinceReferenceDate: seconds))
+      return .value(.date(Date(timeIntervalSinceReferenceDate: seconds)))
     case 0x4:
       let (count, start) = try header(object: object, at: offset)
       try checkRange(object: object, start: start, count: count, what: "data")
-      return .data(Data(bytes: base.advanced(by: start), count: count))
+      return .value(.data(Data(bytes: base.advanced(by: start), count: count)))
     case 0x5, 0x6:
-      return .string(try string(object: object, at: offset))
+      return .value(.string(try string(object: object, at: offset)))
     case 0x8:
       throw BinaryPropertyList.corrupt("object \(object) is a uid (from a keyed archive), which is not a property-list value")
     case 0xA:
-      try open(object: object, at: offset, isDictionary: false, stack: &stack)
-      return nil
+      return .container(try open(object: object, at: offset, isDictionary: false, depth: depth))
     case 0xB, 0xC:
       throw BinaryPropertyList.corrupt("object \(object) is a set, which is not a property-list value")
     case 0xD:
-      try open(object: object, at: offset, isDictionary: true, stack: &stack)
-      return nil
+      return .container(try open(object: object, at: offset, isDictionary: true, depth: depth))
     default:
       throw BinaryPropertyList.corrupt("object \(object) has the unknown marker 0x\(String(marker, radix: 16))")
     }
@@ -1203,9 +1225,7 @@ private struct Reader {
     if marker &>> 4 == 0x5 {
       try checkRange(object: object, start: start, count: count, what: "ASCII string")
       let buffer = UnsafeRawBufferPointer(start: bytes, count: count)
-      var high: UInt8 = 0
-      for byte in buffer { high |= byte }
-      guard high < 0x80 else {
+      guard BinaryPropertyList.isASCII(buffer) else {
         throw BinaryPropertyList.corrupt("object \(object) is an ASCII string with a byte of 0x80 or more")
       }
       return String(decoding: buffer, as: UTF8.self)
@@ -1223,11 +1243,11 @@ private struct Reader {
   }
 
   /// Checks that a container's references are in the file and that it may
-  /// be opened (depth, cycle), and pushes it.
+  /// be opened (depth, cycle), and opens it.
   mutating func open(
-    object: Int, at offset: Int, isDictionary: Bool, stack: inout [Frame]
-  ) throws(AppGroupsError) {
-    guard stack.count < BinaryPropertyList.maximumDepth else {
+    object: Int, at offset: Int, isDictionary: Bool, depth: Int
+  ) throws(AppGroupsError) -> Frame {
+    guard depth < BinaryPropertyList.maximumDepth else {
       throw BinaryPropertyList.corrupt("nesting deeper than \(BinaryPropertyList.maximumDepth) (at object \(object))")
     }
     let (count, start) = try header(object: object, at: offset)
@@ -1245,7 +1265,7 @@ private struct Reader {
     } else {
       frame.elements.reserveCapacity(count)
     }
-    stack.append(frame)
+    return frame
   }
 
   /// The `index`th key of a dictionary whose key references start at `start`.
