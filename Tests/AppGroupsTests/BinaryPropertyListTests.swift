@@ -245,6 +245,15 @@ struct BinaryPropertyListTests {
     #expect(try sampleValue.propertyListData() == data)
   }
 
+  @Test func decodesASliceOfData() throws {
+    let data = BinaryPropertyList.encode(sampleValue)
+    let padded = Data([1, 2, 3]) + data + Data([4])
+    let slice = padded.dropFirst(3).dropLast()
+    #expect(slice.startIndex == 3)
+    #expect(try BinaryPropertyList.decode(slice) == sampleValue)
+    #expect(try PropertyListValue(propertyListData: slice) == sampleValue)
+  }
+
   @Test func negativeZeroAndNaNKeepTheirBits() throws {
     let back = try BinaryPropertyList.decode(BinaryPropertyList.encode(.array([.real(-0.0), .real(.nan)])))
     guard case .array(let elements) = back, elements.count == 2,
@@ -763,6 +772,16 @@ struct PropertyListValueCodingTests {
         #expect(error.code == .corruptPreferences, "\(error)")
         #expect(!error.message.isEmpty)
       }
+    }
+  }
+
+  @Test func refusesDeeplyNestedText() {
+    let depth = 100_000
+    let xml = "<plist version=\"1.0\">" + String(repeating: "<array>", count: depth)
+      + String(repeating: "</array>", count: depth) + "</plist>"
+    let openStep = String(repeating: "(", count: depth) + String(repeating: ")", count: depth)
+    for text in [xml, openStep] {
+      #expect(throws: AppGroupsError.self) { try PropertyListValue(propertyListData: Data(text.utf8)) }
     }
   }
 
