@@ -576,6 +576,13 @@ struct BinaryPropertyListTests {
     #expect(try BinaryPropertyList.decode(handMade([[0x12, 0xFF, 0xFF, 0xFF, 0xFF]])) == .integer(4_294_967_295))
   }
 
+  @Test func nanDatesAreRefused() throws {
+    let nan = handMade([[0x33] + bigEndian(Double.nan.bitPattern, width: 8)])
+    #expect(decodeError(nan)?.message.contains("NaN") == true)
+    let infinite = handMade([[0x33] + bigEndian(Double.infinity.bitPattern, width: 8)])
+    #expect(try BinaryPropertyList.decode(infinite) == .date(Date(timeIntervalSinceReferenceDate: .infinity)))
+  }
+
   @Test func fourByteRealsAreAccepted() throws {
     let bits = Float(1.5).bitPattern
     let data = handMade([[0x22] + bigEndian(UInt64(bits), width: 4)])

@@ -30,7 +30,9 @@ internal import Foundation
 ///   property-list values here (uids come from `NSKeyedArchiver` archives).
 /// - 1-, 2- and 4-byte integers are unsigned, 8-byte ones signed; a 16-byte
 ///   integer is accepted when its value fits in `Int`.
-/// - 4-byte reals are read as `Double`; dates are seconds since 2001-01-01.
+/// - 4-byte reals are read as `Double`; dates are seconds since 2001-01-01,
+///   and a NaN date is refused (Foundation traps describing one). The writer
+///   writes whatever it is given, so refuse NaN dates before encoding.
 /// - An ASCII string (0x5n) with a byte of 0x80 or more is refused. In a
 ///   UTF-16 string an unpaired surrogate becomes U+FFFD, as it does when
 ///   Foundation hands such a string to Swift: refusing it would throw away
@@ -1166,6 +1168,10 @@ private struct Reader {
       }
       try checkRange(object: object, start: offset &+ 1, count: 8, what: "date")
       let seconds = Double(bitPattern: Reader.bigEndian(base, at: offset &+ 1, width: 8))
+      // Not a point in time; and Foundation traps describing such a Date.
+      guard !seconds.isNaN else {
+        throw BinaryPropertyList.corrupt("object \(object) is a date that is not a number (NaN)")
+      }
       return .value(.date(Date(timeIntervalSinceReferenceDate: seconds)))
     case 0x4:
       let (count, start) = try header(object: object, at: offset)
