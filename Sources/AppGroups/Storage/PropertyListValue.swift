@@ -26,6 +26,12 @@ extension PropertyListValue {
   public init?(_ value: Any) {
     switch value {
     case let v as PropertyListValue: self = v
+    // Before `Int` and `Double`: an NSNumber answers `as? Int` for 1.0 and
+    // `as? Double` for 1 alike (Foundation's XML reader returns NSNumbers for
+    // <integer> and <real>); its type encoding tells which it is.
+    case let v as NSNumber where type(of: value) is NSNumber.Type:
+      guard let converted = PropertyListValue.fromNumber(v) else { return nil }
+      self = converted
     case let v as Bool where type(of: value) == Bool.self: self = .bool(v)
     case let v as Int: self = .integer(v)
     case let v as String: self = .string(v)
@@ -48,7 +54,6 @@ extension PropertyListValue {
     case let v as Date: self = .date(v)
     case let v as Data: self = .data(v)
     case let v as URL: self = .string(v.absoluteString)
-    case let v as NSNumber: self = PropertyListValue.fromNumber(v)
     case let v as [PropertyListValue]: self = .array(v)
     case let v as [String: PropertyListValue]: self = .dictionary(v)
     case let v as [Any]:
@@ -86,7 +91,9 @@ extension PropertyListValue {
     }
   }
 
-  private static func fromNumber(_ number: NSNumber) -> PropertyListValue {
+  /// The value an NSNumber was made from, by its type encoding; `nil` for an
+  /// unsigned integer too large for `Int`.
+  private static func fromNumber(_ number: NSNumber) -> PropertyListValue? {
     // NSNumber answers `as? Bool` and `as? Int` alike; its type encoding tells
     // which it was made from.
     switch String(cString: number.objCType) {
@@ -96,6 +103,9 @@ extension PropertyListValue {
       }
       return .integer(number.intValue)
     case "f", "d": return .real(number.doubleValue)
+    case "Q", "L", "I", "S", "C":
+      guard let value = Int(exactly: number.uint64Value) else { return nil }
+      return .integer(value)
     default: return .integer(number.intValue)
     }
   }

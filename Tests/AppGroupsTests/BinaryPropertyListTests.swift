@@ -1,0 +1,840 @@
+@testable import AppGroups
+import Foundation
+import Testing
+
+// MARK: - Helpers
+
+/// SplitMix64: a tiny seeded generator, so that every failure names a seed
+/// that reproduces it.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+
+  init(seed: UInt64) { state = seed }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// Equality that treats reals and dates by bit pattern, so NaN equals NaN
+/// and -0.0 differs from 0.0.
+func same(_ a: PropertyListValue, _ b: PropertyListValue) -> Bool {
+  switch (a, b) {
+  case (.real(let x), .real(let y)):
+    return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
+  case (.date(let x), .date(let y)):
+    let (s, t) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
+    return s.bitPattern == t.bitPattern || (s.isNaN && t.isNaN)
+  case (.array(let x), .array(let y)):
+    return x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+  case (.dictionary(let x), .dictionary(let y)):
+    guard x.count == y.count else { return false }
+    for (key, value) in x {
+      guard let other = y[key], same(value, other) else { return false }
+    }
+    return true
+  default:
+    return a == b
+  }
+}
+
+/// The error `decode` throws, or `nil` if it decoded.
+func decodeError(_ data: Data) -> AppGroupsError? {
+  do {
+    _ = try BinaryPropertyList.decode(data)
+    return nil
+  } catch {
+    return error
+  }
+}
+
+/// Builds a binary property list by hand: the objects' bytes in order (they
+/// must use `refSize`-byte references), an offset table of `offsetSize`-byte
+/// offsets, and a trailer. `offsets` replaces the real offsets when given.
+func handMade(
+  _ objects: [[UInt8]], top: UInt64 = 0, refSize: UInt8 = 1, offsetSize: UInt8 = 1,
+  offsets: [UInt64]? = nil, objectCount: UInt64? = nil
+) -> Data {
+  var bytes = Array("bplist00".utf8)
+  var realOffsets: [UInt64] = []
+  for object in objects {
+    realOffsets.append(UInt64(bytes.count))
+    bytes += object
+  }
+  let tableOffset = UInt64(bytes.count)
+  for offset in offsets ?? realOffsets {
+    bytes += bigEndian(offset, width: Int(offsetSize))
+  }
+  bytes += [0, 0, 0, 0, 0, 0, offsetSize, refSize]
+  bytes += bigEndian(objectCount ?? UInt64(objects.count), width: 8)
+  bytes += bigEndian(top, width: 8)
+  bytes += bigEndian(tableOffset, width: 8)
+  return Data(bytes)
+}
+
+func bigEndian(_ value: UInt64, width: Int) -> [UInt8] {
+  (0..<width).map { UInt8(truncatingIfNeeded: value >> (UInt64(width - 1 - $0) * 8)) }
+}
+
+/// The trailer's fields of an encoded file.
+struct Trailer {
+  let offsetSize: Int
+  let refSize: Int
+  let objectCount: Int
+  let top: Int
+  let tableOffset: Int
+
+  init(_ data: Data) {
+    let bytes = [UInt8](data.suffix(32))
+    func field(_ at: Int) -> Int { bytes[at..<at + 8].reduce(0) { $0 << 8 | Int($1) } }
+    offsetSize = Int(bytes[6])
+    refSize = Int(bytes[7])
+    objectCount = field(8)
+    top = field(16)
+    tableOffset = field(24)
+  }
+}
+
+/// Random property-list values, seeded.
+struct ValueGenerator {
+  var rng: SplitMix64
+
+  init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+
+  mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &rng) }
+
+  mutating func chance(_ percent: Int) -> Bool { int(0...99) < percent }
+
+  static let scalarPool: [Unicode.Scalar] = {
+    var pool: [Unicode.Scalar] = []
+    for v in [0x0, 0x1, 0x9, 0xA, 0x20, 0x7F, 0x80, 0xA0, 0xE9, 0xFF, 0x100, 0x301, 0x3A9, 0x5D0,
+              0x4E2D, 0xFEFF, 0xFFFD, 0xFFFF, 0x1F600, 0x1F468, 0x200D, 0x10FFFF, 0x1D11E] {
+      if let s = Unicode.Scalar(v) { pool.append(s) }
+    }
+    return pool
+  }()
+
+  mutating func string() -> String {
+    let length = chance(10) ? int(15...70) : int(0...14)
+    var s = String.UnicodeScalarView()
+    let ascii = chance(60)
+    for _ in 0..<length {
+      if ascii || chance(50) {
+        s.append(Unicode.Scalar(UInt8(int(0x20...0x7E))))
+      } else {
+        s.append(ValueGenerator.scalarPool[int(0...ValueGenerator.scalarPool.count - 1)])
+      }
+    }
+    return String(s)
+  }
+
+  mutating func integer() -> Int {
+    switch int(0...7) {
+    case 0: return [0, 1, -1, Int.min, Int.max, 255, 256, 65535, 65536, Int(UInt32.max), Int(UInt32.max) + 1][int(0...10)]
+    case 1: return int(-1000...1000)
+    case 2: return Int(truncatingIfNeeded: rng.next())
+    case 3: return int(0...255)
+    case 4: return int(256...65535)
+    case 5: return int(65536...Int(UInt32.max))
+    default: return int(Int(Int32.min)...Int(Int32.max))
+    }
+  }
+
+  mutating func real(allowNaN: Bool) -> Double {
+    switch int(0...7) {
+    case 0: return [0.0, -0.0, 1.0, -1.5, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1][int(0...8)]
+    case 1 where allowNaN: return .nan
+    case 2: return Double(int(-1000...1000))
+    default: return Double(bitPattern: rng.next() & 0x7FEF_FFFF_FFFF_FFFF | (chance(50) ? 1 << 63 : 0))
+    }
+  }
+
+  mutating func value(depth: Int = 0, allowNaN: Bool = true) -> PropertyListValue {
+    let containerChance = depth == 0 ? 100 : max(0, 40 - depth * 12)
+    if chance(containerChance) {
+      let count = chance(10) ? int(15...40) : int(0...6)
+      if chance(50) {
+        return .array((0..<count).map { _ in value(depth: depth + 1, allowNaN: allowNaN) })
+      }
+      var entries: [String: PropertyListValue] = [:]
+      for _ in 0..<count { entries[string()] = value(depth: depth + 1, allowNaN: allowNaN) }
+      return .dictionary(entries)
+    }
+    switch int(0...7) {
+    case 0: return .string(string())
+    case 1: return .integer(integer())
+    case 2: return .real(real(allowNaN: allowNaN))
+    case 3: return .bool(chance(50))
+    case 4:
+      // Sub-second dates, before and after 2001.
+      return .date(Date(timeIntervalSinceReferenceDate: Double(int(-4_000_000_000...4_000_000_000)) / 1000))
+    case 5:
+      let count = chance(5) ? int(15...2000) : int(0...20)
+      return .data(Data((0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }))
+    case 6: return .string(["", "key", "value", "😀"][int(0...3)])  // repeats, to dedupe
+    default: return .integer(int(0...3))
+    }
+  }
+}
+
+/// A value with every case, some repeated strings, and nesting.
+let sampleValue: PropertyListValue = .dictionary([
+  "string": .string("hello"),
+  "unicode": .string("héllo wörld 😀 𝄞 中文"),
+  "empty": .string(""),
+  "emptyArray": .array([]),
+  "emptyDict": .dictionary([:]),
+  "int": .integer(42),
+  "negative": .integer(-42),
+  "min": .integer(Int.min),
+  "max": .integer(Int.max),
+  "real": .real(3.25),
+  "negativeZero": .real(-0.0),
+  "true": .bool(true),
+  "false": .bool(false),
+  "date": .date(Date(timeIntervalSinceReferenceDate: 1234.5678)),
+  "data": .data(Data([0, 1, 2, 0xFF])),
+  "nested": .array([
+    .string("hello"), .string("hello"), .integer(300), .integer(70000),
+    .dictionary(["string": .string("hello"), "deeper": .array([.bool(true), .bool(false)])]),
+  ]),
+  "long": .string(String(repeating: "long string ", count: 10)),
+])
+
+// MARK: - Tests
+
+@Suite("BinaryPropertyList")
+struct BinaryPropertyListTests {
+  // MARK: Round trips
+
+  @Test(arguments: [
+    PropertyListValue.string(""), .string("a"), .string("plain ascii of more than fifteen bytes"),
+    .string("é"), .string("😀"), .string("𝄞 music"), .string("a\u{0}b"), .string("\u{FEFF}bom"),
+    .string("e\u{301}"), .string(String(repeating: "ü", count: 300)),
+    .integer(0), .integer(1), .integer(-1), .integer(255), .integer(256), .integer(65535),
+    .integer(65536), .integer(Int(UInt32.max)), .integer(Int(UInt32.max) + 1),
+    .integer(Int.min), .integer(Int.max), .integer(Int(Int32.min)),
+    .real(0), .real(-0.0), .real(1.5), .real(-1e300), .real(.infinity), .real(-.infinity),
+    .real(.leastNonzeroMagnitude), .real(.nan),
+    .bool(true), .bool(false),
+    .date(Date(timeIntervalSinceReferenceDate: 0)),
+    .date(Date(timeIntervalSinceReferenceDate: 0.123456789)),
+    .date(Date(timeIntervalSinceReferenceDate: -978_307_200.5)),
+    .data(Data()), .data(Data([0xFF])), .data(Data(repeating: 7, count: 100_000)),
+    .array([]), .dictionary([:]),
+    .array([.array([.array([.dictionary(["": .string("")])])])]),
+  ])
+  func roundTripsEveryCase(_ value: PropertyListValue) throws {
+    let data = BinaryPropertyList.encode(value)
+    let back = try BinaryPropertyList.decode(data)
+    #expect(same(back, value), "\(value) came back as \(back)")
+    // Foundation reads it too.
+    let foundation = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+    let converted = try #require(PropertyListValue(foundation))
+    #expect(same(converted, value), "Foundation read \(value) as \(converted)")
+  }
+
+  @Test func roundTripsTheSample() throws {
+    let data = BinaryPropertyList.encode(sampleValue)
+    #expect(same(try BinaryPropertyList.decode(data), sampleValue))
+    #expect(try PropertyListValue(propertyListData: data) == sampleValue)
+    #expect(try sampleValue.propertyListData() == data)
+  }
+
+  @Test func decodesASliceOfData() throws {
+    let data = BinaryPropertyList.encode(sampleValue)
+    let padded = Data([1, 2, 3]) + data + Data([4])
+    let slice = padded.dropFirst(3).dropLast()
+    #expect(slice.startIndex == 3)
+    #expect(try BinaryPropertyList.decode(slice) == sampleValue)
+    #expect(try PropertyListValue(propertyListData: slice) == sampleValue)
+  }
+
+  @Test func negativeZeroAndNaNKeepTheirBits() throws {
+    let back = try BinaryPropertyList.decode(BinaryPropertyList.encode(.array([.real(-0.0), .real(.nan)])))
+    guard case .array(let elements) = back, elements.count == 2,
+      case .real(let zero) = elements[0], case .real(let nan) = elements[1]
+    else {
+      Issue.record("decoded \(back)")
+      return
+    }
+    #expect(zero == 0 && zero.sign == .minus)
+    #expect(nan.isNaN)
+  }
+
+  @Test func datesKeepSubSecondPrecision() throws {
+    let date = Date(timeIntervalSinceReferenceDate: 700_000_000.123456)
+    let back = try BinaryPropertyList.decode(BinaryPropertyList.encode(.date(date)))
+    #expect(back == .date(date))
+  }
+
+  @Test func largeDictionaryRoundTrips() throws {
+    var entries: [String: PropertyListValue] = [:]
+    for i in 0..<20_000 {
+      entries["key\(i)"] = i % 2 == 0 ? .integer(i) : .string("value\(i)")
+    }
+    let value = PropertyListValue.dictionary(entries)
+    let data = BinaryPropertyList.encode(value)
+    #expect(try BinaryPropertyList.decode(data) == value)
+    let trailer = Trailer(data)
+    #expect(trailer.refSize == 2)
+    #expect(trailer.offsetSize == 4)
+    #expect(trailer.objectCount == 40_001)
+  }
+
+  // MARK: Format details
+
+  @Test func outputIsDeterministic() {
+    var forward: [String: PropertyListValue] = [:]
+    var backward: [String: PropertyListValue] = [:]
+    let keys = (0..<500).map { "k\($0 * 7919 % 1000)-\(String(repeating: "x", count: $0 % 13))é" }
+    for key in keys { forward[key] = .string(key) }
+    for key in keys.reversed() { backward[key] = .string(key) }
+    var small = forward
+    small.reserveCapacity(10_000)
+    let data = BinaryPropertyList.encode(.dictionary(forward))
+    #expect(BinaryPropertyList.encode(.dictionary(backward)) == data)
+    #expect(BinaryPropertyList.encode(.dictionary(small)) == data)
+  }
+
+  /// The keys of the top dictionary in the order the file lists them.
+  func writtenKeyOrder(_ data: Data) throws -> [String] {
+    let trailer = Trailer(data)
+    let bytes = [UInt8](data)
+    func read(_ at: Int, _ width: Int) -> Int { bytes[at..<at + width].reduce(0) { $0 << 8 | Int($1) } }
+    let offsets = (0..<trailer.objectCount).map { read(trailer.tableOffset + $0 * trailer.offsetSize, trailer.offsetSize) }
+    var at = offsets[trailer.top]
+    var count = Int(bytes[at] & 0x0F)
+    at += 1
+    if count == 15 {
+      let width = 1 << Int(bytes[at] & 0x0F)
+      count = read(at + 1, width)
+      at += 1 + width
+    }
+    return try (0..<count).map { i -> String in
+      let ref = read(at + i * trailer.refSize, trailer.refSize)
+      // A key object (these are short), copied into a file of its own.
+      let object = Array(bytes[offsets[ref]..<min(offsets[ref] + 128, trailer.tableOffset)])
+      guard case .string(let key) = try BinaryPropertyList.decode(handMade([object])) else { return "?" }
+      return key
+    }
+  }
+
+  @Test(arguments: [
+    ["b", "a", "ab", "a\u{0}", "aaaaaaaaab", "aaaaaaaaa", "aaaaaaaa", "é", "Z", ""],
+    (0..<300).map { "com.example.setting.\($0 * 7 % 300)" }
+      + (0..<100).map { "k\($0)" } + ["", "a", "a\u{0}", "\u{0}", "é", "😀", "zzzzzzzzz", "zzzzzzzz"],
+  ])
+  func keysAreSortedByTheirBytes(_ keys: [String]) throws {
+    var entries: [String: PropertyListValue] = [:]
+    for key in keys { entries[key] = .bool(true) }
+    let written = try writtenKeyOrder(BinaryPropertyList.encode(.dictionary(entries)))
+    #expect(written == keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+  }
+
+  @Test func stringsAreWrittenOnceAndBooleansShared() {
+    let value = PropertyListValue.dictionary([
+      "a": .string("a"), "b": .array([.string("a"), .string("b"), .bool(true), .bool(true)]),
+      "c": .bool(true),
+    ])
+    // Objects: dict, "a", "b", "c", array, true = 6.
+    #expect(Trailer(BinaryPropertyList.encode(value)).objectCount == 6)
+    // Canonically equivalent but different strings stay two objects.
+    let twins = PropertyListValue.array([.string("\u{E9}"), .string("e\u{301}")])
+    let data = BinaryPropertyList.encode(twins)
+    #expect(Trailer(data).objectCount == 3)
+    guard case .array(let back) = (try? BinaryPropertyList.decode(data)) ?? .array([]), back.count == 2,
+      case .string(let first) = back[0], case .string(let second) = back[1]
+    else {
+      Issue.record("twins did not decode")
+      return
+    }
+    #expect(Array(first.unicodeScalars) == ["\u{E9}"])
+    #expect(Array(second.unicodeScalars) == ["e", "\u{301}"])
+  }
+
+  @Test func integersUseTheFewestBytes() {
+    func marker(_ v: Int) -> UInt8 {
+      let data = BinaryPropertyList.encode(.integer(v))
+      return data[8]
+    }
+    #expect(marker(0) == 0x10)
+    #expect(marker(255) == 0x10)
+    #expect(marker(256) == 0x11)
+    #expect(marker(65535) == 0x11)
+    #expect(marker(65536) == 0x12)
+    #expect(marker(Int(UInt32.max)) == 0x12)
+    #expect(marker(Int(UInt32.max) + 1) == 0x13)
+    #expect(marker(-1) == 0x13)
+    #expect(marker(Int.min) == 0x13)
+  }
+
+  @Test func stringsAreASCIIOrUTF16() {
+    #expect(BinaryPropertyList.encode(.string("abc"))[8] == 0x53)
+    #expect(BinaryPropertyList.encode(.string("ab\u{7F}"))[8] == 0x53)
+    let utf16 = [UInt8](BinaryPropertyList.encode(.string("é😀")))
+    // é is one unit, 😀 two.
+    #expect(Array(utf16[8..<15]) == [0x63, 0x00, 0xE9, 0xD8, 0x3D, 0xDE, 0x00])
+    let long = [UInt8](BinaryPropertyList.encode(.string(String(repeating: "a", count: 20))))
+    #expect(Array(long[8..<11]) == [0x5F, 0x10, 20])
+  }
+
+  @Test func smallFilesUseOneByteReferencesAndOffsets() {
+    let small = Trailer(BinaryPropertyList.encode(.dictionary(["a": .integer(1), "b": .array([.bool(true)])])))
+    #expect(small.refSize == 1)
+    #expect(small.offsetSize == 1)
+    #expect(small.top == 0)
+    // More than 255 bytes before the offset table: 2-byte offsets.
+    let sample = Trailer(BinaryPropertyList.encode(sampleValue))
+    #expect(sample.refSize == 1)
+    #expect(sample.offsetSize == 2)
+  }
+
+  // MARK: Differential against Foundation
+
+  @Test func differentialAgainstFoundation() throws {
+    let seed: UInt64 = 0x00C0_FFEE_2024
+    var generator = ValueGenerator(seed: seed)
+    for iteration in 0..<500 {
+      let value = generator.value()
+      // (a) Ours, read by Foundation.
+      let ours = BinaryPropertyList.encode(value)
+      let foundation = try PropertyListSerialization.propertyList(from: ours, options: [], format: nil)
+      let converted = PropertyListValue(foundation)
+      #expect(converted.map { same($0, value) } == true,
+              "seed \(seed) iteration \(iteration): Foundation read \(String(describing: converted)) for \(value)")
+      // (b) Foundation's, read by us.
+      let theirs = try PropertyListSerialization.data(
+        fromPropertyList: value.foundationValue, format: .binary, options: 0)
+      do {
+        let decoded = try BinaryPropertyList.decode(theirs)
+        #expect(same(decoded, value), "seed \(seed) iteration \(iteration): we read \(decoded) for \(value)")
+      } catch {
+        Issue.record("seed \(seed) iteration \(iteration): Foundation's bytes for \(value) failed: \(error)")
+      }
+    }
+  }
+
+  // MARK: Malformed input
+
+  @Test func randomBytesAreRefused() {
+    let seed: UInt64 = 42
+    var rng = SplitMix64(seed: seed)
+    for iteration in 0..<2000 {
+      let count = Int.random(in: 0...120, using: &rng)
+      var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+      if iteration % 2 == 0, bytes.count >= 8 {
+        bytes.replaceSubrange(0..<8, with: Array("bplist00".utf8))
+      }
+      checkDecodesOrIsCorrupt(Data(bytes), "seed \(seed) iteration \(iteration)")
+    }
+  }
+
+  @Test func everyTruncationIsRefused() {
+    let data = BinaryPropertyList.encode(sampleValue)
+    for length in 0..<data.count {
+      let error = decodeError(data.prefix(length))
+      #expect(error?.code == .corruptPreferences, "prefix of \(length) bytes")
+    }
+  }
+
+  @Test func wrongMagicAndVersionAreRefused() {
+    var data = BinaryPropertyList.encode(.integer(1))
+    #expect(decodeError(data) == nil)
+    data[0] = UInt8(ascii: "x")
+    #expect(decodeError(data)?.message.contains("bplist00") == true)
+    data[0] = UInt8(ascii: "b")
+    data[7] = UInt8(ascii: "1")
+    #expect(decodeError(data)?.message.contains("version") == true)
+    #expect(decodeError(Data("bplist0".utf8))?.code == .corruptPreferences)
+    #expect(decodeError(Data())?.code == .corruptPreferences)
+  }
+
+  @Test func deepNestingThrowsTheDepthError() throws {
+    // A chain of 100,000 one-element arrays, each naming the next.
+    let depth = 100_000
+    var objects: [[UInt8]] = []
+    objects.reserveCapacity(depth)
+    for i in 0..<depth - 1 {
+      objects.append([0xA1] + bigEndian(UInt64(i + 1), width: 4))
+    }
+    objects.append([0xA0])
+    let data = handMade(objects, refSize: 4, offsetSize: 4)
+    let error = try #require(decodeError(data))
+    #expect(error.code == .corruptPreferences)
+    #expect(error.message.contains("nesting deeper than 512"), "\(error)")
+  }
+
+  @Test func nestingOf512IsAcceptedAnd513Refused() throws {
+    func chain(_ depth: Int) -> Data {
+      var objects: [[UInt8]] = (0..<depth - 1).map { [0xA1] + bigEndian(UInt64($0 + 1), width: 2) }
+      objects.append([0xA0])
+      return handMade(objects, refSize: 2, offsetSize: 2)
+    }
+    #expect(decodeError(chain(512)) == nil)
+    #expect(decodeError(chain(513))?.message.contains("nesting deeper than 512") == true)
+    // Our own encoder's output of the deepest accepted value decodes.
+    var value = PropertyListValue.array([])
+    for _ in 0..<511 { value = .array([value]) }
+    #expect(try BinaryPropertyList.decode(BinaryPropertyList.encode(value)) == value)
+  }
+
+  @Test func cyclesAreRefused() throws {
+    // An array that contains itself.
+    let direct = try #require(decodeError(handMade([[0xA1, 0x00]])))
+    #expect(direct.message.contains("object 0 refers to itself"), "\(direct)")
+    // Two arrays that contain each other.
+    let indirect = try #require(decodeError(handMade([[0xA1, 0x01], [0xA1, 0x00]])))
+    #expect(indirect.message.contains("refers to itself"), "\(indirect)")
+    // A dictionary whose value is itself.
+    let dictionary = try #require(decodeError(handMade([[0xD1, 0x01, 0x00], [0x51, 0x6B]])))
+    #expect(dictionary.message.contains("refers to itself"), "\(dictionary)")
+    // Sharing without a cycle is fine: [x, x] where x = [1].
+    let shared = handMade([[0xA2, 0x01, 0x01], [0xA1, 0x02], [0x10, 0x01]])
+    #expect(try BinaryPropertyList.decode(shared) == .array([.array([.integer(1)]), .array([.integer(1)])]))
+  }
+
+  @Test func sharedContainersCannotExplode() throws {
+    // 64 levels of [next, next]: 2^64 objects once expanded, in a few hundred bytes.
+    let levels = 64
+    var objects: [[UInt8]] = (0..<levels).map { [0xA2, UInt8($0 + 1), UInt8($0 + 1)] }
+    objects.append([0x09])
+    let error = try #require(decodeError(handMade(objects)))
+    #expect(error.message.contains("expand"), "\(error)")
+  }
+
+  @Test func hugeDeclaredLengthsAreRefused() throws {
+    // A data object claiming 2^62 bytes.
+    let data = handMade([[0x4F, 0x13] + bigEndian(1 << 62, width: 8)])
+    let error = try #require(decodeError(data))
+    #expect(error.message.contains("2^62"), "\(error)")
+    // A string and an array claiming more than the file.
+    #expect(decodeError(handMade([[0x5F, 0x12] + bigEndian(1_000_000, width: 4)])) != nil)
+    #expect(decodeError(handMade([[0x6F, 0x13] + bigEndian(UInt64.max, width: 8)])) != nil)
+    #expect(decodeError(handMade([[0xAF, 0x13] + bigEndian(1 << 61, width: 8)])) != nil)
+    #expect(decodeError(handMade([[0xDF, 0x13] + bigEndian(1 << 62, width: 8)])) != nil)
+    // A length that is one byte too long.
+    #expect(decodeError(handMade([[0x43, 1, 2]])) != nil)
+    #expect(try BinaryPropertyList.decode(handMade([[0x42, 1, 2]])) == .data(Data([1, 2])))
+  }
+
+  @Test func offsetsPastTheEndAreRefused() throws {
+    let data = handMade([[0x09]], offsets: [200])
+    let error = try #require(decodeError(data))
+    #expect(error.message.contains("offset 200 is past the end of the file"), "\(error)")
+    // Into the offset table itself.
+    #expect(decodeError(handMade([[0x09]], offsets: [9])) != nil)
+    // Into the header.
+    #expect(decodeError(handMade([[0x09]], offsets: [3])) != nil)
+  }
+
+  @Test func badTrailersAreRefused() {
+    let good: [[UInt8]] = [[0xA1, 0x01], [0x09]]
+    #expect(decodeError(handMade(good)) == nil)
+    #expect(decodeError(handMade(good, refSize: 0))?.message.contains("reference size") == true)
+    #expect(decodeError(handMade(good, refSize: 9))?.message.contains("reference size") == true)
+    #expect(decodeError(handMade(good, offsetSize: 0))?.message.contains("offset size") == true)
+    #expect(decodeError(handMade(good, offsetSize: 9))?.message.contains("offset size") == true)
+    #expect(decodeError(handMade(good, objectCount: 0))?.message.contains("no objects") == true)
+    #expect(decodeError(handMade(good, top: 2))?.message.contains("top object") == true)
+    #expect(decodeError(handMade(good, objectCount: 1 << 62)) != nil)
+    #expect(decodeError(handMade(good, objectCount: 3)) != nil)
+    // A reference to an object that does not exist.
+    #expect(decodeError(handMade([[0xA1, 0x05], [0x09]]))?.message.contains("refers to object 5") == true)
+  }
+
+  @Test func nonPropertyListObjectsAreRefused() {
+    #expect(decodeError(handMade([[0x00]]))?.message.contains("null") == true)
+    #expect(decodeError(handMade([[0x80, 0x01]]))?.message.contains("uid") == true)
+    #expect(decodeError(handMade([[0xC1, 0x01], [0x09]]))?.message.contains("set") == true)
+    #expect(decodeError(handMade([[0x0F]]))?.message.contains("marker") == true)
+    #expect(decodeError(handMade([[0x70]]))?.message.contains("marker") == true)
+    #expect(decodeError(handMade([[0x34] + [UInt8](repeating: 0, count: 8)]))?.message.contains("marker") == true)
+    #expect(decodeError(handMade([[0x21, 0, 0]]))?.message.contains("real") == true)
+    #expect(decodeError(handMade([[0x15] + [UInt8](repeating: 0, count: 32)]))?.message.contains("integer") == true)
+    // A dictionary with an integer key.
+    let key = decodeError(handMade([[0xD1, 0x01, 0x01], [0x10, 0x01]]))
+    #expect(key?.message.contains("not a string") == true)
+  }
+
+  @Test func sixteenByteIntegersFitOrAreRefused() throws {
+    func int128(_ high: UInt64, _ low: UInt64) -> Data {
+      handMade([[0x14] + bigEndian(high, width: 8) + bigEndian(low, width: 8)])
+    }
+    #expect(try BinaryPropertyList.decode(int128(0, 5)) == .integer(5))
+    #expect(try BinaryPropertyList.decode(int128(UInt64.max, UInt64.max)) == .integer(-1))
+    #expect(try BinaryPropertyList.decode(int128(0, UInt64(Int.max))) == .integer(Int.max))
+    #expect(decodeError(int128(0, 1 << 63))?.message.contains("16-byte") == true)
+    #expect(decodeError(int128(1, 0))?.message.contains("16-byte") == true)
+    #expect(decodeError(int128(UInt64.max, 0)) != nil)
+    // 1-, 2- and 4-byte integers are unsigned.
+    #expect(try BinaryPropertyList.decode(handMade([[0x10, 0xFF]])) == .integer(255))
+    #expect(try BinaryPropertyList.decode(handMade([[0x12, 0xFF, 0xFF, 0xFF, 0xFF]])) == .integer(4_294_967_295))
+  }
+
+  @Test func nanDatesAreRefused() throws {
+    let nan = handMade([[0x33] + bigEndian(Double.nan.bitPattern, width: 8)])
+    #expect(decodeError(nan)?.message.contains("NaN") == true)
+    let infinite = handMade([[0x33] + bigEndian(Double.infinity.bitPattern, width: 8)])
+    #expect(try BinaryPropertyList.decode(infinite) == .date(Date(timeIntervalSinceReferenceDate: .infinity)))
+  }
+
+  @Test func fourByteRealsAreAccepted() throws {
+    let bits = Float(1.5).bitPattern
+    let data = handMade([[0x22] + bigEndian(UInt64(bits), width: 4)])
+    #expect(try BinaryPropertyList.decode(data) == .real(1.5))
+  }
+
+  @Test func stringsAreChecked() throws {
+    // ASCII strings must be ASCII.
+    #expect(decodeError(handMade([[0x52, 0x61, 0xE9]]))?.message.contains("ASCII") == true)
+    // An unpaired surrogate becomes U+FFFD.
+    let lone = try BinaryPropertyList.decode(handMade([[0x62, 0xD8, 0x3D, 0x00, 0x61]]))
+    #expect(lone == .string("\u{FFFD}a"))
+    // A valid pair is kept.
+    let pair = try BinaryPropertyList.decode(handMade([[0x62, 0xD8, 0x3D, 0xDE, 0x00]]))
+    #expect(pair == .string("😀"))
+    // A length that is not an integer.
+    #expect(decodeError(handMade([[0x5F, 0x22, 0, 0, 0, 0]]))?.message.contains("length") == true)
+  }
+
+  @Test func duplicateKeysKeepTheLastValue() throws {
+    let data = handMade([[0xD2, 0x01, 0x01, 0x02, 0x03], [0x51, 0x6B], [0x10, 0x01], [0x10, 0x02]])
+    #expect(try BinaryPropertyList.decode(data) == .dictionary(["k": .integer(2)]))
+  }
+
+  // MARK: Fuzzing
+
+  /// Decoding either succeeds, and then the value survives a round trip, or
+  /// throws `.corruptPreferences`.
+  @discardableResult
+  func checkDecodesOrIsCorrupt(_ data: Data, _ context: @autoclosure () -> String) -> Bool {
+    do {
+      let value = try BinaryPropertyList.decode(data)
+      let again = try BinaryPropertyList.decode(BinaryPropertyList.encode(value))
+      if !same(again, value) {
+        Issue.record("\(context()): \(value) re-encoded as \(again); input \(data.map { String($0, radix: 16) })")
+      }
+      return true
+    } catch {
+      if error.code != .corruptPreferences {
+        Issue.record("\(context()): wrong code \(error.code): \(error)")
+      }
+      return false
+    }
+  }
+
+  @Test func mutationFuzz() throws {
+    let iterations = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 1000
+    var generator = ValueGenerator(seed: 7)
+    var corpus: [Data] = [
+      BinaryPropertyList.encode(sampleValue),
+      BinaryPropertyList.encode(.array([.integer(1), .string("a"), .array([.dictionary(["k": .real(1)])])])),
+      BinaryPropertyList.encode(.string("héllo 😀")),
+      try PropertyListSerialization.data(fromPropertyList: sampleValue.foundationValue, format: .binary, options: 0),
+    ]
+    for _ in 0..<4 { corpus.append(BinaryPropertyList.encode(generator.value())) }
+    let interesting: [UInt8] = [0, 1, 0x0F, 0x10, 0x13, 0x14, 0x7F, 0x80, 0xA1, 0xD1, 0xFE, 0xFF]
+    let seed = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0xF022
+    var rng = SplitMix64(seed: seed)
+    var decoded = 0
+    var reasons: [String: Int] = [:]
+    for iteration in 0..<iterations {
+      let original = corpus[Int(rng.next() % UInt64(corpus.count))]
+      var bytes = [UInt8](original)
+      // Most mutations land in the objects, keeping the header, offset table
+      // and trailer, so that they reach the object parser.
+      let tableOffset = Trailer(original).tableOffset
+      /// A random number in low..<high, or `low` if that is empty.
+      func random(_ low: Int, _ high: Int) -> Int {
+        high <= low ? low : low + Int(rng.next() % UInt64(high - low))
+      }
+      func anyByte() -> UInt8 {
+        rng.next() % 2 == 0 ? UInt8(truncatingIfNeeded: rng.next()) : interesting[random(0, interesting.count)]
+      }
+      let mutations = 1 + random(0, 4)
+      for _ in 0..<mutations where bytes.count > 8 {
+        switch rng.next() % 10 {
+        case 0, 1, 2:
+          // An object byte.
+          let at = random(8, min(tableOffset, bytes.count))
+          if rng.next() % 2 == 0 { bytes[at] ^= 1 << UInt8(rng.next() % 8) } else { bytes[at] = anyByte() }
+        case 3:
+          // An offset-table byte.
+          let at = random(min(tableOffset, bytes.count), max(0, bytes.count - 32))
+          if at < bytes.count { bytes[at] = anyByte() }
+        case 4:
+          // A trailer byte: the widths, counts and offsets.
+          let at = random(max(0, bytes.count - 26), bytes.count)
+          bytes[at] = anyByte()
+        case 5: bytes.insert(anyByte(), at: random(0, bytes.count))
+        case 6:
+          let at = random(0, bytes.count)
+          bytes.removeSubrange(at..<min(bytes.count, at + 1 + random(0, 4)))
+        case 7: bytes.removeLast(random(0, min(bytes.count, 8)))
+        case 8:
+          // A byte anywhere, the header included.
+          bytes[random(0, bytes.count)] ^= 1 << UInt8(rng.next() % 8)
+        default:
+          // An object's bytes copied over another place in the objects.
+          let from = random(8, min(tableOffset, bytes.count))
+          let to = random(8, min(tableOffset, bytes.count))
+          let length = min(random(1, 9), bytes.count - max(from, to))
+          if length > 0 { bytes.replaceSubrange(to..<to + length, with: bytes[from..<from + length]) }
+        }
+      }
+      if checkDecodesOrIsCorrupt(Data(bytes), "seed \(seed) iteration \(iteration)") {
+        decoded += 1
+      } else if let error = decodeError(Data(bytes)) {
+        reasons[String(error.message.prefix(while: { !$0.isNumber })), default: 0] += 1
+      }
+    }
+    // Both paths are exercised: some mutants decode, many reasons refuse the rest.
+    if iterations >= 1000 {
+      #expect(decoded > iterations / 50, "seed \(seed): only \(decoded) of \(iterations) mutants decoded")
+      #expect(reasons.count > 5, "seed \(seed): refusals \(reasons)")
+    }
+  }
+
+  // MARK: Foundation's tools
+
+  @Test(.enabled(
+    if: FileManager.default.isExecutableFile(atPath: "/opt/swift/usr/bin/plutil"),
+    "/opt/swift/usr/bin/plutil is not installed"))
+  func plutilAcceptsOurDictionary() throws {
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("appgroups-plutil-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var entries: [String: PropertyListValue] = ["sample": sampleValue]
+    for i in 0..<300 { entries["key\(i)"] = .string("value \(i) é") }
+    let file = directory.appendingPathComponent("domain.plist")
+    try BinaryPropertyList.encode(.dictionary(entries)).write(to: file)
+
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/plutil")
+    process.arguments = ["-lint", file.path]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "plutil -lint: \(text)")
+    #expect(text.contains("OK"), "plutil -lint: \(text)")
+  }
+}
+
+// MARK: - Public entry points
+
+@Suite("PropertyListValue coding")
+struct PropertyListValueCodingTests {
+  static let xml = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+      <key>yes</key><true/>
+      <key>no</key><false/>
+      <key>one</key><integer>1</integer>
+      <key>zero</key><integer>0</integer>
+      <key>negative</key><integer>-7</integer>
+      <key>big</key><integer>9223372036854775807</integer>
+      <key>realOne</key><real>1</real>
+      <key>real</key><real>2.5</real>
+      <key>text</key><string>héllo</string>
+      <key>when</key><date>2001-01-01T00:00:10Z</date>
+      <key>bytes</key><data>AQID</data>
+      <key>list</key><array><integer>1</integer><true/><real>0</real></array>
+    </dict>
+    </plist>
+    """
+
+  @Test func readsXMLWithTheRightTypes() throws {
+    let value = try PropertyListValue(propertyListData: Data(Self.xml.utf8))
+    #expect(value == .dictionary([
+      "yes": .bool(true), "no": .bool(false), "one": .integer(1), "zero": .integer(0),
+      "negative": .integer(-7), "big": .integer(Int.max), "realOne": .real(1), "real": .real(2.5),
+      "text": .string("héllo"), "when": .date(Date(timeIntervalSinceReferenceDate: 10)),
+      "bytes": .data(Data([1, 2, 3])), "list": .array([.integer(1), .bool(true), .real(0)]),
+    ]))
+  }
+
+  @Test func readsOpenStepText() throws {
+    let value = try PropertyListValue(propertyListData: Data("{ name = \"x y\"; list = (a, b); }".utf8))
+    #expect(value == .dictionary(["name": .string("x y"), "list": .array([.string("a"), .string("b")])]))
+  }
+
+  @Test func refusesEmptyAndGarbage() {
+    for bytes in [Data(), Data("garbage <<".utf8), Data("<?xml version=\"1.0\"?><plist><dict><key>a</key></plist>".utf8),
+                  Data([0xFF, 0xFE, 0x00]), Data("bplist00".utf8), Data("bplist15xxxxxxxxxxxx".utf8)] {
+      do {
+        _ = try PropertyListValue(propertyListData: bytes)
+        Issue.record("\(bytes.count) bytes decoded")
+      } catch {
+        #expect(error.code == .corruptPreferences, "\(error)")
+        #expect(!error.message.isEmpty)
+      }
+    }
+  }
+
+  @Test func refusesDeeplyNestedText() {
+    let depth = 100_000
+    let xml = "<plist version=\"1.0\">" + String(repeating: "<array>", count: depth)
+      + String(repeating: "</array>", count: depth) + "</plist>"
+    let openStep = String(repeating: "(", count: depth) + String(repeating: ")", count: depth)
+    for text in [xml, openStep] {
+      #expect(throws: AppGroupsError.self) { try PropertyListValue(propertyListData: Data(text.utf8)) }
+    }
+  }
+
+  @Test func refusesAnXMLIntegerTooLargeForInt() {
+    let xml = "<plist version=\"1.0\"><integer>18446744073709551615</integer></plist>"
+    #expect(throws: AppGroupsError.self) { try PropertyListValue(propertyListData: Data(xml.utf8)) }
+  }
+
+  @Test func writesXMLThatKeepsTypes() throws {
+    let value = PropertyListValue.dictionary([
+      "yes": .bool(true), "no": .bool(false), "one": .integer(1), "realOne": .real(1),
+      "when": .date(Date(timeIntervalSinceReferenceDate: 10)), "bytes": .data(Data([1, 2, 3])),
+      "list": .array([.string("é"), .integer(-3)]),
+    ])
+    let data = try value.propertyListData(format: .xml)
+    let text = String(decoding: data, as: UTF8.self)
+    #expect(text.contains("<true/>"))
+    #expect(text.contains("<false/>"))
+    #expect(text.contains("<integer>1</integer>"))
+    #expect(text.contains("<real>1</real>"))
+    #expect(try PropertyListValue(propertyListData: data) == value)
+  }
+
+  @Test func xmlDropsFractionsOfASecond() throws {
+    let value = PropertyListValue.date(Date(timeIntervalSinceReferenceDate: 10.75))
+    let back = try PropertyListValue(propertyListData: value.propertyListData(format: .xml))
+    guard case .date(let date) = back else {
+      Issue.record("read \(back)")
+      return
+    }
+    #expect(abs(date.timeIntervalSinceReferenceDate - 10.75) < 1)
+  }
+
+  @Test func binaryIsTheDefault() throws {
+    let data = try sampleValue.propertyListData()
+    #expect(data.starts(with: Array("bplist00".utf8)))
+    #expect(try PropertyListValue(propertyListData: data) == sampleValue)
+  }
+
+  @Test func foundationNumbersConvertByTheirType() {
+    #expect(PropertyListValue(NSNumber(value: true)) == .bool(true))
+    #expect(PropertyListValue(NSNumber(value: 1)) == .integer(1))
+    #expect(PropertyListValue(NSNumber(value: 1.0)) == .real(1))
+    #expect(PropertyListValue(NSNumber(value: Float(0.5))) == .real(0.5))
+    #expect(PropertyListValue(NSNumber(value: UInt64(7))) == .integer(7))
+    #expect(PropertyListValue(NSNumber(value: UInt64.max)) == nil)
+    #expect(PropertyListValue(NSNumber(value: Int8(-3))) == .integer(-3))
+  }
+}
