@@ -304,3 +304,18 @@ final class MessageLog: @unchecked Sendable {
   func append(_ line: String) { lock.withLock { storage.append(line) } }
   var lines: [String] { lock.withLock { storage } }
 }
+
+@Suite("GroupDefaults refusals")
+struct GroupDefaultsRefusalTests {
+  @Test func valuesTheReaderWouldRefuseAreNeverWritten() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    var deep = PropertyListValue.array([])
+    for _ in 0..<600 { deep = .array([deep]) }
+    #expect(caught { try d.write(deep, forKey: "deep") }?.code == .unsupportedValue)
+    let nanDate = PropertyListValue.date(Date(timeIntervalSinceReferenceDate: .nan))
+    #expect(caught { try d.write(nanDate, forKey: "when") }?.code == .unsupportedValue)
+    #expect(caught { try d.update("when") { _ in nanDate } }?.code == .unsupportedValue)
+    #expect(d.object(forKey: "deep") == nil && d.object(forKey: "when") == nil)
+  }
+}

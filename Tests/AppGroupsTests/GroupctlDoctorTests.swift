@@ -65,7 +65,7 @@ struct GroupctlDoctorTests {
       apply: { g in
         try Data("junk <".utf8).write(to: g.t.groupSuiteFile)
         return g.t.groupSuiteFile.path
-      }, message: "cannot be read (not a property list)",
+      }, message: "cannot be read (the 6-byte property list is neither binary nor valid XML or OpenStep text",
       advice: "plutil -p"),
     Damage(
       testDescription: "unreadable managed file",

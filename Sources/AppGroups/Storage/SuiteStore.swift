@@ -207,6 +207,9 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
+    if let problem = PropertyListValue.dictionary(values).storageProblem() {
+      throw AppGroupsError(.unsupportedValue, "the new domain for \(path) cannot be stored: \(problem)")
+    }
     let size = Self.estimate(values)
     if size > options.sizeLimit {
       throw AppGroupsError(
@@ -290,6 +293,9 @@ final class SuiteStore: Sendable {
       try commitLocked(timeout: timeout) { current in
         do {
           result = try body(current[key])
+        if let problem = result?.storageProblem() {
+          throw AppGroupsError(.unsupportedValue, "cannot store the value for \(key.debugDescription): \(problem)")
+        }
           var change: [String: PropertyListValue?] = [:]
           change.updateValue(result, forKey: key)
           return change
