@@ -170,23 +170,31 @@ final class SuiteView: Sendable {
           GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin))
       }
     }
-    let keys = changes.count > 64 ? [] : changes.map { CacheKey($0.key, seed: keySeed) }
     cache.withLock { cache in
       cache.epoch &+= 1
       // A key that is not ASCII may have another spelling the cache holds
       // apart (see CacheKey): then forget everything.
-      if changes.count > 64 || cache.holdsNonASCIIKeys || keys.contains(where: { !$0.isASCII }) {
+      var clearAll = changes.count > 64 || cache.holdsNonASCIIKeys
+      if !clearAll {
+        for change in changes {
+          let key = CacheKey(change.key, seed: keySeed)
+          guard key.isASCII else {
+            clearAll = true
+            break
+          }
+          cache.entries.removeValue(forKey: key)
+        }
+      }
+      if clearAll {
         cache.entries.removeAll(keepingCapacity: true)
         cache.holdsNonASCIIKeys = false
-      } else {
-        for key in keys { cache.entries.removeValue(forKey: key) }
       }
     }
     if !effective.isEmpty { deliver(effective) }
   }
 
   private func deliver(_ changes: [GroupDefaults.Change]) {
-    let targets = observers.withLock { Array($0.byID.values) }
+    let targets = observers.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) }
     for target in targets {
       if let keys = target.keys {
         let relevant = changes.filter { keys.contains($0.key) }
