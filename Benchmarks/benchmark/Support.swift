@@ -205,7 +205,6 @@ func runChild(_ arguments: [String], environment: [String: String], timeout: Dou
 // MARK: Statistics
 
 enum Stats {
-
   /// The q-quantile (0…1) by the nearest-rank method.
   static func quantile(_ xs: [Double], _ q: Double) -> Double {
     let s = xs.sorted()
