@@ -46,9 +46,20 @@ extension GroupDefaults {
   /// - Returns: `true` when the suite had changed and was re-read.
   @discardableResult
   public func refreshIfChanged() -> Bool {
+    // Three plain checks, not a loop over an array of the stores: the
+    // arrays' allocation and reference counting cost more than the checks'
+    // own user-space work.
     var changed = false
-    for store in [view.suite, view.global, view.managed].compactMap({ $0 }) where store.hasChangedOnDisk() {
-      store.refresh()
+    if view.suite.hasChangedOnDisk() {
+      view.suite.refresh()
+      changed = true
+    }
+    if let global = view.global, global.hasChangedOnDisk() {
+      global.refresh()
+      changed = true
+    }
+    if let managed = view.managed, managed.hasChangedOnDisk() {
+      managed.refresh()
       changed = true
     }
     return changed

@@ -58,13 +58,23 @@ final class SuiteStore: Sendable {
     var flushScheduled = false
     var sizeEstimate = 0
     var lastGeneration: UInt64 = 0
-    var changeHandlers: [UInt64: @Sendable ([StoredChange], ChangeOrigin) -> Void] = [:]
+    var changeHandlers: [UInt64: ChangeHandler] = [:]
     var nextHandlerID: UInt64 = 1
     var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)? {
-      let handlers = Array(changeHandlers.values)
+      // One handler (a suite's one view) is the common case: hand it out as
+      // it is, rather than building an array and a closure on every set.
+      if changeHandlers.count == 1 { return changeHandlers.first?.value.body }
+      let handlers = changeHandlers.values.map(\.body)
       if handlers.isEmpty { return nil }
       return { changes, origin in for handler in handlers { handler(changes, origin) } }
     }
+  }
+
+  /// A change handler, wrapped so that the dictionary stores the closure as
+  /// it is: a bare closure in a generic container is stored re-abstracted,
+  /// and taking it out again allocated a thunk on every `set`.
+  struct ChangeHandler: Sendable {
+    let body: @Sendable ([StoredChange], ChangeOrigin) -> Void
   }
 
   private struct CommitState: Sendable {
@@ -138,7 +148,7 @@ final class SuiteStore: Sendable {
     state.withLock { st in
       let id = st.nextHandlerID
       st.nextHandlerID &+= 1
-      st.changeHandlers[id] = handler
+      st.changeHandlers[id] = ChangeHandler(body: handler)
       return id
     }
   }
@@ -174,10 +184,14 @@ final class SuiteStore: Sendable {
   @discardableResult
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
-    let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
+    // The handler comes out through a local, not inside the generic Result:
+    // a closure stored in a generic is re-abstracted, and taking it out
+    // again allocated a thunk on every set.
+    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    let outcome: Result<(StoredChange?, Bool), AppGroupsError> =
       state.withLock { st in
         let old = st.values[key]
-        if old == value { return .success((nil, false, nil)) }
+        if old == value { return .success((nil, false)) }
         let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
         let newSize = value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
         let size = st.sizeEstimate - oldSize + newSize
@@ -194,9 +208,10 @@ final class SuiteStore: Sendable {
         st.nextSequence &+= 1
         let schedule = !st.flushScheduled
         st.flushScheduled = true
-        return .success((StoredChange(key: key, old: old, new: value), schedule, st.changeHandler))
+        handler = st.changeHandler
+        return .success((StoredChange(key: key, old: old, new: value), schedule))
       }
-    let (change, schedule, handler) = try outcome.get()
+    let (change, schedule) = try outcome.get()
     if schedule { scheduleFlush() }
     if let change, let handler { handler([change], .thisProcess) }
     return change

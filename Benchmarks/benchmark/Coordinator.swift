@@ -1,0 +1,434 @@
+// The coordinator: prepares a temporary root (AppGroups) and a temporary
+// HOME (Foundation), runs every measure round by round in fresh child
+// processes — AppGroups and Foundation alternating, so that load on the
+// machine falls on both — and prints the table.
+import AppGroups
+import Foundation
+import Glibc
+
+enum Side: String, CaseIterable {
+  case appGroups = "appgroups"
+  case foundation = "foundation"
+}
+
+struct Configuration {
+  var quick: Bool
+  var rounds: Int
+  /// P1 and P6: seconds per timed batch, batches per round.
+  var batchSeconds: Double
+  var batches: Int
+  /// P2: distinct keys set into an empty suite.
+  var fillKeys: Int
+  /// P3, P4, P7: suite sizes and `set`+`synchronize()` operations per round.
+  var sizes: [(keys: Int, ops: Int)]
+  /// P5: samples per round.
+  var notifySamples: Int
+  /// P8: watching processes and samples per round.
+  var fanoutWatchers: Int
+  var fanoutSamples: Int
+  /// How long Foundation's watchers are given to hear of a write.
+  var foundationWait: Double
+  /// Only these measures (P1…P8), when set.
+  var only: Set<String>? = nil
+  /// Keep the temporary folder (for profiling a child mode by hand).
+  var keep = false
+
+  static let full = Configuration(
+    quick: false, rounds: 5, batchSeconds: 0.1, batches: 5, fillKeys: 10_000,
+    sizes: [(1_000, 20), (10_000, 10), (100_000, 3)],
+    notifySamples: 60, fanoutWatchers: 32, fanoutSamples: 50, foundationWait: 1.0)
+
+  static let quickRun = Configuration(
+    quick: true, rounds: 2, batchSeconds: 0.02, batches: 3, fillKeys: 1_000,
+    sizes: [(1_000, 4), (10_000, 2)],
+    notifySamples: 25, fanoutWatchers: 32, fanoutSamples: 10, foundationWait: 0.3)
+}
+
+final class Coordinator {
+  let configuration: Configuration
+  let folder: String
+  let root: String
+  let environments: [Side: [String: String]]
+  private var samples: [String: [Double]] = [:]
+  private var values: [String: [Double]] = [:]
+
+  init(configuration: Configuration) {
+    self.configuration = configuration
+    let temporary = (NSTemporaryDirectory() as NSString).standardizingPath
+    var template = Array((temporary + "/appgroups-bench-XXXXXX").utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+      fail("mkdtemp: \(String(cString: strerror(errno)))")
+    }
+    folder = String(cString: made)
+    root = folder + "/root"
+    let appHome = folder + "/home-appgroups"
+    let foundationHome = folder + "/home-foundation"
+    for path in [root, appHome + "/.config", foundationHome + "/.config"] {
+      do {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+      } catch {
+        fail("cannot create \(path): \(error)")
+      }
+    }
+    Self.cleanup = folder
+    atexit { if let folder = Coordinator.cleanup { try? FileManager.default.removeItem(atPath: folder) } }
+    environments = [
+      .appGroups: ["BENCH_ROOT": root, "HOME": appHome, "XDG_CONFIG_HOME": appHome + "/.config"],
+      .foundation: ["HOME": foundationHome, "XDG_CONFIG_HOME": foundationHome + "/.config"],
+    ]
+  }
+
+  /// The temporary folder, removed at exit (also after a failure).
+  nonisolated(unsafe) static var cleanup: String?
+
+  /// A suite name for `side`: a group suite for AppGroups, a plain suite for Foundation.
+  func suite(_ side: Side, _ name: String) -> String {
+    side == .appGroups ? "group.bench.\(name)" : "bench.\(name)"
+  }
+
+  private func child(_ side: Side, _ mode: String, _ name: String, _ parameters: [String: Any]) -> [String] {
+    let arguments = [side.rawValue, mode, "suite=\(suite(side, name))"]
+      + parameters.map { "\($0.key)=\($0.value)" }.sorted()
+    return runChild(arguments, environment: environments[side]!)
+  }
+
+  /// Runs one child and files its `sample` and `value` lines under `label`.
+  private func measure(_ side: Side, _ label: String, _ mode: String, _ name: String, _ parameters: [String: Any]) {
+    for line in child(side, mode, name, parameters) {
+      let parts = line.split(separator: " ")
+      guard parts.count == 3, let number = Double(parts[2]) else {
+        fail("unexpected line from \(side.rawValue) \(mode): \(line.debugDescription)")
+      }
+      let key = "\(side.rawValue)/\(label)/\(parts[1])"
+      switch parts[0] {
+      case "sample": samples[key, default: []].append(number)
+      case "value": values[key, default: []].append(number)
+      default: fail("unexpected line from \(side.rawValue) \(mode): \(line.debugDescription)")
+      }
+    }
+  }
+
+  func samples(_ side: Side, _ label: String, _ series: String) -> [Double] {
+    samples["\(side.rawValue)/\(label)/\(series)"] ?? []
+  }
+
+  func values(_ side: Side, _ label: String, _ name: String) -> [Double] {
+    values["\(side.rawValue)/\(label)/\(name)"] ?? []
+  }
+
+  // MARK: Running
+
+  /// Whether measure `id` (P1…P8) is to run.
+  func wants(_ id: String) -> Bool { configuration.only?.contains(id) ?? true }
+
+  /// The suite sizes this run needs: P3 needs 1,000 keys, P4 10,000, P7 all.
+  var sizes: [(keys: Int, ops: Int)] {
+    configuration.sizes.filter { size in
+      wants("P7") || (wants("P3") && size.keys == 1_000) || (wants("P4") && size.keys == 10_000)
+    }
+  }
+
+  func run() {
+    let c = configuration
+    let started = monotonicNanoseconds()
+    let loadBefore = loadAverage()
+    // The manifest: the bench identity holds every group suite used.
+    var groups = ["read", "empty", "notify", "fanout"] + c.sizes.map { "keys-\($0.keys)" }
+    groups += (0..<c.rounds).map { "fill-r\($0)" }
+    do {
+      try EntitlementManifest.grant(
+        AppGroupsSide.bundleID, groups: groups.map { suite(.appGroups, $0) },
+        root: ContainerRoot(path: root))
+    } catch {
+      fail("cannot write the manifest: \(error)")
+    }
+    progress("preparing suites in \(folder)")
+    for side in Side.allCases {
+      _ = child(side, "prepare", "read", ["keys": 10])
+      if wants("P7") { _ = child(side, "prepare", "empty", ["keys": 0]) }
+      for size in sizes { _ = child(side, "prepare", "keys-\(size.keys)", ["keys": size.keys]) }
+    }
+    let batch: [String: Any] = ["batch": c.batchSeconds, "batches": c.batches]
+    for round in 0..<c.rounds {
+      progress("round \(round + 1) of \(c.rounds)")
+      // Alternate which side goes first, so neither always runs on a warmer machine.
+      let order: [Side] = round % 2 == 0 ? [.appGroups, .foundation] : [.foundation, .appGroups]
+      if wants("P1") {
+        for side in order { measure(side, "P1", "read", "read", batch) }
+      }
+      if wants("P6") { measure(.appGroups, "P6", "resume", "read", batch) }
+      if wants("P2") {
+        for side in order { measure(side, "P2", "fill", "fill-r\(round)", ["keys": c.fillKeys]) }
+      }
+      for size in sizes {
+        for side in order {
+          measure(side, "size-\(size.keys)", "setsync", "keys-\(size.keys)", ["keys": size.keys, "ops": size.ops])
+        }
+      }
+      if wants("P7") {
+        for size in sizes {
+          for side in order { measure(side, "size-\(size.keys)", "load", "keys-\(size.keys)", ["keys": size.keys]) }
+        }
+        for side in order { measure(side, "empty", "load", "empty", ["keys": 0]) }
+      }
+      if wants("P5") {
+        measure(.appGroups, "P5", "notify", "notify", ["watchers": 1, "samples": c.notifySamples, "gapMicros": 500])
+      }
+      if wants("P8") {
+        measure(
+          .appGroups, "P8", "notify", "fanout",
+          ["watchers": c.fanoutWatchers, "samples": c.fanoutSamples, "gapMicros": 2_000])
+      }
+    }
+    // Foundation has no cross-process change callback: check once that nothing arrives.
+    if wants("P5") || wants("P8") { progress("checking whether Foundation's writes reach other processes") }
+    if wants("P5") {
+      measure(.foundation, "P5", "notify", "notify", ["watchers": 1, "samples": 5, "wait": c.foundationWait])
+    }
+    if wants("P8") {
+      measure(
+        .foundation, "P8", "notify", "fanout",
+        ["watchers": c.fanoutWatchers, "samples": 1, "wait": c.foundationWait])
+    }
+    if c.keep {
+      Self.cleanup = nil
+      progress("kept \(folder) (BENCH_ROOT=\(root))")
+    }
+    let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+    printReport(elapsed: elapsed, loadBefore: loadBefore, loadAfter: loadAverage())
+  }
+
+  private func progress(_ text: String) { warn(text) }
+
+  // MARK: Report
+
+  private struct Row {
+    var measure: String
+    var appGroups: [String]  // median, min, max
+    var foundation: [String]
+    var ratio: String
+    var target: String
+    var verdict: String
+  }
+
+  private func durations(_ xs: [Double]) -> [String] {
+    guard !xs.isEmpty else { return ["—", "—", "—"] }
+    return [formatDuration(Stats.median(xs)), formatDuration(xs.min()!), formatDuration(xs.max()!)]
+  }
+
+  private func ratio(_ foundation: [Double], _ appGroups: [Double]) -> String {
+    guard !foundation.isEmpty, !appGroups.isEmpty else { return "—" }
+    let r = Stats.median(foundation) / Stats.median(appGroups)
+    return r >= 10 ? String(format: "%.0f×", r) : String(format: "%.1f×", r)
+  }
+
+  private func verdict(_ met: Bool, _ applies: Bool = true, unless reason: String = "quick run") -> String {
+    guard applies else { return "n/a (\(reason))" }
+    return met ? "met" : "**missed**"
+  }
+
+  private func printReport(elapsed: Double, loadBefore: String, loadAfter: String) {
+    let c = configuration
+    var rows: [Row] = []
+    func pair(_ label: String, _ series: String) -> ([Double], [Double]) {
+      (samples(.appGroups, label, series), samples(.foundation, label, series))
+    }
+
+    // P1
+    if wants("P1") {
+      let (a, f) = pair("P1", "read")
+      rows.append(
+        Row(
+          measure: "P1 cached `integer(forKey:)` (CPU time per call)", appGroups: durations(a), foundation: durations(f),
+          ratio: ratio(f, a), target: "≤ 60 ns", verdict: verdict(Stats.median(a) <= 60)))
+    }
+    // P2
+    if wants("P2") {
+      let (a, f) = pair("P2", "fill")
+      rows.append(
+        Row(
+          measure: "P2 \(formatCount(c.fillKeys)) distinct `set` + `synchronize()`", appGroups: durations(a),
+          foundation: durations(f), ratio: ratio(f, a), target: "≤ 20 ms (10,000 keys)",
+          verdict: verdict(Stats.median(a) <= 20e6, c.fillKeys == 10_000, unless: "not 10,000 keys")))
+    }
+    // P3, P4
+    for (keys, name, limit, target) in [
+      (1_000, "P3", 1.2e6, "≤ 1.2 ms"), (10_000, "P4", 6e6, "≤ 6 ms"),
+    ] where wants(name) {
+      let (a, f) = pair("size-\(keys)", "setsync")
+      rows.append(
+        Row(
+          measure: "\(name) `set` + `synchronize()`, \(formatCount(keys))-key suite", appGroups: durations(a),
+          foundation: durations(f), ratio: ratio(f, a), target: target,
+          verdict: verdict(Stats.median(a) <= limit)))
+    }
+    // P5
+    if wants("P5") {
+      let a = samples(.appGroups, "P5", "notify")
+      let sent = values(.foundation, "P5", "sent").first ?? 0
+      let received = values(.foundation, "P5", "received").first ?? 0
+      let p50 = Stats.median(a)
+      let p99 = Stats.quantile(a, 0.99)
+      rows.append(
+        Row(
+          measure: "P5 write → change callback in another process (n = \(a.count))",
+          appGroups: ["p50 \(formatDuration(p50)), p99 \(formatDuration(p99))", formatDuration(a.min() ?? .nan),
+            formatDuration(a.max() ?? .nan)],
+          foundation: [
+            "never arrives (\(Int(received)) of \(Int(sent)) writes in \(formatSeconds(c.foundationWait)))", "—", "—",
+          ],
+          ratio: "∞", target: "p50 ≤ 0.5 ms, p99 ≤ 3 ms",
+          verdict: verdict(p50 <= 0.5e6 && p99 <= 3e6, a.count >= 200, unless: "n < 200")))
+    }
+    // P6
+    if wants("P6") {
+      let a = samples(.appGroups, "P6", "refresh")
+      let t = samples(.appGroups, "P6", "token")
+      rows.append(
+        Row(
+          measure: "P6 resume check, token unchanged (`refreshIfChanged()`)", appGroups: durations(a),
+          foundation: ["no token", "—", "—"], ratio: "—", target: "≤ 2 µs",
+          verdict: verdict(Stats.median(a) <= 2_000)))
+      rows.append(
+        Row(
+          measure: "P6′ token compare (`hasChanged(since:)`)", appGroups: durations(t),
+          foundation: ["no token", "—", "—"], ratio: "—", target: "—", verdict: ""))
+    }
+    // P7
+    let growth = growthVerdicts()
+    for size in c.sizes where wants("P7") {
+      let (a, f) = pair("size-\(size.keys)", "setsync")
+      rows.append(
+        Row(
+          measure: "P7 `set` + `synchronize()`, \(formatCount(size.keys)) keys", appGroups: durations(a),
+          foundation: durations(f), ratio: ratio(f, a), target: "linear in size",
+          verdict: size.keys == c.sizes.last!.keys ? growth.write : ""))
+    }
+    for size in c.sizes where wants("P7") {
+      let (a, f) = pair("size-\(size.keys)", "load")
+      rows.append(
+        Row(
+          measure: "P7 load (open + first read, new process), \(formatCount(size.keys)) keys",
+          appGroups: durations(a), foundation: durations(f), ratio: ratio(f, a), target: "linear in size",
+          verdict: size.keys == c.sizes.last!.keys ? growth.load : ""))
+    }
+    // P8
+    if wants("P8") {
+      let a = samples(.appGroups, "P8", "notify")
+      let sent = values(.foundation, "P8", "sent").first ?? 0
+      let received = values(.foundation, "P8", "received").first ?? 0
+      let p99 = Stats.quantile(a, 0.99)
+      rows.append(
+        Row(
+          measure: "P8 one write → \(c.fanoutWatchers) watching processes, last one told (n = \(a.count))",
+          appGroups: ["p50 \(formatDuration(Stats.median(a))), p99 \(formatDuration(p99))",
+            formatDuration(a.min() ?? .nan), formatDuration(a.max() ?? .nan)],
+          foundation: ["never arrives (\(Int(received)) of \(Int(sent)) in \(formatSeconds(c.foundationWait)))", "—", "—"],
+          ratio: "∞", target: "p99 ≤ 5 ms", verdict: verdict(p99 <= 5e6, a.count >= 200, unless: "n < 200")))
+    }
+    // Memory
+    let largest = c.sizes.last!.keys
+    let peakA = values(.appGroups, "size-\(largest)", "peakKiB")
+    let peakF = values(.foundation, "size-\(largest)", "peakKiB")
+    let baseA = values(.appGroups, "empty", "peakKiB")
+    let baseF = values(.foundation, "empty", "peakKiB")
+    func memory(_ peak: [Double], _ base: [Double]) -> [String] {
+      guard !peak.isEmpty, !base.isEmpty else { return ["—", "—", "—"] }
+      let m = Stats.median(peak)
+      return [
+        String(format: "%.1f MiB (+%.1f over an empty suite)", m / 1024, (m - Stats.median(base)) / 1024),
+        String(format: "%.1f MiB", peak.min()! / 1024), String(format: "%.1f MiB", peak.max()! / 1024),
+      ]
+    }
+    if wants("P7") {
+      let ratio =
+        peakA.isEmpty || peakF.isEmpty ? "—" : String(format: "%.1f×", Stats.median(peakF) / Stats.median(peakA))
+      rows.append(
+        Row(
+          measure: "peak memory (VmHWM), process that loads the \(formatCount(largest))-key suite",
+          appGroups: memory(peakA, baseA), foundation: memory(peakF, baseF), ratio: ratio,
+          target: "report", verdict: ""))
+    }
+
+    // Print.
+    print("")
+    print("AppGroups vs Foundation UserDefaults — \(c.quick ? "quick run (smoke test: fewer rounds, smaller sizes)" : "full run")")
+    print("")
+    print("- rounds: \(c.rounds); each measure in a fresh process per round, sides alternating")
+    print("- P1 and P6: the thread's CPU time per call, in batches of \(formatSeconds(c.batchSeconds)); the rest: wall time (CLOCK_MONOTONIC, across processes for P5 and P8)")
+    print("- machine: \(cpuDescription()), \(ProcessInfo.processInfo.activeProcessorCount) cores; load average before \(loadBefore), after \(loadAfter)")
+    print("- temporary folder: \((folder as NSString).deletingLastPathComponent) (\(fileSystemType(folder)))")
+    print(String(format: "- elapsed: %.1f s", elapsed))
+    print("")
+    print("| measure | AppGroups median | min | max | Foundation median | min | max | Foundation / AppGroups | target | |")
+    print("| --- | --: | --: | --: | --: | --: | --: | --: | --- | --- |")
+    for row in rows {
+      let cells = [row.measure] + row.appGroups + row.foundation + [row.ratio, row.target, row.verdict]
+      print("| " + cells.joined(separator: " | ") + " |")
+    }
+    if wants("P7") {
+      print("")
+      print(growth.detail)
+    }
+  }
+
+  private func growthVerdicts() -> (write: String, load: String, detail: String) {
+    // Linear means: time per key does not grow with size. Compare the two
+    // largest sizes; allow 1.5× for noise and cache effects.
+    let sizes = configuration.sizes.map(\.keys)
+    guard sizes.count >= 2 else { return ("", "", "") }
+    let small = sizes[sizes.count - 2]
+    let large = sizes[sizes.count - 1]
+    let factor = Double(large) / Double(small)
+    var details: [String] = []
+    func judge(_ series: String, _ what: String) -> String {
+      let a = Stats.median(samples(.appGroups, "size-\(small)", series))
+      let b = Stats.median(samples(.appGroups, "size-\(large)", series))
+      let growth = b / a
+      let perKey = sizes.map { n in
+        "\(formatCount(n)): \(formatDuration(Stats.median(samples(.appGroups, "size-\(n)", series)) / Double(n)))/key"
+      }
+      details.append(
+        String(format: "P7 %@: ×%.1f from %@ to %@ keys (linear: ×%.0f); per key %@", what, growth,
+          formatCount(small), formatCount(large), factor, perKey.joined(separator: ", ")))
+      return growth <= factor * 1.5 ? "met (×\(String(format: "%.1f", growth)) for ×\(Int(factor)) keys)" : "**missed** (×\(String(format: "%.1f", growth)) for ×\(Int(factor)) keys)"
+    }
+    let write = judge("setsync", "set + synchronize()")
+    let load = judge("load", "load")
+    return (write, load, details.joined(separator: "\n\n"))
+  }
+}
+
+private func formatSeconds(_ s: Double) -> String {
+  s >= 1 ? String(format: "%.0f s", s) : String(format: "%.0f ms", s * 1000)
+}
+
+private func loadAverage() -> String {
+  guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+  return text.split(separator: " ").prefix(3).joined(separator: " ")
+}
+
+private func cpuDescription() -> String {
+  guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return "?" }
+  for line in text.split(separator: "\n") where line.hasPrefix("model name") {
+    return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?"
+  }
+  return "?"
+}
+
+/// The file-system type of the mount holding `path`, from /proc/self/mountinfo.
+private func fileSystemType(_ path: String) -> String {
+  guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return "?" }
+  var best = (length: -1, type: "?")
+  for line in text.split(separator: "\n") {
+    let halves = line.components(separatedBy: " - ")
+    let fields = halves[0].split(separator: " ")
+    guard halves.count == 2, fields.count > 4 else { continue }
+    let mountPoint = String(fields[4])
+    let inside = path == mountPoint || path.hasPrefix(mountPoint == "/" ? "/" : mountPoint + "/")
+    if inside && mountPoint.count > best.length {
+      best = (mountPoint.count, String(halves[1].split(separator: " ").first ?? "?"))
+    }
+  }
+  return best.type
+}
