@@ -28,6 +28,12 @@ public final class Observation: Sendable {
 }
 
 extension GroupDefaults {
+  /// `userInfo` key of ``didChangeNotification``: the changes themselves
+  /// (`[GroupDefaults.Change]`, with old and new values). A burst that mixes
+  /// origins is posted as two notifications, this process's first, so every
+  /// change in one notification has the origin that ``originKey`` names.
+  public static let changesKey = "changes"
+
   // MARK: Token and resume
 
   /// The suite's current last-update token (a read of shared memory and one
