@@ -12,8 +12,9 @@ internal import Synchronization
 /// - A queue overflow (`IN_Q_OVERFLOW`) re-reads every watched store and
 ///   tells every listener to check everything (an empty name).
 /// - A watched folder that is deleted or moved re-reads its stores and is
-///   watched again when it exists; otherwise the loss is reported once and
-///   `synchronize()` / `refreshIfChanged()` still see changes.
+///   watched again at once if a folder is back at its path, else when a
+///   suite in it is next opened; `synchronize()` / `refreshIfChanged()`
+///   see changes meanwhile.
 /// - When the kernel refuses a watch, the watcher checks that folder at a
 ///   stated interval and says so on stderr; it is never silent.
 final class ChangeMonitor: Sendable {
@@ -39,17 +40,15 @@ final class ChangeMonitor: Sendable {
     /// Other listeners (named notifications), by id.
     var listeners: [UInt64: Listener] = [:]
     var nextID: UInt64 = 1
-    /// Folders whose loss was already reported.
-    var lostReported: Set<String> = []
   }
 
   private let state = Mutex(State())
   private let watcher: DirectoryWatcher
 
   #if DEBUG
-  /// For tests: called on the watcher thread before each batch of events is
-  /// handled. A hook that blocks lets the kernel's queue overflow.
-  static let beforeHandlingForTesting = Mutex<(@Sendable () -> Void)?>(nil)
+  /// For tests: called on the watcher thread with each batch of events
+  /// before it is handled. A hook that blocks lets the kernel's queue overflow.
+  static let beforeHandlingForTesting = Mutex<(@Sendable ([DirectoryWatcher.Event]) -> Void)?>(nil)
   #endif
 
   private init() {
@@ -147,7 +146,7 @@ final class ChangeMonitor: Sendable {
 
   private func handle(_ events: [DirectoryWatcher.Event]) {
     #if DEBUG
-    if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook() }
+    if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
     #endif
     var stores: [ObjectIdentifier: SuiteStore] = [:]
     var notes: [(@Sendable (String) -> Void, String)] = []
@@ -187,27 +186,19 @@ final class ChangeMonitor: Sendable {
   }
 
   /// Watches a folder again after it was deleted or moved: the new folder at
-  /// the same path, if there is one.
+  /// the same path, if there is one. If there is none, the folder is watched
+  /// again when a suite in it is next opened; until then its stores see
+  /// changes on `synchronize()` and `refreshIfChanged()`. (No diagnostic: a
+  /// folder is deleted on purpose, by a reset or the removal of a root.)
   private func rearm(_ directory: String) {
     let replacement = try? watcher.watch(directory: directory)
-    let (old, report): (DirectoryWatcher.Watch?, Bool) = state.withLock { st in
-      var old: DirectoryWatcher.Watch?
-      if var watched = st.directories[directory] {
-        old = watched.watch
-        watched.watch = replacement
-        st.directories[directory] = watched
-      }
-      if replacement != nil {
-        st.lostReported.remove(directory)
-        return (old, false)
-      }
-      return (old, st.lostReported.insert(directory).inserted)
+    let old: DirectoryWatcher.Watch? = state.withLock { st in
+      guard var watched = st.directories[directory] else { return nil }
+      let old = watched.watch
+      watched.watch = replacement
+      st.directories[directory] = watched
+      return old
     }
     old?.cancel()
-    if report {
-      Diagnostics.report(
-        "\(directory) was deleted or moved; changes by other processes there are seen on "
-          + "synchronize() or refreshIfChanged() until the suite is opened again")
-    }
   }
 }
