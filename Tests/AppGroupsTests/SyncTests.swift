@@ -187,6 +187,29 @@ struct SyncTests {
     #expect(!d.refreshIfChanged())
   }
 
+  /// The token read in an observer describes the values it was told of: the
+  /// new file is visible from its rename on, and the token waits for the
+  /// commit in flight, so a consumer never records an older token with newer
+  /// values (and then re-reads for nothing on resume).
+  @Test func theTokenReadInAnObserverDescribesTheChange() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let tokens = Locked<[ChangeToken]>([])
+    let observation = d.observe(["unread"]) { changes in
+      tokens.withLock { $0.append(d.changeToken) }
+      log.record(changes)
+    }
+    defer { observation.cancel() }
+    for count in 1...3 {
+      #expect(try Product.run("app", ["unread", "\(count)"], environment: t.environment()).status == 0)
+      #expect(log.wait { $0.newValue == .integer(count) } != nil)
+      let seen = try #require(tokens.withLock { $0.last })
+      #expect(seen == d.changeToken)
+      #expect(!d.hasChanged(since: seen))
+    }
+  }
+
   /// The kernel's event queue overflows while the monitor's thread is held:
   /// the event of an outside edit is lost, and the overflow re-reads every
   /// watched suite, so the observer still hears of it.
