@@ -22,6 +22,7 @@ public struct GroupNotification: Sendable, Hashable, CustomStringConvertible {
   /// Whether the latest post came from this process or another one.
   public let origin: ChangeOrigin
 
+  /// The name, the group, the post count and the state, for logs.
   public var description: String {
     "\(name) in \(groupIdentifier) (post \(postCount), state \(state))"
   }
