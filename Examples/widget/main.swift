@@ -161,7 +161,7 @@ func resume() {
   // The change monitor may have re-read already while resuming; then there
   // is nothing left to re-read here, and the entry is rendered from memory.
   let reread = shared.refreshIfChanged()
-  say("resumed: token \(seen) -> \(now), \(reread ? "re-read" : "already re-read")")
+  say("resumed: token \(seen) -> \(now), \(reread ? "re-read" : "already re-read by the change monitor")")
   render(.resume)
 }
 
