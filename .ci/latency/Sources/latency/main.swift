@@ -108,6 +108,12 @@ for i in 0..<samples {
 try input.fileHandleForWriting.close()
 observer.waitUntilExit()
 
+// Resume when nothing changed: refreshIfChanged() compares tokens and stats.
+let calls = 100_000
+let resumeStart = monotonic()
+for _ in 0..<calls { _ = shared.refreshIfChanged() }
+let resumeCost = Double(monotonic() - resumeStart) / Double(calls) / 1000
+
 func percentile(_ values: [Int], _ p: Double) -> Double {
   let sorted = values.sorted()
   return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000
@@ -121,3 +127,4 @@ func summary(_ values: [Int]) -> String {
 print("root: \(rootURL.path)")
 print("write -> callback in another process (\(latencies.count) samples): \(summary(latencies))")
 print("set -> durable commit, synchronize() (\(commits.count) samples): \(summary(commits))")
+print(String(format: "refreshIfChanged() with nothing changed: %.2f µs per call", resumeCost))
