@@ -165,7 +165,7 @@ func resume() {
   render(.resume)
 }
 
-render(.start)
+renderQueue.sync { _ = render(.start) }
 if options.once { exit(0) }
 
 // MARK: Watching
