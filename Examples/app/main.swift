@@ -1,1 +1,187 @@
-print("app")
+// app: the example app. It shares settings with its widget through the
+// application group group.com.example.shared, and asks the widget to reload
+// its timeline with a named notification after every write.
+//
+//   app set KEY VALUE     store the string VALUE for KEY in the group suite
+//   app unread N          set the unread count (a whole number, 0 or more)
+//   app theme NAME        set the theme: light, dark or system
+//   app read ITEM         mark ITEM read: add it to readItems, unread goes down by one
+//   app reload            only ask the widget to reload
+//   app show              print the values the widget shows, and the suite's token
+//   app reset             remove every value of the group suite
+//
+// Every write lands on disk (synchronize) before com.example.widget.reload is
+// posted, with the suite's new token as the notification's state.
+//
+// Identity: APPGROUPS_BUNDLE_ID, else com.example.app. Root: APPGROUPS_ROOT,
+// else Containers/ in the current directory. Exit status: 0 done, 64 usage
+// error, 1 refused or failed (the reason is on stderr).
+import AppGroups
+import Foundation
+
+let group = "group.com.example.shared"
+let reloadNotification = "com.example.widget.reload"
+/// Registered at every launch, by the app and the widget alike: registration
+/// is per process and never written to disk.
+let registeredDefaults: [String: Any] = [
+  "unread": 0, "theme": "system", "greeting": "hi", "readItems": [String](),
+]
+let themes = ["light", "dark", "system"]
+
+let usage = """
+  usage: app set KEY VALUE | unread N | theme light|dark|system | read ITEM | reload | show | reset
+  Writes into the group suite \(group), then posts \(reloadNotification).
+  Environment: APPGROUPS_ROOT (default ./Containers), APPGROUPS_BUNDLE_ID (default com.example.app).
+  """
+
+func say(_ line: String) {
+  FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String, status: Int32 = 1) -> Never {
+  FileHandle.standardError.write(Data("app: \(message)\n".utf8))
+  exit(status)
+}
+
+func usageError(_ message: String) -> Never {
+  fail("\(message)\n\(usage)", status: 64)
+}
+
+// MARK: Arguments
+
+enum Command {
+  case set(key: String, value: String)
+  case unread(Int)
+  case theme(String)
+  case read(String)
+  case reload, show, reset
+}
+
+func parse(_ arguments: [String]) -> Command {
+  guard let name = arguments.first else { usageError("missing command") }
+  let rest = Array(arguments.dropFirst())
+  func expect(_ count: Int, _ shape: String) {
+    if rest.count != count { usageError("\(name) takes \(shape)") }
+  }
+  switch name {
+  case "help", "--help", "-h":
+    say(usage)
+    exit(0)
+  case "set":
+    expect(2, "KEY VALUE")
+    if rest[0].isEmpty { usageError("the key cannot be empty") }
+    return .set(key: rest[0], value: rest[1])
+  case "unread":
+    expect(1, "a count N")
+    guard let count = Int(rest[0]), count >= 0 else {
+      usageError("unread needs a whole number 0 or more, not \(rest[0].debugDescription)")
+    }
+    return .unread(count)
+  case "theme":
+    expect(1, "a theme name")
+    guard themes.contains(rest[0]) else {
+      usageError("unknown theme \(rest[0].debugDescription); use light, dark or system")
+    }
+    return .theme(rest[0])
+  case "read":
+    expect(1, "an ITEM")
+    if rest[0].isEmpty { usageError("the item cannot be empty") }
+    return .read(rest[0])
+  case "reload":
+    expect(0, "no arguments")
+    return .reload
+  case "show":
+    expect(0, "no arguments")
+    return .show
+  case "reset":
+    expect(0, "no arguments")
+    return .reset
+  default:
+    usageError("unknown command \(name.debugDescription)")
+  }
+}
+
+let command = parse(Array(CommandLine.arguments.dropFirst()))
+
+// MARK: Opening the group
+
+let shared: GroupDefaults
+let center: GroupNotificationCenter
+do {
+  let identity = try AppIdentity.current(fallback: "com.example.app")
+  shared = try GroupDefaults(suiteName: group, identity: identity)
+  center = try GroupNotificationCenter(groupIdentifier: group, identity: identity)
+} catch {
+  fail("refused: \(error)")
+}
+shared.register(defaults: registeredDefaults)
+
+// MARK: Running
+
+/// Makes the write land, then asks the widget to reload.
+func landAndPost(_ what: String) {
+  guard shared.synchronize() else { fail("\(what): the write could not land yet (see above)") }
+  do {
+    try center.post(reloadNotification, state: shared.changeToken.rawValue)
+  } catch {
+    fail("\(what) landed, but posting \(reloadNotification) failed: \(error)")
+  }
+  say("app: \(what); posted \(reloadNotification)")
+}
+
+func write(_ value: PropertyListValue?, _ key: String) {
+  do {
+    try shared.write(value, forKey: key)
+  } catch {
+    fail("cannot set \(key): \(error)")
+  }
+}
+
+switch command {
+case .set(let key, let value):
+  write(.string(value), key)
+  landAndPost("\(key) = \(value.debugDescription)")
+case .unread(let count):
+  write(.integer(count), "unread")
+  landAndPost("unread = \(count)")
+case .theme(let theme):
+  write(.string(theme), "theme")
+  landAndPost("theme = \(theme)")
+case .read(let item):
+  // Two atomic read-modify-writes across processes: no other writer can
+  // interleave inside either one.
+  var added = false
+  do {
+    try shared.update("readItems") { current in
+      var items: [PropertyListValue] = []
+      if case .array(let existing)? = current { items = existing }
+      if !items.contains(.string(item)) {
+        items.append(.string(item))
+        added = true
+      }
+      return .array(items)
+    }
+    if added {
+      let fallback = shared.integer(forKey: "unread")
+      try shared.update("unread") { current in
+        var count = fallback
+        if case .integer(let stored)? = current { count = stored }
+        return .integer(max(0, count - 1))
+      }
+    }
+  } catch {
+    fail("cannot mark \(item.debugDescription) read: \(error)")
+  }
+  landAndPost(added ? "read \(item)" : "\(item) was already read")
+case .reload:
+  landAndPost("reload requested")
+case .show:
+  let items = shared.stringArray(forKey: "readItems") ?? []
+  say(
+    "unread=\(shared.integer(forKey: "unread")) theme=\(shared.string(forKey: "theme") ?? "-") "
+      + "greeting=\((shared.string(forKey: "greeting") ?? "").debugDescription) "
+      + "read=[\(items.joined(separator: ","))] token=\(shared.changeToken)")
+case .reset:
+  shared.removePersistentDomain(forName: group)
+  landAndPost("reset")
+}

@@ -223,19 +223,25 @@ final class SuiteView: Sendable {
     }
   }
 
+  /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:
+  /// one notification per origin (this process's first), so that the
+  /// `origin` in `userInfo` is never a guess for a mixed burst.
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
     let handles = observers.withLock { $0.handles.values.compactMap(\.defaults) }
-    let keys = Array(Set(changes.map(\.key))).sorted()
-    let origins = Set(changes.map(\.origin))
-    let userInfo: [AnyHashable: Any] = [
-      GroupDefaults.suiteNameKey: domain,
-      GroupDefaults.changedKeysKey: keys,
-      GroupDefaults.originKey: origins.contains(.otherProcess) ? "otherProcess" : "thisProcess",
-    ]
-    for handle in handles {
-      NotificationCenter.default.post(
-        name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
+    for origin in [ChangeOrigin.thisProcess, .otherProcess] {
+      let batch = changes.filter { $0.origin == origin }
+      guard !batch.isEmpty else { continue }
+      let userInfo: [AnyHashable: Any] = [
+        GroupDefaults.suiteNameKey: domain,
+        GroupDefaults.changedKeysKey: Array(Set(batch.map(\.key))).sorted(),
+        GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
+        GroupDefaults.changesKey: batch,
+      ]
+      for handle in handles {
+        NotificationCenter.default.post(
+          name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
+      }
     }
   }
 

@@ -419,10 +419,12 @@ final class SuiteStore: Sendable {
         }
         FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
         do {
+          // The token moves as soon as the new file is in place, before the
+          // folder's fsync: other processes already read the new file then.
           let identity = try FileSystem.writeAtomically(
-            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0))
+            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
+            afterRename: { sidecar.advance(to: $0) })
           cs.identity = identity
-          sidecar.advance(to: identity)
         } catch {
           throw AppGroupsError(io: error, "writing \(path)")
         }
@@ -511,25 +513,43 @@ final class SuiteStore: Sendable {
 
   /// The suite's last-update token: monotonic, persistent, moved by every
   /// commit and by an outside edit of the file.
+  ///
+  /// The token describes the file that is in place now. While a commit is
+  /// in flight (its file is in place: other processes hear of it through
+  /// inotify during the `rename(2)`, but its token moves just after), this
+  /// waits for the token to move, up to ``tokenWaitBound``; a committer that
+  /// was stopped mid-commit costs that bound, then the previous token.
   func token() -> UInt64 {
     guard let sidecar else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
-    guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
-    let current = try? FileSystem.identity(ofPath: path)
-    if record.identity == current { return record.generation }
-    // The file is not the version the token describes: an outside edit (or
-    // a commit in flight). Move the token if no commit is in flight.
-    let moved: UInt64? = commit.withLockIfAvailable { _ in
-      guard sidecar.lock.tryLock() else { return nil }
-      defer { sidecar.lock.unlock() }
-      guard let again = sidecar.read() else { return nil }
-      let now = try? FileSystem.identity(ofPath: path)
-      if again.identity == now { return again.generation }
-      return sidecar.advance(to: now)
-    } ?? nil
-    return moved ?? record.generation
+    let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
+    var pause = 20_000  // 20 µs, doubling to 1 ms
+    while true {
+      guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
+      let current = try? FileSystem.identity(ofPath: path)
+      if record.identity == current { return record.generation }
+      // The file is not the version the token describes: an outside edit (or
+      // a commit in flight). Move the token if no commit is in flight.
+      let moved: UInt64? = commit.withLockIfAvailable { _ in
+        guard sidecar.lock.tryLock() else { return nil }
+        defer { sidecar.lock.unlock() }
+        guard let again = sidecar.read() else { return nil }
+        let now = try? FileSystem.identity(ofPath: path)
+        if again.identity == now { return again.generation }
+        return sidecar.advance(to: now)
+      } ?? nil
+      if let moved { return moved }
+      // A commit is in flight, here or in another process: its token is next.
+      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
+      var request = timespec(tv_sec: 0, tv_nsec: pause)
+      _ = nanosleep(&request, nil)
+      pause = min(pause * 2, 1_000_000)
+    }
   }
+
+  /// How long ``token()`` waits for a commit in flight to move the token: 20 ms.
+  static let tokenWaitBound: UInt64 = 20_000_000
 
   /// The token this process last saw.
   var lastSeenToken: UInt64 { state.withLock { $0.lastGeneration } }

@@ -3,35 +3,53 @@ internal import Synchronization
 
 /// The process's one change monitor: a ``DirectoryWatcher`` (one inotify
 /// instance on a thread of its own) on the Preferences folder of every open
-/// suite. When a suite's file is replaced or edited, the store re-reads it
-/// (only if its identity moved, so this process's own commits are not
-/// echoed back), and the views tell their observers which effective values
-/// changed.
+/// suite, and on the folders that named notifications use.
 ///
-/// A queue overflow re-reads every watched store. When the kernel refuses a
-/// watch, the watcher polls that folder at a stated interval and says so on
-/// stderr; it is never silent.
+/// When a suite's file is replaced or edited, the store re-reads it (only if
+/// its identity moved, so this process's own commits are not echoed back),
+/// and the views tell their observers which effective values changed.
+///
+/// - A queue overflow (`IN_Q_OVERFLOW`) re-reads every watched store and
+///   tells every listener to check everything (an empty name).
+/// - A watched folder that is deleted or moved re-reads its stores and is
+///   watched again at once if a folder is back at its path, else when a
+///   suite in it is next opened; `synchronize()` / `refreshIfChanged()`
+///   see changes meanwhile.
+/// - When the kernel refuses a watch, the watcher checks that folder at a
+///   stated interval and says so on stderr; it is never silent.
 final class ChangeMonitor: Sendable {
   static let shared = ChangeMonitor()
 
   private struct Watched: Sendable {
-    var watch: DirectoryWatcher.Watch
+    var watch: DirectoryWatcher.Watch?
     /// Stores by file name, weakly.
     var stores: [String: WeakStore]
   }
 
   private struct WeakStore: @unchecked Sendable { weak var store: SuiteStore? }
 
+  private struct Listener: Sendable {
+    var directory: String
+    var prefix: String
+    var handler: @Sendable (String) -> Void
+    var watch: DirectoryWatcher.Watch
+  }
+
   private struct State: Sendable {
     var directories: [String: Watched] = [:]
-    /// Other listeners by directory (named notifications), by file-name prefix.
-    var listeners: [String: [UInt64: (prefix: String, handler: @Sendable (String) -> Void)]] = [:]
-    var listenerWatches: [UInt64: DirectoryWatcher.Watch] = [:]
+    /// Other listeners (named notifications), by id.
+    var listeners: [UInt64: Listener] = [:]
     var nextID: UInt64 = 1
   }
 
   private let state = Mutex(State())
   private let watcher: DirectoryWatcher
+
+  #if DEBUG
+  /// For tests: called on the watcher thread with each batch of events
+  /// before it is handled. A hook that blocks lets the kernel's queue overflow.
+  static let beforeHandlingForTesting = Mutex<(@Sendable ([DirectoryWatcher.Event]) -> Void)?>(nil)
+  #endif
 
   private init() {
     let box = WeakMonitorBox()
@@ -41,6 +59,8 @@ final class ChangeMonitor: Sendable {
 
   private final class WeakMonitorBox: @unchecked Sendable { weak var monitor: ChangeMonitor? }
 
+  // MARK: Stores
+
   /// Watches every store a view reads (suite, global, managed).
   func watch(_ view: SuiteView) {
     for store in [view.suite, view.global, view.managed].compactMap({ $0 }) {
@@ -48,30 +68,62 @@ final class ChangeMonitor: Sendable {
     }
   }
 
+  /// Watches the folder of `store`, then re-reads the store if its file
+  /// moved since it was loaded: a commit made between the load and the
+  /// watch would otherwise go unnoticed until the next event.
   func watch(_ store: SuiteStore) {
     let directory = store.directory
     let registered: Bool = state.withLock { st in
-      guard st.directories[directory] != nil else { return false }
+      guard st.directories[directory]?.watch != nil else { return false }
       st.directories[directory]?.stores[store.fileName] = WeakStore(store: store)
       return true
     }
-    if registered { return }
-    do {
-      let watch = try watcher.watch(directory: directory)
-      state.withLock { st in
-        if st.directories[directory] == nil {
-          st.directories[directory] = Watched(watch: watch, stores: [:])
-        }
-        st.directories[directory]?.stores[store.fileName] = WeakStore(store: store)
+    if !registered {
+      let watch: DirectoryWatcher.Watch?
+      do {
+        watch = try watcher.watch(directory: directory)
+      } catch {
+        watch = nil
+        Diagnostics.report(
+          "cannot watch \(directory) for changes (\(error.message)); changes by other processes "
+            + "are seen on synchronize() or refreshIfChanged()")
       }
-    } catch {
-      Diagnostics.report(
-        "cannot watch \(directory) for changes (\(error.message)); changes by other processes are seen on synchronize() or refreshIfChanged()")
+      // A handle made here and not kept (another thread won) is released
+      // when it goes out of scope: the kernel watch is shared and counted.
+      state.withLock { st in
+        pruneDeadStores(&st)
+        var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
+        if watched.watch == nil { watched.watch = watch }
+        watched.stores[store.fileName] = WeakStore(store: store)
+        st.directories[directory] = watched
+      }
+    }
+    store.refresh()
+  }
+
+  /// Forgets stores that were released, and the watch of a folder with none left.
+  private func pruneDeadStores(_ st: inout State) {
+    for (directory, var watched) in st.directories {
+      let live = watched.stores.filter { $0.value.store != nil }
+      if live.count == watched.stores.count { continue }
+      if live.isEmpty {
+        st.directories[directory] = nil  // releases the watch
+      } else {
+        watched.stores = live
+        st.directories[directory] = watched
+      }
     }
   }
 
-  /// Calls `handler` with the file name of every change in `directory` whose
-  /// name starts with `prefix`. Returns an id for ``removeListener(_:)``.
+  // MARK: Listeners
+
+  /// Calls `handler` on the watcher thread with the name of every entry of
+  /// `directory` that changes and starts with `prefix`, and with an empty
+  /// name when events may have been lost (queue overflow, the folder was
+  /// replaced): check everything then.
+  ///
+  /// - Returns: an id for ``removeListener(_:)``.
+  /// - Throws: `.io` when the folder cannot be watched at all.
   func addListener(
     directory: String, prefix: String, _ handler: @escaping @Sendable (String) -> Void
   ) throws(AppGroupsError) -> UInt64 {
@@ -79,52 +131,74 @@ final class ChangeMonitor: Sendable {
     return state.withLock { st in
       let id = st.nextID
       st.nextID &+= 1
-      st.listeners[directory, default: [:]][id] = (prefix, handler)
-      st.listenerWatches[id] = watch
+      st.listeners[id] = Listener(directory: directory, prefix: prefix, handler: handler, watch: watch)
       return id
     }
   }
 
+  /// Stops a listener. Events already read may still reach it once.
   func removeListener(_ id: UInt64) {
-    let watch: DirectoryWatcher.Watch? = state.withLock { st in
-      for directory in st.listeners.keys { st.listeners[directory]?.removeValue(forKey: id) }
-      return st.listenerWatches.removeValue(forKey: id)
-    }
-    watch?.cancel()
+    let listener = state.withLock { $0.listeners.removeValue(forKey: id) }
+    listener?.watch.cancel()
   }
 
+  // MARK: Events
+
   private func handle(_ events: [DirectoryWatcher.Event]) {
+    #if DEBUG
+    if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
+    #endif
     var stores: [ObjectIdentifier: SuiteStore] = [:]
     var notes: [(@Sendable (String) -> Void, String)] = []
+    var gone: Set<String> = []
     state.withLock { st in
+      func addStores(in watched: Watched?) {
+        for entry in watched?.stores.values ?? [:].values {
+          if let store = entry.store { stores[ObjectIdentifier(store)] = store }
+        }
+      }
       for event in events {
         switch event.kind {
         case .overflow:
           // Events were lost: re-read everything watched.
-          for watched in st.directories.values {
-            for entry in watched.stores.values {
-              if let store = entry.store { stores[ObjectIdentifier(store)] = store }
-            }
-          }
-          for (_, listeners) in st.listeners {
-            for listener in listeners.values { notes.append((listener.handler, "")) }
-          }
+          for watched in st.directories.values { addStores(in: watched) }
+          for listener in st.listeners.values { notes.append((listener.handler, "")) }
         case .directoryGone:
-          for entry in st.directories[event.directory]?.stores.values ?? [:].values {
-            if let store = entry.store { stores[ObjectIdentifier(store)] = store }
+          addStores(in: st.directories[event.directory])
+          for listener in st.listeners.values where listener.directory == event.directory {
+            notes.append((listener.handler, ""))
           }
+          gone.insert(event.directory)
         default:
           if let store = st.directories[event.directory]?.stores[event.name]?.store {
             stores[ObjectIdentifier(store)] = store
           }
-          for listener in st.listeners[event.directory]?.values ?? [:].values
-          where event.name.hasPrefix(listener.prefix) {
+          for listener in st.listeners.values
+          where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
             notes.append((listener.handler, event.name))
           }
         }
       }
     }
+    for directory in gone.sorted() { rearm(directory) }
     for store in stores.values { store.refresh() }
     for (handler, name) in notes { handler(name) }
+  }
+
+  /// Watches a folder again after it was deleted or moved: the new folder at
+  /// the same path, if there is one. If there is none, the folder is watched
+  /// again when a suite in it is next opened; until then its stores see
+  /// changes on `synchronize()` and `refreshIfChanged()`. (No diagnostic: a
+  /// folder is deleted on purpose, by a reset or the removal of a root.)
+  private func rearm(_ directory: String) {
+    let replacement = try? watcher.watch(directory: directory)
+    let old: DirectoryWatcher.Watch? = state.withLock { st in
+      guard var watched = st.directories[directory] else { return nil }
+      let old = watched.watch
+      watched.watch = replacement
+      st.directories[directory] = watched
+      return old
+    }
+    old?.cancel()
   }
 }

@@ -111,11 +111,14 @@ enum FileSystem {
   ///
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
+  /// `afterRename` is called with that identity as soon as the new file is
+  /// in place, before the folder's `fsync(2)`: other processes can read the
+  /// new file from then on, so a token describing it must move then.
   /// - Returns: the identity of the file now at `path`.
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    afterRename: () -> Void = {}
+    afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
@@ -151,9 +154,9 @@ enum FileSystem {
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
     _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
     renamed = true
-    afterRename()
     var s = stat()
     _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    afterRename(FileIdentity(s))
     try syncDirectory(directory)
     return FileIdentity(s)
   }

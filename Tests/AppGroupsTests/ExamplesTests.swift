@@ -1,0 +1,173 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// The example `app` and `widget`, run as real processes in a temporary root.
+@Suite("Examples: app and widget", .timeLimit(.minutes(1)))
+struct ExamplesTests {
+  /// Starts `widget` (watching) as com.example.widget and waits for its first
+  /// entry and its ready line.
+  func startWidget(_ t: TestRoot, _ arguments: [String] = []) throws -> ChildProcess {
+    let widget = try ChildProcess("widget", arguments, environment: t.environment(as: TestRoot.widget))
+    let first = widget.waitForLine { $0.hasPrefix("entry #") }
+    #expect(first?.hasPrefix("entry #1 ") == true, "\(widget.standardError)")
+    #expect(widget.waitFor("ready"), "\(widget.standardError)")
+    return widget
+  }
+
+  /// Runs `app` as com.example.app and expects it to succeed.
+  func app(_ t: TestRoot, _ arguments: String...) throws {
+    let result = try Product.run("app", arguments, environment: t.environment(as: TestRoot.app))
+    #expect(result.status == 0, "app \(arguments): \(result.stderr)")
+  }
+
+  /// The widget's stdout lines up to and including the first that `matching`
+  /// accepts (bounded); the last element is `nil` when none came in time.
+  func lines(of widget: ChildProcess, until matching: (String) -> Bool) -> [String?] {
+    var seen: [String?] = []
+    let last = widget.waitForLine(timeout: 15) { line in
+      seen.append(line)
+      return matching(line)
+    }
+    if last == nil { seen.append(nil) }
+    return seen
+  }
+
+  @Test func theWidgetRendersTheRegisteredDefaultsOnceAndExits() throws {
+    let t = try TestRoot()
+    let result = try Product.run("widget", ["--once"], environment: t.environment(as: TestRoot.widget))
+    #expect(result.status == 0, "\(result.stderr)")
+    let lines = result.stdout.split(separator: "\n")
+    #expect(lines.count == 1)
+    #expect(lines.first?.hasPrefix(#"entry #1 unread=0 theme=system greeting="hi" read=[] token="#) == true)
+    #expect(lines.first?.hasSuffix("(start)") == true)
+  }
+
+  @Test func aWidgetStartedFirstReRendersWhenTheAppWrites() throws {
+    let t = try TestRoot()
+    let widget = try startWidget(t)
+    let clock = ContinuousClock()
+    let start = clock.now
+    try app(t, "unread", "3")
+    let entry = widget.waitForLine(timeout: 10) { $0.hasPrefix("entry #") }
+    let elapsed = clock.now - start
+    #expect(entry?.hasPrefix("entry #2 unread=3 theme=system ") == true, "\(widget.standardError)")
+    // Bounded: the app's whole run (start, write, fsync, post, exit) and the re-render.
+    #expect(elapsed < .seconds(10))
+
+    try app(t, "theme", "dark")
+    let next = widget.waitForLine(timeout: 10) { $0.hasPrefix("entry #") }
+    #expect(next?.hasPrefix("entry #3 unread=3 theme=dark ") == true)
+    try app(t, "read", "item-1")
+    let read = widget.waitForLine(timeout: 10) { $0.contains("read=[item-1]") && $0.contains("unread=2") }
+    #expect(read != nil)
+  }
+
+  @Test func aStoppedWidgetRendersOnceAfterContinue() throws {
+    let t = try TestRoot()
+    let widget = try startWidget(t)
+    widget.signal(SIGSTOP)
+    try app(t, "unread", "5")
+    try app(t, "theme", "dark")
+    try app(t, "set", "greeting", "hello")
+    widget.signal(SIGCONT)
+
+    // Everything the widget prints until it has rendered the three writes and
+    // said how it resumed (in either order), then until a marker written
+    // after that: exactly one entry for the three writes, then the marker's.
+    let expected = #"entry #2 unread=5 theme=dark greeting="hello" "#
+    var sawEntry = false
+    var sawResume = false
+    let afterResume = lines(of: widget) { line in
+      if line.hasPrefix(expected) { sawEntry = true }
+      if line.hasPrefix("resumed: ") { sawResume = true }
+      return sawEntry && sawResume
+    }
+    #expect(sawEntry && sawResume, "\(afterResume)")
+    try app(t, "set", "greeting", "marker")
+    let rest = lines(of: widget) { $0.contains(#"greeting="marker""#) }
+    #expect(rest.last??.hasPrefix("entry #3 ") == true, "\(rest)")
+    let entries = (afterResume + rest).compactMap { $0 }.filter { $0.hasPrefix("entry #") }
+    #expect(entries.count == 2, "\(entries)")
+  }
+
+  @Test func aWidgetResumedWithNoChangeDoesNotReRead() throws {
+    let t = try TestRoot()
+    let widget = try startWidget(t)
+    widget.signal(SIGSTOP)
+    widget.signal(SIGCONT)
+    let resumed = widget.waitForLine(timeout: 10) { $0.hasPrefix("resumed: ") }
+    #expect(resumed?.hasPrefix("resumed: token unchanged (") == true)
+    #expect(resumed?.hasSuffix("nothing re-read") == true)
+    // Nothing was rendered in between: the next write gives entry #2.
+    try app(t, "unread", "4")
+    let next = widget.waitForLine(timeout: 10) { $0.hasPrefix("entry #") }
+    #expect(next?.hasPrefix("entry #2 unread=4 ") == true, "\(String(describing: next))")
+  }
+
+  @Test func theWidgetExitsCleanlyOnSIGTERMAndSIGINT() throws {
+    for (signal, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+      let t = try TestRoot()
+      let widget = try startWidget(t)
+      widget.signal(signal)
+      #expect(widget.waitFor("stopped by \(name) after 1 entries"))
+      #expect(widget.wait() == 0)
+      #expect(widget.process.terminationReason == .exit)
+    }
+  }
+
+  @Test func theWidgetExitsAfterTheRendersItWasAskedFor() throws {
+    let t = try TestRoot()
+    let widget = try startWidget(t, ["--renders", "2"])
+    try app(t, "unread", "1")
+    #expect(widget.waitForLine { $0.hasPrefix("entry #2 unread=1 ") } != nil)
+    #expect(widget.wait() == 0)
+  }
+
+  @Test func anUnentitledWidgetExitsNonZeroWithTheReason() throws {
+    let t = try TestRoot()
+    let intruder = t.environment(as: "com.example.intruder")
+    let widget = try Product.run("widget", [], environment: intruder)
+    #expect(widget.status == 1)
+    #expect(widget.stdout.isEmpty)
+    #expect(
+      widget.stderr.contains(
+        "widget: refused: com.example.intruder is not entitled to group.com.example.shared (manifest: "),
+      "\(widget.stderr)")
+    let app = try Product.run("app", ["unread", "1"], environment: intruder)
+    #expect(app.status == 1)
+    #expect(app.stderr.contains("com.example.intruder is not entitled to group.com.example.shared"))
+  }
+
+  @Test func theAppRegistersItsDefaultsAndRefusesBadUsage() throws {
+    let t = try TestRoot()
+    let env = t.environment(as: TestRoot.app)
+    let show = try Product.run("app", ["show"], environment: env)
+    #expect(show.status == 0)
+    #expect(show.stdout.hasPrefix(#"unread=0 theme=system greeting="hi" read=[] token="#))
+    for arguments in [[], ["unread", "-1"], ["unread"], ["theme", "blue"], ["fly"], ["set", "k"]] {
+      let result = try Product.run("app", arguments, environment: env)
+      #expect(result.status == 64, "app \(arguments)")
+      #expect(result.stderr.contains("usage: app "), "app \(arguments): \(result.stderr)")
+    }
+    let widget = try Product.run("widget", ["--renders", "0"], environment: t.environment(as: TestRoot.widget))
+    #expect(widget.status == 64)
+    #expect(widget.stderr.contains("usage: widget"))
+  }
+
+  @Test func theAppWritesLandOnDiskForOtherProcesses() throws {
+    let t = try TestRoot()
+    try app(t, "unread", "2")
+    try app(t, "read", "a")
+    try app(t, "read", "a")
+    try app(t, "theme", "light")
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk["unread"] as? Int == 1)
+    #expect(onDisk["readItems"] as? [String] == ["a"])
+    #expect(onDisk["theme"] as? String == "light")
+    try app(t, "reset")
+    #expect(try TestRoot.readPlist(t.groupSuiteFile).isEmpty)
+  }
+}

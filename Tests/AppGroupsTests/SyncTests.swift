@@ -1,0 +1,275 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// Rewrites a property-list file with Foundation, as an outside tool would:
+/// atomically (a rename) or in place (truncate and write).
+func editOutside(
+  _ url: URL, atomically: Bool = true, _ change: (inout [String: Any]) -> Void
+) throws {
+  var values = (try? TestRoot.readPlist(url)) ?? [:]
+  change(&values)
+  let data = try PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0)
+  try data.write(to: url, options: atomically ? .atomic : [])
+}
+
+/// Collects the changes an observer is told of, and waits for one.
+final class ChangeLog: Sendable {
+  private let changes = Locked<[GroupDefaults.Change]>([])
+  private let arrived = DispatchSemaphore(value: 0)
+
+  func record(_ batch: [GroupDefaults.Change]) {
+    changes.withLock { $0 += batch }
+    arrived.signal()
+  }
+
+  var all: [GroupDefaults.Change] { changes.withLock { $0 } }
+
+  /// Waits (bounded) until a recorded change satisfies `matching`.
+  func wait(
+    timeout: Duration = .seconds(10), for matching: (GroupDefaults.Change) -> Bool
+  ) -> GroupDefaults.Change? {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      if let found = all.first(where: matching) { return found }
+      let left = ContinuousClock.now.duration(to: deadline)
+      if left <= .zero { return nil }
+      let (seconds, attoseconds) = left.components
+      let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+      _ = arrived.wait(timeout: .now() + .nanoseconds(nanoseconds))
+    }
+  }
+}
+
+@Suite("Change propagation", .timeLimit(.minutes(1)))
+struct SyncTests {
+  @Test func anObserverOfOneKeyIsNotCalledForAnotherKey() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let onlyA = ChangeLog()
+    let everything = ChangeLog()
+    let a = d.observe(["a"], handler: onlyA.record)
+    let all = d.observe(handler: everything.record)
+    defer {
+      a.cancel()
+      all.cancel()
+    }
+    let env = t.environment(as: TestRoot.app)
+    #expect(try Product.run("app", ["set", "b", "one"], environment: env).status == 0)
+    #expect(try Product.run("app", ["set", "a", "two"], environment: env).status == 0)
+    #expect(onlyA.wait { $0.key == "a" && $0.newValue == .string("two") } != nil)
+    #expect(everything.wait { $0.key == "b" } != nil)
+    #expect(onlyA.all.map(\.key) == ["a"])
+    #expect(onlyA.all.first?.origin == .otherProcess)
+  }
+
+  @Test(arguments: [true, false])
+  func anOutsideEditOfThePlistIsNoticed(atomically: Bool) throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    d.set("before", forKey: "greeting")
+    #expect(d.synchronize())
+    let log = ChangeLog()
+    let observation = d.observe(["greeting"], handler: log.record)
+    defer { observation.cancel() }
+    let token = d.changeToken
+
+    try editOutside(t.groupSuiteFile, atomically: atomically) { $0["greeting"] = "edited" }
+
+    let change = log.wait { $0.newValue == .string("edited") }
+    #expect(change?.oldValue == .string("before"))
+    #expect(change?.origin == .otherProcess)
+    #expect(d.string(forKey: "greeting") == "edited")
+    #expect(d.hasChanged(since: token))
+  }
+
+  @Test func aManagedValueReachesObserversAndMasksLaterWrites() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let theme = ChangeLog()
+    let everything = ChangeLog()
+    let themeObservation = d.observe(["theme"], handler: theme.record)
+    let allObservation = d.observe(handler: everything.record)
+    defer {
+      themeObservation.cancel()
+      allObservation.cancel()
+    }
+    let managed = t.root.managedPreferencesURL(forDomain: TestRoot.group)
+    try editOutside(managed) { $0["theme"] = "forced" }
+    #expect(theme.wait { $0.newValue == .string("forced") } != nil)
+    #expect(d.source(forKey: "theme") == .managed)
+
+    // The app cannot write a forced key.
+    let env = t.environment(as: TestRoot.app)
+    let refused = try Product.run("app", ["theme", "dark"], environment: env)
+    #expect(refused.status == 1)
+    #expect(refused.stderr.contains("forced by an administrator"))
+    // An outside edit of the suite writes the masked key and a marker: the
+    // observer of the masked key hears nothing, its effective value did not change.
+    try editOutside(t.groupSuiteFile) {
+      $0["theme"] = "dark"
+      $0["marker"] = 1
+    }
+    #expect(everything.wait { $0.key == "marker" } != nil)
+    #expect(theme.all.count == 1)
+    #expect(d.string(forKey: "theme") == "forced")
+
+    // The administrator lifts it: the suite's value shows through.
+    try editOutside(managed) { $0.removeValue(forKey: "theme") }
+    let lifted = theme.wait { $0.newValue == .string("dark") }
+    #expect(lifted?.oldValue == .string("forced"), "\(theme.all)")
+  }
+
+  @Test func aGlobalDomainChangeReachesObservers() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let observation = d.observe(["AppleLanguages"], handler: log.record)
+    defer { observation.cancel() }
+    try editOutside(t.root.globalPreferencesURL) { $0["AppleLanguages"] = ["fr"] }
+    let change = log.wait { $0.key == "AppleLanguages" }
+    #expect(change?.newValue == .array([.string("fr")]))
+    #expect(d.source(forKey: "AppleLanguages") == .global)
+  }
+
+  @Test func didChangeNotificationSaysWhereTheChangeCameFrom() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let posted = Locked<[(origin: String, keys: [String], changes: Int)]>([])
+    let arrived = DispatchSemaphore(value: 0)
+    let observer = NotificationCenter.default.addObserver(
+      forName: GroupDefaults.didChangeNotification, object: d, queue: nil
+    ) { note in
+      let info = note.userInfo ?? [:]
+      #expect(info[GroupDefaults.suiteNameKey] as? String == TestRoot.group)
+      posted.withLock {
+        $0.append(
+          (
+            info[GroupDefaults.originKey] as? String ?? "?",
+            info[GroupDefaults.changedKeysKey] as? [String] ?? [],
+            (info[GroupDefaults.changesKey] as? [GroupDefaults.Change])?.count ?? -1
+          ))
+      }
+      arrived.signal()
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+
+    d.set("mine", forKey: "local")
+    #expect(arrived.wait(timeout: .now() + 10) == .success)
+    #expect(d.synchronize())
+    try editOutside(t.groupSuiteFile) { $0["remote"] = "theirs" }
+    #expect(arrived.wait(timeout: .now() + 10) == .success)
+
+    let notes = posted.withLock { $0 }
+    #expect(notes.count == 2)
+    #expect(notes.first?.origin == "thisProcess")
+    #expect(notes.first?.keys == ["local"])
+    #expect(notes.first?.changes == 1)
+    // The outside edit's file holds "local" too (it was committed): only "remote" changed.
+    #expect(notes.last?.origin == "otherProcess")
+    #expect(notes.last?.keys == ["remote"])
+  }
+
+  @Test func refreshIfChangedReReadsOnlyWhenTheTokenMoved() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    #expect(!d.refreshIfChanged())
+    let token = d.changeToken
+    #expect(!d.hasChanged(since: token))
+    #expect(try Product.run("app", ["unread", "9"], environment: t.environment()).status == 0)
+    #expect(d.hasChanged(since: token))
+    // Whoever re-reads first (this call or the change monitor), the value is there.
+    d.refreshIfChanged()
+    #expect(d.integer(forKey: "unread") == 9)
+    #expect(!d.refreshIfChanged())
+  }
+
+  /// The token read in an observer describes the values it was told of: the
+  /// new file is visible from its rename on, and the token waits for the
+  /// commit in flight, so a consumer never records an older token with newer
+  /// values (and then re-reads for nothing on resume).
+  @Test func theTokenReadInAnObserverDescribesTheChange() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let tokens = Locked<[ChangeToken]>([])
+    let observation = d.observe(["unread"]) { changes in
+      tokens.withLock { $0.append(d.changeToken) }
+      log.record(changes)
+    }
+    defer { observation.cancel() }
+    for count in 1...3 {
+      #expect(try Product.run("app", ["unread", "\(count)"], environment: t.environment()).status == 0)
+      #expect(log.wait { $0.newValue == .integer(count) } != nil)
+      let seen = try #require(tokens.withLock { $0.last })
+      #expect(seen == d.changeToken)
+      #expect(!d.hasChanged(since: seen))
+    }
+  }
+
+  /// The kernel's event queue overflows while the monitor's thread is held:
+  /// the event of an outside edit is lost, and the overflow re-reads every
+  /// watched suite, so the observer still hears of it.
+  @Test func anEventQueueOverflowReReadsEveryWatchedSuite() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let observation = d.observe(["greeting"], handler: log.record)
+    defer { observation.cancel() }
+    let folder = t.groupSuiteFile.deletingLastPathComponent().path
+
+    let entered = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let holding = Locked(true)
+    let overflows = Locked(0)
+    ChangeMonitor.beforeHandlingForTesting.withLock {
+      $0 = { events in
+        overflows.withLock { $0 += events.filter { $0.kind == .overflow }.count }
+        let hold = holding.withLock { hold in
+          defer { hold = false }
+          return hold
+        }
+        if hold {
+          entered.signal()
+          gate.wait()
+        }
+      }
+    }
+    defer { ChangeMonitor.beforeHandlingForTesting.withLock { $0 = nil } }
+
+    // Hold the monitor's thread in its next batch.
+    #expect(FileManager.default.createFile(atPath: folder + "/trigger", contents: nil))
+    #expect(entered.wait(timeout: .now() + 10) == .success)
+    // More events than the kernel queues (alternating names, so none merge).
+    let text = try String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8)
+    let limit = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 16384
+    for i in 0..<(limit + 64) {
+      let fd = open(folder + (i % 2 == 0 ? "/flood-a" : "/flood-b"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+      if fd >= 0 { close(fd) }
+    }
+    try editOutside(t.groupSuiteFile) { $0["greeting"] = "after overflow" }
+    gate.signal()
+
+    #expect(log.wait { $0.newValue == .string("after overflow") } != nil)
+    #expect(overflows.withLock { $0 } >= 1)
+  }
+
+  /// When the kernel refuses a watch (out of watches), the folder is polled
+  /// and changes still arrive, just later.
+  @Test func aFolderTheKernelWillNotWatchIsPolled() throws {
+    let t = try TestRoot()
+    let folder = (t.groupSuiteFile.path as NSString).deletingLastPathComponent
+    DirectoryWatcher.injectAddWatchFailure.withLock { $0[folder] = ENOSPC }
+    defer { DirectoryWatcher.injectAddWatchFailure.withLock { _ = $0.removeValue(forKey: folder) } }
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let observation = d.observe(["greeting"], handler: log.record)
+    defer { observation.cancel() }
+    #expect(try Product.run("app", ["set", "greeting", "polled"], environment: t.environment()).status == 0)
+    let change = log.wait { $0.newValue == .string("polled") }
+    #expect(change?.origin == .otherProcess)
+  }
+}
