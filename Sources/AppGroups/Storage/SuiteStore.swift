@@ -83,6 +83,8 @@ final class SuiteStore: Sendable {
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
     var lockWaitReported = false
+    /// The identity of the last commit read through its announcement.
+    var announced: FileIdentity?
     var retryDelay: Duration = .milliseconds(10)
   }
 
@@ -423,7 +425,7 @@ final class SuiteStore: Sendable {
           // folder's fsync: other processes already read the new file then.
           let identity = try FileSystem.writeAtomically(
             data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
-            afterRename: { sidecar.advance(to: $0) })
+            announce: true, afterRename: { sidecar.advance(to: $0) })
           cs.identity = identity
         } catch {
           throw AppGroupsError(io: error, "writing \(path)")
@@ -487,19 +489,50 @@ final class SuiteStore: Sendable {
       // leaves the values as they were; the next event reads it again.
       guard let loaded = (try? load(&cs, mode: .refresh)) ?? nil else { return }
       cs.persisted = loaded
-      state.withLock { st in
-        var values = loaded
-        if let replacement = st.replacement { values = replacement.values }
-        for (key, change) in st.pending { values[key] = change.value }
-        changes = Self.diff(st.values, values)
-        st.values = values
-        st.sizeEstimate = Self.estimate(values)
-        st.lastGeneration = generation
-        handler = st.changeHandler
-      }
+      (changes, handler) = adopt(loaded, generation: generation)
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
+  }
+
+  /// Makes another process's commit visible as soon as it announces it:
+  /// the complete temporary file it closed, before it is synced and renamed
+  /// over the suite's file. Once renamed, the file has the same identity and
+  /// is not read again. If the writer dies before the rename, the next
+  /// change of the real file withdraws what it announced.
+  func preview(temporaryName: String) {
+    var changes: [StoredChange] = []
+    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    commit.withLock { cs in
+      guard
+        let read = (try? FileSystem.read(directory + "/" + temporaryName)) ?? nil,
+        read.1 != cs.identity,
+        case .dictionary(let loaded)? = try? PropertyListValue(propertyListData: read.0)
+      else { return }
+      cs.persisted = loaded
+      cs.identity = read.1
+      cs.announced = read.1
+      cs.unreadableIdentity = nil
+      (changes, handler) = adopt(loaded, generation: nil)
+    }
+    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
+  }
+
+  /// Installs freshly read values under this process's pending changes.
+  /// Call holding `commit`.
+  private func adopt(
+    _ loaded: [String: PropertyListValue], generation: UInt64?
+  ) -> ([StoredChange], (@Sendable ([StoredChange], ChangeOrigin) -> Void)?) {
+    state.withLock { st in
+      var values = loaded
+      if let replacement = st.replacement { values = replacement.values }
+      for (key, change) in st.pending { values[key] = change.value }
+      let changes = Self.diff(st.values, values)
+      st.values = values
+      st.sizeEstimate = Self.estimate(values)
+      if let generation { st.lastGeneration = generation }
+      return (changes, st.changeHandler)
+    }
   }
 
   /// Whether the file or its token moved since this process last read or
@@ -528,7 +561,12 @@ final class SuiteStore: Sendable {
     while true {
       guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
       let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current { return record.generation }
+      // A commit this process already holds through its announcement is
+      // still being made durable: its token is next.
+      let announced = commit.withLock { $0.announced }
+      if record.identity == current && (announced == nil || announced == current) {
+        return record.generation
+      }
       // The file is not the version the token describes: an outside edit (or
       // a commit in flight). Move the token if no commit is in flight.
       let moved: UInt64? = commit.withLockIfAvailable { _ in
@@ -539,9 +577,14 @@ final class SuiteStore: Sendable {
         if again.identity == now { return again.generation }
         return sidecar.advance(to: now)
       } ?? nil
-      if let moved { return moved }
+      if let moved, announced == nil || announced == current { return moved }
       // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
+      if FileSystem.monotonicNanoseconds() >= deadline {
+        // The announced commit never landed (its writer died or is stopped):
+        // stop waiting for it; the next change of the file corrects the values.
+        commit.withLock { if $0.announced == announced { $0.announced = nil } }
+        return record.generation
+      }
       var request = timespec(tv_sec: 0, tv_nsec: pause)
       _ = nanosleep(&request, nil)
       pause = min(pause * 2, 1_000_000)
@@ -587,6 +630,7 @@ final class SuiteStore: Sendable {
       if case .dictionary(let values) = value {
         cs.identity = identity
         cs.unreadableIdentity = nil
+        if cs.announced != identity { cs.announced = nil }
         return values
       }
       reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
