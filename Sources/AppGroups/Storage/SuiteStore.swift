@@ -88,6 +88,10 @@ final class SuiteStore: Sendable {
     var retryDelay: Duration = .milliseconds(10)
   }
 
+  /// Set by the change monitor while an inotify watch (not polling) covers
+  /// this store's folder.
+  let watchedByKernel = Atomic<Bool>(false)
+
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
 
@@ -540,6 +544,10 @@ final class SuiteStore: Sendable {
   func hasChangedOnDisk() -> Bool {
     let seen = state.withLock { $0.lastGeneration }
     if let sidecar, sidecar.generation != seen { return true }
+    // Every commit moves the token. An outside edit does not, but while a
+    // kernel watch covers the folder the change monitor hears of it and
+    // re-reads by itself: no stat(2) is needed here.
+    if watchedByKernel.load(ordering: .acquiring) { return false }
     let current = try? FileSystem.identity(ofPath: path)
     return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
   }

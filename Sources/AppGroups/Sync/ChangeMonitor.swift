@@ -98,6 +98,8 @@ final class ChangeMonitor: Sendable {
         st.directories[directory] = watched
       }
     }
+    let kernel = state.withLock { st in st.directories[directory]?.watch.map { !$0.isPolling } ?? false }
+    store.watchedByKernel.store(kernel, ordering: .releasing)
     store.refresh()
   }
 
@@ -166,6 +168,9 @@ final class ChangeMonitor: Sendable {
           for listener in st.listeners.values { notes.append((listener.handler, "")) }
         case .directoryGone:
           addStores(in: st.directories[event.directory])
+          for entry in st.directories[event.directory]?.stores.values ?? [:].values {
+            entry.store?.watchedByKernel.store(false, ordering: .releasing)
+          }
           for listener in st.listeners.values where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
@@ -216,6 +221,8 @@ final class ChangeMonitor: Sendable {
       let old = watched.watch
       watched.watch = replacement
       st.directories[directory] = watched
+      let kernel = replacement.map { !$0.isPolling } ?? false
+      for entry in watched.stores.values { entry.store?.watchedByKernel.store(kernel, ordering: .releasing) }
       return old
     }
     old?.cancel()
