@@ -128,6 +128,34 @@ final class SuiteView: Sendable {
 
   /// The search list for `key`; `replacing` substitutes one layer's value,
   /// to compute what the effective value was before a change.
+  /// Whether a layer above `layer` holds `key` (then a change in `layer` cannot show).
+  private func isMasked(_ key: String, above layer: Layer) -> Bool {
+    switch layer {
+    case .managed: return false
+    case .argument: return managed?.value(forKey: key) != nil
+    case .suite, .global, .registration:
+      if managed?.value(forKey: key) != nil || ProcessDomains.argument(key) != nil { return true }
+      if layer == .suite { return false }
+      if suite.value(forKey: key) != nil { return true }
+      if layer == .global { return false }
+      return global?.value(forKey: key) != nil
+    }
+  }
+
+  /// The first value for `key` in the layers below `layer`.
+  private func resolve(_ key: String, below layer: Layer) -> PropertyListValue? {
+    switch layer {
+    case .managed:
+      return ProcessDomains.argument(key) ?? suite.value(forKey: key) ?? global?.value(forKey: key)
+        ?? ProcessDomains.registered(key)
+    case .argument:
+      return suite.value(forKey: key) ?? global?.value(forKey: key) ?? ProcessDomains.registered(key)
+    case .suite: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
+    case .global: return ProcessDomains.registered(key)
+    case .registration: return nil
+    }
+  }
+
   private func resolve(_ key: String, replacing: (Layer, PropertyListValue?)?) -> Entry {
     func value(_ layer: Layer, _ read: () -> PropertyListValue?) -> PropertyListValue? {
       if let replacing, replacing.0 == layer { return replacing.1 }
@@ -163,8 +191,12 @@ final class SuiteView: Sendable {
   func layerChanged(_ layer: Layer, _ changes: [StoredChange], origin: ChangeOrigin) {
     var effective: [GroupDefaults.Change] = []
     for change in changes {
-      let old = resolve(change.key, replacing: (layer, change.old)).value
-      let new = resolve(change.key, replacing: (layer, change.new)).value
+      // One pass over the search list: a layer above the changed one masks
+      // the change; below it, only a missing value needs the lower layers.
+      if isMasked(change.key, above: layer) { continue }
+      let below = change.old == nil || change.new == nil ? resolve(change.key, below: layer) : nil
+      let old = change.old ?? below
+      let new = change.new ?? below
       if old != new {
         effective.append(
           GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin))
