@@ -5,6 +5,11 @@ extension PropertyListValue {
   /// refuses dates that are not a number and nesting deeper than
   /// ``BinaryPropertyList/maximumDepth``, so the writer must never produce them.
   func storageProblem() -> String? {
+    switch self {
+    case .string, .integer, .real, .bool, .data: return nil
+    case .date(let date): return date.timeIntervalSinceReferenceDate.isNaN ? "it holds a date that is not a number (NaN)" : nil
+    case .array, .dictionary: break
+    }
     var stack: [(PropertyListValue, Int)] = [(self, 1)]
     while let (value, depth) = stack.popLast() {
       if depth > BinaryPropertyList.maximumDepth {

@@ -56,6 +56,8 @@ final class SuiteStore: Sendable {
     var replacement: (values: [String: PropertyListValue], sequence: UInt64)?
     var nextSequence: UInt64 = 1
     var flushScheduled = false
+    /// How many changes the last commit carried (to tell a burst).
+    var lastBatchSize = 0
     var sizeEstimate = 0
     var lastGeneration: UInt64 = 0
     var changeHandlers: [UInt64: ChangeHandler] = [:]
@@ -218,7 +220,7 @@ final class SuiteStore: Sendable {
         return .success((StoredChange(key: key, old: old, new: value), schedule))
       }
     let (change, schedule) = try outcome.get()
-    if schedule { scheduleFlush() }
+    if schedule { scheduleFlush(after: burstDelay()) }
     if let change, let handler { handler([change], .thisProcess) }
     return change
   }
@@ -250,6 +252,14 @@ final class SuiteStore: Sendable {
     }
     if schedule { scheduleFlush() }
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+  }
+
+  /// While a burst of writes is going on (the last commit carried many
+  /// changes), the next commit waits a moment to gather more: a burst costs
+  /// a few file writes, not one per commit's worth of `set` calls. A lone
+  /// write is committed at once.
+  private func burstDelay() -> Duration? {
+    state.withLock { $0.lastBatchSize } >= 64 ? .milliseconds(2) : nil
   }
 
   private func scheduleFlush(after delay: Duration? = nil) {
@@ -450,6 +460,7 @@ final class SuiteStore: Sendable {
   ) {
     let generation = sidecar?.generation ?? 0
     state.withLock { st in
+      st.lastBatchSize = pending.count
       // Drop what was committed, unless it changed again meanwhile.
       for (key, change) in pending where st.pending[key]?.sequence == change.sequence {
         st.pending.removeValue(forKey: key)
