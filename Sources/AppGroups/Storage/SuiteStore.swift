@@ -392,7 +392,8 @@ final class SuiteStore: Sendable {
         FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
         do {
           let identity = try FileSystem.writeAtomically(
-            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0))
+            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
+            beforeRename: { TestHooks.pauseBeforeRename(path: path) })
           cs.identity = identity
           sidecar.advance(to: identity)
         } catch {

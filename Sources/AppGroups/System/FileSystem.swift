@@ -115,7 +115,7 @@ enum FileSystem {
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    afterRename: () -> Void = {}
+    beforeRename: () -> Void = {}, afterRename: () -> Void = {}
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
@@ -149,6 +149,7 @@ enum FileSystem {
       _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
+    beforeRename()
     _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
     renamed = true
     afterRename()
