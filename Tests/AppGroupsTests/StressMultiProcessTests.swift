@@ -32,7 +32,16 @@ struct StressMultiProcessTests {
     let children = try startAll(writers, in: t) { i in
       ["write-keys", TestRoot.group, "w\(i)", String(keysEach)]
     }
-    for child in children { #expect(child.waitFor("synced", timeout: 60), "\(child.standardError)") }
+    var retries = 0
+    for child in children {
+      let line = child.waitForLine(timeout: 60) { $0.hasPrefix("sync-retries ") }
+      #expect(line != nil, "\(child.standardError)")
+      retries += line.flatMap { Int($0.dropFirst("sync-retries ".count)) } ?? 0
+      #expect(child.waitFor("synced"), "\(child.standardError)")
+    }
+    // synchronize() waits at most its bound (1 s); under this contention it may return false,
+    // and the changes stay pending until a later call lands them.
+    print("distinct keys: \(writers) processes × \(keysEach), synchronize calls past the bound: \(retries)")
     // Every process then waits, on change events alone, until it sees every key.
     for child in children { child.send(String(writers * keysEach)) }
     for child in children {

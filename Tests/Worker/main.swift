@@ -1,7 +1,9 @@
 // appgroups-worker: a real process for the multi-process, fault and fuzz tests.
 //
-//   appgroups-worker write-keys SUITE PREFIX COUNT     set PREFIX-0 … PREFIX-(COUNT-1), synchronize,
-//                                                      print "synced"; then read the expected total
+//   appgroups-worker write-keys SUITE PREFIX COUNT     set PREFIX-0 … PREFIX-(COUNT-1), synchronize
+//                                                      (again while it returns false), print
+//                                                      "sync-retries N" and "synced"; then read the
+//                                                      expected total
 //                                                      on stdin and wait (driven by change events,
 //                                                      never by synchronize) until that many keys
 //                                                      with a '-' are visible: "visible N"
@@ -39,6 +41,7 @@
 //                         printing "blocked", until "release"; answers "armed"
 //   release               "released"
 //   noise DIR COUNT       COUNT IN_CLOSE_WRITE events in DIR on two alternating files; "noise done"
+//   diag-has TEXT         "diag-has true|false": whether a diagnostic so far contained TEXT
 //   quit                  exits normally (pending changes land at exit)
 //
 // probe commands:
@@ -88,8 +91,17 @@ let options: GroupDefaults.Options = {
   }
   return options
 }()
+/// Every diagnostic this process reported, when APPGROUPS_WORKER_DIAGNOSTICS=stdout.
+final class DiagnosticLog: @unchecked Sendable {
+  private let lock = NSLock()
+  private var messages: [String] = []
+  func append(_ message: String) { lock.withLock { messages.append(message) } }
+  func contains(_ text: String) -> Bool { lock.withLock { messages.contains { $0.contains(text) } } }
+}
+let diagnostics = DiagnosticLog()
 if environment["APPGROUPS_WORKER_DIAGNOSTICS"] == "stdout" {
   Diagnostics.setHandler { message in
+    diagnostics.append(message)
     say("diag \(message.replacingOccurrences(of: "\n", with: " "))")
     FileHandle.standardError.write(Data("appgroups: \(message)\n".utf8))
   }
@@ -143,7 +155,14 @@ case "write-keys":
   for i in 0..<count {
     defaults.set(i, forKey: "\(prefix)-\(i)")
   }
-  guard defaults.synchronize() else { fail("synchronize returned false") }
+  // Under heavy contention a synchronize may pass its bound (false: the changes stay pending
+  // and are retried); call it again until everything landed.
+  var retries = 0
+  while !defaults.synchronize() {
+    retries += 1
+    if retries == 120 { fail("synchronize returned false \(retries) times") }
+  }
+  say("sync-retries \(retries)")
   say("synced")
   if let line = readLine(), let expected = Int(line) {
     func visible() -> Int {
@@ -185,7 +204,7 @@ case "set":
   say("set")
 
 case "get":
-  guard args.count == 3 else { fail("get SUITE KEY") }
+  guard args.count >= 3 else { fail("get SUITE KEY [-key value]…") }
   let defaults = open(suiteArgument())
   waitForGo()
   say(defaults.string(forKey: args[2]) ?? "(nil)")
@@ -296,6 +315,9 @@ func runRepl(_ defaults: GroupDefaults) {
     case ("noise", 3):
       makeNoise(in: words[1], count: Int(words[2]) ?? 0)
       say("noise done")
+    case ("diag-has", _) where words.count > 1:
+      let text = words.dropFirst().joined(separator: " ")
+      say("diag-has \(diagnostics.contains(text))")
     case ("quit", 1):
       return
     default:
