@@ -67,17 +67,26 @@ final class SuiteStore: Sendable {
     }
   }
 
+  /// What this process knows of the file. Held for the length of a read or a write, never
+  /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
   private struct CommitState: Sendable {
     var persisted: [String: PropertyListValue] = [:]
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
+  }
+
+  private struct RetryState: Sendable {
     var lockWaitReported = false
     var retryDelay: Duration = .milliseconds(10)
   }
 
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
+  private let retry = Mutex(RetryState())
+  /// Serialises this process's commits, with a bounded wait (see ``CommitGate``). Order:
+  /// gate, then the file lock, then `commit`, then `state`.
+  private let gate = CommitGate()
 
   // MARK: Opening
 
@@ -232,9 +241,9 @@ final class SuiteStore: Sendable {
     let work: @Sendable () -> Void = { [self] in
       if !flush() {
         // The lock was busy or the disk failed: the changes stay pending.
-        let delay = commit.withLock { cs in
-          let current = cs.retryDelay
-          cs.retryDelay = min(current * 2, .seconds(1))
+        let delay = retry.withLock { retry in
+          let current = retry.retryDelay
+          retry.retryDelay = min(current * 2, .seconds(1))
           return current
         }
         scheduleFlush(after: delay)
@@ -271,8 +280,12 @@ final class SuiteStore: Sendable {
   /// `body` compute its new value, and commits it before the lock is
   /// released: a read-modify-write that no other process can interleave.
   ///
-  /// `body` must be short and must not call back into the store.
+  /// `body` must be short and must not call back into the store: it runs while this suite's
+  /// lock is held, so every other writer of the suite waits for it. Reads inside it work;
+  /// a nested update throws `.lockTimeout` at once, and a nested flush returns `false`.
   /// - Returns: the value `body` returned.
+  /// - Throws: `.lockTimeout`, `.io`, `.sizeLimitExceeded`, or what `body` throws; then the
+  ///   key is not changed (other pending changes may still have landed).
   func update(
     key: String, timeout: Duration, _ body: (PropertyListValue?) throws -> PropertyListValue?
   ) throws -> PropertyListValue? {
@@ -282,13 +295,25 @@ final class SuiteStore: Sendable {
       try commitLocked(timeout: timeout) { current in
         do {
           result = try body(current[key])
-          var change: [String: PropertyListValue?] = [:]
-          change.updateValue(result, forKey: key)
-          return change
         } catch {
           bodyError = error
           return [:]
         }
+        let old = current[key]
+        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let newSize = result.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        if newSize > oldSize {
+          let size = Self.estimate(current) - oldSize + newSize
+          if size > self.options.sizeLimit {
+            bodyError = AppGroupsError(
+              .sizeLimitExceeded,
+              "updating \(key.debugDescription) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; the value was not changed")
+            return [:]
+          }
+        }
+        var change: [String: PropertyListValue?] = [:]
+        change.updateValue(result, forKey: key)
+        return change
       }
     }
     if let bodyError { throw bodyError }
@@ -298,19 +323,36 @@ final class SuiteStore: Sendable {
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.
+  ///
+  /// The whole wait, for another thread's commit and then for another
+  /// process's lock, stays within `timeout`.
   private func commitLocked(
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
+    let (seconds, attoseconds) = timeout.components
+    let deadline = Date(
+      timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+    switch gate.enter(before: deadline) {
+    case .entered:
+      break
+    case .reentered:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): the store was called back from inside an atomic update's closure; the changes stay pending and land after it returns")
+    case .timedOut:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
+    }
+    defer { gate.leave() }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    try commit.withLock { (cs: inout CommitState) throws(AppGroupsError) -> Void in
-      try commitBody(
-        &cs, sidecar: sidecar, timeout: timeout, extra: extra, outside: &outside, local: &local,
-        handler: &handler)
-    }
+    try commitBody(
+      sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+      local: &local, handler: &handler)
     if let handler {
       if !outside.isEmpty { handler(outside, .otherProcess) }
       if !local.isEmpty { handler(local, .thisProcess) }
@@ -318,93 +360,116 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    _ cs: inout CommitState, sidecar: SuiteSidecar, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
   ) throws(AppGroupsError) {
-      // Snapshot the pending changes; later ones get higher sequences.
-      let (pending, replacement) = state.withLock { st in
-        st.flushScheduled = false
-        return (st.pending, st.replacement)
-      }
-      guard !pending.isEmpty || replacement != nil || extra != nil else { return }
-      let keepPending = { self.state.withLock { $0.flushScheduled = true } }
+    // Snapshot the pending changes; later ones get higher sequences.
+    let (pending, replacement) = state.withLock { st in
+      st.flushScheduled = false
+      return (st.pending, st.replacement)
+    }
+    guard !pending.isEmpty || replacement != nil || extra != nil else { return }
+    let keepPending = { self.state.withLock { $0.flushScheduled = true } }
 
-      guard sidecar.lock.lock(timeout: timeout) else {
-        let count = pending.count + (replacement == nil ? 0 : 1)
-        if !cs.lockWaitReported && count > 0 {
-          cs.lockWaitReported = true
-          Diagnostics.report(
-            "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
-        }
-        keepPending()
-        throw AppGroupsError(
-          .lockTimeout,
-          "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+    let remaining = Duration.milliseconds(max(0, Int64(deadline.timeIntervalSinceNow * 1000)))
+    guard sidecar.lock.lock(timeout: remaining) else {
+      let count = pending.count + (replacement == nil ? 0 : 1)
+      let report = retry.withLock { retry in
+        defer { if count > 0 { retry.lockWaitReported = true } }
+        return !retry.lockWaitReported && count > 0
       }
-      defer { sidecar.lock.unlock() }
-      if cs.lockWaitReported {
-        cs.lockWaitReported = false
-        Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+      if report {
+        Diagnostics.report(
+          "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
       }
-      cs.retryDelay = .milliseconds(10)
-      TestHooks.pauseWhileHoldingLock(path: path)
+      keepPending()
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+    }
+    defer { sidecar.lock.unlock() }
+    gate.holdsFileLock()
+    let reportAcquired = retry.withLock { retry in
+      defer {
+        retry.lockWaitReported = false
+        retry.retryDelay = .milliseconds(10)
+      }
+      return retry.lockWaitReported
+    }
+    if reportAcquired {
+      Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+    }
+    TestHooks.pauseWhileHoldingLock(path: path)
 
-      // 1. The file as it is now: another process may have committed.
+    // 1. The file as it is now: another process may have committed.
+    typealias Values = [String: PropertyListValue]
+    let reread: Result<(before: Values, reloaded: Values), AppGroupsError> = commit.withLock { cs in
       let before = cs.persisted
       let current: FileIdentity?
-      do {
+      do throws(SystemCallError) {
         current = try FileSystem.identity(ofPath: path)
       } catch {
-        keepPending()
-        throw AppGroupsError(io: error, "reading \(path)")
+        return .failure(AppGroupsError(io: error, "reading \(path)"))
       }
       if current != cs.identity || cs.unreadableIdentity != nil {
-        do {
+        do throws(AppGroupsError) {
           cs.persisted = try load(&cs, mode: .commit) ?? [:]
         } catch {
-          keepPending()
-          throw error
+          return .failure(error)
         }
       }
-      let reloaded = cs.persisted
+      return .success((before, cs.persisted))
+    }
+    guard case .success(let (before, reloaded)) = reread else {
+      keepPending()
+      if case .failure(let error) = reread { throw error }
+      return
+    }
 
-      // 2. This process's changes, key by key, on top.
-      var next = replacement?.values ?? reloaded
-      for (key, change) in pending {
-        next[key] = change.value
-      }
-      let extraChanges = extra?(next) ?? [:]
-      for (key, value) in extraChanges {
-        next[key] = value
-      }
+    // 2. This process's changes, key by key, on top; then the atomic update's, computed from
+    //    them without holding `commit`, so that the closure may read the store.
+    var next = replacement?.values ?? reloaded
+    for (key, change) in pending {
+      next[key] = change.value
+    }
+    let extraChanges = extra?(next) ?? [:]
+    for (key, value) in extraChanges {
+      next[key] = value
+    }
 
-      // 3. Write durably, then move the token (skipped when nothing differs).
-      if next != reloaded || (cs.identity == nil && !next.isEmpty) {
-        let data: Data
-        do {
-          data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
-        } catch {
-          keepPending()
-          throw error
-        }
-        FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
-        do {
-          let identity = try FileSystem.writeAtomically(
-            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
-            beforeRename: { TestHooks.pauseBeforeRename(path: path) })
-          cs.identity = identity
-          sidecar.advance(to: identity)
-        } catch {
-          keepPending()
-          throw AppGroupsError(io: error, "writing \(path)")
-        }
-        cs.persisted = next
+    // 3. Write durably, then move the token (skipped when nothing differs).
+    let written: Result<Void, AppGroupsError> = commit.withLock { cs in
+      guard next != reloaded || (cs.identity == nil && !next.isEmpty) else { return .success(()) }
+      let data: Data
+      do throws(AppGroupsError) {
+        data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
+      } catch {
+        return .failure(error)
       }
-      finishCommit(
-        next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
-        extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+      FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
+      do throws(SystemCallError) {
+        let current = try FileSystem.identity(ofPath: path)
+        let identity = try FileSystem.writeAtomically(
+          data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
+          beforeRename: { TestHooks.pauseBeforeRename(path: path) })
+        cs.identity = identity
+        cs.unreadableIdentity = nil
+        sidecar.advance(to: identity)
+      } catch {
+        return .failure(AppGroupsError(io: error, "writing \(path)"))
+      }
+      cs.persisted = next
+      return .success(())
+    }
+    if case .failure(let error) = written {
+      keepPending()
+      throw error
+    }
+    finishCommit(
+      next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
+      extra: extraChanges, outside: &outside, local: &local, handler: &handler)
   }
 
   private func finishCommit(
@@ -494,15 +559,15 @@ final class SuiteStore: Sendable {
     if record.identity == current { return record.generation }
     // The file is not the version the token describes: an outside edit (or
     // a commit in flight). Move the token if no commit is in flight.
-    let moved: UInt64? = commit.withLockIfAvailable { _ in
-      guard sidecar.lock.tryLock() else { return nil }
-      defer { sidecar.lock.unlock() }
-      guard let again = sidecar.read() else { return nil }
-      let now = try? FileSystem.identity(ofPath: path)
-      if again.identity == now { return again.generation }
-      return sidecar.advance(to: now)
-    } ?? nil
-    return moved ?? record.generation
+    // The file lock is shared by this process's threads: only with the gate may it be taken.
+    guard gate.tryEnter() else { return record.generation }
+    defer { gate.leave() }
+    guard sidecar.lock.tryLock() else { return record.generation }
+    defer { sidecar.lock.unlock() }
+    guard let again = sidecar.read() else { return record.generation }
+    let now = try? FileSystem.identity(ofPath: path)
+    if again.identity == now { return again.generation }
+    return sidecar.advance(to: now)
   }
 
   /// The token this process last saw.
