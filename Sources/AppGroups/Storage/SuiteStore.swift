@@ -587,30 +587,39 @@ final class SuiteStore: Sendable {
 
   /// Reads and parses the file. An unreadable file is moved aside (only
   /// while holding the lock) and the suite goes on empty.
+  ///
+  /// Only a regular file is read. A symbolic link (which could lead out of
+  /// the container), a fifo (which would block the reader), a folder, a
+  /// socket or a device in its place is unreadable too, and moved aside
+  /// the same way, without being followed or opened.
   private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let holdingLock = mode == .commit
-    let read: (Data, FileIdentity)?
-    do {
-      read = try FileSystem.read(path)
-    } catch {
-      throw AppGroupsError(io: error, "reading \(path)")
-    }
-    guard let (data, identity) = read else {
-      cs.identity = nil
-      cs.unreadableIdentity = nil
-      return [:]
-    }
+    let identity: FileIdentity
     let reason: String
     do {
-      let value = try PropertyListValue(propertyListData: data)
-      if case .dictionary(let values) = value {
-        cs.identity = identity
+      if let s = try FileSystem.linkStatus(path), s.st_mode & S_IFMT != S_IFREG {
+        identity = FileIdentity(s)
+        reason = "it is \(FileSystem.kind(of: s)), not a regular file"
+      } else if let (data, readIdentity) = try FileSystem.read(path, followLinks: false) {
+        identity = readIdentity
+        do {
+          let value = try PropertyListValue(propertyListData: data)
+          if case .dictionary(let values) = value {
+            cs.identity = identity
+            cs.unreadableIdentity = nil
+            return values
+          }
+          reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
+        } catch {
+          reason = error.message
+        }
+      } else {
+        cs.identity = nil
         cs.unreadableIdentity = nil
-        return values
+        return [:]
       }
-      reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
     } catch {
-      reason = error.message
+      throw AppGroupsError(io: error, "reading \(path)")
     }
     cs.identity = identity
     if mode == .refresh {
