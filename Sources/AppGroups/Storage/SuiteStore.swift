@@ -121,6 +121,11 @@ final class SuiteStore: Sendable {
     } else {
       do {
         sidecar = try SuiteSidecar(path: path + ".lock")
+      } catch where error.errno == ELOOP {
+        throw AppGroupsError(
+          .outsideRoot,
+          "\(path).lock is a symbolic link; a suite's lock file must be a regular file, so the suite is refused and nothing was created through the link",
+          cause: error)
       } catch {
         throw AppGroupsError(io: error, "opening the lock file of \(path)")
       }
