@@ -36,8 +36,8 @@ public enum CraftedPropertyList {
   /// An ASCII string object.
   public static func ascii(_ text: String) -> [UInt8] {
     let bytes = Array(text.utf8)
-    precondition(bytes.count < 15)
-    return [0x50 | UInt8(bytes.count)] + bytes
+    if bytes.count < 15 { return [0x50 | UInt8(bytes.count)] + bytes }
+    return [0x5F, 0x13] + bigEndian(UInt64(bytes.count), size: 8) + bytes
   }
 
   /// `{"k": [[[ … ]]]}` with `depth` nested arrays.
@@ -57,6 +57,11 @@ public enum CraftedPropertyList {
   /// `{"k": <object>}` where the value object is given raw.
   public static func dictionary(withRawValue value: [UInt8]) -> Data {
     file(objects: [[0xD1, 1, 2], ascii("k"), value], referenceSize: 1)
+  }
+
+  /// `{"k": <object 2>}` followed by `objects` (the first is object 2, the value).
+  public static func dictionary(withObjects objects: [[UInt8]]) -> Data {
+    file(objects: [[0xD1, 1, 2], ascii("k")] + objects, referenceSize: 1)
   }
 
   /// An object marker whose length, in the following integer, is `length`.

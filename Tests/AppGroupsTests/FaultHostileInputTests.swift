@@ -265,6 +265,7 @@ struct FaultHostileInputTests {
       ("executable-integer", plist([TestRoot.app: [groups: [TestRoot.group], "executable": 5]])),
       ("executable-relative", plist([TestRoot.app: [groups: [TestRoot.group], "executable": "bin/app"]])),
       ("nested-deep", CraftedPropertyList.nested(depth: 100_000)),
+      ("binary-set", CraftedPropertyList.file(objects: [[0xD1, 1, 2], CraftedPropertyList.ascii(TestRoot.app), [0xC1, 3], [0xD0]], referenceSize: 1)),
       ("entity-expansion", Data(("<?xml version=\"1.0\"?><!DOCTYPE plist [<!ENTITY a \"" + String(repeating: "a", count: 1000) + "\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\"><!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">]><plist version=\"1.0\"><dict><key>&d;</key><dict/></dict></plist>").utf8)),
     ]
   }()

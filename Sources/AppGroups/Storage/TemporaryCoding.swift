@@ -6,6 +6,9 @@ public enum PropertyListFileFormat: Sendable { case binary, xml }
 extension PropertyListValue {
   public init(propertyListData data: Data) throws(AppGroupsError) {
     guard !data.isEmpty else { throw AppGroupsError(.corruptPreferences, "the file is empty") }
+    if let problem = PropertyListScreen.problem(with: data) {
+      throw AppGroupsError(.corruptPreferences, problem)
+    }
     let any: Any
     do {
       any = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
