@@ -2,11 +2,13 @@ import Foundation
 
 /// A look at untrusted property-list bytes before Foundation's parser sees them.
 ///
-/// swift-corelibs-foundation crashes the process (a bad pointer while bridging) when
-/// `PropertyListSerialization` decodes a binary property list holding a set (marker `0xC_`,
-/// or the ordered set `0xB_`): CoreFoundation accepts it, the bridge to Swift does not.
-/// Apple never writes a set into a property list, and a preferences file or a manifest
-/// cannot hold one, so such a file is refused here, before the parser runs.
+/// swift-corelibs-foundation crashes the process on binary property lists that
+/// CoreFoundation accepts but the bridge to Swift does not: a set (marker `0xC_`) crashes
+/// `PropertyListSerialization` itself (a bad pointer while bridging), and a dictionary keyed
+/// by a keyed-archiver UID (marker `0x8_`) crashes whoever iterates the dictionary it
+/// returns. A preferences file or a manifest holds neither (only booleans, numbers, dates,
+/// data, strings, arrays and dictionaries), so a file with any other kind of object is
+/// refused here, before the parser runs.
 ///
 /// Only the object table is looked at: the trailer's sizes and the first byte (the marker)
 /// of every object. A file whose trailer does not add up is left to the parser, which is
@@ -39,11 +41,17 @@ enum PropertyListScreen {
     for index in 0..<Int(objectCount) {
       let offset = integer(at: table + index * offsetSize, size: offsetSize)
       guard offset < tableOffset else { continue }  // the parser refuses it
-      switch bytes[Int(offset)] >> 4 {
+      let marker = bytes[Int(offset)]
+      switch marker >> 4 {
+      // null/bool/fill, integer, real, date, data, ASCII string, UTF-16 string, array, dictionary
+      case 0x0, 0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0xA, 0xD:
+        continue
+      case 0x8:
+        return "it holds a keyed-archiver UID (binary object \(index)), which a property list of preferences cannot"
       case 0xB, 0xC:
         return "it holds a set (binary object \(index)), which a property list of preferences cannot"
       default:
-        continue
+        return "it holds an object of unknown kind 0x\(String(marker, radix: 16)) (binary object \(index))"
       }
     }
     return nil
