@@ -125,6 +125,7 @@ struct FaultUnreadableFileTests {
       ("set-of-dictionaries", CraftedPropertyList.dictionary(withObjects: [[0xC1, 3], [0xD0]])),
       ("ordered-set", CraftedPropertyList.dictionary(withObjects: [[0xB1, 1]])),
       ("uid", CraftedPropertyList.dictionary(withObjects: [[0x80, 1]])),
+      ("uid-key-in-array", CraftedPropertyList.dictionary(withObjects: [[0xA1, 3], [0xD1, 4, 5], [0x80, 1], [0x10, 1]])),
       ("null", CraftedPropertyList.dictionary(withObjects: [[0x00]])),
       ("data-key", CraftedPropertyList.file(objects: [[0xD1, 1, 2], [0x41, 0], [0x10, 1]], referenceSize: 1)),
       ("xml-unterminated", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key><string>v".utf8)),
@@ -165,6 +166,34 @@ struct FaultUnreadableFileTests {
       checked += 1
     }
     print("unreadable files: \(checked) kinds quarantined")
+  }
+
+  @Test func aValueNestedTooDeepToBeReadBackIsRefusedWhenSetAndTheSuiteStaysReadable() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    d.set("kept", forKey: "other")
+    var deep = PropertyListValue.array([])
+    for _ in 0..<600 { deep = .array([deep]) }
+    #expect(throws: AppGroupsError.self) { try d.write(deep, forKey: "deep") }
+    #expect(throws: AppGroupsError.self) { try d.update("deep") { _ in deep } }
+    #expect(d.value(forKey: "deep") == nil)
+    #expect(d.synchronize())
+    // Another process reads the suite: nothing was moved aside, nothing lost.
+    let reader = try Product.run(
+      "appgroups-worker", ["get", TestRoot.group, "other"],
+      environment: t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(reader.stdout == "kept\n", "\(reader.stderr)")
+    #expect(!entries(of: t.groupSuiteFile.deletingLastPathComponent()).contains { $0.contains(".unreadable-") })
+    // A value as deep as a reader accepts is kept.
+    var allowed = PropertyListValue.string("leaf")
+    for _ in 0..<(PropertyListValue.maximumDepth - 2) { allowed = .array([allowed]) }
+    try d.write(allowed, forKey: "allowed")
+    #expect(d.synchronize())
+    let again = try Product.run(
+      "appgroups-worker", ["get", TestRoot.group, "other"],
+      environment: t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(again.stdout == "kept\n", "\(again.stderr)")
+    #expect(try TestRoot.readPlist(t.groupSuiteFile)["allowed"] != nil)
   }
 
   @Test func aFifoOrAFolderInPlaceOfTheFileIsMovedAsideWithoutHanging() throws {

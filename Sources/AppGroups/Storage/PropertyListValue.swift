@@ -16,6 +16,27 @@ public enum PropertyListValue: Sendable, Hashable {
 }
 
 extension PropertyListValue {
+  /// The deepest a stored value may nest: 255 levels (a scalar is one level, each array or
+  /// dictionary around it one more), so that the suite's file, one level more, stays well
+  /// within what property-list readers accept (Foundation's stops at 512). A deeper value
+  /// is refused when it is set, instead of making the whole file unreadable.
+  public static let maximumDepth = 255
+
+  /// Whether the value nests deeper than ``maximumDepth``. Iterative: a value nested
+  /// far deeper than the stack allows is measured without recursion.
+  var isTooDeep: Bool {
+    var stack: [(PropertyListValue, Int)] = [(self, 1)]
+    while let (value, level) = stack.popLast() {
+      if level > Self.maximumDepth { return true }
+      switch value {
+      case .array(let items): for item in items { stack.append((item, level + 1)) }
+      case .dictionary(let items): for item in items.values { stack.append((item, level + 1)) }
+      default: continue
+      }
+    }
+    return false
+  }
+
   /// Converts a Swift or Foundation value into a property-list value.
   ///
   /// Accepts `Bool`, every fixed-width integer that fits in `Int`, `Double`,

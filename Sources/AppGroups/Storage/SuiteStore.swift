@@ -183,11 +183,13 @@ final class SuiteStore: Sendable {
   /// Sets (or, with `nil`, removes) one value: in memory at once, on disk
   /// soon after. Writing the value already there does nothing.
   /// - Returns: the change, or `nil` when nothing changed.
-  /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit;
-  ///   nothing changes then.
+  /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit,
+  ///   `.unsupportedValue` when the value nests deeper than
+  ///   ``PropertyListValue/maximumDepth``; nothing changes then.
   @discardableResult
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
+    if let value, value.isTooDeep { throw tooDeep(key) }
     let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
       state.withLock { st in
         let old = st.values[key]
@@ -221,6 +223,7 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
+    if let deep = values.first(where: { $0.value.isTooDeep }) { throw tooDeep(deep.key) }
     let size = Self.estimate(values)
     if size > options.sizeLimit {
       throw AppGroupsError(
@@ -240,6 +243,12 @@ final class SuiteStore: Sendable {
     }
     if schedule { scheduleFlush() }
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+  }
+
+  private func tooDeep(_ key: String) -> AppGroupsError {
+    AppGroupsError(
+      .unsupportedValue,
+      "the value for \(key.debugDescription) nests deeper than \(PropertyListValue.maximumDepth) levels, more than a property-list reader accepts; it was not stored (in \(path))")
   }
 
   private func scheduleFlush(after delay: Duration? = nil) {
@@ -302,6 +311,10 @@ final class SuiteStore: Sendable {
           result = try body(current[key])
         } catch {
           bodyError = error
+          return [:]
+        }
+        if let result, result.isTooDeep {
+          bodyError = self.tooDeep(key)
           return [:]
         }
         let old = current[key]
