@@ -127,6 +127,7 @@ struct FaultUnreadableFileTests {
       ("uid", CraftedPropertyList.dictionary(withObjects: [[0x80, 1]])),
       ("uid-key-in-array", CraftedPropertyList.dictionary(withObjects: [[0xA1, 3], [0xD1, 4, 5], [0x80, 1], [0x10, 1]])),
       ("null", CraftedPropertyList.dictionary(withObjects: [[0x00]])),
+      ("nan-date", CraftedPropertyList.dictionary(withObjects: [[0x33] + CraftedPropertyList.bigEndian(Double.nan.bitPattern, size: 8)])),
       ("data-key", CraftedPropertyList.file(objects: [[0xD1, 1, 2], [0x41, 0], [0x10, 1]], referenceSize: 1)),
       ("xml-unterminated", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key><string>v".utf8)),
       ("xml-not-utf8", Data("<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist><dict><key>".utf8) + Data([0xFF, 0xFE, 0xC0]) + Data("</key><true/></dict></plist>".utf8)),
@@ -168,7 +169,7 @@ struct FaultUnreadableFileTests {
     print("unreadable files: \(checked) kinds quarantined")
   }
 
-  @Test func aValueNestedTooDeepToBeReadBackIsRefusedWhenSetAndTheSuiteStaysReadable() throws {
+  @Test func aValueThatCannotBeReadBackIsRefusedWhenSetAndTheSuiteStaysReadable() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group)
     d.set("kept", forKey: "other")
@@ -176,6 +177,8 @@ struct FaultUnreadableFileTests {
     for _ in 0..<600 { deep = .array([deep]) }
     #expect(throws: AppGroupsError.self) { try d.write(deep, forKey: "deep") }
     #expect(throws: AppGroupsError.self) { try d.update("deep") { _ in deep } }
+    let notANumber = PropertyListValue.date(Date(timeIntervalSinceReferenceDate: .nan))
+    #expect(throws: AppGroupsError.self) { try d.write(.array([notANumber]), forKey: "nan") }
     #expect(d.value(forKey: "deep") == nil)
     #expect(d.synchronize())
     // Another process reads the suite: nothing was moved aside, nothing lost.

@@ -22,19 +22,25 @@ extension PropertyListValue {
   /// is refused when it is set, instead of making the whole file unreadable.
   public static let maximumDepth = 255
 
-  /// Whether the value nests deeper than ``maximumDepth``. Iterative: a value nested
-  /// far deeper than the stack allows is measured without recursion.
-  var isTooDeep: Bool {
+  /// Why the value cannot be stored and read back, or `nil` when it can: it nests deeper
+  /// than ``maximumDepth``, or holds a date that is not a number (Foundation crashes
+  /// describing one, and no reader accepts it back). Iterative: a value nested far deeper
+  /// than the stack allows is measured without recursion.
+  var unstorableReason: String? {
     var stack: [(PropertyListValue, Int)] = [(self, 1)]
     while let (value, level) = stack.popLast() {
-      if level > Self.maximumDepth { return true }
+      if level > Self.maximumDepth {
+        return "it nests deeper than \(Self.maximumDepth) levels, more than a property-list reader accepts"
+      }
       switch value {
       case .array(let items): for item in items { stack.append((item, level + 1)) }
       case .dictionary(let items): for item in items.values { stack.append((item, level + 1)) }
+      case .date(let date) where date.timeIntervalSinceReferenceDate.isNaN:
+        return "it holds a date that is not a number"
       default: continue
       }
     }
-    return false
+    return nil
   }
 
   /// Converts a Swift or Foundation value into a property-list value.
@@ -66,7 +72,10 @@ extension PropertyListValue {
       guard let i = Int(exactly: v) else { return nil }
       self = .integer(i)
     case let v as Substring: self = .string(String(v))
-    case let v as Date: self = .date(v)
+    case let v as Date:
+      // A date that is not a number: Date.description traps on it.
+      guard !v.timeIntervalSinceReferenceDate.isNaN else { return nil }
+      self = .date(v)
     case let v as Data: self = .data(v)
     case let v as URL: self = .string(v.absoluteString)
     case let v as NSNumber: self = PropertyListValue.fromNumber(v)
@@ -89,7 +98,9 @@ extension PropertyListValue {
       }
       self = .dictionary(out)
     case let v as NSString: self = .string(v as String)
-    case let v as NSDate: self = .date(v as Date)
+    case let v as NSDate:
+      guard !v.timeIntervalSinceReferenceDate.isNaN else { return nil }
+      self = .date(v as Date)
     case let v as NSData: self = .data(v as Data)
     case let v as NSArray: 
       guard let converted = PropertyListValue(v.map { $0 }) else { return nil }

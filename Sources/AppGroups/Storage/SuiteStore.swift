@@ -185,11 +185,12 @@ final class SuiteStore: Sendable {
   /// - Returns: the change, or `nil` when nothing changed.
   /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit,
   ///   `.unsupportedValue` when the value nests deeper than
-  ///   ``PropertyListValue/maximumDepth``; nothing changes then.
+  ///   ``PropertyListValue/maximumDepth`` or holds a date that is not a
+  ///   number; nothing changes then.
   @discardableResult
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
-    if let value, value.isTooDeep { throw tooDeep(key) }
+    if let reason = value?.unstorableReason { throw unstorable(key, reason) }
     let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
       state.withLock { st in
         let old = st.values[key]
@@ -223,7 +224,9 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
-    if let deep = values.first(where: { $0.value.isTooDeep }) { throw tooDeep(deep.key) }
+    for (key, value) in values {
+      if let reason = value.unstorableReason { throw unstorable(key, reason) }
+    }
     let size = Self.estimate(values)
     if size > options.sizeLimit {
       throw AppGroupsError(
@@ -245,10 +248,10 @@ final class SuiteStore: Sendable {
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
   }
 
-  private func tooDeep(_ key: String) -> AppGroupsError {
+  private func unstorable(_ key: String, _ reason: String) -> AppGroupsError {
     AppGroupsError(
       .unsupportedValue,
-      "the value for \(key.debugDescription) nests deeper than \(PropertyListValue.maximumDepth) levels, more than a property-list reader accepts; it was not stored (in \(path))")
+      "the value for \(key.debugDescription) cannot be stored in \(path): \(reason); nothing was changed")
   }
 
   private func scheduleFlush(after delay: Duration? = nil) {
@@ -313,8 +316,8 @@ final class SuiteStore: Sendable {
           bodyError = error
           return [:]
         }
-        if let result, result.isTooDeep {
-          bodyError = self.tooDeep(key)
+        if let reason = result?.unstorableReason {
+          bodyError = self.unstorable(key, reason)
           return [:]
         }
         let old = current[key]
