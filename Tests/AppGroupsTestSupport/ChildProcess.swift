@@ -16,6 +16,8 @@ public final class ChildProcess: @unchecked Sendable {
 
   /// Starts the built product `name` (see ``Product/url(_:)``).
   public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    // Writing to a child that has died must fail, not kill the test process.
+    Glibc.signal(SIGPIPE, SIG_IGN)
     process.executableURL = Product.url(name)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -105,7 +107,8 @@ public final class ChildProcess: @unchecked Sendable {
 
   /// Writes one line to the child's stdin.
   public func send(_ line: String) {
-    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    // A child that has exited cannot read it; that shows in what the test waits for next.
+    try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
   }
 
   /// Sends a signal to the child.

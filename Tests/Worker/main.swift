@@ -1,97 +1,404 @@
-// appgroups-worker: a real process for the multi-process tests.
+// appgroups-worker: a real process for the multi-process, fault and fuzz tests.
 //
-//   appgroups-worker write-keys SUITE PREFIX COUNT     set PREFIX-0 … PREFIX-(COUNT-1), synchronize,
-//                                                      then wait until every expected key is visible
-//   appgroups-worker increment SUITE KEY TIMES         atomic increments of one counter
-//   appgroups-worker set SUITE KEY VALUE [--no-sync]   one string value; exits without synchronize
-//                                                      when --no-sync (exit must still land it)
+//   appgroups-worker write-keys SUITE PREFIX COUNT     set PREFIX-0 … PREFIX-(COUNT-1), synchronize
+//                                                      (again while it returns false), print
+//                                                      "sync-retries N" and "synced"; then read the
+//                                                      expected total
+//                                                      on stdin and wait (driven by change events,
+//                                                      never by synchronize) until that many keys
+//                                                      with a '-' are visible: "visible N"
+//   appgroups-worker increment SUITE KEY TIMES         atomic increments of one counter; retries a
+//                                                      lock timeout; "done TIMEOUTS"
+//   appgroups-worker set SUITE KEY VALUE [--no-sync]   one string value; "set" once synchronize
+//                                                      returned true (exit 1 if it returned false);
+//                                                      with --no-sync, exit must land it
 //   appgroups-worker get SUITE KEY                     prints the value's text, or "(nil)"
-//   appgroups-worker write-loop SUITE KEY              sets KEY to 0, 1, 2, … with synchronize,
-//                                                      printing "synced N" after each, until killed
+//   appgroups-worker write-loop SUITE PREFIX [SLOTS]   for n = 0, 1, 2, …: PREFIX-(n % SLOTS) = n
+//                                                      and PREFIX-pad = a string of varying length,
+//                                                      synchronize, "synced n" when it returned
+//                                                      true; until killed (SLOTS defaults to 1)
+//   appgroups-worker repl SUITE                        commands on stdin, one per line (below)
+//   appgroups-worker probe                             opens suites and manifests on request (below)
 //
-// Environment: APPGROUPS_ROOT and APPGROUPS_BUNDLE_ID choose the root and identity.
-// The worker prints "ready" and waits for a line on stdin before it starts
-// (so tests can start all workers at once), unless APPGROUPS_WORKER_NO_WAIT=1.
-// It prints "expect KEYS..." lines as: "visible N" when done.
+// SUITE "-" is the standard suite.
+//
+// Environment: APPGROUPS_ROOT and APPGROUPS_BUNDLE_ID choose the root and identity;
+// APPGROUPS_WORKER_LOCK_TIMEOUT_MS sets GroupDefaults.Options.lockTimeout;
+// APPGROUPS_WORKER_DIAGNOSTICS=stdout sends every diagnostic to stdout as "diag MESSAGE" (and
+// still to stderr), so that a test can wait for one.
+//
+// The worker prints "ready" and waits for a line on stdin before it starts (so tests can start
+// all workers at once), unless APPGROUPS_WORKER_NO_WAIT=1 (repl and probe never wait).
+//
+// repl commands (answers on stdout, one line each):
+//   set KEY STRING        "ok"                       seti KEY INT       "ok"
+//   get KEY               "value TEXT" or "value (nil)", then "took MS"
+//   sync                  "sync true|false MS"       refresh            "refresh true|false MS"
+//   pending               "pending true|false"       increment KEY      "incremented N" or "error CODE"
+//   wait KEY TEXT SECONDS "seen KEY" once KEY reads TEXT (woken by change events), or "timeout KEY TEXT"
+//   block-next-change     the next change delivered to an observer blocks the thread that
+//                         delivers it (the inotify thread, for another process's change) after
+//                         printing "blocked", until "release"; answers "armed"
+//   release               "released"
+//   noise DIR COUNT       COUNT IN_CLOSE_WRITE events in DIR on two alternating files; "noise done"
+//   diag-has TEXT         "diag-has true|false": whether a diagnostic so far contained TEXT
+//   quit                  exits normally (pending changes land at exit)
+//
+// probe commands:
+//   open NAME             opens suite NAME (a fresh store; released afterwards):
+//                         "values BASE64" (a binary property list of the suite's own values)
+//                         or "refused CODE MESSAGE"; diagnostics come first as "diag …"
+//   manifest PATH         EntitlementManifest.load: "manifest ok BASE64" (an XML property list
+//                         of bundle id → groups) or "manifest refused CODE MESSAGE"
+//   quit
 import AppGroups
 import Foundation
+import Glibc
 
 func fail(_ message: String) -> Never {
   FileHandle.standardError.write(Data("appgroups-worker: \(message)\n".utf8))
   exit(1)
 }
 
+/// One line on stdout, written with one write(2) so lines from threads never interleave.
 func say(_ line: String) {
-  FileHandle.standardOutput.write(Data((line + "\n").utf8))
+  let bytes = Array((line + "\n").utf8)
+  bytes.withUnsafeBytes { buffer in
+    var offset = 0
+    while offset < buffer.count, let base = buffer.baseAddress {
+      let n = write(STDOUT_FILENO, base + offset, buffer.count - offset)
+      if n <= 0 { return }
+      offset += n
+    }
+  }
 }
 
+func milliseconds(since start: ContinuousClock.Instant) -> Int {
+  let elapsed = ContinuousClock.now - start
+  let (seconds, attoseconds) = elapsed.components
+  return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+}
+
+let environment = ProcessInfo.processInfo.environment
 let args = Array(CommandLine.arguments.dropFirst())
-guard let mode = args.first, args.count >= 3 else { fail("usage: see the comment in Tests/Worker/main.swift") }
-let suiteName = args[1] == "-" ? nil : args[1]
+guard let mode = args.first else { fail("usage: see the comment in Tests/Worker/main.swift") }
+
+let options: GroupDefaults.Options = {
+  var options = GroupDefaults.Options()
+  if let text = environment["APPGROUPS_WORKER_LOCK_TIMEOUT_MS"] {
+    guard let ms = Int(text), ms >= 0 else { fail("APPGROUPS_WORKER_LOCK_TIMEOUT_MS: \(text)") }
+    options.lockTimeout = .milliseconds(ms)
+  }
+  return options
+}()
+/// Every diagnostic this process reported, when APPGROUPS_WORKER_DIAGNOSTICS=stdout.
+final class DiagnosticLog: @unchecked Sendable {
+  private let lock = NSLock()
+  private var messages: [String] = []
+  func append(_ message: String) { lock.withLock { messages.append(message) } }
+  func contains(_ text: String) -> Bool { lock.withLock { messages.contains { $0.contains(text) } } }
+}
+let diagnostics = DiagnosticLog()
+if environment["APPGROUPS_WORKER_DIAGNOSTICS"] == "stdout" {
+  Diagnostics.setHandler { message in
+    diagnostics.append(message)
+    say("diag \(message.replacingOccurrences(of: "\n", with: " "))")
+    FileHandle.standardError.write(Data("appgroups: \(message)\n".utf8))
+  }
+}
+
 let identity: AppIdentity
 do {
   identity = try AppIdentity.current()
 } catch {
   fail("\(error)")
 }
-let defaults: GroupDefaults
-do {
-  defaults = try GroupDefaults(suiteName: suiteName, identity: identity)
-} catch {
-  fail("\(error)")
+
+func open(_ suiteName: String?) -> GroupDefaults {
+  do {
+    return try GroupDefaults(suiteName: suiteName, identity: identity, options: options)
+  } catch {
+    fail("\(error)")
+  }
 }
 
-if ProcessInfo.processInfo.environment["APPGROUPS_WORKER_NO_WAIT"] != "1" {
-  say("ready")
-  _ = readLine()
+func waitForGo() {
+  if environment["APPGROUPS_WORKER_NO_WAIT"] != "1" {
+    say("ready")
+    _ = readLine()
+  }
+}
+
+func suiteArgument() -> String? {
+  guard args.count >= 2 else { fail("\(mode): missing SUITE") }
+  return args[1] == "-" ? nil : args[1]
+}
+
+/// Waits until `done()` holds, woken by the suite's change events (never by polling the file).
+func waitForChanges(_ defaults: GroupDefaults, seconds: Double, until done: () -> Bool) -> Bool {
+  let changed = DispatchSemaphore(value: 0)
+  let observation = defaults.observe { _ in changed.signal() }
+  defer { observation.cancel() }
+  let deadline = DispatchTime.now() + seconds
+  while !done() {
+    if changed.wait(timeout: deadline) == .timedOut { return done() }
+  }
+  return true
 }
 
 switch mode {
 case "write-keys":
   guard args.count == 4, let count = Int(args[3]) else { fail("write-keys SUITE PREFIX COUNT") }
+  let defaults = open(suiteArgument())
+  waitForGo()
   let prefix = args[2]
   for i in 0..<count {
     defaults.set(i, forKey: "\(prefix)-\(i)")
   }
-  guard defaults.synchronize() else { fail("synchronize returned false") }
-  say("synced")
-  // Then wait (bounded) until the keys of every writer are visible: the
-  // test tells us the full expected count on stdin.
-  if let line = readLine(), let expected = Int(line) {
-    let deadline = Date().addingTimeInterval(20)
-    var visible = 0
-    repeat {
-      defaults.synchronize()
-      visible = defaults.dictionaryRepresentation().keys.filter { $0.contains("-") }.count
-      if visible >= expected { break }
-      usleep(2_000)
-    } while Date() < deadline
-    say("visible \(visible)")
+  // Under heavy contention a synchronize may pass its bound (false: the changes stay pending
+  // and are retried); call it again until everything landed.
+  var retries = 0
+  while !defaults.synchronize() {
+    retries += 1
+    if retries == 120 { fail("synchronize returned false \(retries) times") }
   }
+  say("sync-retries \(retries)")
+  say("synced")
+  if let line = readLine(), let expected = Int(line) {
+    func visible() -> Int {
+      defaults.dictionaryRepresentation().keys.filter { $0.contains("-") }.count
+    }
+    _ = waitForChanges(defaults, seconds: 30) { visible() >= expected }
+    say("visible \(visible())")
+  }
+
 case "increment":
   guard args.count == 4, let times = Int(args[3]) else { fail("increment SUITE KEY TIMES") }
-  for _ in 0..<times {
+  let defaults = open(suiteArgument())
+  waitForGo()
+  var timeouts = 0
+  var done = 0
+  while done < times {
     do {
       try defaults.increment(args[2])
+      done += 1
+    } catch AppGroupsError.Code.lockTimeout {
+      timeouts += 1  // nothing was written: try again
     } catch {
       fail("\(error)")
     }
   }
-  say("done")
+  say("done \(timeouts)")
+
 case "set":
+  guard args.count >= 4 else { fail("set SUITE KEY VALUE [--no-sync]") }
+  let defaults = open(suiteArgument())
+  waitForGo()
   defaults.set(args[3], forKey: args[2])
-  if !args.contains("--no-sync") { defaults.synchronize() }
+  if !args.contains("--no-sync") {
+    guard defaults.synchronize() else {
+      say("sync-failed")
+      exit(1)
+    }
+  }
   say("set")
+
 case "get":
+  guard args.count >= 3 else { fail("get SUITE KEY [-key value]…") }
+  let defaults = open(suiteArgument())
+  waitForGo()
   say(defaults.string(forKey: args[2]) ?? "(nil)")
+
 case "write-loop":
+  guard args.count >= 3 else { fail("write-loop SUITE PREFIX [SLOTS]") }
+  let slots = args.count > 3 ? Int(args[3]) ?? 1 : 1
+  let defaults = open(suiteArgument())
+  waitForGo()
+  let prefix = args[2]
   var n = 0
   while true {
-    defaults.set(n, forKey: args[2])
-    defaults.set(String(repeating: "x", count: n % 500), forKey: "padding")
+    defaults.set(n, forKey: "\(prefix)-\(n % slots)")
+    defaults.set(String(repeating: "x", count: (n * 37) % 700), forKey: "\(prefix)-pad")
     if defaults.synchronize() { say("synced \(n)") }
     n += 1
   }
+
+case "repl":
+  let defaults = open(suiteArgument())
+  runRepl(defaults)
+
+case "probe":
+  runProbe()
+
 default:
   fail("unknown mode \(mode)")
+}
+
+// MARK: repl
+
+/// The gate `block-next-change` arms: the next observer call blocks until `release`.
+final class Gate: @unchecked Sendable {
+  private let lock = NSLock()
+  private var armed = false
+  private let released = DispatchSemaphore(value: 0)
+
+  func arm() { lock.withLock { armed = true } }
+
+  func passIfArmed() {
+    let block = lock.withLock { () -> Bool in
+      defer { armed = false }
+      return armed
+    }
+    guard block else { return }
+    say("blocked")
+    released.wait()
+  }
+
+  func release() { released.signal() }
+}
+
+func runRepl(_ defaults: GroupDefaults) {
+  let gate = Gate()
+  let observation = defaults.observe { _ in gate.passIfArmed() }
+  defer { observation.cancel() }
+  say("ready")
+  while let line = readLine() {
+    let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+    guard let command = words.first else { continue }
+    switch (command, words.count) {
+    case ("set", 3):
+      defaults.set(words[2], forKey: words[1])
+      say("ok")
+    case ("seti", 3):
+      defaults.set(Int(words[2]) ?? 0, forKey: words[1])
+      say("ok")
+    case ("get", 2):
+      let start = ContinuousClock.now
+      let value = defaults.object(forKey: words[1]).map { "\($0)" } ?? "(nil)"
+      let ms = milliseconds(since: start)
+      say("value \(value)")
+      say("took \(ms)")
+    case ("sync", 1):
+      let start = ContinuousClock.now
+      let landed = defaults.synchronize()
+      say("sync \(landed) \(milliseconds(since: start))")
+    case ("refresh", 1):
+      let start = ContinuousClock.now
+      let changed = defaults.refreshIfChanged()
+      say("refresh \(changed) \(milliseconds(since: start))")
+    case ("pending", 1):
+      // Pending changes are not public; a zero-wait synchronize would take the lock. The
+      // token does not move while changes are pending, so compare the file with memory.
+      say("pending \(hasPendingChanges(defaults))")
+    case ("increment", 2):
+      do {
+        say("incremented \(try defaults.increment(words[1]))")
+      } catch let error as AppGroupsError {
+        say("error \(error.code)")
+      } catch {
+        say("error \(error)")
+      }
+    case ("wait", 4):
+      let key = words[1]
+      let text = words[2]
+      let seconds = Double(words[3]) ?? 10
+      let seen = waitForChanges(defaults, seconds: seconds) {
+        defaults.object(forKey: key).map { "\($0)" } == text
+      }
+      say(seen ? "seen \(key)" : "timeout \(key) \(text)")
+    case ("block-next-change", 1):
+      gate.arm()
+      say("armed")
+    case ("release", 1):
+      gate.release()
+      say("released")
+    case ("noise", 3):
+      makeNoise(in: words[1], count: Int(words[2]) ?? 0)
+      say("noise done")
+    case ("diag-has", _) where words.count > 1:
+      let text = words.dropFirst().joined(separator: " ")
+      say("diag-has \(diagnostics.contains(text))")
+    case ("quit", 1):
+      return
+    default:
+      say("error unknown command \(line)")
+    }
+  }
+}
+
+/// Whether the suite's file lacks a value this process holds: a change still pending.
+func hasPendingChanges(_ defaults: GroupDefaults) -> Bool {
+  guard let data = try? Data(contentsOf: defaults.location.fileURL),
+    let onDisk = try? PropertyListSerialization.propertyList(from: data, format: nil)
+      as? [String: Any]
+  else { return true }
+  let mine = defaults.persistentDomain(forName: defaults.suiteName) ?? [:]
+  for (key, value) in mine {
+    guard let other = onDisk[key], PropertyListValue(other) == PropertyListValue(value) else {
+      return true
+    }
+  }
+  return false
+}
+
+/// `count` IN_CLOSE_WRITE events in `directory`, alternating two names so that the kernel
+/// cannot merge consecutive events.
+func makeNoise(in directory: String, count: Int) {
+  let names = [directory + "/noise-a", directory + "/noise-b"]
+  for i in 0..<count {
+    let fd = Glibc.open(names[i & 1], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    if fd >= 0 { Glibc.close(fd) }
+  }
+}
+
+// MARK: probe
+
+func runProbe() {
+  say("ready")
+  while let line = readLine() {
+    guard let space = line.firstIndex(of: " ") else {
+      if line == "quit" { return }
+      say("error unknown command \(line)")
+      continue
+    }
+    let command = line[..<space]
+    let argument = String(line[line.index(after: space)...])
+    switch command {
+    case "open":
+      probeSuite(argument)
+    case "manifest":
+      probeManifest(argument)
+    default:
+      say("error unknown command \(line)")
+    }
+  }
+}
+
+func probeSuite(_ name: String) {
+  do {
+    let defaults = try GroupDefaults(suiteName: name, identity: identity, options: options)
+    let values = defaults.persistentDomain(forName: name) ?? [:]
+    let data = try PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0)
+    say("values \(data.base64EncodedString())")
+  } catch let error as AppGroupsError {
+    say("refused \(error.code) \(error.message.replacingOccurrences(of: "\n", with: " "))")
+  } catch {
+    say("refused encoding \(error)")
+  }
+}
+
+func probeManifest(_ path: String) {
+  do {
+    let manifest = try EntitlementManifest.load(from: URL(fileURLWithPath: path))
+    var groups: [String: [String]] = [:]
+    for (bundleIdentifier, entry) in manifest.entries {
+      groups[bundleIdentifier] = entry.applicationGroups
+    }
+    let data = try PropertyListSerialization.data(fromPropertyList: groups, format: .xml, options: 0)
+    say("manifest ok \(data.base64EncodedString())")
+  } catch let error as AppGroupsError {
+    say("manifest refused \(error.code) \(error.message.replacingOccurrences(of: "\n", with: " "))")
+  } catch {
+    say("manifest refused encoding \(error)")
+  }
 }

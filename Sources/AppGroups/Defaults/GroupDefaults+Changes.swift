@@ -111,12 +111,25 @@ extension GroupDefaults {
   /// the lock is released: no other process can interleave. Use it for
   /// counters, lists and compare-and-set.
   ///
-  /// `body` must be short and must not call back into this store (the lock
-  /// is not reentrant).
+  /// ```swift
+  /// try shared.update("recent") { current in
+  ///   var list = current.flatMap { if case .array(let a) = $0 { a } else { nil } } ?? []
+  ///   list.append(.string("item"))
+  ///   return .array(list.suffix(10))
+  /// }
+  /// ```
+  ///
+  /// `body` sees this process's pending change of `key`, if any, on top of
+  /// what is on disk. It must be short (every other writer of the suite, in
+  /// every process, waits for it) and must not call back into this store:
+  /// reads inside it work, but a nested `update`, `increment` or
+  /// `synchronize()` cannot take the lock this call holds (the first two
+  /// throw `.lockTimeout` at once, the last returns `false`).
   /// - Returns: the value `body` returned.
   /// - Throws: `.lockTimeout` when another process held the lock past the
-  ///   bound, `.forcedValue` for a forced key, or what `body` throws; then
-  ///   nothing is written.
+  ///   bound, `.forcedValue` for a forced key, `.sizeLimitExceeded` when the
+  ///   new value would pass the size limit, or what `body` throws; then the
+  ///   key is not changed.
   @discardableResult
   public func update(
     _ key: String, _ body: (PropertyListValue?) throws -> PropertyListValue?
@@ -129,19 +142,35 @@ extension GroupDefaults {
   }
 
   /// Atomically adds `amount` to the integer at `key` across processes
-  /// (a missing value counts as 0). Returns the new value.
+  /// (a missing value counts as 0; a real number counts as its integer part).
+  /// Returns the new value.
+  ///
+  /// - Throws: `.unsupportedValue` when the value is not a number, is a real
+  ///   number that is not finite or does not fit an `Int`, or the sum would
+  ///   overflow (nothing is changed then); and what ``update(_:_:)`` throws.
   @discardableResult
   public func increment(_ key: String, by amount: Int = 1) throws -> Int {
     let result = try update(key) { current in
-      var base = 0
+      let base: Int
       switch current {
       case .integer(let v)?: base = v
-      case .real(let v)?: base = Int(v)
+      case .real(let v)?:
+        // Int(_:) traps on NaN, infinities and values out of range.
+        guard let whole = Int(exactly: v.rounded(.towardZero)) else {
+          throw AppGroupsError(
+            .unsupportedValue, "\(key.debugDescription) holds the real number \(v), which is not finite or does not fit an integer")
+        }
+        base = whole
       case nil: base = 0
       case let other?:
         throw AppGroupsError(.unsupportedValue, "\(key.debugDescription) holds a \(other.typeName), not a number")
       }
-      return .integer(base &+ amount)
+      let (sum, overflow) = base.addingReportingOverflow(amount)
+      if overflow {
+        throw AppGroupsError(
+          .unsupportedValue, "\(key.debugDescription): \(base) + \(amount) overflows an integer; the value was not changed")
+      }
+      return .integer(sum)
     }
     if case .integer(let v)? = result { return v }
     return 0

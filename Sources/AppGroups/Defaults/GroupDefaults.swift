@@ -298,9 +298,6 @@ public final class GroupDefaults: Sendable {
     guard !key.isEmpty else {
       throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty")
     }
-    if let problem = value?.storageProblem() {
-      throw AppGroupsError(.unsupportedValue, "\(suiteName): cannot store the value for \(key.debugDescription): \(problem)")
-    }
     if view.isForced(key) {
       throw AppGroupsError(
         .forcedValue,

@@ -96,6 +96,9 @@ public struct EntitlementManifest: Sendable, Equatable {
     } catch {
       throw AppGroupsError(.invalidManifest, "\(path): cannot be read: \(error)", cause: error)
     }
+    if let problem = PropertyListScreen.problem(with: data) {
+      throw AppGroupsError(.invalidManifest, "\(path): not a property list of entitlements: \(problem)")
+    }
     let raw: [String: Any]
     do {
       let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)

@@ -108,12 +108,52 @@ enum Names {
     return nil
   }
 
-  /// The name as a Swift string literal (escaped, so NUL and control
-  /// characters are visible), shortened when it is very long.
+  /// The name as a Swift string literal, shortened when it is very long.
+  ///
+  /// Every character that does not show as itself is escaped as `\u{…}`
+  /// (`\0`, `\t`, `\n`, `\r` for the common ones): C0 and C1 controls, DEL,
+  /// and invisible or reordering format characters such as U+202E
+  /// RIGHT-TO-LEFT OVERRIDE. Printed raw, a C1 control like U+009B starts a
+  /// terminal escape sequence, and a bidirectional override makes a name read
+  /// as another.
   static func quoted(_ name: String) -> String {
     let limit = 64
-    if name.count <= limit { return name.debugDescription }
-    return String(name.prefix(limit)).debugDescription + "…"
+    var text = "\""
+    for (index, character) in name.enumerated() {
+      if index == limit {
+        text += "\"…"
+        return text
+      }
+      for scalar in character.unicodeScalars { text += escaped(scalar) }
+    }
+    return text + "\""
+  }
+
+  private static func escaped(_ scalar: Unicode.Scalar) -> String {
+    switch scalar {
+    case "\0": return "\\0"
+    case "\t": return "\\t"
+    case "\n": return "\\n"
+    case "\r": return "\\r"
+    case "\"": return "\\\""
+    case "\\": return "\\\\"
+    default:
+      guard isVisible(scalar) else { return "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" }
+      return String(scalar)
+    }
+  }
+
+  /// Whether a character shows as itself: not a control, format, separator (other than the
+  /// space), private-use, surrogate or unassigned code point.
+  private static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
+    if scalar == " " { return true }
+    switch scalar.properties.generalCategory {
+    case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .privateUse,
+      .surrogate, .unassigned:
+      return false
+    default:
+      return true
+    }
   }
 
   /// The name as it is when it is a valid name, else quoted as ``quoted(_:)`` does.
@@ -127,6 +167,7 @@ enum Names {
   }
 
   private static func describe(_ scalar: Unicode.Scalar) -> String {
+    guard isVisible(scalar) else { return codePoint(scalar) }
     if scalar.isASCII { return "'\(Character(scalar))'" }
     return "'\(Character(scalar))' (\(codePoint(scalar)))"
   }

@@ -16,6 +16,38 @@ public enum PropertyListValue: Sendable, Hashable {
 }
 
 extension PropertyListValue {
+  /// The deepest a stored value may nest: 255 levels (a scalar is one level, each array or
+  /// dictionary around it one more), so that the suite's file, one level more, stays well
+  /// within what property-list readers accept (Foundation's stops at 512). A deeper value
+  /// is refused when it is set, instead of making the whole file unreadable.
+  public static let maximumDepth = 255
+
+  /// Why the value cannot be stored and read back, or `nil` when it can: it nests deeper
+  /// than ``maximumDepth``, or holds a date that is not a number (Foundation crashes
+  /// describing one, and no reader accepts it back). Iterative: a value nested far deeper
+  /// than the stack allows is measured without recursion.
+  var unstorableReason: String? {
+    switch self {
+    case .string, .integer, .real, .bool, .data: return nil
+    case .date(let date): return date.timeIntervalSinceReferenceDate.isNaN ? "it holds a date that is not a number" : nil
+    case .array, .dictionary: break
+    }
+    var stack: [(PropertyListValue, Int)] = [(self, 1)]
+    while let (value, level) = stack.popLast() {
+      if level > Self.maximumDepth {
+        return "it nests deeper than \(Self.maximumDepth) levels, more than a property-list reader accepts"
+      }
+      switch value {
+      case .array(let items): for item in items { stack.append((item, level + 1)) }
+      case .dictionary(let items): for item in items.values { stack.append((item, level + 1)) }
+      case .date(let date) where date.timeIntervalSinceReferenceDate.isNaN:
+        return "it holds a date that is not a number"
+      default: continue
+      }
+    }
+    return nil
+  }
+
   /// Converts a Swift or Foundation value into a property-list value.
   ///
   /// Accepts `Bool`, every fixed-width integer that fits in `Int`, `Double`,
@@ -51,7 +83,10 @@ extension PropertyListValue {
       guard let i = Int(exactly: v) else { return nil }
       self = .integer(i)
     case let v as Substring: self = .string(String(v))
-    case let v as Date: self = .date(v)
+    case let v as Date:
+      // A date that is not a number: Date.description traps on it.
+      guard !v.timeIntervalSinceReferenceDate.isNaN else { return nil }
+      self = .date(v)
     case let v as Data: self = .data(v)
     case let v as URL: self = .string(v.absoluteString)
     case let v as [PropertyListValue]: self = .array(v)
@@ -73,7 +108,9 @@ extension PropertyListValue {
       }
       self = .dictionary(out)
     case let v as NSString: self = .string(v as String)
-    case let v as NSDate: self = .date(v as Date)
+    case let v as NSDate:
+      guard !v.timeIntervalSinceReferenceDate.isNaN else { return nil }
+      self = .date(v as Date)
     case let v as NSData: self = .data(v as Data)
     case let v as NSArray: 
       guard let converted = PropertyListValue(v.map { $0 }) else { return nil }

@@ -60,33 +60,28 @@ final class SuiteStore: Sendable {
     var lastBatchSize = 0
     var sizeEstimate = 0
     var lastGeneration: UInt64 = 0
-    var changeHandlers: [UInt64: ChangeHandler] = [:]
+    var changeHandlers: [UInt64: @Sendable ([StoredChange], ChangeOrigin) -> Void] = [:]
     var nextHandlerID: UInt64 = 1
     var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)? {
-      // One handler (a suite's one view) is the common case: hand it out as
-      // it is, rather than building an array and a closure on every set.
-      if changeHandlers.count == 1 { return changeHandlers.first?.value.body }
-      let handlers = changeHandlers.values.map(\.body)
+      let handlers = Array(changeHandlers.values)
       if handlers.isEmpty { return nil }
       return { changes, origin in for handler in handlers { handler(changes, origin) } }
     }
   }
 
-  /// A change handler, wrapped so that the dictionary stores the closure as
-  /// it is: a bare closure in a generic container is stored re-abstracted,
-  /// and taking it out again allocated a thunk on every `set`.
-  struct ChangeHandler: Sendable {
-    let body: @Sendable ([StoredChange], ChangeOrigin) -> Void
-  }
-
+  /// What this process knows of the file. Held for the length of a read or a write, never
+  /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
   private struct CommitState: Sendable {
     var persisted: [String: PropertyListValue] = [:]
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
-    var lockWaitReported = false
     /// The identity of the last commit read through its announcement.
     var announced: FileIdentity?
+  }
+
+  private struct RetryState: Sendable {
+    var lockWaitReported = false
     var retryDelay: Duration = .milliseconds(10)
   }
 
@@ -96,6 +91,10 @@ final class SuiteStore: Sendable {
 
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
+  private let retry = Mutex(RetryState())
+  /// Serialises this process's commits, with a bounded wait (see ``CommitGate``). Order:
+  /// gate, then the file lock, then `commit`, then `state`.
+  private let gate = CommitGate()
 
   // MARK: Opening
 
@@ -130,6 +129,11 @@ final class SuiteStore: Sendable {
     } else {
       do {
         sidecar = try SuiteSidecar(path: path + ".lock")
+      } catch where error.errno == ELOOP {
+        throw AppGroupsError(
+          .outsideRoot,
+          "\(path).lock is a symbolic link; a suite's lock file must be a regular file, so the suite is refused and nothing was created through the link",
+          cause: error)
       } catch {
         throw AppGroupsError(io: error, "opening the lock file of \(path)")
       }
@@ -156,7 +160,7 @@ final class SuiteStore: Sendable {
     state.withLock { st in
       let id = st.nextHandlerID
       st.nextHandlerID &+= 1
-      st.changeHandlers[id] = ChangeHandler(body: handler)
+      st.changeHandlers[id] = handler
       return id
     }
   }
@@ -187,19 +191,18 @@ final class SuiteStore: Sendable {
   /// Sets (or, with `nil`, removes) one value: in memory at once, on disk
   /// soon after. Writing the value already there does nothing.
   /// - Returns: the change, or `nil` when nothing changed.
-  /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit;
-  ///   nothing changes then.
+  /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit,
+  ///   `.unsupportedValue` when the value nests deeper than
+  ///   ``PropertyListValue/maximumDepth`` or holds a date that is not a
+  ///   number; nothing changes then.
   @discardableResult
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
-    // The handler comes out through a local, not inside the generic Result:
-    // a closure stored in a generic is re-abstracted, and taking it out
-    // again allocated a thunk on every set.
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    let outcome: Result<(StoredChange?, Bool), AppGroupsError> =
+    if let reason = value?.unstorableReason { throw unstorable(key, reason) }
+    let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
       state.withLock { st in
         let old = st.values[key]
-        if old == value { return .success((nil, false)) }
+        if old == value { return .success((nil, false, nil)) }
         let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
         let newSize = value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
         let size = st.sizeEstimate - oldSize + newSize
@@ -216,10 +219,9 @@ final class SuiteStore: Sendable {
         st.nextSequence &+= 1
         let schedule = !st.flushScheduled
         st.flushScheduled = true
-        handler = st.changeHandler
-        return .success((StoredChange(key: key, old: old, new: value), schedule))
+        return .success((StoredChange(key: key, old: old, new: value), schedule, st.changeHandler))
       }
-    let (change, schedule) = try outcome.get()
+    let (change, schedule, handler) = try outcome.get()
     if schedule { scheduleFlush(after: burstDelay()) }
     if let change, let handler { handler([change], .thisProcess) }
     return change
@@ -230,8 +232,8 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
-    if let problem = PropertyListValue.dictionary(values).storageProblem() {
-      throw AppGroupsError(.unsupportedValue, "the new domain for \(path) cannot be stored: \(problem)")
+    for (key, value) in values {
+      if let reason = value.unstorableReason { throw unstorable(key, reason) }
     }
     let size = Self.estimate(values)
     if size > options.sizeLimit {
@@ -254,12 +256,36 @@ final class SuiteStore: Sendable {
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
   }
 
+  private func unstorable(_ key: String, _ reason: String) -> AppGroupsError {
+    AppGroupsError(
+      .unsupportedValue,
+      "the value for \(key.debugDescription) cannot be stored in \(path): \(reason); nothing was changed")
+  }
+
   /// While a burst of writes is going on (the last commit carried many
   /// changes), the next commit waits a moment to gather more: a burst costs
   /// a few file writes, not one per commit's worth of `set` calls. A lone
   /// write is committed at once.
   private func burstDelay() -> Duration? {
     state.withLock { $0.lastBatchSize } >= 64 ? .milliseconds(2) : nil
+  }
+
+  /// After a failed commit (lock busy past the bound, disk error): the
+  /// changes stay pending and a retry is scheduled, backing off to 1 s.
+  /// Whichever commit failed, the background one or `synchronize()`'s.
+  private func retryLater() {
+    let schedule = state.withLock { st in
+      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil) { return false }
+      st.flushScheduled = true
+      return true
+    }
+    guard schedule else { return }
+    let delay = retry.withLock { retry in
+      let current = retry.retryDelay
+      retry.retryDelay = min(current * 2, .seconds(1))
+      return current
+    }
+    scheduleFlush(after: delay)
   }
 
   private func scheduleFlush(after delay: Duration? = nil) {
@@ -271,23 +297,6 @@ final class SuiteStore: Sendable {
     } else {
       queue.async(execute: work)
     }
-  }
-
-  /// After a failed commit (lock busy past the bound, disk error): the
-  /// changes stay pending and a retry is scheduled, backing off to 1 s.
-  private func retryLater() {
-    let schedule = state.withLock { st in
-      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil) { return false }
-      st.flushScheduled = true
-      return true
-    }
-    guard schedule else { return }
-    let delay = commit.withLock { cs in
-      let current = cs.retryDelay
-      cs.retryDelay = min(current * 2, .seconds(1))
-      return current
-    }
-    scheduleFlush(after: delay)
   }
 
   /// Commits every pending change now, on the calling thread.
@@ -313,8 +322,12 @@ final class SuiteStore: Sendable {
   /// `body` compute its new value, and commits it before the lock is
   /// released: a read-modify-write that no other process can interleave.
   ///
-  /// `body` must be short and must not call back into the store.
+  /// `body` must be short and must not call back into the store: it runs while this suite's
+  /// lock is held, so every other writer of the suite waits for it. Reads inside it work;
+  /// a nested update throws `.lockTimeout` at once, and a nested flush returns `false`.
   /// - Returns: the value `body` returned.
+  /// - Throws: `.lockTimeout`, `.io`, `.sizeLimitExceeded`, or what `body` throws; then the
+  ///   key is not changed (other pending changes may still have landed).
   func update(
     key: String, timeout: Duration, _ body: (PropertyListValue?) throws -> PropertyListValue?
   ) throws -> PropertyListValue? {
@@ -324,16 +337,29 @@ final class SuiteStore: Sendable {
       try commitLocked(timeout: timeout) { current in
         do {
           result = try body(current[key])
-        if let problem = result?.storageProblem() {
-          throw AppGroupsError(.unsupportedValue, "cannot store the value for \(key.debugDescription): \(problem)")
-        }
-          var change: [String: PropertyListValue?] = [:]
-          change.updateValue(result, forKey: key)
-          return change
         } catch {
           bodyError = error
           return [:]
         }
+        if let reason = result?.unstorableReason {
+          bodyError = self.unstorable(key, reason)
+          return [:]
+        }
+        let old = current[key]
+        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let newSize = result.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        if newSize > oldSize {
+          let size = Self.estimate(current) - oldSize + newSize
+          if size > self.options.sizeLimit {
+            bodyError = AppGroupsError(
+              .sizeLimitExceeded,
+              "updating \(key.debugDescription) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; the value was not changed")
+            return [:]
+          }
+        }
+        var change: [String: PropertyListValue?] = [:]
+        change.updateValue(result, forKey: key)
+        return change
       }
     }
     if let bodyError { throw bodyError }
@@ -343,19 +369,36 @@ final class SuiteStore: Sendable {
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.
+  ///
+  /// The whole wait, for another thread's commit and then for another
+  /// process's lock, stays within `timeout`.
   private func commitLocked(
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
+    let (seconds, attoseconds) = timeout.components
+    let deadline = Date(
+      timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+    switch gate.enter(before: deadline) {
+    case .entered:
+      break
+    case .reentered:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): the store was called back from inside an atomic update's closure; the changes stay pending and land after it returns")
+    case .timedOut:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
+    }
+    defer { gate.leave() }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    try commit.withLock { (cs: inout CommitState) throws(AppGroupsError) -> Void in
-      try commitBody(
-        &cs, sidecar: sidecar, timeout: timeout, extra: extra, outside: &outside, local: &local,
-        handler: &handler)
-    }
+    try commitBody(
+      sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+      local: &local, handler: &handler)
     if let handler {
       if !outside.isEmpty { handler(outside, .otherProcess) }
       if !local.isEmpty { handler(local, .thisProcess) }
@@ -363,92 +406,119 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    _ cs: inout CommitState, sidecar: SuiteSidecar, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
   ) throws(AppGroupsError) {
-      // Snapshot the pending changes; later ones get higher sequences.
-      let (pending, replacement) = state.withLock { st in
-        st.flushScheduled = false
-        return (st.pending, st.replacement)
-      }
-      guard !pending.isEmpty || replacement != nil || extra != nil else { return }
-      // On failure nothing is dropped: `pending` is only cleared by finishCommit.
+    // Snapshot the pending changes; later ones get higher sequences.
+    let (pending, replacement) = state.withLock { st in
+      st.flushScheduled = false
+      return (st.pending, st.replacement)
+    }
+    guard !pending.isEmpty || replacement != nil || extra != nil else { return }
+    // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
-      guard sidecar.lock.lock(timeout: timeout) else {
-        let count = pending.count + (replacement == nil ? 0 : 1)
-        if !cs.lockWaitReported && count > 0 {
-          cs.lockWaitReported = true
-          Diagnostics.report(
-            "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
-        }
-        throw AppGroupsError(
-          .lockTimeout,
-          "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+    let remaining = Duration.milliseconds(max(0, Int64(deadline.timeIntervalSinceNow * 1000)))
+    guard sidecar.lock.lock(timeout: remaining) else {
+      let count = pending.count + (replacement == nil ? 0 : 1)
+      let report = retry.withLock { retry in
+        defer { if count > 0 { retry.lockWaitReported = true } }
+        return !retry.lockWaitReported && count > 0
       }
-      defer { sidecar.lock.unlock() }
-      if cs.lockWaitReported {
-        cs.lockWaitReported = false
-        Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+      if report {
+        Diagnostics.report(
+          "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
       }
-      cs.retryDelay = .milliseconds(10)
-      TestHooks.pauseWhileHoldingLock(path: path)
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+    }
+    defer { sidecar.lock.unlock() }
+    gate.holdsFileLock()
+    let reportAcquired = retry.withLock { retry in
+      defer {
+        retry.lockWaitReported = false
+        retry.retryDelay = .milliseconds(10)
+      }
+      return retry.lockWaitReported
+    }
+    if reportAcquired {
+      Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+    }
+    TestHooks.pauseWhileHoldingLock(path: path)
 
-      // 1. The file as it is now: another process may have committed.
+    // 1. The file as it is now: another process may have committed.
+    typealias Values = [String: PropertyListValue]
+    let reread: Result<(before: Values, reloaded: Values), AppGroupsError> = commit.withLock { cs in
       let before = cs.persisted
       let current: FileIdentity?
-      do {
+      do throws(SystemCallError) {
         current = try FileSystem.identity(ofPath: path)
       } catch {
-        throw AppGroupsError(io: error, "reading \(path)")
+        return .failure(AppGroupsError(io: error, "reading \(path)"))
       }
       if current != cs.identity || cs.unreadableIdentity != nil {
-        do {
+        do throws(AppGroupsError) {
           cs.persisted = try load(&cs, mode: .commit) ?? [:]
         } catch {
-          throw error
+          return .failure(error)
         }
       }
-      let reloaded = cs.persisted
+      return .success((before, cs.persisted))
+    }
+    guard case .success(let (before, reloaded)) = reread else {
+      if case .failure(let error) = reread { throw error }
+      return
+    }
 
-      // 2. This process's changes, key by key, on top.
-      var next = replacement?.values ?? reloaded
-      var differs = replacement != nil && replacement?.values != reloaded
-      for (key, change) in pending where next[key] != change.value {
-        next[key] = change.value
-        differs = true
-      }
-      let extraChanges = extra?(next) ?? [:]
-      for (key, value) in extraChanges where next[key] != value {
-        next[key] = value
-        differs = true
-      }
+    // 2. This process's changes, key by key, on top; then the atomic update's, computed from
+    //    them without holding `commit`, so that the closure may read the store.
+    var next = replacement?.values ?? reloaded
+    var differs = replacement != nil && replacement?.values != reloaded
+    for (key, change) in pending where next[key] != change.value {
+      next[key] = change.value
+      differs = true
+    }
+    let extraChanges = extra?(next) ?? [:]
+    for (key, value) in extraChanges where next[key] != value {
+      next[key] = value
+      differs = true
+    }
 
-      // 3. Write durably, then move the token (skipped when nothing differs).
-      if differs || (cs.identity == nil && !next.isEmpty) {
-        let data: Data
-        do {
-          data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
-        } catch {
-          throw error
-        }
-        FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
-        do {
-          // The token moves as soon as the new file is in place, before the
-          // folder's fsync: other processes already read the new file then.
-          let identity = try FileSystem.writeAtomically(
-            data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
-            announce: true, afterRename: { sidecar.advance(to: $0) })
-          cs.identity = identity
-        } catch {
-          throw AppGroupsError(io: error, "writing \(path)")
-        }
-        cs.persisted = next
+    // 3. Write durably, then move the token (skipped when nothing differs).
+    let written: Result<Void, AppGroupsError> = commit.withLock { cs in
+      guard differs || (cs.identity == nil && !next.isEmpty) else { return .success(()) }
+      let data: Data
+      do throws(AppGroupsError) {
+        data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
+      } catch {
+        return .failure(error)
       }
-      finishCommit(
-        next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
-        extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+      FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
+      do throws(SystemCallError) {
+        let current = try FileSystem.identity(ofPath: path)
+        // Announced (the closed temporary file) before it is synced; the
+        // token moves as soon as the new file is in place, before the
+        // folder's fsync: other processes already read the new file then.
+        let identity = try FileSystem.writeAtomically(
+          data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
+          announce: true, beforeRename: { TestHooks.pauseBeforeRename(path: path) },
+          afterRename: { sidecar.advance(to: $0) })
+        cs.identity = identity
+        cs.unreadableIdentity = nil
+      } catch {
+        return .failure(AppGroupsError(io: error, "writing \(path)"))
+      }
+      cs.persisted = next
+      return .success(())
+    }
+    if case .failure(let error) = written {
+      throw error
+    }
+    finishCommit(
+      next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
+      extra: extraChanges, outside: &outside, local: &local, handler: &handler)
   }
 
   private func finishCommit(
@@ -565,12 +635,6 @@ final class SuiteStore: Sendable {
 
   /// The suite's last-update token: monotonic, persistent, moved by every
   /// commit and by an outside edit of the file.
-  ///
-  /// The token describes the file that is in place now. While a commit is
-  /// in flight (its file is in place: other processes hear of it through
-  /// inotify during the `rename(2)`, but its token moves just after), this
-  /// waits for the token to move, up to ``tokenWaitBound``; a committer that
-  /// was stopped mid-commit costs that bound, then the previous token.
   func token() -> UInt64 {
     guard let sidecar else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
@@ -588,14 +652,17 @@ final class SuiteStore: Sendable {
       }
       // The file is not the version the token describes: an outside edit (or
       // a commit in flight). Move the token if no commit is in flight.
-      let moved: UInt64? = commit.withLockIfAvailable { _ in
+      // The file lock is shared by this process's threads: only with the gate may it be taken.
+      let moved: UInt64? = {
+        guard gate.tryEnter() else { return nil }
+        defer { gate.leave() }
         guard sidecar.lock.tryLock() else { return nil }
         defer { sidecar.lock.unlock() }
         guard let again = sidecar.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
         if again.identity == now { return again.generation }
         return sidecar.advance(to: now)
-      } ?? nil
+      }()
       if let moved, announced == nil || announced == current { return moved }
       // A commit is in flight, here or in another process: its token is next.
       if FileSystem.monotonicNanoseconds() >= deadline {
@@ -610,7 +677,6 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// How long ``token()`` waits for a commit in flight to move the token: 20 ms.
   static let tokenWaitBound: UInt64 = 20_000_000
 
   /// The token this process last saw.
@@ -630,31 +696,40 @@ final class SuiteStore: Sendable {
 
   /// Reads and parses the file. An unreadable file is moved aside (only
   /// while holding the lock) and the suite goes on empty.
+  ///
+  /// Only a regular file is read. A symbolic link (which could lead out of
+  /// the container), a fifo (which would block the reader), a folder, a
+  /// socket or a device in its place is unreadable too, and moved aside
+  /// the same way, without being followed or opened.
   private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let holdingLock = mode == .commit
-    let read: (Data, FileIdentity)?
-    do {
-      read = try FileSystem.read(path)
-    } catch {
-      throw AppGroupsError(io: error, "reading \(path)")
-    }
-    guard let (data, identity) = read else {
-      cs.identity = nil
-      cs.unreadableIdentity = nil
-      return [:]
-    }
+    let identity: FileIdentity
     let reason: String
     do {
-      let value = try PropertyListValue(propertyListData: data)
-      if case .dictionary(let values) = value {
-        cs.identity = identity
+      if let s = try FileSystem.linkStatus(path), s.st_mode & S_IFMT != S_IFREG {
+        identity = FileIdentity(s)
+        reason = "it is \(FileSystem.kind(of: s)), not a regular file"
+      } else if let (data, readIdentity) = try FileSystem.read(path, followLinks: false) {
+        identity = readIdentity
+        do {
+          let value = try PropertyListValue(propertyListData: data)
+          if case .dictionary(let values) = value {
+            cs.identity = identity
+            cs.unreadableIdentity = nil
+            if cs.announced != identity { cs.announced = nil }
+            return values
+          }
+          reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
+        } catch {
+          reason = error.message
+        }
+      } else {
+        cs.identity = nil
         cs.unreadableIdentity = nil
-        if cs.announced != identity { cs.announced = nil }
-        return values
+        return [:]
       }
-      reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
     } catch {
-      reason = error.message
+      throw AppGroupsError(io: error, "reading \(path)")
     }
     cs.identity = identity
     if mode == .refresh {

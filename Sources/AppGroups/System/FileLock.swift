@@ -16,9 +16,20 @@ final class FileLock: @unchecked Sendable {
   let descriptor: CInt
 
   /// Opens (creating, mode 0600) the lock file at `path`.
+  ///
+  /// A symbolic link at `path` is never followed (`ELOOP`): creating or growing a file
+  /// through it could touch a file anywhere. Anything but a regular file is refused.
   init(path: String) throws(SystemCallError) {
     self.path = path
-    self.descriptor = try FileSystem.open(path, O_RDWR | O_CREAT, mode: 0o600)
+    let fd = try FileSystem.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600)
+    var s = stat()
+    if fstat(fd, &s) == 0 && s.st_mode & S_IFMT != S_IFREG {
+      FileSystem.close(fd)
+      throw SystemCallError(
+        call: "open", path: path, errno: EINVAL,
+        reason: "it is \(FileSystem.kind(of: s)), not a regular file")
+    }
+    self.descriptor = fd
   }
 
   deinit { FileSystem.close(descriptor) }

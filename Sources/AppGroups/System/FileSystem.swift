@@ -49,16 +49,30 @@ struct FileIdentity: Hashable, Sendable {
 /// Thin wrappers over the file calls the stores make. Each one names the
 /// system call it makes; every failure is a ``SystemCallError``.
 enum FileSystem {
-  /// The identity of the file at `path`, or `nil` when there is none.
-  /// The corresponding system call is `stat(2)`.
+  /// The identity of the file at `path`, or `nil` when there is none; of the link itself
+  /// when `path` is a symbolic link (a link is never followed to the file it names).
+  /// The corresponding system call is `lstat(2)`.
   static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
     var s = stat()
     do {
-      _ = try valueOrErrno("stat", path: path) { stat(path, &s) }
+      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
     } catch where error.errno == ENOENT || error.errno == ENOTDIR {
       return nil
     }
     return FileIdentity(s)
+  }
+
+  /// What kind of entry `s` describes, for messages: "a regular file", "a folder",
+  /// "a symbolic link", "a fifo", "a socket", "a device".
+  static func kind(of s: stat) -> String {
+    switch s.st_mode & S_IFMT {
+    case S_IFREG: return "a regular file"
+    case S_IFDIR: return "a folder"
+    case S_IFLNK: return "a symbolic link"
+    case S_IFIFO: return "a fifo"
+    case S_IFSOCK: return "a socket"
+    default: return "a device"
+    }
   }
 
   /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
@@ -83,18 +97,27 @@ enum FileSystem {
     _ = Glibc.close(fd)
   }
 
-  /// Reads a whole file and the identity of the version that was read.
+  /// Reads a whole regular file and the identity of the version that was read.
   /// Returns `nil` when the file does not exist.
-  static func read(_ path: String) throws(SystemCallError) -> (Data, FileIdentity)? {
+  ///
+  /// Only a regular file is read: a fifo (which would block the reader for ever), a folder,
+  /// a socket or a device is refused with a `SystemCallError` whose ``SystemCallError/reason``
+  /// says what it is. With `followLinks: false`, a symbolic link is refused too (`ELOOP`).
+  static func read(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> (Data, FileIdentity)? {
     let fd: CInt
     do {
-      fd = try open(path, O_RDONLY)
+      // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it).
+      fd = try open(path, O_RDONLY | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW))
     } catch where error.errno == ENOENT {
       return nil
     }
     defer { close(fd) }
     var s = stat()
     _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    guard s.st_mode & S_IFMT == S_IFREG else {
+      throw SystemCallError(
+        call: "read", path: path, errno: EINVAL, reason: "it is \(kind(of: s)), not a regular file")
+    }
     let identity = FileIdentity(s)
     var capacity = max(Int(s.st_size), 0) + 1
     var data = Data(count: capacity)
@@ -132,7 +155,8 @@ enum FileSystem {
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    announce: Bool = false, afterRename: (FileIdentity) -> Void = { _ in }
+    announce: Bool = false, beforeRename: () -> Void = {},
+    afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
@@ -174,6 +198,7 @@ enum FileSystem {
       fd = reopened
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
+    beforeRename()
     _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
     renamed = true
     var s = stat()

@@ -8,9 +8,12 @@ struct SystemCallError: Error, Sendable, CustomStringConvertible {
   let call: String
   let path: String?
   let errno: CInt
+  /// Said instead of `strerror(errno)` when the call succeeded but its result was refused
+  /// (a fifo where a regular file must be).
+  var reason: String? = nil
 
   var description: String {
-    let reason = String(cString: strerror(errno))
+    let reason = self.reason ?? String(cString: strerror(errno))
     if let path { return "\(call)(\(path)): \(reason)" }
     return "\(call): \(reason)"
   }

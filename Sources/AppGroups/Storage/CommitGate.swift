@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+
+/// Lets one thread of this process commit a suite at a time, with a bounded wait.
+///
+/// The suite's file lock (`flock(2)`) belongs to an open file description, which every thread
+/// of the process shares, so it cannot keep this process's own committers apart: the gate
+/// does. A committer enters the gate, then takes the file lock with what is left of the same
+/// deadline, so that the whole wait (for another thread's commit, then for another process)
+/// stays within one bound.
+///
+/// The bound is on waiting for *another process*: once the committer holding the gate has
+/// the file lock (``holdsFileLock()``), it is writing, which takes milliseconds, and waiters
+/// wait for it to finish whatever their deadline, so that a commit in flight is never
+/// reported as a timeout.
+///
+/// The gate remembers which thread holds it: a thread that asks again (an atomic update's
+/// closure calling back into the store) is told so at once instead of deadlocking.
+final class CommitGate: @unchecked Sendable {
+  // `owner` and `ownerHoldsFileLock` are read and written only while `condition` is locked.
+  private let condition = NSCondition()
+  private var owner: pthread_t?
+  private var ownerHoldsFileLock = false
+
+  enum Entry {
+    /// The gate is this thread's until ``leave()``.
+    case entered
+    /// Another thread of this process still held it at the deadline.
+    case timedOut
+    /// This thread already holds it.
+    case reentered
+  }
+
+  /// Enters the gate, waiting until `deadline` at most.
+  func enter(before deadline: Date) -> Entry {
+    let me = pthread_self()
+    condition.lock()
+    defer { condition.unlock() }
+    while let owner {
+      if pthread_equal(owner, me) != 0 { return .reentered }
+      if ownerHoldsFileLock {
+        condition.wait()
+      } else if !condition.wait(until: deadline), self.owner != nil, !ownerHoldsFileLock {
+        return .timedOut
+      }
+    }
+    owner = me
+    return .entered
+  }
+
+  /// Called by the holder once it has the file lock: from now on it is writing, not waiting.
+  func holdsFileLock() {
+    condition.lock()
+    ownerHoldsFileLock = true
+    condition.unlock()
+  }
+
+  /// Enters the gate if no thread holds it now.
+  func tryEnter() -> Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    guard owner == nil else { return false }
+    owner = pthread_self()
+    return true
+  }
+
+  /// Whether the calling thread holds the gate.
+  var isHeldByCurrentThread: Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    guard let owner else { return false }
+    return pthread_equal(owner, pthread_self()) != 0
+  }
+
+  func leave() {
+    condition.lock()
+    owner = nil
+    ownerHoldsFileLock = false
+    // Every waiter: one may have given up at its deadline, and another must not miss the turn.
+    condition.broadcast()
+    condition.unlock()
+  }
+}
