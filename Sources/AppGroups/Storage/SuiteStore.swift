@@ -76,8 +76,6 @@ final class SuiteStore: Sendable {
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
-    /// The identity of the last commit read through its announcement.
-    var announced: FileIdentity?
   }
 
   private struct RetryState: Sendable {
@@ -498,12 +496,11 @@ final class SuiteStore: Sendable {
       FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
       do throws(SystemCallError) {
         let current = try FileSystem.identity(ofPath: path)
-        // Announced (the closed temporary file) before it is synced; the
-        // token moves as soon as the new file is in place, before the
+        // The token moves as soon as the new file is in place, before the
         // folder's fsync: other processes already read the new file then.
         let identity = try FileSystem.writeAtomically(
           data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
-          announce: true, beforeRename: { TestHooks.pauseBeforeRename(path: path) },
+          beforeRename: { TestHooks.pauseBeforeRename(path: path) },
           afterRename: { sidecar.advance(to: $0) })
         cs.identity = identity
         cs.unreadableIdentity = nil
@@ -580,29 +577,6 @@ final class SuiteStore: Sendable {
     return changes
   }
 
-  /// Makes another process's commit visible as soon as it announces it:
-  /// the complete temporary file it closed, before it is synced and renamed
-  /// over the suite's file. Once renamed, the file has the same identity and
-  /// is not read again. If the writer dies before the rename, the next
-  /// change of the real file withdraws what it announced.
-  func preview(temporaryName: String) {
-    var changes: [StoredChange] = []
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    commit.withLock { cs in
-      guard
-        let read = (try? FileSystem.read(directory + "/" + temporaryName)) ?? nil,
-        read.1 != cs.identity,
-        case .dictionary(let loaded)? = try? PropertyListValue(propertyListData: read.0)
-      else { return }
-      cs.persisted = loaded
-      cs.identity = read.1
-      cs.announced = read.1
-      cs.unreadableIdentity = nil
-      (changes, handler) = adopt(loaded, generation: nil)
-    }
-    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
-  }
-
   /// Installs freshly read values under this process's pending changes.
   /// Call holding `commit`.
   private func adopt(
@@ -644,12 +618,7 @@ final class SuiteStore: Sendable {
     while true {
       guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
       let current = try? FileSystem.identity(ofPath: path)
-      // A commit this process already holds through its announcement is
-      // still being made durable: its token is next.
-      let announced = commit.withLock { $0.announced }
-      if record.identity == current && (announced == nil || announced == current) {
-        return record.generation
-      }
+      if record.identity == current { return record.generation }
       // The file is not the version the token describes: an outside edit (or
       // a commit in flight). Move the token if no commit is in flight.
       // The file lock is shared by this process's threads: only with the gate may it be taken.
@@ -663,14 +632,9 @@ final class SuiteStore: Sendable {
         if again.identity == now { return again.generation }
         return sidecar.advance(to: now)
       }()
-      if let moved, announced == nil || announced == current { return moved }
+      if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline {
-        // The announced commit never landed (its writer died or is stopped):
-        // stop waiting for it; the next change of the file corrects the values.
-        commit.withLock { if $0.announced == announced { $0.announced = nil } }
-        return record.generation
-      }
+      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
       var request = timespec(tv_sec: 0, tv_nsec: pause)
       _ = nanosleep(&request, nil)
       pause = min(pause * 2, 1_000_000)
@@ -716,7 +680,6 @@ final class SuiteStore: Sendable {
           if case .dictionary(let values) = value {
             cs.identity = identity
             cs.unreadableIdentity = nil
-            if cs.announced != identity { cs.announced = nil }
             return values
           }
           reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"

@@ -153,7 +153,6 @@ final class ChangeMonitor: Sendable {
     var stores: [ObjectIdentifier: SuiteStore] = [:]
     var notes: [(@Sendable (String) -> Void, String)] = []
     var gone: Set<String> = []
-    var previews: [(SuiteStore, String)] = []
     state.withLock { st in
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
@@ -175,19 +174,6 @@ final class ChangeMonitor: Sendable {
             notes.append((listener.handler, ""))
           }
           gone.insert(event.directory)
-        case .closeWrite:
-          // Another process announcing a commit under its temporary name.
-          if let target = FileSystem.temporaryTarget(event.name), target.pid != Self.pid,
-            let store = st.directories[event.directory]?.stores[target.name]?.store
-          {
-            previews.append((store, event.name))
-          } else if let store = st.directories[event.directory]?.stores[event.name]?.store {
-            stores[ObjectIdentifier(store)] = store
-          }
-          for listener in st.listeners.values
-          where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
-            notes.append((listener.handler, event.name))
-          }
         default:
           if let store = st.directories[event.directory]?.stores[event.name]?.store {
             stores[ObjectIdentifier(store)] = store
@@ -200,14 +186,10 @@ final class ChangeMonitor: Sendable {
       }
     }
     for directory in gone.sorted() { rearm(directory) }
-    for (store, name) in previews where stores[ObjectIdentifier(store)] == nil {
-      store.preview(temporaryName: name)
-    }
     for store in stores.values { store.refresh() }
     for (handler, name) in notes { handler(name) }
   }
 
-  private static let pid = getpid()
 
   /// Watches a folder again after it was deleted or moved: the new folder at
   /// the same path, if there is one. If there is none, the folder is watched

@@ -14,8 +14,7 @@ struct FileIdentity: Hashable, Sendable {
   var size: Int64
   var modified: Int64  // nanoseconds since 1970
   /// Nanoseconds since 1970. Recorded but not compared: a rename or a
-  /// chmod moves it without changing the content, and a version announced
-  /// under its temporary name must equal the same inode once renamed.
+  /// chmod moves it without changing the content.
   var changed: Int64
 
   static func == (a: FileIdentity, b: FileIdentity) -> Bool {
@@ -155,13 +154,13 @@ enum FileSystem {
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    announce: Bool = false, beforeRename: () -> Void = {},
+    beforeRename: () -> Void = {},
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
     let temporary = directory + "/" + temporaryName(for: name)
-    var fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+    let fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
     var renamed = false
     defer {
       close(fd)
@@ -189,14 +188,6 @@ enum FileSystem {
       var times = [time, time]
       _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
     }
-    if announce {
-      // Closing the complete temporary file is the early announcement
-      // (IN_CLOSE_WRITE under its temporary name): watchers may read it
-      // while it is made durable. The same inode is then synced and renamed.
-      let reopened = try open(temporary, O_RDONLY)
-      close(fd)
-      fd = reopened
-    }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
     beforeRename()
     _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
@@ -218,17 +209,6 @@ enum FileSystem {
   /// The prefix of every temporary file written for `name`; a leftover one
   /// (its writer was killed) is removed by the next writer under the lock.
   static func temporaryPrefix(for name: String) -> String { ".\(name).tmp-" }
-
-  /// For a temporary file's name: the name of the file it will replace and
-  /// the process writing it, or `nil` for any other name.
-  static func temporaryTarget(_ temporaryName: String) -> (name: String, pid: Int32)? {
-    guard temporaryName.hasPrefix("."), let marker = temporaryName.range(of: ".tmp-", options: .backwards)
-    else { return nil }
-    let name = String(temporaryName[temporaryName.index(after: temporaryName.startIndex)..<marker.lowerBound])
-    let rest = temporaryName[marker.upperBound...]
-    guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), !name.isEmpty else { return nil }
-    return (name, pid)
-  }
 
   private static func temporaryName(for name: String) -> String {
     "\(temporaryPrefix(for: name))\(getpid())-\(UInt32.random(in: 0 ... .max))"
