@@ -367,13 +367,16 @@ final class SuiteStore: Sendable {
         .lockTimeout,
         "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
     }
-    defer { gate.leave() }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    try commitBody(
-      sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
-      local: &local, handler: &handler)
+    do {
+      defer { gate.leave() }
+      try commitBody(
+        sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+        local: &local, handler: &handler)
+    }
+    // Outside the gate: an observer may write, update or synchronize in turn.
     if let handler {
       if !outside.isEmpty { handler(outside, .otherProcess) }
       if !local.isEmpty { handler(local, .thisProcess) }
