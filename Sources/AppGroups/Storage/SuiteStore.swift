@@ -503,7 +503,7 @@ final class SuiteStore: Sendable {
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
   ) {
-    let generation = sidecar?.generation ?? 0
+    let generation = sidecar?.generation
     state.withLock { st in
       // Drop what was committed, unless it changed again meanwhile.
       for (key, change) in pending where st.pending[key]?.sequence == change.sequence {
@@ -512,7 +512,7 @@ final class SuiteStore: Sendable {
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
       }
-      st.lastGeneration = generation
+      if let generation { st.lastGeneration = generation }
       if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
@@ -539,9 +539,9 @@ final class SuiteStore: Sendable {
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let generation = sidecar?.generation ?? 0
+      let generation = sidecar?.generation
       if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
-        state.withLock { $0.lastGeneration = generation }
+        if let generation { state.withLock { $0.lastGeneration = generation } }
         return
       }
       // An unreadable file (perhaps one being written in place right now)
@@ -555,7 +555,7 @@ final class SuiteStore: Sendable {
         changes = Self.diff(st.values, values)
         st.values = values
         st.sizeEstimate = Self.estimate(values)
-        st.lastGeneration = generation
+        if let generation { st.lastGeneration = generation }
         handler = st.changeHandler
       }
     }
@@ -578,7 +578,11 @@ final class SuiteStore: Sendable {
     guard let sidecar else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
-    guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
+    guard let record = sidecar.read() else {
+      // A writer died in the middle of moving the token (its sequence is left odd): repair
+      // it if no commit is in flight; else answer the last token seen, never going back.
+      return repairToken(sidecar) ?? lastSeenToken
+    }
     let current = try? FileSystem.identity(ofPath: path)
     if record.identity == current { return record.generation }
     // The file is not the version the token describes: an outside edit (or
@@ -592,6 +596,20 @@ final class SuiteStore: Sendable {
     let now = try? FileSystem.identity(ofPath: path)
     if again.identity == now { return again.generation }
     return sidecar.advance(to: now)
+  }
+
+  /// Moves a token whose last update never finished forward, under the lock: a live writer
+  /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
+  private func repairToken(_ sidecar: SuiteSidecar) -> UInt64? {
+    // The file lock is shared by this process's threads: only with the gate may it be taken.
+    guard gate.tryEnter() else { return nil }
+    defer { gate.leave() }
+    guard sidecar.lock.tryLock() else { return nil }
+    defer { sidecar.lock.unlock() }
+    if let record = sidecar.read() { return record.generation }
+    let generation = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    state.withLock { $0.lastGeneration = max($0.lastGeneration, generation) }
+    return generation
   }
 
   /// The token this process last saw.
