@@ -99,7 +99,14 @@ final class SuiteStore: Sendable {
     let result: Result<SuiteStore, AppGroupsError> = registry.withLock { stores in
       if let existing = stores[path]?.store { return .success(existing) }
       let opened = Result { () throws(AppGroupsError) in try SuiteStore(path: path, options: options) }
-      if case .success(let store) = opened { stores[path] = WeakStore(store: store) }
+      if case .success(let store) = opened {
+        // Forget stores that are gone, so that a process opening many suites in turn
+        // does not keep an entry for each (amortised: when the table doubles).
+        if stores.count >= 64 && stores.count.nonzeroBitCount == 1 {
+          stores = stores.filter { $0.value.store != nil }
+        }
+        stores[path] = WeakStore(store: store)
+      }
       return opened
     }
     return try result.get()
