@@ -111,11 +111,13 @@ struct StressThreadTests {
     }
     for k in 0..<100 where onDisk["other-\(k)"] as? Int != k { missing += 1 }
     #expect(missing == 0)
-    // In memory too, and the long-lived observer's last word on each key is the final value.
+    // In memory too, and the long-lived observer's last word on each key written by one
+    // thread is the final value. (Changes made on different threads, like the counter's,
+    // reach observers on those threads, in no promised order.)
     #expect(d.integer(forKey: "counter") == incrementers * incrementsEach)
     let seen = lastSeen.withLock { $0 }
     var stale = 0
-    for (key, value) in seen where value != d.value(forKey: key) { stale += 1 }
+    for (key, value) in seen where key != "counter" && value != d.value(forKey: key) { stale += 1 }
     #expect(stale == 0, "observers were left with stale values")
     #expect(seen.count >= writers * keysEach)
   }
