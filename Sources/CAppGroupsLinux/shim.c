@@ -18,3 +18,16 @@ void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value) {
 void cappgroups_atomic_fence(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+
+// Defined by the thread sanitizer's runtime when it is linked in
+// (swift build --sanitize=thread); null otherwise.
+extern void __tsan_acquire(void *address) __attribute__((weak));
+extern void __tsan_release(void *address) __attribute__((weak));
+
+void cappgroups_sanitizer_acquire(void *address) {
+  if (__tsan_acquire) __tsan_acquire(address);
+}
+
+void cappgroups_sanitizer_release(void *address) {
+  if (__tsan_release) __tsan_release(address);
+}

@@ -602,9 +602,11 @@ struct BinaryPropertyListTests {
     #expect(decodeError(handMade([[0x5F, 0x22, 0, 0, 0, 0]]))?.message.contains("length") == true)
   }
 
-  @Test func duplicateKeysKeepTheLastValue() throws {
+  @Test func duplicateKeysKeepTheFirstValueAsCoreFoundationDoes() throws {
     let data = handMade([[0xD2, 0x01, 0x01, 0x02, 0x03], [0x51, 0x6B], [0x10, 0x01], [0x10, 0x02]])
-    #expect(try BinaryPropertyList.decode(data) == .dictionary(["k": .integer(2)]))
+    #expect(try BinaryPropertyList.decode(data) == .dictionary(["k": .integer(1)]))
+    let foundation = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+    #expect(foundation?["k"] as? Int == 1)
   }
 
   // MARK: Fuzzing

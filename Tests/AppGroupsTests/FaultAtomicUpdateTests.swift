@@ -88,6 +88,27 @@ struct FaultAtomicUpdateTests {
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "small")
   }
 
+  @Test func anObserverOfAnAtomicUpdateMayUpdateTheStoreInTurn() throws {
+    let (t, d) = try suite(holding: ["a": 0])
+    let failures = Locked<[String]>([])
+    let observation = d.observe(["a"]) { changes in
+      // Called on the thread that committed the update, after it let go of the lock.
+      for _ in changes {
+        do {
+          try d.increment("b")
+        } catch {
+          failures.withLock { $0.append("\(error)") }
+        }
+      }
+    }
+    defer { observation.cancel() }
+    try d.increment("a")
+    try d.increment("a")
+    #expect(failures.withLock { $0 } == [])
+    #expect(d.integer(forKey: "b") == 2)
+    #expect(try TestRoot.readPlist(t.groupSuiteFile)["b"] as? Int == 2)
+  }
+
   @Test func aClosureThatCallsBackIntoTheStoreFailsFastInsteadOfDeadlocking() throws {
     let (t, d) = try suite(holding: ["k": 1, "other": "x"])
     let start = Date()

@@ -128,6 +128,35 @@ struct FaultKillTests {
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["kept"] as? String == "yes")
   }
 
+  @Test func aWriterKilledWhileMovingTheTokenLeavesItRepairedNotGoingBack() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    d.set("one", forKey: "k")
+    #expect(d.synchronize())
+    let before = d.changeToken
+    // A writer killed inside the token's sequence lock leaves the sequence odd (word 1 of
+    // the sidecar): every reader would spin, then see no token at all.
+    let fd = open(t.groupSuiteFile.path + ".lock", O_RDWR | O_CLOEXEC)
+    #expect(fd >= 0)
+    var sequence: UInt64 = 0
+    #expect(pread(fd, &sequence, 8, 8) == 8)
+    sequence |= 1
+    #expect(pwrite(fd, &sequence, 8, 8) == 8)
+    close(fd)
+    let during = d.changeToken
+    #expect(during > before, "the token went back or did not move past the torn update")
+    #expect(!d.hasChanged(since: during))
+    // Another process reads the same, and its commit moves the token on.
+    let writer = try Product.run(
+      "appgroups-worker", ["set", TestRoot.group, "k", "two"],
+      environment: t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(writer.status == 0, "\(writer.stderr)")
+    #expect(d.hasChanged(since: during))
+    #expect(d.changeToken > during)
+    _ = d.refreshIfChanged()
+    #expect(d.string(forKey: "k") == "two")
+  }
+
   /// A survivor commits within its lock timeout; then no temporary or quarantined file is
   /// left, the lock is free, the file parses, and every synchronized value is there.
   private func checkSurvivorCommitAndInvariants(_ t: TestRoot, _ killed: [Incarnation]) throws {

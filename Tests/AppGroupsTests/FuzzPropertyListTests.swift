@@ -6,9 +6,10 @@ import Testing
 /// Seeded mutations of valid preferences files and manifests, opened through the public
 /// surface (`GroupDefaults`, `EntitlementManifest`) in a worker process: each input is read
 /// correctly or refused cleanly (moved aside byte for byte, or `.invalidManifest`); never a
-/// crash or a hang. 1,000 inputs of each kind by default; `APPGROUPS_FUZZ_ITERATIONS=100000`
-/// for a long run; `APPGROUPS_SEED` replays a run.
-@Suite("Fuzz: preferences files and manifests", .timeLimit(.minutes(30)))
+/// crash or a hang. 1,000 inputs of each kind by default (about 5 s);
+/// `APPGROUPS_FUZZ_ITERATIONS=100000` for a long run (10 to 60 minutes, with the machine's
+/// load); `APPGROUPS_SEED` replays a run.
+@Suite("Fuzz: preferences files and manifests", .timeLimit(.minutes(120)))
 struct FuzzPropertyListTests {
   static var iterations: Int { FaultSettings.integer("APPGROUPS_FUZZ_ITERATIONS", default: 1_000) }
 

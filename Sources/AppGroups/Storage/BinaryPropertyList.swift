@@ -38,7 +38,7 @@ internal import Foundation
 ///   Foundation hands such a string to Swift: refusing it would throw away
 ///   a whole domain for one damaged character.
 /// - A dictionary's keys must be strings; when two keys are equal as Swift
-///   strings (the same text, or canonically equivalent), the later one wins.
+///   strings (the same text, or canonically equivalent), the first one wins, as in CoreFoundation.
 enum BinaryPropertyList {
   /// The deepest nesting of arrays and dictionaries the reader accepts.
   static let maximumDepth = 512
@@ -1022,7 +1022,8 @@ private struct Reader {
             from: current.object, at: current.refStart &+ current.count &* refWidth, index: index)
           switch try begin(object: ref, depth: stack.count &+ 1) {
           case .value(let value):
-            current.entries[key] = value
+            // A duplicate key: the first one wins, as in CoreFoundation.
+            if current.entries[key] == nil { current.entries[key] = value }
             current.next &+= 1
           case .container(let child):
             current.key = key
@@ -1048,7 +1049,7 @@ private struct Reader {
         guard let parent = stack.popLast() else { return value }
         current = parent
         if current.isDictionary {
-          current.entries[current.key] = value
+          if current.entries[current.key] == nil { current.entries[current.key] = value }
         } else {
           current.elements.append(value)
         }

@@ -105,7 +105,14 @@ final class SuiteStore: Sendable {
     let result: Result<SuiteStore, AppGroupsError> = registry.withLock { stores in
       if let existing = stores[path]?.store { return .success(existing) }
       let opened = Result { () throws(AppGroupsError) in try SuiteStore(path: path, options: options) }
-      if case .success(let store) = opened { stores[path] = WeakStore(store: store) }
+      if case .success(let store) = opened {
+        // Forget stores that are gone, so that a process opening many suites in turn
+        // does not keep an entry for each (amortised: when the table doubles).
+        if stores.count >= 64 && stores.count.nonzeroBitCount == 1 {
+          stores = stores.filter { $0.value.store != nil }
+        }
+        stores[path] = WeakStore(store: store)
+      }
       return opened
     }
     return try result.get()
@@ -390,13 +397,16 @@ final class SuiteStore: Sendable {
         .lockTimeout,
         "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
     }
-    defer { gate.leave() }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-    try commitBody(
-      sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
-      local: &local, handler: &handler)
+    do {
+      defer { gate.leave() }
+      try commitBody(
+        sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+        local: &local, handler: &handler)
+    }
+    // Outside the gate: an observer may write, update or synchronize in turn.
     if let handler {
       if !outside.isEmpty { handler(outside, .otherProcess) }
       if !local.isEmpty { handler(local, .thisProcess) }
@@ -525,7 +535,7 @@ final class SuiteStore: Sendable {
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
   ) {
-    let generation = sidecar?.generation ?? 0
+    let generation = sidecar?.generation
     state.withLock { st in
       st.lastBatchSize = pending.count
       // Drop what was committed, unless it changed again meanwhile.
@@ -535,7 +545,7 @@ final class SuiteStore: Sendable {
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
       }
-      st.lastGeneration = generation
+      if let generation { st.lastGeneration = generation }
       if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
@@ -562,9 +572,9 @@ final class SuiteStore: Sendable {
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let generation = sidecar?.generation ?? 0
+      let generation = sidecar?.generation
       if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
-        state.withLock { $0.lastGeneration = generation }
+        if let generation { state.withLock { $0.lastGeneration = generation } }
         return
       }
       // An unreadable file (perhaps one being written in place right now)
@@ -616,7 +626,11 @@ final class SuiteStore: Sendable {
     let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
     var pause = 20_000  // 20 µs, doubling to 1 ms
     while true {
-      guard let record = sidecar.read() else { return sidecar.generation ?? 0 }
+      guard let record = sidecar.read() else {
+        // A writer died in the middle of moving the token (its sequence is left odd): repair
+        // it if no commit is in flight; else answer the last token seen, never going back.
+        return repairToken(sidecar) ?? lastSeenToken
+      }
       let current = try? FileSystem.identity(ofPath: path)
       if record.identity == current { return record.generation }
       // The file is not the version the token describes: an outside edit (or
@@ -642,6 +656,20 @@ final class SuiteStore: Sendable {
   }
 
   static let tokenWaitBound: UInt64 = 20_000_000
+
+  /// Moves a token whose last update never finished forward, under the lock: a live writer
+  /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
+  private func repairToken(_ sidecar: SuiteSidecar) -> UInt64? {
+    // The file lock is shared by this process's threads: only with the gate may it be taken.
+    guard gate.tryEnter() else { return nil }
+    defer { gate.leave() }
+    guard sidecar.lock.tryLock() else { return nil }
+    defer { sidecar.lock.unlock() }
+    if let record = sidecar.read() { return record.generation }
+    let generation = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    state.withLock { $0.lastGeneration = max($0.lastGeneration, generation) }
+    return generation
+  }
 
   /// The token this process last saw.
   var lastSeenToken: UInt64 { state.withLock { $0.lastGeneration } }

@@ -26,4 +26,11 @@ void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value);
 /// Full memory fence, for the seqlock around the token record.
 void cappgroups_atomic_fence(void);
 
+/// Tells the thread sanitizer, when the process runs under it, that the
+/// calling thread acquired (or is about to release) the lock at `address`.
+/// Swift's Synchronization.Mutex locks with futexes inside the standard
+/// library, which the sanitizer does not see. No-ops in a normal build.
+void cappgroups_sanitizer_acquire(void *address);
+void cappgroups_sanitizer_release(void *address);
+
 #endif
