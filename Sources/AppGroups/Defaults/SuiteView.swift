@@ -117,7 +117,7 @@ final class SuiteView: Sendable {
     let cacheKey = CacheKey(key, seed: keySeed)
     let (cached, epoch) = cache.withLock { ($0.entries[cacheKey], $0.epoch) }
     if let cached { return cached }
-    let entry = resolve(key, replacing: nil)
+    let entry = resolve(key)
     cache.withLock { cache in
       guard cache.epoch == epoch else { return }
       cache.entries[cacheKey] = entry
@@ -156,18 +156,13 @@ final class SuiteView: Sendable {
     }
   }
 
-  private func resolve(_ key: String, replacing: (Layer, PropertyListValue?)?) -> Entry {
-    func value(_ layer: Layer, _ read: () -> PropertyListValue?) -> PropertyListValue? {
-      if let replacing, replacing.0 == layer { return replacing.1 }
-      return read()
-    }
-    if let v = value(.managed, { managed?.value(forKey: key) }) { return .found(v, .managed) }
-    if let v = value(.argument, { ProcessDomains.argument(key) }) { return .found(v, .argument) }
-    if let v = value(.suite, { suite.value(forKey: key) }) { return .found(v, .application) }
-    if let v = value(.global, { global?.value(forKey: key) }) { return .found(v, .global) }
-    if let v = value(.registration, { ProcessDomains.registered(key) }) {
-      return .found(v, .registration)
-    }
+  /// The search list for `key`: the first layer that holds it.
+  private func resolve(_ key: String) -> Entry {
+    if let v = managed?.value(forKey: key) { return .found(v, .managed) }
+    if let v = ProcessDomains.argument(key) { return .found(v, .argument) }
+    if let v = suite.value(forKey: key) { return .found(v, .application) }
+    if let v = global?.value(forKey: key) { return .found(v, .global) }
+    if let v = ProcessDomains.registered(key) { return .found(v, .registration) }
     return .absent
   }
 

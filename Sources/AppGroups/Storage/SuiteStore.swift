@@ -605,7 +605,8 @@ final class SuiteStore: Sendable {
   }
 
   /// Whether the file or its token moved since this process last read or
-  /// wrote it: one token read and one `stat(2)`, no parsing.
+  /// wrote it: one token read from shared memory, and a `stat(2)` only when
+  /// no kernel watch covers the folder; no parsing.
   func hasChangedOnDisk() -> Bool {
     let seen = state.withLock { $0.lastGeneration }
     if let sidecar, sidecar.generation != seen { return true }
