@@ -191,11 +191,14 @@ struct ResolvedDomain {
   }
 
   /// Waits until the changes made through `defaults` are on disk.
+  /// Exit 0 means on disk; a failure means not written, and says why.
   func synchronize(_ defaults: GroupDefaults) throws {
-    guard defaults.synchronize() else {
-      throw CommandFailure(
-        "\(domain): the change did not reach \(path) (see the message above); it stays pending"
-          + " and is retried once more as groupctl exits")
+    do {
+      try defaults.synchronizeOrThrow()
+    } catch {
+      // Not written: it must not land later either (at exit), or the exit status would lie.
+      defaults.discardPendingChanges()
+      throw CommandFailure("\(domain): not written: \(error.message)")
     }
   }
 }

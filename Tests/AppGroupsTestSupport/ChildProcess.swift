@@ -15,10 +15,15 @@ public final class ChildProcess: @unchecked Sendable {
   private var errorClosed = false
 
   /// Starts the built product `name` (see ``Product/url(_:)``).
-  public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+  public convenience init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    try self.init(executable: Product.url(name), arguments, environment: environment)
+  }
+
+  /// Starts the program at `executable` (`/bin/sh` for a script of several products).
+  public init(executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
     // Writing to a child that has died must fail, not kill the test process.
     Glibc.signal(SIGPIPE, SIG_IGN)
-    process.executableURL = Product.url(name)
+    process.executableURL = executable
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     process.standardInput = input
@@ -138,11 +143,29 @@ public final class ChildProcess: @unchecked Sendable {
       exited.signal()
     }
     if exited.wait(timeout: .now() + max(deadline.timeIntervalSinceNow, 0.1)) == .timedOut {
+      Self.printStacks(of: process.processIdentifier)
       kill(process.processIdentifier, SIGKILL)
       process.waitUntilExit()
       return nil
     }
     return process.terminationStatus
+  }
+
+  /// Prints every thread's stack of a child that did not exit in time (when gdb is there):
+  /// the test's output then says where it hung.
+  static func printStacks(of pid: Int32) {
+    let gdb = "/usr/bin/gdb"
+    guard FileManager.default.isExecutableFile(atPath: gdb) else { return }
+    let dump = Process()
+    dump.executableURL = URL(fileURLWithPath: gdb)
+    dump.arguments = ["-p", String(pid), "-batch", "-ex", "thread apply all bt 30"]
+    let output = Pipe()
+    dump.standardOutput = output
+    dump.standardError = FileHandle.nullDevice
+    guard (try? dump.run()) != nil else { return }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    dump.waitUntilExit()
+    print("child \(pid) did not exit; its threads:\n\(text)")
   }
 
   deinit {

@@ -100,3 +100,29 @@ public func snapshot(of url: URL) -> [String: String] {
 public func entries(of directory: URL) -> [String] {
   (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
 }
+
+/// Two CPU-bound processes (`yes > /dev/null`) for as long as the value lives: tests of
+/// contention run beside them, as on a loaded machine.
+public final class CPULoad: Sendable {
+  private let processes: [Process]
+
+  public init(count: Int = 2) throws {
+    var started: [Process] = []
+    for _ in 0..<count {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/yes")
+      process.standardOutput = FileHandle.nullDevice
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+      started.append(process)
+    }
+    processes = started
+  }
+
+  deinit {
+    for process in processes where process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+}

@@ -196,9 +196,8 @@ struct GroupDefaultsTests {
     let garbage = Data("this is not a property list".utf8)
     try garbage.write(to: file)
     let messages = MessageLog()
-    Diagnostics.setHandler { messages.append($0) }
-    defer { Diagnostics.setHandler(nil) }
-    let d = try t.defaults(TestRoot.group)
+    // A handler of its own: tests running beside this one add and remove theirs.
+    let d = try Diagnostics.withHandler({ messages.append($0) }) { try t.defaults(TestRoot.group) }
     #expect(d.dictionaryRepresentation()["anything"] == nil)
     let siblings = try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path)
     let aside = try #require(siblings.first { $0.hasPrefix("\(TestRoot.group).plist.unreadable-") })
@@ -216,9 +215,7 @@ struct GroupDefaultsTests {
     let file = t.groupSuiteFile
     try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
     try PropertyListSerialization.data(fromPropertyList: ["an", "array"], format: .binary, options: 0).write(to: file)
-    Diagnostics.setHandler { _ in }
-    defer { Diagnostics.setHandler(nil) }
-    _ = try t.defaults(TestRoot.group)
+    _ = try Diagnostics.withHandler({ _ in }) { try t.defaults(TestRoot.group) }
     let siblings = try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path)
     #expect(siblings.contains { $0.contains(".unreadable-") })
   }
@@ -237,9 +234,7 @@ struct GroupDefaultsTests {
     #expect(throws: AppGroupsError.self) {
       try d.write(.data(Data(count: 20_000)), forKey: "huge")
     }
-    Diagnostics.setHandler { _ in }
-    d.set(Data(count: 20_000), forKey: "huge2")
-    Diagnostics.setHandler(nil)
+    Diagnostics.withHandler({ _ in }) { d.set(Data(count: 20_000), forKey: "huge2") }
     #expect(d.object(forKey: "huge") == nil)
     #expect(d.object(forKey: "huge2") == nil)
     #expect(d.string(forKey: "kept") == "small")

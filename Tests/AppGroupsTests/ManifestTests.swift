@@ -346,7 +346,7 @@ struct ManifestTests {
     let sandbox = try Sandbox()
     let root = ContainerRoot(url: sandbox.url)
     // Another open file description holds the lock, as another process would.
-    let holder = try FileLock(path: root.manifestURL.path + ".lock")
+    let holder = try LockedFile(path: root.manifestURL.path + ".lock")
     #expect(holder.tryLock())
     defer { holder.unlock() }
     let started = ContinuousClock.now

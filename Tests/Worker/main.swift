@@ -12,6 +12,13 @@
 //   appgroups-worker set SUITE KEY VALUE [--no-sync]   one string value; "set" once synchronize
 //                                                      returned true (exit 1 if it returned false);
 //                                                      with --no-sync, exit must land it
+//   appgroups-worker acked-sets SUITE PREFIX COUNT [PAUSE_AT]
+//                                                      PREFIX-i = i, each synchronized: "acked i" or
+//                                                      "nack i REASON"; "paused" (waits for a line)
+//                                                      before i = PAUSE_AT; "done NACKS"
+//   appgroups-worker acked-increments SUITE KEY TIMES [PAUSE_AT]
+//                                                      "got N" per increment, "error …" per failure
+//                                                      (no retry); pauses the same way; "done FAILURES"
 //   appgroups-worker get SUITE KEY                     prints the value's text, or "(nil)"
 //   appgroups-worker write-loop SUITE PREFIX [SLOTS]   for n = 0, 1, 2, …: PREFIX-(n % SLOTS) = n
 //                                                      and PREFIX-pad = a string of varying length,
@@ -189,6 +196,53 @@ case "increment":
     }
   }
   say("done \(timeouts)")
+
+case "acked-sets":
+  // acked-sets SUITE PREFIX COUNT [PAUSE_AT]: for each i, PREFIX-i = i and synchronize();
+  // "acked i" when it returned true, "nack i REASON" when not; after acking PAUSE_AT - 1,
+  // "paused" and a line on stdin before going on; "done NACKS" at the end.
+  guard args.count >= 4, let count = Int(args[3]) else { fail("acked-sets SUITE PREFIX COUNT [PAUSE_AT]") }
+  let pauseAt = args.count > 4 ? Int(args[4]) : nil
+  let defaults = open(suiteArgument())
+  waitForGo()
+  var nacks = 0
+  for i in 0..<count {
+    if i == pauseAt {
+      say("paused")
+      _ = readLine()
+    }
+    defaults.set(i, forKey: "\(args[2])-\(i)")
+    do {
+      try defaults.synchronizeOrThrow()
+      say("acked \(i)")
+    } catch {
+      nacks += 1
+      say("nack \(i) \(error.message)")
+    }
+  }
+  say("done \(nacks)")
+
+case "acked-increments":
+  // acked-increments SUITE KEY TIMES [PAUSE_AT]: atomic increments, "got N" for each value
+  // returned, "error MESSAGE" for each failure (lock timeouts included); pauses as acked-sets.
+  guard args.count >= 4, let times = Int(args[3]) else { fail("acked-increments SUITE KEY TIMES [PAUSE_AT]") }
+  let pauseAt = args.count > 4 ? Int(args[4]) : nil
+  let defaults = open(suiteArgument())
+  waitForGo()
+  var failures = 0
+  for i in 0..<times {
+    if i == pauseAt {
+      say("paused")
+      _ = readLine()
+    }
+    do {
+      say("got \(try defaults.increment(args[2]))")
+    } catch {
+      failures += 1
+      say("error \(error)")
+    }
+  }
+  say("done \(failures)")
 
 case "set":
   guard args.count >= 4 else { fail("set SUITE KEY VALUE [--no-sync]") }

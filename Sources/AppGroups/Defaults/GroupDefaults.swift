@@ -173,7 +173,9 @@ public final class GroupDefaults: Sendable {
       throw AppGroupsError(io: error, "creating the managed preferences folder of \(root.path)")
     }
     let managedPath = managedURL.path
-    let storeOptions = SuiteStore.Options(lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit)
+    // A suite's folder removed under a running process is made again, inside the root only.
+    let storeOptions = SuiteStore.Options(
+      lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit, makeFolder: root.path)
     self.location = location
     self.identity = identity
     self.view = try SuiteView.shared(
@@ -342,6 +344,27 @@ public final class GroupDefaults: Sendable {
     view.global?.refresh()
     view.managed?.refresh()
     return landed
+  }
+
+  /// Waits until this suite's pending changes are on disk, and says why when they are not.
+  ///
+  /// For tools that must tell the truth about one write: on failure the changes stay pending
+  /// (and are retried) unless ``discardPendingChanges()`` forgets them.
+  /// - Throws: `.lockTimeout` when another process held the lock past the bound; `.io` naming
+  ///   the system call, the path and the errno text when the disk refused the write.
+  package func synchronizeOrThrow() throws(AppGroupsError) {
+    try view.suite.commitPending(timeout: view.suite.options.lockTimeout)
+    if let global = view.global, global.hasPendingChanges {
+      try global.commitPending(timeout: global.options.lockTimeout)
+    }
+    view.suite.refresh()
+  }
+
+  /// Forgets this suite's changes that are not on disk yet, so that they never land (not even
+  /// when the process exits): for a tool that reported a failed write.
+  package func discardPendingChanges() {
+    view.suite.discardPendingChanges()
+    view.global?.discardPendingChanges()
   }
 
   /// Waits until every suite open in this process has landed its changes.

@@ -280,13 +280,17 @@ public struct EntitlementManifest: Sendable, Equatable {
     try root.prepareRoot()
     let path = root.manifestURL.path
     let lockPath = path + ".lock"
-    let lock: FileLock
+    let lock: LockedFile
     do {
-      lock = try FileLock(path: lockPath)
+      lock = try LockedFile(path: lockPath, options: .init(makeFolder: root.path))
     } catch {
       throw AppGroupsError(io: error, "cannot open the manifest lock \(lockPath)")
     }
-    guard lock.lock(timeout: timeout) else {
+    do throws(LockedFile.Failure) {
+      try lock.lock(until: FileSystem.deadline(after: timeout))
+    } catch .failed(let error) {
+      throw AppGroupsError(io: error, "cannot lock the manifest lock \(lockPath)")
+    } catch {
       throw AppGroupsError(
         .lockTimeout,
         "timed out after \(timeout) waiting for the manifest lock \(lockPath); "

@@ -147,7 +147,7 @@ extension SuiteResolver {
   /// try SuiteResolver.updateManagedValues(for: location) { $0["theme"] = .string("dark") }
   /// ```
   ///
-  /// Holds an exclusive `flock(2)` on the `Managed` folder while it reads,
+  /// Holds the exclusive lock of `<domain>.plist.lock` (see ``LockedFile``) while it reads,
   /// lets `body` change the values, and writes them durably and atomically
   /// (a temporary file, `fsync(2)`, `rename(2)`, mode 0600, binary property
   /// list), so two administrators never lose each other's changes and every
@@ -178,19 +178,23 @@ extension SuiteResolver {
     } catch {
       throw AppGroupsError(io: error, "creating the managed preferences folder \(directory)")
     }
-    let folder: CInt
+    let lock: LockedFile
     do {
-      folder = try FileSystem.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+      lock = try LockedFile(path: path + ".lock", options: .init(makeFolder: root.path))
+      try lock.lock(until: FileSystem.deadline(after: .seconds(5)))
+    } catch let error as SystemCallError where error.errno == ELOOP {
+      throw AppGroupsError(
+        .outsideRoot, "\(path).lock is a symbolic link; nothing was written through it", cause: error)
+    } catch let error as SystemCallError {
+      throw AppGroupsError(io: error, "opening the lock of \(path)")
+    } catch LockedFile.Failure.failed(let error) {
+      throw AppGroupsError(io: error, "locking \(path)")
     } catch {
-      throw AppGroupsError(io: error, "opening \(directory)")
-    }
-    defer { FileSystem.close(folder) }
-    guard lockFolder(folder, timeout: .seconds(5)) else {
       throw AppGroupsError(
         .lockTimeout,
-        "timed out after 5 seconds waiting for the lock on \(directory); another process holds it")
+        "timed out after 5 seconds waiting for the lock \(path).lock; another process holds it")
     }
-    defer { _ = flock(folder, LOCK_UN) }
+    defer { lock.unlock() }
 
     let name = (path as NSString).lastPathComponent
     FileSystem.removeLeftoverTemporaries(for: name, in: directory)
@@ -231,39 +235,16 @@ extension SuiteResolver {
   private static func readManaged(
     _ path: String
   ) throws(AppGroupsError) -> (values: [String: PropertyListValue], identity: FileIdentity)? {
-    let read: (Data, FileIdentity)?
+    let contents: PropertyListFile.Contents
     do {
-      read = try FileSystem.read(path)
+      contents = try PropertyListFile.read(path)
     } catch {
       throw AppGroupsError(io: error, "reading \(path)")
     }
-    guard let (data, identity) = read else { return nil }
-    let value: PropertyListValue
-    do {
-      value = try PropertyListValue(propertyListData: data)
-    } catch {
-      throw AppGroupsError(.corruptPreferences, "\(path): \(error.message)", cause: error)
-    }
-    guard case .dictionary(let values) = value else {
-      throw AppGroupsError(
-        .corruptPreferences, "\(path): its root is a \(value.typeName), not a dictionary")
-    }
-    return (values, identity)
-  }
-
-  /// `flock(2)` on a folder's descriptor, waiting at most `timeout`.
-  private static func lockFolder(_ descriptor: CInt, timeout: Duration) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    var pause = Duration.microseconds(50)
-    while true {
-      if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
-      guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
-        return false
-      }
-      let (seconds, attoseconds) = pause.components
-      var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-      _ = nanosleep(&request, nil)
-      pause = min(pause * 2, .milliseconds(5))
+    switch contents {
+    case .missing: return nil
+    case .unreadable(let reason, _): throw AppGroupsError(.corruptPreferences, "\(path): \(reason)")
+    case .values(let values, let identity): return (values, identity)
     }
   }
 

@@ -11,13 +11,11 @@ import Glibc
 /// private is ever written into the property list itself.
 ///
 /// Layout (64-bit words): magic, sequence, generation, has-identity,
-/// device, inode, size, modified-ns, changed-ns.
-final class SuiteSidecar: @unchecked Sendable {
-  // The mapping and descriptor are immutable after init; writes to the
-  // mapping happen only while holding `lock`, serialised by the owner.
-  let lock: FileLock
-  private let words: UnsafeMutablePointer<UInt64>
-  private static let pageSize = 4096
+/// device, inode, size, modified-ns, changed-ns; the page's last word is
+/// ``LockedFile``'s retired mark.
+final class SuiteSidecar: Sendable {
+  /// The lock file: its lock, and the page the token lives in (see ``LockedFile``).
+  let file: LockedFile
   private static let magic: UInt64 = 0x3154_4e45_4b4f_5447  // "GTOKENT1"
 
   /// The record a committer leaves: the token, and which version of the
@@ -27,33 +25,27 @@ final class SuiteSidecar: @unchecked Sendable {
     var identity: FileIdentity?
   }
 
-  init(path: String) throws(SystemCallError) {
-    lock = try FileLock(path: path)
-    let fd = lock.descriptor
-    var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
-    if Int(s.st_size) < Self.pageSize {
-      // Growing the file is idempotent: every process grows it to one page.
-      _ = try valueOrErrno("ftruncate", path: path) { ftruncate(fd, off_t(Self.pageSize)) }
-    }
-    guard
-      let base = mmap(nil, Self.pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
-      base != MAP_FAILED
-    else {
-      throw SystemCallError(call: "mmap", path: path, errno: errno)
-    }
-    words = base.bindMemory(to: UInt64.self, capacity: Self.pageSize / 8)
+  /// Opens (creating) the sidecar at `path`; `makeFolder` as in ``LockedFile/Options``.
+  init(path: String, makeFolder: String?) throws(SystemCallError) {
+    file = try LockedFile(path: path, options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder))
   }
 
-  deinit { munmap(words, Self.pageSize) }
-
-  private func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
-  private func store(_ index: Int, _ value: UInt64) { cappgroups_atomic_store_u64(words + index, value) }
+  /// The page to read: the one of the file this process holds locked, else the current one,
+  /// looked for again at the path when a holder retired it.
+  private func handle() -> LockedFile.Handle {
+    let handle = file.page
+    guard handle.isRetired else { return handle }
+    file.refreshIfReplaced()
+    return file.page
+  }
 
   /// The current record, read without the lock. `nil` only if a writer is
   /// in the middle of an update for the whole bounded retry (it was stopped
   /// or killed there); callers then treat the suite as changed.
   func read() -> Record? {
+    let handle = handle()
+    guard let words = handle.page else { return nil }
+    func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
     for _ in 0..<10_000 {
       let before = load(1)
       if before & 1 == 1 { continue }
@@ -73,9 +65,13 @@ final class SuiteSidecar: @unchecked Sendable {
   var generation: UInt64? { read()?.generation }
 
   /// Moves the token forward and records which version of the plist it
-  /// describes. Call only while holding ``lock``.
+  /// describes. Call only while holding the lock of ``file``.
   @discardableResult
   func advance(to identity: FileIdentity?) -> UInt64 {
+    let handle = file.page
+    guard let words = handle.page else { return 0 }
+    func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
+    func store(_ index: Int, _ value: UInt64) { cappgroups_atomic_store_u64(words + index, value) }
     var sequence = load(1)
     if sequence & 1 == 0 { sequence &+= 1 }  // odd: update in progress
     store(1, sequence)
@@ -83,7 +79,7 @@ final class SuiteSidecar: @unchecked Sendable {
     if load(0) != Self.magic {
       // A new sidecar (or one deleted by hand) starts from the clock, so the
       // token never goes backwards across its re-creation.
-      generation = UInt64(max(FileSystem.nowNanoseconds(), 0))
+      generation = max(generation, UInt64(max(FileSystem.nowNanoseconds(), 0)))
       store(0, Self.magic)
     }
     generation &+= 1

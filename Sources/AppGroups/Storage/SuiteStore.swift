@@ -34,6 +34,9 @@ final class SuiteStore: Sendable {
     var sizeLimit: Int = 4 * 1024 * 1024
     /// A read-only store (managed preferences) never writes or quarantines.
     var readOnly = false
+    /// The folder within which the store may create its own folder again when it was
+    /// removed under it (no symbolic link followed below it); `nil`: it may not.
+    var makeFolder: String? = nil
   }
 
   let path: String
@@ -81,6 +84,8 @@ final class SuiteStore: Sendable {
   private struct RetryState: Sendable {
     var lockWaitReported = false
     var retryDelay: Duration = .milliseconds(10)
+    /// The last failed commit's reason, said once until a commit lands or the reason changes.
+    var reportedFailure: String?
   }
 
   /// Set by the change monitor while an inotify watch (not polling) covers
@@ -133,7 +138,7 @@ final class SuiteStore: Sendable {
       sidecar = nil
     } else {
       do {
-        sidecar = try SuiteSidecar(path: path + ".lock")
+        sidecar = try SuiteSidecar(path: path + ".lock", makeFolder: options.makeFolder)
       } catch where error.errno == ELOOP {
         throw AppGroupsError(
           .outsideRoot,
@@ -317,11 +322,47 @@ final class SuiteStore: Sendable {
     }
   }
 
+  /// Forgets every change not yet on disk: the values go back to what this process last read
+  /// or wrote. For a tool that reported a failed write and must not let it land later (at
+  /// exit). Observers are told of the values that go back.
+  func discardPendingChanges() {
+    let persisted = commit.withLock { $0.persisted }
+    let (changes, handler) = state.withLock { st in
+      st.pending.removeAll()
+      st.replacement = nil
+      let changes = Self.diff(st.values, persisted)
+      st.values = persisted
+      st.sizeEstimate = Self.estimate(persisted)
+      return (changes, st.changeHandler)
+    }
+    if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+  }
+
+  /// Says why a commit failed, once per reason until a commit lands: the system call, the path
+  /// and the errno text are in `error`'s message. A lock held past the bound is said by the
+  /// commit itself.
+  private func reportFailure(_ error: AppGroupsError) {
+    guard error.code != .lockTimeout else { return }
+    let count = state.withLock { $0.pending.count + ($0.replacement == nil ? 0 : 1) }
+    let report = retry.withLock { retry in
+      defer { retry.reportedFailure = error.message }
+      return retry.reportedFailure != error.message
+    }
+    if report {
+      Diagnostics.report(
+        "\(error.message); \(count) change(s) stay pending and will be retried")
+    }
+  }
+
   /// Commits every pending change, waiting at most `timeout` for the lock.
   /// - Throws: `.lockTimeout` or `.io`; the changes then stay pending.
   func commitPending(timeout: Duration) throws(AppGroupsError) {
     try commitLocked(timeout: timeout, extra: nil)
   }
+
+  /// How many times a commit starts over when the lock file or the plist was replaced by
+  /// something that ignored the lock, before it reports a failure.
+  private static let maximumAttempts = 8
 
   /// Reads the key's current value from disk under the suite's lock, lets
   /// `body` compute its new value, and commits it before the lock is
@@ -402,9 +443,28 @@ final class SuiteStore: Sendable {
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
     do {
       defer { gate.leave() }
-      try commitBody(
-        sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
-        local: &local, handler: &handler)
+      var attempt = 1
+      while true {
+        let outcome: CommitOutcome
+        do {
+          outcome = try commitBody(
+            sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+            local: &local, handler: &handler)
+        } catch {
+          reportFailure(error)
+          throw error
+        }
+        guard case .raced(let reason) = outcome else { break }
+        if attempt == Self.maximumAttempts {
+          let failure = AppGroupsError(
+            .io,
+            "writing \(path): \(reason), \(attempt) times in a row; the changes stay pending")
+          reportFailure(failure)
+          throw failure
+        }
+        attempt += 1
+      }
+      retry.withLock { $0.reportedFailure = nil }
     }
     // Outside the gate: an observer may write, update or synchronize in turn.
     if let handler {
@@ -413,22 +473,35 @@ final class SuiteStore: Sendable {
     }
   }
 
+  /// How one pass of a commit ended.
+  private enum CommitOutcome {
+    /// The changes are on disk (or there was nothing to write).
+    case committed
+    /// Something that ignores the lock replaced the lock file or the plist during the pass:
+    /// nothing was written; the pass starts over.
+    case raced(String)
+  }
+
   private func commitBody(
     sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
-  ) throws(AppGroupsError) {
+  ) throws(AppGroupsError) -> CommitOutcome {
     // Snapshot the pending changes; later ones get higher sequences.
     let (pending, replacement) = state.withLock { st in
       st.flushScheduled = false
       return (st.pending, st.replacement)
     }
-    guard !pending.isEmpty || replacement != nil || extra != nil else { return }
+    guard !pending.isEmpty || replacement != nil || extra != nil else { return .committed }
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
-    let remaining = Duration.milliseconds(max(0, Int64(deadline.timeIntervalSinceNow * 1000)))
-    guard sidecar.lock.lock(timeout: remaining) else {
+    let remaining = UInt64(max(0, deadline.timeIntervalSinceNow * 1e9))
+    do throws(LockedFile.Failure) {
+      try sidecar.file.lock(until: FileSystem.monotonicNanoseconds() &+ remaining)
+    } catch .failed(let error) {
+      throw AppGroupsError(io: error, "locking \(path)")
+    } catch {
       let count = pending.count + (replacement == nil ? 0 : 1)
       let report = retry.withLock { retry in
         defer { if count > 0 { retry.lockWaitReported = true } }
@@ -440,9 +513,9 @@ final class SuiteStore: Sendable {
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.lock.path) for more than \(timeout); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout); \(count) change(s) stay pending")
     }
-    defer { sidecar.lock.unlock() }
+    defer { sidecar.file.unlock() }
     gate.holdsFileLock()
     let reportAcquired = retry.withLock { retry in
       defer {
@@ -477,7 +550,7 @@ final class SuiteStore: Sendable {
     }
     guard case .success(let (before, reloaded)) = reread else {
       if case .failure(let error) = reread { throw error }
-      return
+      return .committed
     }
 
     // 2. This process's changes, key by key, on top; then the atomic update's, computed from
@@ -494,38 +567,44 @@ final class SuiteStore: Sendable {
       differs = true
     }
 
-    // 3. Write durably, then move the token (skipped when nothing differs).
+    // 3. Write durably, then move the token (skipped when nothing differs). Just before the
+    //    rename, make sure the lock is still the lock of the file at the path and the plist is
+    //    still the version merged: else something that ignores the lock raced this commit,
+    //    and the pass starts over rather than replace what it wrote.
+    var race: String?
     let written: Result<Void, AppGroupsError> = commit.withLock { cs in
       guard differs || (cs.identity == nil && !next.isEmpty) else { return .success(()) }
-      let data: Data
-      do throws(AppGroupsError) {
-        data = try PropertyListValue.dictionary(next).propertyListData(format: .binary)
-      } catch {
-        return .failure(error)
+      let expected = cs.identity
+      let path = self.path
+      let check = { () throws(SystemCallError) -> Void in
+        TestHooks.pauseBeforeRename(path: path)
+        if !sidecar.file.stillLocksPath() {
+          race = "the lock file \(sidecar.file.path) was replaced during the commit"
+        } else if try FileSystem.identity(ofPath: path) != expected {
+          race = "\(path) was replaced during the commit by a writer that did not take the lock"
+        }
+        if race != nil { throw SystemCallError(call: "rename", path: path, errno: EAGAIN) }
       }
-      FileSystem.removeLeftoverTemporaries(for: fileName, in: directory)
-      do throws(SystemCallError) {
-        let current = try FileSystem.identity(ofPath: path)
-        // The token moves as soon as the new file is in place, before the
-        // folder's fsync: other processes already read the new file then.
-        let identity = try FileSystem.writeAtomically(
-          data, to: path, notBefore: max(cs.identity?.modified ?? 0, current?.modified ?? 0),
-          beforeRename: { TestHooks.pauseBeforeRename(path: path) },
+      do throws(AppGroupsError) {
+        let identity = try PropertyListFile.write(
+          next, to: path, notBefore: expected?.modified, beforeRename: check,
           afterRename: { sidecar.advance(to: $0) })
         cs.identity = identity
         cs.unreadableIdentity = nil
       } catch {
-        return .failure(AppGroupsError(io: error, "writing \(path)"))
+        return .failure(error)
       }
       cs.persisted = next
       return .success(())
     }
+    if let race { return .raced(race) }
     if case .failure(let error) = written {
       throw error
     }
     finishCommit(
       next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
       extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+    return .committed
   }
 
   private func finishCommit(
@@ -570,6 +649,8 @@ final class SuiteStore: Sendable {
   func refresh() -> [StoredChange] {
     var changes: [StoredChange] = []
     var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    // A lock file removed or replaced under this process: read the token from the new one.
+    sidecar?.file.refreshIfReplaced()
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
       let generation = sidecar?.generation
@@ -614,6 +695,9 @@ final class SuiteStore: Sendable {
     // kernel watch covers the folder the change monitor hears of it and
     // re-reads by itself: no stat(2) is needed here.
     if watchedByKernel.load(ordering: .acquiring) { return false }
+    // Without a watch, a lock file removed (or replaced) under this process is found here: the
+    // token page read above is then a dead file's.
+    if let sidecar, sidecar.file.refreshIfReplaced() || sidecar.file.currentIsUnlinked { return true }
     let current = try? FileSystem.identity(ofPath: path)
     return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
   }
@@ -640,8 +724,8 @@ final class SuiteStore: Sendable {
       let moved: UInt64? = {
         guard gate.tryEnter() else { return nil }
         defer { gate.leave() }
-        guard sidecar.lock.tryLock() else { return nil }
-        defer { sidecar.lock.unlock() }
+        guard sidecar.file.tryLock() else { return nil }
+        defer { sidecar.file.unlock() }
         guard let again = sidecar.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
         if again.identity == now { return again.generation }
@@ -664,8 +748,8 @@ final class SuiteStore: Sendable {
     // The file lock is shared by this process's threads: only with the gate may it be taken.
     guard gate.tryEnter() else { return nil }
     defer { gate.leave() }
-    guard sidecar.lock.tryLock() else { return nil }
-    defer { sidecar.lock.unlock() }
+    guard sidecar.file.tryLock() else { return nil }
+    defer { sidecar.file.unlock() }
     if let record = sidecar.read() { return record.generation }
     let generation = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
     state.withLock { $0.lastGeneration = max($0.lastGeneration, generation) }
@@ -687,38 +771,25 @@ final class SuiteStore: Sendable {
     case refresh
   }
 
-  /// Reads and parses the file. An unreadable file is moved aside (only
-  /// while holding the lock) and the suite goes on empty.
-  ///
-  /// Only a regular file is read. A symbolic link (which could lead out of
-  /// the container), a fifo (which would block the reader), a folder, a
-  /// socket or a device in its place is unreadable too, and moved aside
-  /// the same way, without being followed or opened.
+  /// Reads and parses the file (``PropertyListFile/read(_:)``). An unreadable file is moved
+  /// aside (only while holding the lock) and the suite goes on empty.
   private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let holdingLock = mode == .commit
     let identity: FileIdentity
     let reason: String
-    do {
-      if let s = try FileSystem.linkStatus(path), s.st_mode & S_IFMT != S_IFREG {
-        identity = FileIdentity(s)
-        reason = "it is \(FileSystem.kind(of: s)), not a regular file"
-      } else if let (data, readIdentity) = try FileSystem.read(path, followLinks: false) {
-        identity = readIdentity
-        do {
-          let value = try PropertyListValue(propertyListData: data)
-          if case .dictionary(let values) = value {
-            cs.identity = identity
-            cs.unreadableIdentity = nil
-            return values
-          }
-          reason = "its root is \(value.typeName == "array" ? "an" : "a") \(value.typeName), not a dictionary"
-        } catch {
-          reason = error.message
-        }
-      } else {
+    do throws(SystemCallError) {
+      switch try PropertyListFile.read(path) {
+      case .missing:
         cs.identity = nil
         cs.unreadableIdentity = nil
         return [:]
+      case .values(let values, let read):
+        cs.identity = read
+        cs.unreadableIdentity = nil
+        return values
+      case .unreadable(let why, let read):
+        reason = why
+        identity = read
       }
     } catch {
       throw AppGroupsError(io: error, "reading \(path)")
@@ -732,53 +803,40 @@ final class SuiteStore: Sendable {
       cs.unreadableIdentity = identity
       return nil
     }
-    if options.readOnly {
+    guard let sidecar, !options.readOnly else {
       if cs.unreadableIdentity != identity {
         Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
       }
       cs.unreadableIdentity = identity
       return [:]
     }
-    guard holdingLock || (sidecar?.lock.lock(timeout: options.lockTimeout) ?? false) else {
-      if cs.unreadableIdentity != identity {
-        Diagnostics.report(
-          "\(path) could not be read (\(reason)); it will be moved aside at the next write, and the suite reads as empty until then")
+    if !holdingLock {
+      do throws(LockedFile.Failure) {
+        try sidecar.file.lock(until: FileSystem.deadline(after: options.lockTimeout))
+      } catch {
+        if cs.unreadableIdentity != identity {
+          Diagnostics.report(
+            "\(path) could not be read (\(reason)); it will be moved aside at the next write, and the suite reads as empty until then")
+        }
+        cs.unreadableIdentity = identity
+        return [:]
       }
-      cs.unreadableIdentity = identity
-      return [:]
     }
-    defer { if !holdingLock { sidecar?.lock.unlock() } }
+    defer { if !holdingLock { sidecar.file.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
       return try load(&cs, mode: .commit)
     }
-    let aside = quarantinePath()
-    if rename(path, aside) == 0 {
+    do throws(SystemCallError) {
+      let aside = try PropertyListFile.moveAside(path)
       Diagnostics.report("\(path) could not be read (\(reason)); moved it to \(aside); the suite starts empty")
-      _ = try? FileSystem.syncDirectory(directory)
-      sidecar?.advance(to: nil)
-      cs.identity = nil
-      cs.unreadableIdentity = nil
-      return [:]
+    } catch {
+      throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
     }
-    let error = SystemCallError(call: "rename", path: path, errno: errno)
-    throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
-  }
-
-  private func quarantinePath() -> String {
-    var time = time_t(Glibc.time(nil))
-    var parts = tm()
-    gmtime_r(&time, &parts)
-    let stamp = String(
-      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-      parts.tm_hour, parts.tm_min, parts.tm_sec)
-    var candidate = "\(path).unreadable-\(stamp)"
-    var counter = 1
-    while access(candidate, F_OK) == 0 {
-      counter += 1
-      candidate = "\(path).unreadable-\(stamp)-\(counter)"
-    }
-    return candidate
+    sidecar.advance(to: nil)
+    cs.identity = nil
+    cs.unreadableIdentity = nil
+    return [:]
   }
 
   // MARK: Helpers

@@ -249,7 +249,7 @@ final class NotificationFolder: Sendable {
   let path: String
   /// `flock` conflicts between two descriptors of one process, so the
   /// process holds one lock per folder and serialises its own use of it.
-  private let lock: Mutex<FileLock>
+  private let lock: Mutex<LockedFile>
 
   private static let registry = Mutex<[String: WeakFolder]>([:])
   private struct WeakFolder: @unchecked Sendable { weak var folder: NotificationFolder? }
@@ -258,7 +258,7 @@ final class NotificationFolder: Sendable {
     let result: Result<NotificationFolder, AppGroupsError> = registry.withLock { folders in
       if let folder = folders[path]?.folder { return .success(folder) }
       do throws(SystemCallError) {
-        let folder = NotificationFolder(path: path, lock: try FileLock(path: path + "/.lock"))
+        let folder = NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
         folders[path] = WeakFolder(folder: folder)
         return .success(folder)
       } catch {
@@ -270,7 +270,7 @@ final class NotificationFolder: Sendable {
     return folder
   }
 
-  private init(path: String, lock: FileLock) {
+  private init(path: String, lock: LockedFile) {
     self.path = path
     self.lock = Mutex(lock)
   }
@@ -344,8 +344,13 @@ final class NotificationFolder: Sendable {
   private func withLock(
     doing what: String, _ body: () throws(AppGroupsError) -> Void
   ) throws(AppGroupsError) {
-    try lock.withLock { (lock: inout FileLock) throws(AppGroupsError) -> Void in
-      guard lock.lock(timeout: Self.lockTimeout) else {
+    try lock.withLock { (lock: inout LockedFile) throws(AppGroupsError) -> Void in
+      let deadline = FileSystem.deadline(after: Self.lockTimeout)
+      do throws(LockedFile.Failure) {
+        try lock.lock(until: deadline)
+      } catch .failed(let error) {
+        throw AppGroupsError(io: error, what)
+      } catch {
         throw AppGroupsError(
           .lockTimeout,
           "\(what): another process held \(lock.path) for more than \(Self.lockTimeout)")

@@ -5,16 +5,39 @@ internal import Synchronization
 /// a file moved aside, a lock that was busy. One line each, on stderr,
 /// prefixed `appgroups:`; a handler can take them instead (tests, tools).
 public enum Diagnostics {
-  private static let handler = Mutex<(@Sendable (String) -> Void)?>(nil)
+  private struct Handlers {
+    var primary: (@Sendable (String) -> Void)?
+    var scoped: [UInt64: @Sendable (String) -> Void] = [:]
+    var nextID: UInt64 = 1
+  }
+  private static let handlers = Mutex(Handlers())
 
   /// Sends every diagnostic line to `body` instead of stderr (`nil` restores stderr).
   public static func setHandler(_ body: (@Sendable (String) -> Void)?) {
-    handler.withLock { $0 = body }
+    handlers.withLock { $0.primary = body }
+  }
+
+  /// Runs `body` while `handler` also receives every diagnostic line (and stderr none).
+  ///
+  /// Handlers added this way do not replace each other, so tests running side by side in one
+  /// process each see every line, and pick out theirs (by path).
+  public static func withHandler<Result, Failure: Error>(
+    _ handler: @escaping @Sendable (String) -> Void, _ body: () throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    let id = handlers.withLock { handlers in
+      defer { handlers.nextID &+= 1 }
+      handlers.scoped[handlers.nextID] = handler
+      return handlers.nextID
+    }
+    defer { _ = handlers.withLock { $0.scoped.removeValue(forKey: id) } }
+    return try body()
   }
 
   static func report(_ message: String) {
-    if let body = handler.withLock({ $0 }) {
-      body(message)
+    let (primary, scoped) = handlers.withLock { ($0.primary, Array($0.scoped.values)) }
+    if primary != nil || !scoped.isEmpty {
+      primary?(message)
+      for handler in scoped { handler(message) }
       return
     }
     let line = "appgroups: \(message)\n"

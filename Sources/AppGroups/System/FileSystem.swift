@@ -7,26 +7,16 @@ import Glibc
 ///
 /// Every commit gives the new file a modification time strictly later than
 /// the one it replaces, so two versions written under the suite's lock never
-/// share an identity even when the inode number is reused.
+/// share an identity even when the inode number is reused. The change time
+/// counts too: an edit in place that keeps the size and sets the modification
+/// time back (`touch -r`, a restore) still moves it. A `chmod(2)` moves it as
+/// well, which costs one needless re-read, never a missed change.
 struct FileIdentity: Hashable, Sendable {
   var device: UInt64
   var inode: UInt64
   var size: Int64
   var modified: Int64  // nanoseconds since 1970
-  /// Nanoseconds since 1970. Recorded but not compared: a rename or a
-  /// chmod moves it without changing the content.
-  var changed: Int64
-
-  static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-    a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified == b.modified
-  }
-
-  func hash(into hasher: inout Hasher) {
-    hasher.combine(device)
-    hasher.combine(inode)
-    hasher.combine(size)
-    hasher.combine(modified)
-  }
+  var changed: Int64  // nanoseconds since 1970
 
   init(_ s: stat) {
     device = UInt64(s.st_dev)
@@ -147,14 +137,16 @@ enum FileSystem {
   ///
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
-  /// `afterRename` is called with that identity as soon as the new file is
+  /// `beforeRename` runs once the temporary file is durable, just before the
+  /// commit point; what it throws abandons the write (the temporary file is
+  /// removed). `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
   /// new file from then on, so a token describing it must move then.
   /// - Returns: the identity of the file now at `path`.
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    beforeRename: () -> Void = {},
+    beforeRename: () throws(SystemCallError) -> Void = {},
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
@@ -189,7 +181,7 @@ enum FileSystem {
       _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
-    beforeRename()
+    try beforeRename()
     _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
     renamed = true
     var s = stat()
@@ -256,11 +248,25 @@ enum FileSystem {
     }
   }
 
+  /// The folder that holds `path`: everything before its last `/` (`/` for a file at the top).
+  static func folder(of path: String) -> String {
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+    if slash == path.utf8.startIndex { return "/" }
+    return String(path[..<slash])
+  }
+
   /// The current wall-clock time in nanoseconds since 1970.
   static func nowNanoseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+  }
+
+  /// The ``monotonicNanoseconds()`` at which `duration` from now has passed.
+  static func deadline(after duration: Duration) -> UInt64 {
+    let (seconds, attoseconds) = duration.components
+    let span = UInt64(max(seconds, 0)) &* 1_000_000_000 &+ UInt64(max(attoseconds, 0) / 1_000_000_000)
+    return monotonicNanoseconds() &+ span
   }
 
   /// A monotonic clock in nanoseconds, for deadlines.

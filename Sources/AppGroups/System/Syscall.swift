@@ -40,6 +40,20 @@ func valueOrErrno<T: FixedWidthInteger>(
   }
 }
 
+/// Runs a system call that returns a pointer, `MAP_FAILED` and `errno` on failure (`mmap(2)`).
+@inline(__always)
+func pointerOrErrno(
+  _ call: String, path: String? = nil, _ body: () -> UnsafeMutableRawPointer?
+) throws(SystemCallError) -> UnsafeMutableRawPointer {
+  let result = body()
+  guard let result, result != MAP_FAILED else {
+    let code = Glibc.errno
+    precondition(code != EBADF && code != EFAULT, "\(call): \(String(cString: strerror(code)))")
+    throw SystemCallError(call: call, path: path, errno: code)
+  }
+  return result
+}
+
 extension AppGroupsError {
   /// Wraps a failed system call as an `.io` error that says what was being done.
   init(io error: SystemCallError, _ doing: String) {

@@ -33,4 +33,17 @@ void cappgroups_atomic_fence(void);
 void cappgroups_sanitizer_acquire(void *address);
 void cappgroups_sanitizer_release(void *address);
 
+/// Takes an exclusive flock(2) on `fd`, waiting in the kernel until `deadline_ns`
+/// (CLOCK_MONOTONIC) at most: a blocking flock has no timeout, and Swift cannot fill in
+/// the `sigevent` of a per-thread timer (`sigev_notify_thread_id`) that cuts it short, nor
+/// call futex(2). With `page` (the lock file's first page, mapped shared), a waiter that has
+/// waited long claims priority there (words 504-506), so that waits are fair across
+/// processes. Returns 0 when the lock is held, ETIMEDOUT at the deadline, or the errno of
+/// the failure. `*kernel_woken` says whether the wait blocked in the kernel (it polls only
+/// when another part of the process owns the timer's signal, see `cappgroups_lock_signal`).
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken);
+
+/// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
+int cappgroups_lock_signal(void);
+
 #endif

@@ -1,0 +1,90 @@
+import Foundation
+import Glibc
+
+/// One property-list file of preferences on disk: reading it (only a regular file, screened,
+/// its root a dictionary), moving an unreadable one aside, and writing a new version durably.
+///
+/// It is the one place that turns bytes on disk into a domain's values and back; the locking
+/// around it is ``LockedFile``'s. Nothing here ever deletes or overwrites a file it could not
+/// read: such a file is moved aside to `<file>.unreadable-<time>`.
+enum PropertyListFile {
+  /// What was found at a path.
+  enum Contents {
+    /// No file.
+    case missing
+    /// The file's values, and the identity of the version read.
+    case values([String: PropertyListValue], FileIdentity)
+    /// A file that cannot be read as a domain: why, and the identity of what is there.
+    case unreadable(reason: String, FileIdentity)
+  }
+
+  /// Reads the file at `path`.
+  ///
+  /// Only a regular file is read. A symbolic link (which could lead out of the container), a
+  /// fifo (which would block the reader), a folder, a socket or a device in its place is
+  /// unreadable, without being followed or opened.
+  /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
+  static func read(_ path: String) throws(SystemCallError) -> Contents {
+    if let s = try FileSystem.linkStatus(path), s.st_mode & S_IFMT != S_IFREG {
+      return .unreadable(reason: "it is \(FileSystem.kind(of: s)), not a regular file", FileIdentity(s))
+    }
+    guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
+    do {
+      let value = try PropertyListValue(propertyListData: data)
+      guard case .dictionary(let values) = value else {
+        let article = value.typeName == "array" ? "an" : "a"
+        return .unreadable(reason: "its root is \(article) \(value.typeName), not a dictionary", identity)
+      }
+      return .values(values, identity)
+    } catch {
+      return .unreadable(reason: error.message, identity)
+    }
+  }
+
+  /// Moves the file at `path` aside to `<path>.unreadable-<UTC time>` (never over another
+  /// file) and makes the rename durable. Call holding the file's lock.
+  /// - Returns: where the file went.
+  /// - Throws: the failed `rename(2)` (or the folder's `fsync(2)`).
+  static func moveAside(_ path: String) throws(SystemCallError) -> String {
+    let aside = asidePath(for: path)
+    _ = try valueOrErrno("rename", path: path) { rename(path, aside) }
+    try FileSystem.syncDirectory(FileSystem.folder(of: path))
+    return aside
+  }
+
+  /// Writes `values` as a binary property list durably and atomically in place of `path`
+  /// (see ``FileSystem/writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)``),
+  /// after removing temporary files that killed writers left. Call holding the file's lock.
+  /// - Returns: the identity of the new file.
+  static func write(
+    _ values: [String: PropertyListValue], to path: String, notBefore: Int64?,
+    beforeRename: () throws(SystemCallError) -> Void = {},
+    afterRename: (FileIdentity) -> Void = { _ in }
+  ) throws(AppGroupsError) -> FileIdentity {
+    let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
+    let folder = FileSystem.folder(of: path)
+    FileSystem.removeLeftoverTemporaries(for: (path as NSString).lastPathComponent, in: folder)
+    do {
+      return try FileSystem.writeAtomically(
+        data, to: path, notBefore: notBefore, beforeRename: beforeRename, afterRename: afterRename)
+    } catch {
+      throw AppGroupsError(io: error, "writing \(path)")
+    }
+  }
+
+  private static func asidePath(for path: String) -> String {
+    var time = time_t(Glibc.time(nil))
+    var parts = tm()
+    gmtime_r(&time, &parts)
+    let stamp = String(
+      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+      parts.tm_hour, parts.tm_min, parts.tm_sec)
+    var candidate = "\(path).unreadable-\(stamp)"
+    var counter = 1
+    while access(candidate, F_OK) == 0 {
+      counter += 1
+      candidate = "\(path).unreadable-\(stamp)-\(counter)"
+    }
+    return candidate
+  }
+}

@@ -1,0 +1,240 @@
+import CAppGroupsLinux
+import Glibc
+
+/// A lock file shared by processes: its exclusive lock, and optionally the shared page at its
+/// start. Every read-modify-write of a locked file in the package goes through one.
+///
+/// The lock is `flock(2)` on an open file description, so the kernel releases it when its
+/// holder exits or is killed. Three things make it the *file's* lock, whatever happens to the
+/// file system under it:
+///
+/// - **It locks the file at the path.** A lock file can be removed (or replaced) under a
+///   running process; a process that opens the path afterwards creates a new file, and two
+///   processes locking two inodes exclude nobody. So after taking the lock, ``lock(until:)``
+///   compares the locked descriptor with the file at the path (device and inode, `fstat(2)`
+///   against `lstat(2)`); when they differ it opens the file now at the path (creating it, and
+///   its folder when ``Options/makeFolder`` allows), maps its page, and locks that one. A
+///   writer checks once more with ``stillLocksPath()`` just before its commit point.
+/// - **Waits are woken by the kernel and bounded.** A waiter blocks in `flock(2)` until the
+///   holder lets go, and a per-thread timer cuts the wait short at the deadline
+///   (`cappgroups_flock_until`): no sleep loop that misses a release. A holder that was
+///   stopped (SIGSTOP) costs others the bound, never a deadlock.
+/// - **A replaced page is noticed.** When a holder finds its file replaced, it marks the old
+///   page retired, so that every process still reading the old page (the token) knows to
+///   look at the path again (``refreshIfReplaced()``).
+///
+/// One `LockedFile` per lock file per process: two descriptors of one file in one process
+/// exclude each other. Locking and unlocking are serialised by the owner; the page may be
+/// read from any thread.
+final class LockedFile: @unchecked Sendable {
+  struct Options: Sendable {
+    /// Maps the first page of the file, shared, for ``page``.
+    var mapsPage = false
+    /// Creates the lock file's folder again when it is gone (it was removed under a running
+    /// process), refusing to follow a symbolic link below this folder. `nil`: a missing
+    /// folder is an error.
+    var makeFolder: String? = nil
+  }
+
+  /// One opened version of the lock file: its descriptor, identity and mapped page.
+  final class Handle: @unchecked Sendable {
+    let descriptor: CInt
+    let device: UInt64
+    let inode: UInt64
+    /// The first page, mapped shared; `nil` when the file is not mapped.
+    let page: UnsafeMutablePointer<UInt64>?
+
+    fileprivate init(descriptor: CInt, device: UInt64, inode: UInt64, page: UnsafeMutablePointer<UInt64>?) {
+      self.descriptor = descriptor
+      self.device = device
+      self.inode = inode
+      self.page = page
+    }
+
+    deinit {
+      if let page { munmap(page, LockedFile.pageSize) }
+      FileSystem.close(descriptor)
+    }
+
+    /// Whether a holder found this file replaced at its path (see ``LockedFile``).
+    var isRetired: Bool {
+      guard let page else { return false }
+      return cappgroups_atomic_load_u64(page + LockedFile.retiredWord) == LockedFile.retiredMark
+    }
+
+    fileprivate func retire() {
+      guard let page else { return }
+      cappgroups_atomic_store_u64(page + LockedFile.retiredWord, LockedFile.retiredMark)
+    }
+  }
+
+  /// Why the lock could not be taken.
+  enum Failure: Error {
+    /// Another process still held it at the deadline.
+    case timedOut
+    /// A system call failed (the folder is read-only, the disk is full, …).
+    case failed(SystemCallError)
+  }
+
+  static let pageSize = 4096
+  /// The page's last word: set when a holder found the file replaced at its path.
+  static let retiredWord = pageSize / 8 - 1
+  private static let retiredMark: UInt64 = 0x4445_5249_5445_52  // "RETIRED"
+
+  let path: String
+  let options: Options
+
+  private struct State {
+    var current: Handle
+    /// The handle whose lock this process holds, between ``lock(until:)`` and ``unlock()``.
+    var held: Handle?
+  }
+  private let state: Mutex<State>
+
+  /// Opens (creating, mode 0600) the lock file at `path`.
+  ///
+  /// A symbolic link at `path` is never followed (`ELOOP`): creating or growing a file
+  /// through it could touch a file anywhere. Anything but a regular file is refused.
+  init(path: String, options: Options = Options()) throws(SystemCallError) {
+    self.path = path
+    self.options = options
+    state = Mutex(State(current: try Self.open(path, options)))
+  }
+
+  /// The handle of the file this process reads the page of.
+  var current: Handle { state.withLock { $0.current } }
+
+  /// The page of the file this process holds locked, or of the current file when it holds
+  /// none. Read it through ``Handle/page``.
+  var page: Handle { state.withLock { $0.held ?? $0.current } }
+
+  // MARK: Locking
+
+  /// Takes the lock, waiting until `deadline` (``FileSystem/monotonicNanoseconds()``) at most,
+  /// and makes sure it is the lock of the file now at the path.
+  ///
+  /// The corresponding system calls are `flock(2)`, then `fstat(2)` and `lstat(2)`.
+  /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
+  ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
+  func lock(until deadline: UInt64) throws(Failure) {
+    while true {
+      let handle = state.withLock { $0.current }
+      var woken: CInt = 0
+      let result = cappgroups_flock_until(handle.descriptor, deadline, handle.page, &woken)
+      if result == ETIMEDOUT { throw .timedOut }
+      if result != 0 { throw .failed(SystemCallError(call: "flock", path: path, errno: result)) }
+      let replacement: Handle?
+      do {
+        replacement = try replacementIfMoved(handle)
+      } catch {
+        _ = flock(handle.descriptor, LOCK_UN)
+        throw .failed(error)
+      }
+      guard let replacement else {
+        state.withLock { $0.held = handle }
+        return
+      }
+      // The locked file is no longer the one at the path: tell whoever still reads its page,
+      // let it go, and lock the file that is there now.
+      handle.retire()
+      _ = flock(handle.descriptor, LOCK_UN)
+      state.withLock { $0.current = replacement }
+    }
+  }
+
+  /// Takes the lock if it is free now, with the same check as ``lock(until:)``.
+  func tryLock() -> Bool {
+    (try? lock(until: 0)) != nil
+  }
+
+  /// Whether the lock this process holds is still the lock of the file at the path: checked
+  /// just before a commit point, so that a lock file replaced during the commit makes the
+  /// writer start over instead of writing beside another holder.
+  func stillLocksPath() -> Bool {
+    guard let held = state.withLock({ $0.held }) else { return false }
+    var s = stat()
+    guard lstat(path, &s) == 0 else { return false }
+    return UInt64(s.st_dev) == held.device && UInt64(s.st_ino) == held.inode
+  }
+
+  /// Releases the lock.
+  func unlock() {
+    let held = state.withLock { state -> Handle? in
+      defer { state.held = nil }
+      return state.held
+    }
+    if let held { _ = flock(held.descriptor, LOCK_UN) }
+  }
+
+  // MARK: Replacement
+
+  /// Opens the file now at the path when it is not the current one (a holder retired the
+  /// current page, or the current file was removed or replaced), without locking.
+  /// - Returns: whether the current file changed.
+  @discardableResult
+  func refreshIfReplaced() -> Bool {
+    let handle = state.withLock { $0.current }
+    guard let replacement = try? replacementIfMoved(handle, create: false) else { return false }
+    state.withLock { $0.current = replacement }
+    return true
+  }
+
+  /// Whether the current file was removed from its folder (no link left to it), by
+  /// `fstat(2)`: a file whose page nobody else will write again.
+  var currentIsUnlinked: Bool {
+    let handle = current
+    var s = stat()
+    guard fstat(handle.descriptor, &s) == 0 else { return false }
+    return s.st_nlink == 0
+  }
+
+  /// A new handle for the file at the path when it is not `handle`'s file; `nil` when it is.
+  private func replacementIfMoved(_ handle: Handle, create: Bool = true) throws(SystemCallError) -> Handle? {
+    var s = stat()
+    if lstat(path, &s) == 0, UInt64(s.st_dev) == handle.device, UInt64(s.st_ino) == handle.inode {
+      return nil
+    }
+    if !create, lstat(path, &s) != 0 { return nil }
+    return try Self.open(path, options)
+  }
+
+  private static func open(_ path: String, _ options: Options) throws(SystemCallError) -> Handle {
+    let flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+    let fd: CInt
+    do {
+      fd = try FileSystem.open(path, flags, mode: 0o600)
+    } catch where error.errno == ENOENT && options.makeFolder != nil {
+      // The folder was removed under a running process: make it again, then the file.
+      let folder = FileSystem.folder(of: path)
+      try FileSystem.makeDirectory(folder, within: options.makeFolder ?? "")
+      fd = try FileSystem.open(path, flags, mode: 0o600)
+    }
+    var s = stat()
+    do throws(SystemCallError) {
+      _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+      guard s.st_mode & S_IFMT == S_IFREG else {
+        throw SystemCallError(
+          call: "open", path: path, errno: EINVAL,
+          reason: "it is \(FileSystem.kind(of: s)), not a regular file")
+      }
+      var page: UnsafeMutablePointer<UInt64>?
+      if options.mapsPage {
+        if Int(s.st_size) < pageSize {
+          // Growing the file is idempotent: every process grows it to one page. Allocated, not
+          // sparse: a store into a mapped page the disk has no room for would raise SIGBUS,
+          // where posix_fallocate(3) says ENOSPC.
+          let code = posix_fallocate(fd, 0, off_t(pageSize))
+          if code != 0 { throw SystemCallError(call: "posix_fallocate", path: path, errno: code) }
+        }
+        let base = try pointerOrErrno("mmap", path: path) {
+          mmap(nil, pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+        }
+        page = base.bindMemory(to: UInt64.self, capacity: pageSize / 8)
+      }
+      return Handle(descriptor: fd, device: UInt64(s.st_dev), inode: UInt64(s.st_ino), page: page)
+    } catch {
+      FileSystem.close(fd)
+      throw error
+    }
+  }
+}

@@ -1,0 +1,211 @@
+#ifndef _GNU_SOURCE
+#error You must define _GNU_SOURCE
+#endif
+#include "CAppGroupsLinux.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+// A bounded, fair wait for an exclusive flock(2).
+//
+// Bounded: a blocking flock has no timeout, so the waiter blocks in the kernel (a release
+// wakes it at once) and a per-thread POSIX timer, whose signal has an empty handler installed
+// without SA_RESTART, cuts the call short with EINTR at the end of each slice. The timer
+// repeats every millisecond, so a signal that lands just before the call blocks costs at most
+// one more millisecond.
+//
+// Fair: the kernel wakes every waiter of a released flock and the first to run wins, so under
+// contention one waiter can lose a hundred times in a row. When the lock file's first page is
+// mapped, a waiter that has waited more than `kPriorityAfter` claims priority in it, the oldest
+// claim winning; every other process that takes the lock while a live claim stands gives it
+// back at once and waits for the claim to be served. A claim is live while its owner refreshes
+// it (each slice) and exists: a waiter that was killed or stopped loses it within `kStale`.
+
+enum {
+  kClaimWord = 504,       // (start in ms << 24) | (pid & 0xFFFFFF) of the priority waiter, 0: none
+  kClaimFreshWord = 505,  // CLOCK_MONOTONIC ns of the claim's last refresh
+  kClaimServedWord = 506, // low 32 bits: a futex bumped whenever a claim is let go
+};
+static const uint64_t kPriorityAfter = 50ull * 1000000ull;
+static const uint64_t kStale = 250ull * 1000000ull;
+static const uint64_t kSlice = 10ull * 1000000ull;
+
+static int lock_signal_number(void) { return SIGRTMAX - 2; }
+
+static void lock_signal_handler(int signo) { (void)signo; }
+
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static int handler_installed = 0;
+
+static void install_handler(void) {
+  struct sigaction current;
+  if (sigaction(lock_signal_number(), NULL, &current) != 0) return;
+  // Another part of the process owns the signal: leave it alone and poll instead.
+  if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) return;
+  struct sigaction action = {0};
+  action.sa_handler = lock_signal_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: the blocked flock must return EINTR
+  if (sigaction(lock_signal_number(), &action, NULL) == 0) handler_installed = 1;
+}
+
+int cappgroups_lock_signal(void) { return lock_signal_number(); }
+
+static uint64_t monotonic_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t load(uint64_t *page, int word) { return __atomic_load_n(page + word, __ATOMIC_SEQ_CST); }
+
+static void store(uint64_t *page, int word, uint64_t value) {
+  __atomic_store_n(page + word, value, __ATOMIC_SEQ_CST);
+}
+
+static int claim_is_live(uint64_t *page, uint64_t claim, uint64_t now) {
+  if (claim == 0) return 0;
+  uint64_t fresh = load(page, kClaimFreshWord);
+  if (now > fresh && now - fresh > kStale) return 0;
+  pid_t pid = (pid_t)(claim & 0xFFFFFF);
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  return 1;
+}
+
+/// Whether another waiter's live claim asks this one to stand aside.
+static int must_yield(uint64_t *page, uint64_t mine, uint64_t now) {
+  if (!page) return 0;
+  uint64_t claim = load(page, kClaimWord);
+  return claim != 0 && claim != mine && claim_is_live(page, claim, now);
+}
+
+static void try_claim(uint64_t *page, uint64_t mine, uint64_t now) {
+  uint64_t claim = load(page, kClaimWord);
+  if (claim == mine) {
+    store(page, kClaimFreshWord, now);
+    return;
+  }
+  // The oldest waiter wins: take a free or dead claim, or one younger than this waiter's.
+  if (claim == 0 || !claim_is_live(page, claim, now) || (claim >> 24) > (mine >> 24)) {
+    if (__atomic_compare_exchange_n(page + kClaimWord, &claim, mine, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+      store(page, kClaimFreshWord, now);
+    }
+  }
+}
+
+static void release_claim(uint64_t *page, uint64_t mine) {
+  if (!page) return;
+  uint64_t expected = mine;
+  if (__atomic_compare_exchange_n(page + kClaimWord, &expected, 0, 0, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST)) {
+    uint32_t *served = (uint32_t *)(page + kClaimServedWord);
+    __atomic_add_fetch(served, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, served, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  }
+}
+
+/// Waits (at most `slice_ns`) for the standing claim to be let go.
+static void wait_for_claim(uint64_t *page, uint64_t slice_ns) {
+  uint32_t *served = (uint32_t *)(page + kClaimServedWord);
+  uint32_t seen = __atomic_load_n(served, __ATOMIC_SEQ_CST);
+  if (load(page, kClaimWord) == 0) return;
+  struct timespec timeout = {(time_t)(slice_ns / 1000000000ull), (long)(slice_ns % 1000000000ull)};
+  syscall(SYS_futex, served, FUTEX_WAIT, seen, &timeout, NULL, 0);
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec request = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  nanosleep(&request, NULL);
+}
+
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken) {
+  if (kernel_woken) *kernel_woken = 0;
+  uint64_t start = monotonic_ns();
+  uint64_t mine = ((start / 1000000ull) << 24) | ((uint64_t)getpid() & 0xFFFFFF);
+  if (mine == 0) mine = 1;
+
+  int signo = lock_signal_number();
+  int have_timer = 0;
+  timer_t timer;
+  sigset_t only, previous;
+  sigemptyset(&only);
+  sigaddset(&only, signo);
+  int result;
+  long pause = 20000;  // for polling, when the timer's signal belongs to someone else
+
+  for (;;) {
+    uint64_t now = monotonic_ns();
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      if (!must_yield(page, mine, now)) { result = 0; break; }
+      flock(fd, LOCK_UN);  // a waiter older than this one goes first
+    } else if (errno != EWOULDBLOCK && errno != EINTR) {
+      result = errno;
+      break;
+    }
+    now = monotonic_ns();
+    if (now >= deadline_ns) { result = ETIMEDOUT; break; }
+    uint64_t left = deadline_ns - now;
+    uint64_t slice = left < kSlice ? left : kSlice;
+    if (page && now - start >= kPriorityAfter) try_claim(page, mine, now);
+    if (must_yield(page, mine, now)) {
+      if (have_timer) {
+        struct itimerspec off = {0};
+        timer_settime(timer, 0, &off, NULL);  // no ticks while waiting on the futex
+      }
+      wait_for_claim(page, slice);
+      continue;
+    }
+    if (!have_timer) {
+      pthread_once(&handler_once, install_handler);
+      if (handler_installed) {
+        struct sigevent event = {0};
+        event.sigev_notify = SIGEV_THREAD_ID;
+        event.sigev_signo = signo;
+        event._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+        if (timer_create(CLOCK_MONOTONIC, &event, &timer) == 0) {
+          have_timer = 1;
+          // Dispatch's worker threads block every signal: let this one through while waiting.
+          pthread_sigmask(SIG_UNBLOCK, &only, &previous);
+        }
+      }
+    }
+    if (!have_timer) {
+      sleep_ns(slice < (uint64_t)pause ? slice : (uint64_t)pause);
+      pause = pause * 2 > 2000000 ? 2000000 : pause * 2;
+      continue;
+    }
+    struct itimerspec when = {0};
+    uint64_t wake = now + slice;
+    when.it_value.tv_sec = (time_t)(wake / 1000000000ull);
+    when.it_value.tv_nsec = (long)(wake % 1000000000ull);
+    when.it_interval.tv_nsec = 1000000;
+    if (timer_settime(timer, TIMER_ABSTIME, &when, NULL) != 0) { result = errno; break; }
+    if (kernel_woken) *kernel_woken = 1;
+    if (flock(fd, LOCK_EX) == 0) {
+      if (!must_yield(page, mine, monotonic_ns())) { result = 0; break; }
+      flock(fd, LOCK_UN);
+    } else if (errno != EINTR) {
+      result = errno;
+      break;
+    }
+  }
+
+  if (have_timer) {
+    timer_delete(timer);
+    // Drop any signal the timer queued before it was deleted, then restore the mask.
+    pthread_sigmask(SIG_BLOCK, &only, NULL);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&only, NULL, &zero) > 0) {}
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+  }
+  release_claim(page, mine);
+  return result;
+}

@@ -1,0 +1,131 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// A write the disk refuses exits non-zero and says why (the system call, the path, the errno
+/// text), and the values already there stay; an exit 0 means on disk.
+@Suite("Failures say why", .timeLimit(.minutes(2)))
+struct FailureReportingTests {
+  static let isRoot = getuid() == 0
+  static let setpriv = "/usr/bin/setpriv"
+
+  @Test(
+    .enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: setpriv),
+      "needs root and setpriv(1) to act as an unprivileged user"))
+  func aWriteIntoAReadOnlyFolderExitsNonZeroNamingEACCESAndKeepsTheOldValue() throws {
+    let t = try TestRoot()
+    let first = try Product.run(
+      "groupctl", ["write", TestRoot.group, "k", "old"], environment: ["APPGROUPS_ROOT": t.path])
+    #expect(first.status == 0, "\(first.stderr)")
+    // The whole root belongs to an unprivileged user, whose Preferences folder is read-only.
+    chmod(t.sandbox.path, 0o755)
+    let enumerator = FileManager.default.enumerator(atPath: t.path)
+    chown(t.path, 65534, 65534)
+    while let relative = enumerator?.nextObject() as? String {
+      lchown(t.path + "/" + relative, 65534, 65534)
+    }
+    let folder = t.groupSuiteFile.deletingLastPathComponent().path
+    chmod(folder, 0o500)
+    defer { chmod(folder, 0o700) }
+    let result = try runAsNobody(["write", TestRoot.group, "k", "new"], root: t.path)
+    #expect(result.status == 1, "\(result.stderr)")
+    #expect(result.stderr.contains("Permission denied"), "\(result.stderr)")
+    #expect(result.stderr.contains(folder), "\(result.stderr)")
+    #expect(result.stderr.contains("not written"), "\(result.stderr)")
+    #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "old")
+  }
+
+  @Test(.enabled(if: isRoot, "needs root to mount a small tmpfs"))
+  func aWriteOntoAFullDiskExitsNonZeroNamingENOSPCAndKeepsTheOldValue() throws {
+    let sandbox = try Sandbox()
+    let mount = sandbox.path + "/disk"
+    try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+    let mounted = try Process.run(
+      URL(fileURLWithPath: "/bin/mount"), arguments: ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mount])
+    mounted.waitUntilExit()
+    try #require(mounted.terminationStatus == 0, "mount -t tmpfs failed")
+    defer {
+      let unmount = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: [mount])
+      unmount?.waitUntilExit()
+    }
+    let root = ContainerRoot(path: mount)
+    try EntitlementManifest.grant(TestRoot.app, groups: [TestRoot.group], root: root)
+    let environment = ["APPGROUPS_ROOT": mount]
+    let first = try Product.run("groupctl", ["write", TestRoot.group, "k", "old"], environment: environment)
+    #expect(first.status == 0, "\(first.stderr)")
+    // Fill the disk to the last block.
+    let filler = open(mount + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(filler >= 0)
+    let block = [UInt8](repeating: 0xAB, count: 4096)
+    while block.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
+    close(filler)
+    let big = String(repeating: "x", count: 64 * 1024)
+    let result = try Product.run("groupctl", ["write", TestRoot.group, "k", big], environment: environment)
+    #expect(result.status == 1, "\(result.stderr)")
+    #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
+    #expect(result.stderr.contains("not written"), "\(result.stderr)")
+    let file = URL(fileURLWithPath: mount + "/Shared/AppGroup/\(TestRoot.group)/Library/Preferences/\(TestRoot.group).plist")
+    #expect(try TestRoot.readPlist(file)["k"] as? String == "old")
+    // No temporary file is left on the full disk.
+    #expect(entries(of: file.deletingLastPathComponent()).filter { $0.contains(".tmp-") } == [])
+  }
+
+  @Test func anEditInPlaceThatKeepsSizeAndModificationTimeIsNotWrittenOver() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    d.set("aaaa", forKey: "k")
+    #expect(d.synchronize())
+    let path = t.groupSuiteFile.path
+    var before = stat()
+    #expect(stat(path, &before) == 0)
+    // Another tool rewrites the file in place, same size, and sets its modification time back.
+    let edited = try PropertyListSerialization.data(
+      fromPropertyList: ["k": "bbbb"], format: .binary, options: 0)
+    let original = try Data(contentsOf: t.groupSuiteFile)
+    try #require(edited.count == original.count)
+    let fd = open(path, O_WRONLY | O_CLOEXEC)
+    try #require(fd >= 0)
+    _ = edited.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    var times = [before.st_atim, before.st_mtim]
+    #expect(futimens(fd, &times) == 0)
+    close(fd)
+    // The next commit must merge on top of the edit, not write the old value back.
+    d.set("x", forKey: "other")
+    #expect(d.synchronize())
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk["k"] as? String == "bbbb")
+    #expect(onDisk["other"] as? String == "x")
+    #expect(d.string(forKey: "k") == "bbbb")
+  }
+
+  @Test func groupctlRefusesArgumentsThatAreNotUTF8NamingThem() throws {
+    let t = try TestRoot()
+    let groupctl = Product.url("groupctl").path
+    // Two keys that differ only in bytes that are not UTF-8 would both become "\u{FFFD}".
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", "\"$GROUPCTL\" write \(TestRoot.group) \"$(printf 'k\\377')\" v; echo \"exit $?\""],
+      environment: ["GROUPCTL": groupctl, "APPGROUPS_ROOT": t.path])
+    #expect(child.waitFor("exit 64"), "\(child.standardError)")
+    #expect(child.standardError.contains("argument 3"), "\(child.standardError)")
+    #expect(child.standardError.contains("k\\xff"), "\(child.standardError)")
+    #expect(child.standardError.contains("not valid UTF-8"), "\(child.standardError)")
+    #expect(!FileManager.default.fileExists(atPath: t.groupSuiteFile.path))
+    let root = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", "APPGROUPS_ROOT=\"$(printf '/tmp/r\\377')\" \"$GROUPCTL\" list; echo \"exit $?\""],
+      environment: ["GROUPCTL": groupctl])
+    #expect(root.waitFor("exit 64"), "\(root.standardError)")
+    #expect(root.standardError.contains("APPGROUPS_ROOT"), "\(root.standardError)")
+  }
+
+  private func runAsNobody(_ arguments: [String], root: String) throws -> (status: Int32, stderr: String) {
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: Self.setpriv),
+      ["--reuid=65534", "--regid=65534", "--clear-groups", Product.url("groupctl").path] + arguments,
+      environment: ["APPGROUPS_ROOT": root, "HOME": "/nonexistent"])
+    let status = child.wait(timeout: 60) ?? -1
+    return (status, child.standardError)
+  }
+}
