@@ -31,6 +31,8 @@ enum AppGroupsSide {
     case "resume": resumeCheck(p)
     case "notify": notifyDriver(p)
     case "watch": watch(p)
+    case "contend": contendDriver(p)
+    case "increments": increments(p)
     default: fail("unknown AppGroups mode \(mode)")
     }
   }
@@ -190,6 +192,57 @@ enum AppGroupsSide {
     let input = LineReader(fd: 0)
     while input.readLine(timeout: 3600) != nil {}
     observation.cancel()
+  }
+}
+
+extension AppGroupsSide {
+  /// P11: `contenders` child processes increment one counter `count` times each, all at once;
+  /// each reports, per increment, how long it waited for the suite's lock and how long the
+  /// whole `increment` took.
+  static func contendDriver(_ p: Parameters) {
+    let environment = ["BENCH_ROOT": ProcessInfo.processInfo.environment["BENCH_ROOT"] ?? ""]
+    let children = (0..<p.int("contenders")).map { _ in
+      ChildProcess(
+        ["appgroups", "increments", "suite=\(p.suite)", "count=\(p.int("count"))"], environment: environment)
+    }
+    for child in children {
+      guard child.expectLine("ready") == "ready" else { fail("contend: a child did not start") }
+    }
+    for child in children { child.send("go") }
+    var timeouts = 0
+    for child in children {
+      while true {
+        let line = child.expectLine("increments", timeout: 300)
+        if line == "finished" { break }
+        let parts = line.split(separator: " ")
+        if parts.first == "timeout" { timeouts += 1; continue }
+        guard parts.count == 3, parts[0] == "took", let wait = UInt64(parts[1]), let total = UInt64(parts[2]) else {
+          fail("contend: unexpected line \(line.debugDescription)")
+        }
+        emit("sample lockwait \(wait)")
+        emit("sample increment \(total)")
+      }
+      guard child.finish() == 0 else { fail("contend: a child failed") }
+    }
+    emit("value timeouts \(timeouts)")
+  }
+
+  /// One contender of P11.
+  static func increments(_ p: Parameters) {
+    let defaults = open(p.suite)
+    emit("ready")
+    let input = LineReader(fd: 0)
+    _ = input.readLine(timeout: 60)
+    for _ in 0..<p.int("count") {
+      let start = monotonicNanoseconds()
+      do {
+        try defaults.increment("counter")
+        emit("took \(defaults.lastLockWaitNanoseconds) \(monotonicNanoseconds() - start)")
+      } catch {
+        emit("timeout")
+      }
+    }
+    emit("finished")
   }
 }
 

@@ -26,6 +26,9 @@ struct Configuration {
   /// P8: watching processes and samples per round.
   var fanoutWatchers: Int
   var fanoutSamples: Int
+  /// P11: contending processes and increments each, per round.
+  var contenders: Int = 16
+  var contendCount: Int
   /// How long Foundation's watchers are given to hear of a write.
   var foundationWait: Double
   /// Only these measures (P1…P8), when set.
@@ -36,12 +39,12 @@ struct Configuration {
   static let full = Configuration(
     quick: false, rounds: 5, batchSeconds: 0.1, batches: 5, fillKeys: 10_000,
     sizes: [(1_000, 20), (10_000, 10), (100_000, 3)],
-    notifySamples: 60, fanoutWatchers: 32, fanoutSamples: 50, foundationWait: 1.0)
+    notifySamples: 60, fanoutWatchers: 32, fanoutSamples: 50, contendCount: 50, foundationWait: 1.0)
 
   static let quickRun = Configuration(
     quick: true, rounds: 2, batchSeconds: 0.02, batches: 3, fillKeys: 1_000,
     sizes: [(1_000, 4), (10_000, 2)],
-    notifySamples: 25, fanoutWatchers: 32, fanoutSamples: 10, foundationWait: 0.3)
+    notifySamples: 25, fanoutWatchers: 32, fanoutSamples: 10, contendCount: 10, foundationWait: 0.3)
 }
 
 final class Coordinator {
@@ -178,6 +181,9 @@ final class Coordinator {
         measure(
           .appGroups, "P8", "notify", "fanout",
           ["watchers": c.fanoutWatchers, "samples": c.fanoutSamples, "gapMicros": 2_000])
+      }
+      if wants("P11") {
+        measure(.appGroups, "P11", "contend", "contend-r\(round)", ["contenders": c.contenders, "count": c.contendCount])
       }
     }
     // Foundation has no cross-process change callback: check once that nothing arrives.
@@ -325,6 +331,25 @@ final class Coordinator {
             formatDuration(a.min() ?? .nan), formatDuration(a.max() ?? .nan)],
           foundation: ["never arrives (\(Int(received)) of \(Int(sent)) in \(formatSeconds(c.foundationWait)))", "—", "—"],
           ratio: "∞", target: "p99 ≤ 5 ms", verdict: verdict(p99 <= 5e6, a.count >= 200, unless: "n < 200")))
+    }
+    // P11
+    if wants("P11") {
+      let wait = samples(.appGroups, "P11", "lockwait")
+      let whole = samples(.appGroups, "P11", "increment")
+      let timeouts = values(.appGroups, "P11", "timeouts").reduce(0, +)
+      rows.append(
+        Row(
+          measure: "P11 lock wait, \(c.contenders) processes incrementing one counter (n = \(wait.count), \(Int(timeouts)) lock timeouts)",
+          appGroups: ["p50 \(formatDuration(Stats.median(wait))), p99 \(formatDuration(Stats.quantile(wait, 0.99)))",
+            formatDuration(wait.min() ?? .nan), formatDuration(wait.max() ?? .nan)],
+          foundation: ["no cross-process lock", "—", "—"], ratio: "—", target: "no timeout (bound 1 s)",
+          verdict: verdict(timeouts == 0 && !wait.isEmpty)))
+      rows.append(
+        Row(
+          measure: "P11′ whole `increment(_:)` under that contention",
+          appGroups: ["p50 \(formatDuration(Stats.median(whole))), p99 \(formatDuration(Stats.quantile(whole, 0.99)))",
+            formatDuration(whole.min() ?? .nan), formatDuration(whole.max() ?? .nan)],
+          foundation: ["—", "—", "—"], ratio: "—", target: "—", verdict: ""))
     }
     // Memory
     let largest = c.sizes.last!.keys

@@ -30,7 +30,7 @@ let usage = """
   usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
-    --only …    run only these measures (P1…P8)
+    --only …    run only these measures (P1…P8, P11)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
   """
 var configuration = arguments.contains("--quick") ? Configuration.quickRun : Configuration.full

@@ -163,11 +163,15 @@ struct ResolvedDomain {
   /// the app's.
   func open() throws -> GroupDefaults {
     let defaults: GroupDefaults
+    // A person waiting for one write: wait for the lock's turn longer than an app's
+    // background commit does (1 s), and still say so when it never comes.
+    let options = GroupDefaults.Options(lockTimeout: Self.lockTimeout)
     if let identity, location.kind != .global {
       let suiteName = location.kind == .standard ? nil : location.domain
-      defaults = try GroupDefaults(suiteName: suiteName, identity: identity, root: location.root)
+      defaults = try GroupDefaults(
+        suiteName: suiteName, identity: identity, root: location.root, options: options)
     } else {
-      defaults = try GroupDefaults(administering: location)
+      defaults = try GroupDefaults(administering: location, options: options)
     }
     defaults.setVolatileDomain([:], forName: GroupDefaults.argumentDomain)
     return defaults
@@ -177,6 +181,9 @@ struct ResolvedDomain {
   var managedPath: String {
     location.root.managedPreferencesURL(forDomain: location.domain).path
   }
+
+  /// How long a command waits for a suite's lock before it says the write did not land.
+  static let lockTimeout: Duration = .seconds(10)
 
   /// Fails when an administrator forces `key`, naming the managed file.
   func requireNotForced(_ key: String) throws {

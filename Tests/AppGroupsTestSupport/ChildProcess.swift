@@ -4,6 +4,7 @@ public import Foundation
 /// stdout: tests wait for a line (with a deadline), never for a time.
 public final class ChildProcess: @unchecked Sendable {
   public let process = Process()
+  private var exit: ExitSignal?
   private let input = Pipe()
   private let output = Pipe()
   private let errors = Pipe()
@@ -42,7 +43,7 @@ public final class ChildProcess: @unchecked Sendable {
       self.condition.broadcast()
       self.condition.unlock()
     }
-    try process.run()
+    exit = try process.startWatchingExit()
   }
 
   private func received(_ data: Data) {
@@ -136,16 +137,11 @@ public final class ChildProcess: @unchecked Sendable {
       if !condition.wait(until: deadline) { break }
     }
     condition.unlock()
-    let exited = DispatchSemaphore(value: 0)
-    let process = self.process
-    DispatchQueue.global().async {
-      process.waitUntilExit()
-      exited.signal()
-    }
-    if exited.wait(timeout: .now() + max(deadline.timeIntervalSinceNow, 0.1)) == .timedOut {
+    guard let exit else { return nil }
+    if !exit.wait(timeout: max(deadline.timeIntervalSinceNow, 0.1)) {
       Self.printStacks(of: process.processIdentifier)
       kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
+      _ = exit.wait(timeout: 60)
       return nil
     }
     return process.terminationStatus
@@ -156,15 +152,17 @@ public final class ChildProcess: @unchecked Sendable {
   static func printStacks(of pid: Int32) {
     let gdb = "/usr/bin/gdb"
     guard FileManager.default.isExecutableFile(atPath: gdb) else { return }
+    let state = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "gone"
+    print("child \(pid) did not exit in time; /proc/\(pid)/stat: \(state)")
     let dump = Process()
     dump.executableURL = URL(fileURLWithPath: gdb)
     dump.arguments = ["-p", String(pid), "-batch", "-ex", "thread apply all bt 30"]
     let output = Pipe()
     dump.standardOutput = output
-    dump.standardError = FileHandle.nullDevice
-    guard (try? dump.run()) != nil else { return }
+    dump.standardError = output
+    guard let exited = try? dump.startWatchingExit() else { return }
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    dump.waitUntilExit()
+    _ = exited.wait(timeout: 60)
     print("child \(pid) did not exit; its threads:\n\(text)")
   }
 
@@ -172,5 +170,33 @@ public final class ChildProcess: @unchecked Sendable {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     output.fileHandleForReading.readabilityHandler = nil
     errors.fileHandleForReading.readabilityHandler = nil
+  }
+}
+
+/// A child's exit, told by its termination handler.
+///
+/// `Process.waitUntilExit()` spins a run loop that must be told of the exit by Foundation; off
+/// the main thread, on a loaded machine, it can miss the exit and wait for ever. A handler set
+/// before the child starts cannot miss it.
+public final class ExitSignal: Sendable {
+  private let exited = DispatchSemaphore(value: 0)
+  fileprivate init() {}
+  fileprivate func signal() { exited.signal() }
+
+  /// Waits until the child has exited; `false` when it is still running after `timeout`.
+  public func wait(timeout: TimeInterval) -> Bool {
+    guard exited.wait(timeout: .now() + timeout) == .success else { return false }
+    exited.signal()  // later waits return at once
+    return true
+  }
+}
+
+extension Process {
+  /// Starts the process, with a termination handler that tells the returned signal.
+  public func startWatchingExit() throws -> ExitSignal {
+    let exit = ExitSignal()
+    terminationHandler = { _ in exit.signal() }
+    try run()
+    return exit
   }
 }

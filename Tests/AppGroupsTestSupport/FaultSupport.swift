@@ -104,25 +104,24 @@ public func entries(of directory: URL) -> [String] {
 /// Two CPU-bound processes (`yes > /dev/null`) for as long as the value lives: tests of
 /// contention run beside them, as on a loaded machine.
 public final class CPULoad: Sendable {
-  private let processes: [Process]
+  private let processes: [(Process, ExitSignal)]
 
   public init(count: Int = 2) throws {
-    var started: [Process] = []
+    var started: [(Process, ExitSignal)] = []
     for _ in 0..<count {
       let process = Process()
       process.executableURL = URL(fileURLWithPath: "/usr/bin/yes")
       process.standardOutput = FileHandle.nullDevice
       process.standardError = FileHandle.nullDevice
-      try process.run()
-      started.append(process)
+      started.append((process, try process.startWatchingExit()))
     }
     processes = started
   }
 
   deinit {
-    for process in processes where process.isRunning {
+    for (process, exited) in processes {
       kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
+      _ = exited.wait(timeout: 60)
     }
   }
 }

@@ -67,12 +67,13 @@ public enum Product {
     let errors = Pipe()
     process.standardOutput = output
     process.standardError = errors
-    try process.run()
+    let exited = try process.startWatchingExit()
 
     let errorReader = PipeDrain(errors.fileHandleForReading)
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     let errorData = errorReader.wait()
-    process.waitUntilExit()
+    // Both pipes are closed: the child is gone or going.
+    _ = exited.wait(timeout: 3600)
 
     let status =
       process.terminationReason == .uncaughtSignal

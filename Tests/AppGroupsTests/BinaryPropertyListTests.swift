@@ -1,4 +1,5 @@
 @testable import AppGroups
+import AppGroupsTestSupport
 import Foundation
 import Testing
 
@@ -723,9 +724,9 @@ struct BinaryPropertyListTests {
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
-    try process.run()
+    let exited = try process.startWatchingExit()
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    #expect(exited.wait(timeout: 60))
     #expect(process.terminationStatus == 0, "plutil -lint: \(text)")
     #expect(text.contains("OK"), "plutil -lint: \(text)")
   }

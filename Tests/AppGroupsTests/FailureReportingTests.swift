@@ -41,13 +41,12 @@ struct FailureReportingTests {
     let sandbox = try Sandbox()
     let mount = sandbox.path + "/disk"
     try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-    let mounted = try Process.run(
-      URL(fileURLWithPath: "/bin/mount"), arguments: ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mount])
-    mounted.waitUntilExit()
-    try #require(mounted.terminationStatus == 0, "mount -t tmpfs failed")
+    let mounted = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mount])
+    try #require(mounted.wait(timeout: 60) == 0, "mount -t tmpfs: \(mounted.standardError)")
     defer {
-      let unmount = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: [mount])
-      unmount?.waitUntilExit()
+      let unmount = try? ChildProcess(executable: URL(fileURLWithPath: "/bin/umount"), [mount])
+      _ = unmount?.wait(timeout: 60)
     }
     let root = ContainerRoot(path: mount)
     try EntitlementManifest.grant(TestRoot.app, groups: [TestRoot.group], root: root)

@@ -75,9 +75,9 @@ func plutilLintFailure(_ url: URL) throws -> String? {
   let output = Pipe()
   process.standardOutput = output
   process.standardError = output
-  try process.run()
+  let exited = try process.startWatchingExit()
   let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  _ = exited.wait(timeout: 60)
   return process.terminationStatus == 0 ? nil : String(decoding: data, as: UTF8.self)
 }
 

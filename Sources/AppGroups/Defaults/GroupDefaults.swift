@@ -360,6 +360,10 @@ public final class GroupDefaults: Sendable {
     view.suite.refresh()
   }
 
+  /// How long this suite's last commit waited for the suite's lock, in nanoseconds: for the
+  /// benchmark's measure of contention.
+  package var lastLockWaitNanoseconds: UInt64 { view.suite.lastLockWait.load(ordering: .relaxed) }
+
   /// Forgets this suite's changes that are not on disk yet, so that they never land (not even
   /// when the process exits): for a tool that reported a failed write.
   package func discardPendingChanges() {

@@ -92,6 +92,9 @@ final class SuiteStore: Sendable {
   /// this store's folder.
   let watchedByKernel = Atomic<Bool>(false)
 
+  /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
+  let lastLockWait = Atomic<UInt64>(0)
+
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
   private let retry = Mutex(RetryState())
@@ -497,8 +500,10 @@ final class SuiteStore: Sendable {
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
     let remaining = UInt64(max(0, deadline.timeIntervalSinceNow * 1e9))
+    let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: FileSystem.monotonicNanoseconds() &+ remaining)
+      try sidecar.file.lock(until: waitStart &+ remaining)
+      lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
     } catch {

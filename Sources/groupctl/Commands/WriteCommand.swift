@@ -37,6 +37,10 @@ struct WriteCommand: ParsableCommand {
 
     A word after the command that is --root, --as, --help or -h is taken as that \
     option; write such a value after --, as in: write DOMAIN KEY -- -string --help.
+
+    Exit status 0 means the value is on disk. While another process commits the \
+    suite, write waits its turn, up to 10 seconds; past that, or when the disk \
+    refuses the write, it exits 1, says why, and nothing is written.
     """
 
   let globals: GlobalOptions
