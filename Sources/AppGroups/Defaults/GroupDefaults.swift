@@ -274,8 +274,9 @@ public final class GroupDefaults: Sendable {
   /// Stores a double for `key`, as `UserDefaults.set(_:forKey:)` does.
   public func set(_ value: Double, forKey key: String) { store(.real(value), forKey: key) }
 
-  /// Stores a float for `key` (as a double), as `UserDefaults.set(_:forKey:)` does.
-  public func set(_ value: Float, forKey key: String) { store(.real(Double(value)), forKey: key) }
+  /// Stores a float for `key`, as `UserDefaults.set(_:forKey:)` does: a 4-byte real on
+  /// disk, read back as the same `Float` (``string(forKey:)`` of 12.34 gives `"12.34"`).
+  public func set(_ value: Float, forKey key: String) { store(.float(value), forKey: key) }
 
   /// Stores a Boolean for `key`, as `UserDefaults.set(_:forKey:)` does.
   public func set(_ value: Bool, forKey key: String) { store(.bool(value), forKey: key) }
