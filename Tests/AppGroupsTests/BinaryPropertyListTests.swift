@@ -828,6 +828,35 @@ struct BinaryPropertyListTests {
     }
   }
 
+  /// The salvaging reader on the same input: it never traps, refuses only as corrupt, agrees
+  /// with the strict reader on what that reads, and what it keeps survives a round trip.
+  /// - Returns: whether it kept some keys of a file the strict reader refused.
+  @discardableResult
+  func checkSalvage(_ data: Data, _ context: @autoclosure () -> String) -> Bool {
+    let strict = try? BinaryPropertyList.decode(data)
+    do {
+      let salvage = try BinaryPropertyList.decodeSalvaging(data)
+      if case .dictionary(let values)? = strict {
+        if !salvage.skipped.isEmpty || !same(.dictionary(salvage.values), .dictionary(values)) {
+          Issue.record("\(context()): salvaged \(salvage) where the strict reader read \(values)")
+        }
+      }
+      for skipped in salvage.skipped where skipped.key.map({ salvage.values[$0] != nil }) == true {
+        Issue.record("\(context()): \(skipped) is both kept and skipped")
+      }
+      let kept = PropertyListValue.dictionary(salvage.values)
+      let again = try BinaryPropertyList.decode(BinaryPropertyList.encode(kept))
+      if !same(again, kept) { Issue.record("\(context()): salvaged \(kept) re-encoded as \(again)") }
+      return strict == nil && !salvage.values.isEmpty
+    } catch {
+      if error.code != .corruptPreferences { Issue.record("\(context()): wrong code \(error.code): \(error)") }
+      if case .dictionary? = strict {
+        Issue.record("\(context()): the salvaging reader refused what the strict one read: \(error)")
+      }
+      return false
+    }
+  }
+
   @Test func mutationFuzz() throws {
     let iterations = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 1000
     var generator = ValueGenerator(seed: 7)
@@ -842,6 +871,7 @@ struct BinaryPropertyListTests {
     let seed = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0xF022
     var rng = SplitMix64(seed: seed)
     var decoded = 0
+    var salvaged = 0
     var reasons: [String: Int] = [:]
     for iteration in 0..<iterations {
       let original = corpus[Int(rng.next() % UInt64(corpus.count))]
@@ -892,11 +922,14 @@ struct BinaryPropertyListTests {
       } else if let error = decodeError(Data(bytes)) {
         reasons[String(error.message.prefix(while: { !$0.isNumber })), default: 0] += 1
       }
+      if checkSalvage(Data(bytes), "seed \(seed) iteration \(iteration)") { salvaged += 1 }
     }
-    // Both paths are exercised: some mutants decode, many reasons refuse the rest.
+    // Every path is exercised: some mutants decode, many reasons refuse the rest, and
+    // the salvaging reader keeps keys of some that the strict one refuses.
     if iterations >= 1000 {
       #expect(decoded > iterations / 50, "seed \(seed): only \(decoded) of \(iterations) mutants decoded")
       #expect(reasons.count > 5, "seed \(seed): refusals \(reasons)")
+      #expect(salvaged > iterations / 100, "seed \(seed): only \(salvaged) of \(iterations) refused mutants salvaged")
     }
   }
 
