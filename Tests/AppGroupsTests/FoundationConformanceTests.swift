@@ -561,6 +561,29 @@ struct FoundationConformanceTests {
     #expect(d.bool(forKey: "big"))
   }
 
+  @Test("A suite file holding 2^64 − 1, as CoreFoundation writes it, stays readable and keeps the value through later writes")
+  func unsignedIntegerWrittenByAnotherTool() throws {
+    let t = try TestRoot()
+    defer { withExtendedLifetime(t) {} }
+    // The file another tool wrote: a 16-byte integer (marker 0x14) among other keys.
+    let written = try PropertyListSerialization.data(
+      fromPropertyList: ["big": UInt64.max, "name": "kept"] as [String: Any], format: .binary, options: 0)
+    #expect(written.contains(0x14))
+    let file = t.groupSuiteFile
+    try FileManager.default.createDirectory(
+      at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try written.write(to: file)
+    let d = try t.defaults(TestRoot.group)
+    #expect(d.value(forKey: "big") == .unsignedInteger(UInt64.max))
+    #expect(d.string(forKey: "name") == "kept")
+    d.set("later", forKey: "other")
+    #expect(d.synchronize())
+    let onDisk = try TestRoot.readPlist(file)
+    #expect((onDisk["big"] as? NSNumber)?.uint64Value == UInt64.max)
+    #expect(onDisk["big"] as? UInt64 == UInt64.max)
+    #expect(onDisk["name"] as? String == "kept" && onDisk["other"] as? String == "later")
+  }
+
   // MARK: Where GroupDefaults differs on purpose (README, "Where Apple differs")
 
   @Test("A group the app is not entitled to is refused (Apple gives a private, unshared suite)")
