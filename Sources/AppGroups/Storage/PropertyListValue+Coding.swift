@@ -39,9 +39,10 @@ extension PropertyListValue {
   /// for one value.
   ///
   /// A binary property list is read by ``BinaryPropertyList/decodeSalvaging(_:)``; XML
-  /// and OpenStep text by Foundation, whose parser refuses a malformed file as a whole
-  /// (so only values it reads but this package cannot hold, such as an XML integer below
-  /// `Int64.min`, are left out one by one).
+  /// and OpenStep text by Foundation, whose parser refuses a whole file for one bad value
+  /// (an `<integer>` beyond 64 bits included: "Integer overflow in <integer>"). Every value
+  /// that parser returns is one this package holds, so such a file is in practice kept or
+  /// refused whole; a value that did not convert would be left out on its own.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason when nothing
   ///   can be salvaged: the bytes are empty or malformed as a whole, or the top object is
@@ -66,7 +67,7 @@ extension PropertyListValue {
         salvage.skipped.append(
           .init(
             key: key, index: index,
-            reason: "its value (\(type(of: element))) is not a property-list value here, such as an integer beyond 64 bits"))
+            reason: "its value (\(type(of: element))) is not a property-list value here"))
       }
     }
     return salvage
