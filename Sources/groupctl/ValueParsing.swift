@@ -176,6 +176,8 @@ func parseTyped(_ text: String, as type: TypeFlag, flag: String) throws(Validati
     return .string(text)
   case .integer:
     if let value = Int(text) { return .integer(value) }
+    // Above Int.max, up to UInt64.max: kept exact, as a 16-byte integer on disk.
+    if let value = UInt64(text) { return .unsignedInteger(value) }
     let digits = text.drop { $0 == "-" || $0 == "+" }
     if !digits.isEmpty, text.count - digits.count <= 1, digits.allSatisfy(\.isASCIIDigit) {
       throw ValidationError("'\(text)' is out of range for an integer (\(flag))")

@@ -83,7 +83,9 @@ private func formatScalar(_ value: PropertyListValue) -> String {
   switch value {
   case .string(let string): quotedIfNeeded(string)
   case .integer(let integer): String(integer)
+  case .unsignedInteger(let integer): String(integer)
   case .real(let real): formatReal(real)
+  case .float(let float): formatFloat(float)
   case .bool(let bool): bool ? "1" : "0"
   case .date(let date): formatDate(date)
   case .data(let data): formatData(data)
@@ -125,6 +127,14 @@ func formatReal(_ real: Double) -> String {
   if real.isInfinite { return real < 0 ? "-inf" : "inf" }
   if real == real.rounded(), abs(real) < 1e15 { return String(Int(real)) }
   return "\(real)"
+}
+
+/// A float at its own precision (`12.34`, not the `12.34000015258789` of its widened double).
+func formatFloat(_ float: Float) -> String {
+  if float.isNaN { return "nan" }
+  if float.isInfinite { return float < 0 ? "-inf" : "inf" }
+  if float == float.rounded(), abs(float) < 1e7 { return String(Int(float)) }
+  return "\(float)"
 }
 
 /// `2026-11-29 12:00:00 +0000`: the date in UTC, whole seconds.

@@ -27,6 +27,8 @@ func same(_ a: PropertyListValue, _ b: PropertyListValue) -> Bool {
   switch (a, b) {
   case (.real(let x), .real(let y)):
     return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
+  case (.float(let x), .float(let y)):
+    return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
   case (.date(let x), .date(let y)):
     let (s, t) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
     return s.bitPattern == t.bitPattern || (s.isNaN && t.isNaN)
@@ -154,6 +156,16 @@ struct ValueGenerator {
     }
   }
 
+  /// A finite float: CoreFoundation writes a float that is not finite as an 8-byte real
+  /// (its cached NaN and infinities are doubles), so those are tested on their own.
+  mutating func float() -> Float {
+    switch int(0...3) {
+    case 0: return [0, -0.0, 1, -1.5, 12.34, 0.1, .leastNonzeroMagnitude, .greatestFiniteMagnitude][int(0...7)]
+    case 1: return Float(int(-1000...1000))
+    default: return Float(bitPattern: UInt32(truncatingIfNeeded: rng.next()) & 0x7F7F_FFFF | (chance(50) ? 1 << 31 : 0))
+    }
+  }
+
   mutating func value(depth: Int = 0, allowNaN: Bool = true) -> PropertyListValue {
     let containerChance = depth == 0 ? 100 : max(0, 40 - depth * 12)
     if chance(containerChance) {
@@ -167,8 +179,14 @@ struct ValueGenerator {
     }
     switch int(0...7) {
     case 0: return .string(string())
-    case 1: return .integer(integer())
-    case 2: return .real(real(allowNaN: allowNaN))
+    case 1:
+      // Now and then an unsigned integer above Int.max (a 16-byte integer on disk).
+      if chance(10) { return .unsignedInteger(UInt64(Int.max) + 1 + rng.next() % (UInt64(Int.max) + 1)) }
+      return .integer(integer())
+    case 2:
+      // A quarter of the reals are floats (4 bytes on disk).
+      if chance(25) { return .float(float()) }
+      return .real(real(allowNaN: allowNaN))
     case 3: return .bool(chance(50))
     case 4:
       // Sub-second dates, before and after 2001.
@@ -195,6 +213,8 @@ let sampleValue: PropertyListValue = .dictionary([
   "max": .integer(Int.max),
   "real": .real(3.25),
   "negativeZero": .real(-0.0),
+  "float": .float(12.34),
+  "unsigned": .unsignedInteger(UInt64.max),
   "true": .bool(true),
   "false": .bool(false),
   "date": .date(Date(timeIntervalSinceReferenceDate: 1234.5678)),
@@ -221,6 +241,9 @@ struct BinaryPropertyListTests {
     .integer(Int.min), .integer(Int.max), .integer(Int(Int32.min)),
     .real(0), .real(-0.0), .real(1.5), .real(-1e300), .real(.infinity), .real(-.infinity),
     .real(.leastNonzeroMagnitude), .real(.nan),
+    .float(0), .float(-0.0), .float(12.34), .float(.leastNonzeroMagnitude),
+    .float(.greatestFiniteMagnitude),
+    .unsignedInteger(UInt64(Int.max) + 1), .unsignedInteger(UInt64.max),
     .bool(true), .bool(false),
     .date(Date(timeIntervalSinceReferenceDate: 0)),
     .date(Date(timeIntervalSinceReferenceDate: 0.123456789)),
@@ -420,6 +443,170 @@ struct BinaryPropertyListTests {
     }
   }
 
+  /// A float written alone: ours and Foundation's bytes are the same (marker 0x22 and the
+  /// float's 4 bytes), and each reads the other's as the same float.
+  @Test func floatsAreWrittenAsFoundationWritesThem() throws {
+    var generator = ValueGenerator(seed: 0xF10A7)
+    for iteration in 0..<300 {
+      let float = generator.float()
+      let ours = BinaryPropertyList.encode(.float(float))
+      let theirs = try PropertyListSerialization.data(fromPropertyList: float, format: .binary, options: 0)
+      #expect(ours == theirs, "iteration \(iteration): \(float) written as \(Array(ours)), Foundation \(Array(theirs))")
+      let number = try #require(
+        PropertyListSerialization.propertyList(from: ours, format: nil) as? NSNumber)
+      #expect(String(cString: number.objCType) == "f" && number.floatValue.bitPattern == float.bitPattern,
+              "iteration \(iteration): Foundation read \(float) as \(number) (\(String(cString: number.objCType)))")
+      #expect(same(try BinaryPropertyList.decode(theirs), .float(float)))
+    }
+  }
+
+  /// Unsigned integers above Int.max: the same 16 bytes as Foundation writes, and each
+  /// reads the other's exactly.
+  @Test func unsignedIntegersAreWrittenAsFoundationWritesThem() throws {
+    var rng = SplitMix64(seed: 0x0164)
+    let values = [UInt64(Int.max) + 1, UInt64.max, UInt64.max - 1]
+      + (0..<200).map { _ in rng.next() | 1 << 63 }
+    for value in values {
+      let ours = BinaryPropertyList.encode(.unsignedInteger(value))
+      let theirs = try PropertyListSerialization.data(fromPropertyList: value, format: .binary, options: 0)
+      #expect(ours == theirs, "\(value) written as \(Array(ours)), Foundation \(Array(theirs))")
+      let number = try #require(
+        PropertyListSerialization.propertyList(from: ours, format: nil) as? NSNumber)
+      #expect(number.uint64Value == value && number as? UInt64 == value)
+      #expect(try BinaryPropertyList.decode(theirs) == .unsignedInteger(value))
+      #expect(PropertyListValue(value) == .unsignedInteger(value))
+    }
+    // A small one stays an ordinary integer, in the model and on disk.
+    #expect(PropertyListValue(UInt64(7)) == .integer(7))
+    #expect(PropertyListValue(UInt(Int.max)) == .integer(Int.max))
+  }
+
+  /// A float that is not finite: CoreFoundation writes its cached NaN and infinities as
+  /// 8-byte reals; this writer keeps a float 4 bytes. Each reads the other's.
+  @Test func nonFiniteFloatsAreReadEitherWay() throws {
+    for float: Float in [.infinity, -.infinity, .nan] {
+      let ours = BinaryPropertyList.encode(.float(float))
+      #expect(same(try BinaryPropertyList.decode(ours), .float(float)))
+      let number = try #require(PropertyListSerialization.propertyList(from: ours, format: nil) as? NSNumber)
+      #expect(number.floatValue.isNaN == float.isNaN && (float.isNaN || number.floatValue == float))
+      let theirs = try PropertyListSerialization.data(fromPropertyList: float, format: .binary, options: 0)
+      #expect(same(try BinaryPropertyList.decode(theirs), .real(Double(float))))
+    }
+  }
+
+  // MARK: Salvaging
+
+  /// The error `decodeSalvaging` throws, or `nil` if it salvaged.
+  func salvageError(_ data: Data) -> AppGroupsError? {
+    do {
+      _ = try BinaryPropertyList.decodeSalvaging(data)
+      return nil
+    } catch {
+      return error
+    }
+  }
+
+  /// A top dictionary of `entries` (key object, value object) over `objects` 1...; object
+  /// 0 is the dictionary.
+  func dictionaryFile(_ entries: [(key: UInt8, value: UInt8)], _ objects: [[UInt8]]) -> Data {
+    let top: [UInt8] = [0xD0 | UInt8(entries.count)] + entries.map(\.key) + entries.map(\.value)
+    return handMade([top] + objects)
+  }
+
+  @Test func salvageKeepsTheKeysItCanReadAndNamesTheOthers() throws {
+    // Keys a...f; values: an integer, a uid, a set, null, a 17-byte-wide integer, a string.
+    let data = dictionaryFile(
+      [(1, 7), (2, 8), (3, 9), (4, 10), (5, 11), (6, 12)],
+      [
+        [0x51, 0x61], [0x51, 0x62], [0x51, 0x63], [0x51, 0x64], [0x51, 0x65], [0x51, 0x66],
+        [0x10, 0x2A], [0x80, 0x01], [0xC1, 0x07], [0x00],
+        [0x14] + bigEndian(1, width: 8) + bigEndian(0, width: 8), [0x52, 0x6F, 0x6B],
+      ])
+    #expect(decodeError(data) != nil)
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.values == ["a": .integer(42), "f": .string("ok")])
+    #expect(salvage.skipped.map(\.key) == ["b", "c", "d", "e"])
+    #expect(salvage.skipped.map(\.index) == [1, 2, 3, 4])
+    let reasons = salvage.skipped.map(\.reason)
+    #expect(reasons[0].contains("uid") && reasons[1].contains("set") && reasons[2].contains("null"))
+    #expect(reasons[3].contains("16-byte integer above UInt64.max"))
+    #expect(salvage.skipped[0].description.hasPrefix("\"b\" ("))
+  }
+
+  @Test func salvageSkipsADamagedValueOrKey() throws {
+    // "a" → an array whose element is past the object count; a key that is an integer;
+    // "c" → true.
+    let data = dictionaryFile(
+      [(1, 4), (5, 6), (2, 6)],
+      [[0x51, 0x61], [0x51, 0x63], [0x09], [0xA1, 0x09], [0x10, 0x01], [0x09]])
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.values == ["c": .bool(true)])
+    #expect(salvage.skipped.count == 2)
+    #expect(salvage.skipped[0].key == "a" && salvage.skipped[0].reason.contains("refers to object 9"))
+    #expect(salvage.skipped[1].key == nil && salvage.skipped[1].index == 1)
+    #expect(salvage.skipped[1].reason.contains("not a string"))
+    #expect(salvage.skipped[1].description.hasPrefix("entry 1 of the top dictionary"))
+  }
+
+  @Test func salvageClosesTheContainersAFailedValueOpened() throws {
+    // "a" and "b" both hold array 5 = [array 6 = [a uid]]. The second is refused for the
+    // uid again, not as a container that contains itself.
+    let data = dictionaryFile(
+      [(1, 3), (2, 4)],
+      [[0x51, 0x61], [0x51, 0x62], [0xA1, 0x05], [0xA1, 0x05], [0xA1, 0x06], [0xA1, 0x07], [0x80, 0x01]])
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.values.isEmpty)
+    #expect(salvage.skipped.count == 2)
+    #expect(salvage.skipped.allSatisfy { $0.reason.contains("uid") })
+  }
+
+  @Test func salvageOfAGoodFileIsTheStrictDecode() throws {
+    let data = BinaryPropertyList.encode(sampleValue)
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.skipped.isEmpty)
+    #expect(PropertyListValue.dictionary(salvage.values) == sampleValue)
+    // Duplicate keys: the first entry decides, kept or skipped.
+    let duplicates = dictionaryFile(
+      [(1, 2), (1, 3), (4, 5), (4, 2)],
+      [[0x51, 0x6B], [0x10, 0x01], [0x10, 0x02], [0x51, 0x75], [0x80, 0x01]])
+    let salvaged = try BinaryPropertyList.decodeSalvaging(duplicates)
+    #expect(salvaged.values == ["k": .integer(1)])
+    #expect(salvaged.skipped.map(\.key) == ["u"])
+  }
+
+  @Test func salvageRefusesWhatHoldsNoKeys() throws {
+    // The top object is not a dictionary.
+    #expect(salvageError(handMade([[0xA0]]))?.message.contains("not a dictionary") == true)
+    #expect(salvageError(handMade([[0x80, 0x01]]))?.message.contains("a uid, not a dictionary") == true)
+    // A broken trailer.
+    var broken = [UInt8](BinaryPropertyList.encode(sampleValue))
+    broken[broken.count - 26] = 0
+    #expect(salvageError(Data(broken)) != nil)
+    // The top dictionary's references run past the object area.
+    #expect(salvageError(handMade([[0xD5, 0x01]]))?.message.contains("references") == true)
+    // Shared containers that expand past the budget: nothing is kept.
+    var objects: [[UInt8]] = [[0xD1, 0x01, 0x02], [0x51, 0x6B]]
+    // Object 2...: each array holds the next one 15 times; the last holds an integer.
+    for level in 0..<12 { objects.append([0xAF, 0x10, 0x0F] + [UInt8](repeating: UInt8(3 + level), count: 15)) }
+    objects.append([0x10, 0x01])
+    let bomb = handMade(objects)
+    #expect(salvageError(bomb)?.message.contains("expand") == true)
+  }
+
+  @Test func salvageOfAnyFormat() throws {
+    let binary = dictionaryFile([(1, 3), (2, 4)], [[0x51, 0x61], [0x51, 0x62], [0x10, 0x01], [0x80, 0x01]])
+    let fromBinary = try PropertyListValue.salvaging(propertyListData: binary)
+    #expect(fromBinary.values == ["a": .integer(1)] && fromBinary.skipped.map(\.key) == ["b"])
+    let xml = try PropertyListValue.dictionary(["a": .integer(1), "big": .unsignedInteger(UInt64.max)])
+      .propertyListData(format: .xml)
+    let fromXML = try PropertyListValue.salvaging(propertyListData: xml)
+    #expect(fromXML.values == ["a": .integer(1), "big": .unsignedInteger(UInt64.max)] && fromXML.skipped.isEmpty)
+    #expect(throws: AppGroupsError.self) {
+      try PropertyListValue.salvaging(propertyListData: Data("<plist><array/></plist>".utf8))
+    }
+    #expect(throws: AppGroupsError.self) { try PropertyListValue.salvaging(propertyListData: Data()) }
+  }
+
   // MARK: Malformed input
 
   @Test func randomBytesAreRefused() {
@@ -562,16 +749,21 @@ struct BinaryPropertyListTests {
     #expect(key?.message.contains("not a string") == true)
   }
 
-  @Test func sixteenByteIntegersFitOrAreRefused() throws {
+  @Test func sixteenByteIntegersOf64BitsAreReadAndWiderOnesRefused() throws {
     func int128(_ high: UInt64, _ low: UInt64) -> Data {
       handMade([[0x14] + bigEndian(high, width: 8) + bigEndian(low, width: 8)])
     }
     #expect(try BinaryPropertyList.decode(int128(0, 5)) == .integer(5))
     #expect(try BinaryPropertyList.decode(int128(UInt64.max, UInt64.max)) == .integer(-1))
     #expect(try BinaryPropertyList.decode(int128(0, UInt64(Int.max))) == .integer(Int.max))
-    #expect(decodeError(int128(0, 1 << 63))?.message.contains("16-byte") == true)
-    #expect(decodeError(int128(1, 0))?.message.contains("16-byte") == true)
-    #expect(decodeError(int128(UInt64.max, 0)) != nil)
+    #expect(try BinaryPropertyList.decode(int128(UInt64.max, 1 << 63)) == .integer(Int.min))
+    // Above Int.max: unsigned, as CoreFoundation and plistlib write them.
+    #expect(try BinaryPropertyList.decode(int128(0, 1 << 63)) == .unsignedInteger(1 << 63))
+    #expect(try BinaryPropertyList.decode(int128(0, UInt64.max)) == .unsignedInteger(UInt64.max))
+    // Beyond 64 bits, either way.
+    #expect(decodeError(int128(1, 0))?.message.contains("16-byte integer above UInt64.max") == true)
+    #expect(decodeError(int128(UInt64.max, 0))?.message.contains("16-byte integer below Int64.min") == true)
+    #expect(decodeError(int128(1 << 63, 0)) != nil)
     // 1-, 2- and 4-byte integers are unsigned.
     #expect(try BinaryPropertyList.decode(handMade([[0x10, 0xFF]])) == .integer(255))
     #expect(try BinaryPropertyList.decode(handMade([[0x12, 0xFF, 0xFF, 0xFF, 0xFF]])) == .integer(4_294_967_295))
@@ -584,10 +776,16 @@ struct BinaryPropertyListTests {
     #expect(try BinaryPropertyList.decode(infinite) == .date(Date(timeIntervalSinceReferenceDate: .infinity)))
   }
 
-  @Test func fourByteRealsAreAccepted() throws {
-    let bits = Float(1.5).bitPattern
+  @Test func fourByteRealsStayFloats() throws {
+    let bits = Float(12.34).bitPattern
     let data = handMade([[0x22] + bigEndian(UInt64(bits), width: 4)])
-    #expect(try BinaryPropertyList.decode(data) == .real(1.5))
+    #expect(try BinaryPropertyList.decode(data) == .float(12.34))
+    // Written back as CoreFoundation writes a Float: marker 0x22 and its 4 bytes.
+    let written = [UInt8](BinaryPropertyList.encode(.float(12.34)))
+    #expect(Array(written[8..<13]) == [0x22] + bigEndian(UInt64(bits), width: 4))
+    // And an unsigned integer above Int.max as a 16-byte integer, high half zero.
+    let unsigned = [UInt8](BinaryPropertyList.encode(.unsignedInteger(UInt64.max)))
+    #expect(Array(unsigned[8..<25]) == [0x14] + [UInt8](repeating: 0, count: 8) + [UInt8](repeating: 0xFF, count: 8))
   }
 
   @Test func stringsAreChecked() throws {
@@ -631,6 +829,35 @@ struct BinaryPropertyListTests {
     }
   }
 
+  /// The salvaging reader on the same input: it never traps, refuses only as corrupt, agrees
+  /// with the strict reader on what that reads, and what it keeps survives a round trip.
+  /// - Returns: whether it kept some keys of a file the strict reader refused.
+  @discardableResult
+  func checkSalvage(_ data: Data, _ context: @autoclosure () -> String) -> Bool {
+    let strict = try? BinaryPropertyList.decode(data)
+    do {
+      let salvage = try BinaryPropertyList.decodeSalvaging(data)
+      if case .dictionary(let values)? = strict {
+        if !salvage.skipped.isEmpty || !same(.dictionary(salvage.values), .dictionary(values)) {
+          Issue.record("\(context()): salvaged \(salvage) where the strict reader read \(values)")
+        }
+      }
+      for skipped in salvage.skipped where skipped.key.map({ salvage.values[$0] != nil }) == true {
+        Issue.record("\(context()): \(skipped) is both kept and skipped")
+      }
+      let kept = PropertyListValue.dictionary(salvage.values)
+      let again = try BinaryPropertyList.decode(BinaryPropertyList.encode(kept))
+      if !same(again, kept) { Issue.record("\(context()): salvaged \(kept) re-encoded as \(again)") }
+      return strict == nil && !salvage.values.isEmpty
+    } catch {
+      if error.code != .corruptPreferences { Issue.record("\(context()): wrong code \(error.code): \(error)") }
+      if case .dictionary? = strict {
+        Issue.record("\(context()): the salvaging reader refused what the strict one read: \(error)")
+      }
+      return false
+    }
+  }
+
   @Test func mutationFuzz() throws {
     let iterations = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 1000
     var generator = ValueGenerator(seed: 7)
@@ -645,6 +872,7 @@ struct BinaryPropertyListTests {
     let seed = ProcessInfo.processInfo.environment["APPGROUPS_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0xF022
     var rng = SplitMix64(seed: seed)
     var decoded = 0
+    var salvaged = 0
     var reasons: [String: Int] = [:]
     for iteration in 0..<iterations {
       let original = corpus[Int(rng.next() % UInt64(corpus.count))]
@@ -695,11 +923,14 @@ struct BinaryPropertyListTests {
       } else if let error = decodeError(Data(bytes)) {
         reasons[String(error.message.prefix(while: { !$0.isNumber })), default: 0] += 1
       }
+      if checkSalvage(Data(bytes), "seed \(seed) iteration \(iteration)") { salvaged += 1 }
     }
-    // Both paths are exercised: some mutants decode, many reasons refuse the rest.
+    // Every path is exercised: some mutants decode, many reasons refuse the rest, and
+    // the salvaging reader keeps keys of some that the strict one refuses.
     if iterations >= 1000 {
       #expect(decoded > iterations / 50, "seed \(seed): only \(decoded) of \(iterations) mutants decoded")
       #expect(reasons.count > 5, "seed \(seed): refusals \(reasons)")
+      #expect(salvaged > iterations / 100, "seed \(seed): only \(salvaged) of \(iterations) refused mutants salvaged")
     }
   }
 
@@ -795,9 +1026,20 @@ struct PropertyListValueCodingTests {
     }
   }
 
-  @Test func refusesAnXMLIntegerTooLargeForInt() {
+  @Test func readsAnXMLIntegerAboveIntMaxAsUnsigned() throws {
     let xml = "<plist version=\"1.0\"><integer>18446744073709551615</integer></plist>"
-    #expect(throws: AppGroupsError.self) { try PropertyListValue(propertyListData: Data(xml.utf8)) }
+    #expect(try PropertyListValue(propertyListData: Data(xml.utf8)) == .unsignedInteger(UInt64.max))
+    // And writes it back as XML exactly.
+    let written = try PropertyListValue.unsignedInteger(UInt64.max).propertyListData(format: .xml)
+    #expect(String(decoding: written, as: UTF8.self).contains("<integer>18446744073709551615</integer>"))
+  }
+
+  @Test func writesAFloatAsAnXMLReal() throws {
+    let data = try PropertyListValue.dictionary(["f": .float(12.34)]).propertyListData(format: .xml)
+    let text = String(decoding: data, as: UTF8.self)
+    #expect(text.contains("<real>12.34"))
+    // XML has one kind of real: it reads back as the float's double.
+    #expect(try PropertyListValue(propertyListData: data) == .dictionary(["f": .real(Double(Float(12.34)))]))
   }
 
   @Test func writesXMLThatKeepsTypes() throws {
@@ -835,9 +1077,9 @@ struct PropertyListValueCodingTests {
     #expect(PropertyListValue(NSNumber(value: true)) == .bool(true))
     #expect(PropertyListValue(NSNumber(value: 1)) == .integer(1))
     #expect(PropertyListValue(NSNumber(value: 1.0)) == .real(1))
-    #expect(PropertyListValue(NSNumber(value: Float(0.5))) == .real(0.5))
+    #expect(PropertyListValue(NSNumber(value: Float(0.5))) == .float(0.5))
     #expect(PropertyListValue(NSNumber(value: UInt64(7))) == .integer(7))
-    #expect(PropertyListValue(NSNumber(value: UInt64.max)) == nil)
+    #expect(PropertyListValue(NSNumber(value: UInt64.max)) == .unsignedInteger(UInt64.max))
     #expect(PropertyListValue(NSNumber(value: Int8(-3))) == .integer(-3))
   }
 }

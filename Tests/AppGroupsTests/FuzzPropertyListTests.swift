@@ -25,7 +25,14 @@ struct FuzzPropertyListTests {
     case 3: return Bool.random(using: &random)
     case 4: return Date(timeIntervalSinceReferenceDate: Double(Int.random(in: -1_000_000_000...1_000_000_000, using: &random)) / 8)
     case 5: return Data((0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
-    case 6: return Int.random(in: -300...300, using: &random)
+    case 6:
+      // Mostly small integers; now and then a float (4 bytes on disk) or an unsigned
+      // integer above Int.max (16 bytes on disk).
+      switch Int.random(in: 0..<8, using: &random) {
+      case 6: return Float(Int.random(in: -300...300, using: &random)) / 8
+      case 7: return UInt64.random(in: UInt64(Int.max) + 1 ... UInt64.max, using: &random)
+      default: return Int.random(in: -300...300, using: &random)
+      }
     case 7:
       return (0..<Int.random(in: 0...5, using: &random)).map { _ in randomValue(&random, depth: depth - 1) }
     default:

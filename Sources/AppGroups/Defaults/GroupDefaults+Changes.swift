@@ -154,13 +154,11 @@ extension GroupDefaults {
       let base: Int
       switch current {
       case .integer(let v)?: base = v
-      case .real(let v)?:
-        // Int(_:) traps on NaN, infinities and values out of range.
-        guard let whole = Int(exactly: v.rounded(.towardZero)) else {
-          throw AppGroupsError(
-            .unsupportedValue, "\(key.debugDescription) holds the real number \(v), which is not finite or does not fit an integer")
-        }
-        base = whole
+      case .real(let v)?: base = try Self.wholePart(v, key: key)
+      case .float(let v)?: base = try Self.wholePart(Double(v), key: key)
+      case .unsignedInteger(let v)?:
+        throw AppGroupsError(
+          .unsupportedValue, "\(key.debugDescription) holds the unsigned integer \(v), which does not fit an integer")
       case nil: base = 0
       case let other?:
         throw AppGroupsError(.unsupportedValue, "\(key.debugDescription) holds a \(other.typeName), not a number")
@@ -174,5 +172,15 @@ extension GroupDefaults {
     }
     if case .integer(let v)? = result { return v }
     return 0
+  }
+
+  /// The integer part of a real number being incremented.
+  private static func wholePart(_ v: Double, key: String) throws(AppGroupsError) -> Int {
+    // Int(_:) traps on NaN, infinities and values out of range.
+    guard let whole = Int(exactly: v.rounded(.towardZero)) else {
+      throw AppGroupsError(
+        .unsupportedValue, "\(key.debugDescription) holds the real number \(v), which is not finite or does not fit an integer")
+    }
+    return whole
   }
 }

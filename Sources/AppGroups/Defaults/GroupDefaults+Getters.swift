@@ -3,23 +3,33 @@ public import Foundation
 /// Typed getters with Apple's coercions.
 extension GroupDefaults {
   /// The string for `key`. A number is converted to its decimal text (a
-  /// Boolean to `"1"`/`"0"`, as `NSNumber.stringValue`); other types give `nil`.
+  /// Boolean to `"1"`/`"0"`, as `NSNumber.stringValue`; a `Float` at its own
+  /// precision, so 12.34 stored as a `Float` gives `"12.34"`); other types give `nil`.
   public func string(forKey key: String) -> String? {
     switch value(forKey: key) {
     case .string(let v)?: v
     case .integer(let v)?: String(v)
+    case .unsignedInteger(let v)?: String(v)
     case .real(let v)?: Self.describe(v)
+    case .float(let v)?: Self.describe(v)
     case .bool(let v)?: v ? "1" : "0"
     default: nil
     }
   }
 
-  /// The integer for `key`: an integer; a real, truncated; a Boolean as 1 or 0;
+  /// The integer for `key`: an integer; a real or float, truncated; a Boolean as 1 or 0;
   /// a string that reads as a number (`"42"`, `"4.7"` → 4). Otherwise 0.
+  ///
+  /// An unsigned integer above `Int.max` (which another tool may have written) gives its
+  /// low 64 bits as a signed integer, as on Apple platforms, where `CFNumberGetValue`
+  /// truncates a 128-bit number so: 2^64 − 1 gives −1. ``object(forKey:)`` and
+  /// ``value(forKey:)`` give it exactly.
   public func integer(forKey key: String) -> Int {
     switch value(forKey: key) {
     case .integer(let v)?: return v
+    case .unsignedInteger(let v)?: return Int(truncatingIfNeeded: v)
     case .real(let v)?: return Self.truncate(v)
+    case .float(let v)?: return Self.truncate(Double(v))
     case .bool(let v)?: return v ? 1 : 0
     case .string(let v)?:
       let trimmed = v.trimmingCharacters(in: .whitespaces)
@@ -30,20 +40,27 @@ extension GroupDefaults {
     }
   }
 
-  /// The double for `key`: a real; an integer; a Boolean as 1 or 0; a string
+  /// The double for `key`: a real; a float, widened (12.34 stored as a `Float`
+  /// gives `Double(12.34 as Float)`); an integer; a Boolean as 1 or 0; a string
   /// that reads as a number. Otherwise 0.
   public func double(forKey key: String) -> Double {
     switch value(forKey: key) {
     case .real(let v)?: v
+    case .float(let v)?: Double(v)
     case .integer(let v)?: Double(v)
+    case .unsignedInteger(let v)?: Double(v)
     case .bool(let v)?: v ? 1 : 0
     case .string(let v)?: Double(v.trimmingCharacters(in: .whitespaces)) ?? 0
     default: 0
     }
   }
 
-  /// The float for `key`, with the coercions of ``double(forKey:)``.
-  public func float(forKey key: String) -> Float { Float(double(forKey: key)) }
+  /// The float for `key`: a float as stored; otherwise the coercions of
+  /// ``double(forKey:)``, narrowed to `Float`.
+  public func float(forKey key: String) -> Float {
+    if case .float(let v)? = value(forKey: key) { return v }
+    return Float(double(forKey: key))
+  }
 
   /// The Boolean for `key`: a Boolean; a number other than 0; a string
   /// `"YES"`/`"true"` (any case) or one that reads as a non-zero number.
@@ -52,7 +69,9 @@ extension GroupDefaults {
     switch value(forKey: key) {
     case .bool(let v)?: return v
     case .integer(let v)?: return v != 0
+    case .unsignedInteger(let v)?: return v != 0
     case .real(let v)?: return v != 0
+    case .float(let v)?: return v != 0
     case .string(let v)?:
       switch v.trimmingCharacters(in: .whitespaces).lowercased() {
       case "yes", "true", "y", "t": return true
@@ -116,6 +135,13 @@ extension GroupDefaults {
 
   static func describe(_ v: Double) -> String {
     if v.isFinite, v == v.rounded(), abs(v) < 1e15 { return String(Int(v)) }
+    return String(v)
+  }
+
+  /// A float's shortest text that reads back as the same float (`"12.34"`, not the
+  /// `"12.34000015258789"` of its widened double); a whole one below 10^7 without a fraction.
+  static func describe(_ v: Float) -> String {
+    if v.isFinite, v == v.rounded(), abs(v) < 1e7 { return String(Int(v)) }
     return String(v)
   }
 }

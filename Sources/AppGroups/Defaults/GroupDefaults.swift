@@ -52,15 +52,20 @@ public final class GroupDefaults: Sendable {
   }
 
   /// Posted (off the writer's thread, coalesced per burst) when effective
-  /// values of a suite change. The object is the `GroupDefaults`; `userInfo`
-  /// holds ``suiteNameKey``, ``changedKeysKey`` and ``originKey``.
+  /// values of a suite change, and once for each ``setPersistentDomain(_:forName:)``
+  /// and ``removePersistentDomain(forName:)`` call, as Foundation posts it (see
+  /// ``replacePersistentDomain(_:with:)``). The object is the `GroupDefaults`;
+  /// `userInfo` holds ``suiteNameKey``, ``changedKeysKey``, ``originKey`` and ``changesKey``.
   public static let didChangeNotification = Notification.Name("GroupDefaultsDidChangeNotification")
   /// Posted when a write was refused because the domain would pass its size limit.
   public static let sizeLimitExceededNotification = Notification.Name(
     "GroupDefaultsSizeLimitExceededNotification")
-  /// `userInfo` key of ``didChangeNotification``: the suite's domain name (`String`).
+  /// `userInfo` key of ``didChangeNotification``: the suite's domain name (`String`); for
+  /// a persistent-domain call on another domain, that domain's name.
   public static let suiteNameKey = "suiteName"
-  /// `userInfo` key of ``didChangeNotification``: the changed keys (`[String]`, sorted).
+  /// `userInfo` key of ``didChangeNotification``: the changed keys (`[String]`, sorted); for
+  /// a persistent-domain call on another domain, that domain's keys whose stored value
+  /// changed (empty when the domain was already as asked).
   public static let changedKeysKey = "changedKeys"
   /// `userInfo` key of ``didChangeNotification``: `"thisProcess"` or `"otherProcess"`.
   public static let originKey = "origin"
@@ -276,8 +281,9 @@ public final class GroupDefaults: Sendable {
   /// Stores a double for `key`, as `UserDefaults.set(_:forKey:)` does.
   public func set(_ value: Double, forKey key: String) { store(.real(value), forKey: key) }
 
-  /// Stores a float for `key` (as a double), as `UserDefaults.set(_:forKey:)` does.
-  public func set(_ value: Float, forKey key: String) { store(.real(Double(value)), forKey: key) }
+  /// Stores a float for `key`, as `UserDefaults.set(_:forKey:)` does: a 4-byte real on
+  /// disk, read back as the same `Float` (``string(forKey:)`` of 12.34 gives `"12.34"`).
+  public func set(_ value: Float, forKey key: String) { store(.float(value), forKey: key) }
 
   /// Stores a Boolean for `key`, as `UserDefaults.set(_:forKey:)` does.
   public func set(_ value: Bool, forKey key: String) { store(.bool(value), forKey: key) }
@@ -397,20 +403,52 @@ public final class GroupDefaults: Sendable {
   /// Replaces every value of a persistent domain at once; values other
   /// processes wrote there are replaced too. A value that is not a
   /// property-list value makes the whole call a no-op, reported on stderr.
+  ///
+  /// The call posts ``didChangeNotification`` (see ``replacePersistentDomain(_:with:)``).
   public func setPersistentDomain(_ domain: [String: Any], forName domainName: String) {
     do {
       guard case .dictionary(let values)? = PropertyListValue(domain) else {
         throw AppGroupsError(.unsupportedValue, "setPersistentDomain(_:forName: \(domainName)): the dictionary holds a value that is not a property-list value; nothing was changed")
       }
-      try store(forDomain: domainName).replaceAll(with: values)
+      try replacePersistentDomain(domainName, with: values)
     } catch {
       Diagnostics.report("\(error)")
     }
   }
 
-  /// Removes every value of a persistent domain.
+  /// Removes every value of a persistent domain. The call posts ``didChangeNotification``
+  /// (see ``replacePersistentDomain(_:with:)``).
   public func removePersistentDomain(forName domainName: String) {
-    do { try store(forDomain: domainName).replaceAll(with: [:]) } catch { Diagnostics.report("\(error)") }
+    do { try replacePersistentDomain(domainName, with: [:]) } catch { Diagnostics.report("\(error)") }
+  }
+
+  /// Replaces every value of a persistent domain (this suite's name, `NSGlobalDomain`, or
+  /// another suite this identity may open), throwing the reason for a refusal, and posts
+  /// ``didChangeNotification`` for the call, as Foundation does.
+  ///
+  /// - For this suite's own domain and the global domain, both layers of this suite's
+  ///   search list, the notification is the usual one: the effective values that changed
+  ///   (none when a managed or argument value masks every changed key).
+  /// - For any other domain, and whenever the call changed nothing, one notification is
+  ///   posted for the call, with this object as its object: ``suiteNameKey`` names the
+  ///   domain that was replaced, ``changedKeysKey`` holds that domain's keys whose stored
+  ///   value the call added, changed or removed (empty when the domain was already as
+  ///   asked), ``changesKey`` those stored values, old and new, and ``originKey`` is
+  ///   `"thisProcess"`. These changes are of the domain's stored values, not of this
+  ///   suite's effective ones: the other domain is not in its search list.
+  ///
+  /// - Throws: `.notFound` for another domain when this suite was opened without an
+  ///   identity, what opening that suite throws (`.notEntitled`, `.invalidName`, …),
+  ///   `.unsupportedValue` or `.sizeLimitExceeded`; then nothing changes and nothing is posted.
+  public func replacePersistentDomain(
+    _ domainName: String, with values: [String: PropertyListValue]
+  ) throws(AppGroupsError) {
+    let target = try store(forDomain: domainName)
+    let changes = SuiteStore.diff(target.values(), values)
+    try target.replaceAll(with: values)
+    let inSearchList = target === view.suite || target === view.global
+    if inSearchList && !changes.isEmpty { return }
+    SuiteView.postDomainReplaced(domain: domainName, changes: changes, by: self)
   }
 
   /// A volatile domain's values: `NSRegistrationDomain`, `NSArgumentDomain`, or one set with ``setVolatileDomain(_:forName:)``.

@@ -259,16 +259,47 @@ final class SuiteView: Sendable {
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
       let batch = changes.filter { $0.origin == origin }
       guard !batch.isEmpty else { continue }
-      let userInfo: [AnyHashable: Any] = [
-        GroupDefaults.suiteNameKey: domain,
-        GroupDefaults.changedKeysKey: Array(Set(batch.map(\.key))).sorted(),
-        GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
-        GroupDefaults.changesKey: batch,
-      ]
+      let userInfo = Self.userInfo(domain: domain, origin: origin, changes: batch)
       for handle in handles {
         NotificationCenter.default.post(
           name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
       }
+    }
+  }
+
+  /// The `userInfo` of ``GroupDefaults/didChangeNotification``.
+  private static func userInfo(
+    domain: String, origin: ChangeOrigin, changes: [GroupDefaults.Change]
+  ) -> [AnyHashable: Any] {
+    [
+      GroupDefaults.suiteNameKey: domain,
+      GroupDefaults.changedKeysKey: Array(Set(changes.map(\.key))).sorted(),
+      GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
+      GroupDefaults.changesKey: changes,
+    ]
+  }
+
+  /// Posts the notifications of persistent-domain calls in the order the calls were made.
+  private static let domainNotificationQueue = DispatchQueue(
+    label: "AppGroups.persistentDomainNotifications")
+
+  /// Posts ``GroupDefaults/didChangeNotification`` for a persistent domain that
+  /// `defaults` replaced or removed and whose changes its own search list does not
+  /// report: one notification for the call, as Foundation posts, even when the domain
+  /// was already as asked (then `changedKeys` is empty). Off the caller's thread, in the
+  /// order of the calls.
+  static func postDomainReplaced(
+    domain: String, changes: [StoredChange], by defaults: GroupDefaults
+  ) {
+    let described = changes.map {
+      GroupDefaults.Change(
+        suiteName: domain, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: .thisProcess)
+    }
+    let userInfo = Self.userInfo(domain: domain, origin: .thisProcess, changes: described)
+    nonisolated(unsafe) let info = userInfo
+    domainNotificationQueue.async {
+      NotificationCenter.default.post(
+        name: GroupDefaults.didChangeNotification, object: defaults, userInfo: info)
     }
   }
 

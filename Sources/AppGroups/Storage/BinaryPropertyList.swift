@@ -1,5 +1,37 @@
 internal import Foundation
 
+/// What a salvaging read recovered from a property-list file whose top object is a
+/// dictionary: every top-level key it could decode, and the ones it left out.
+///
+/// Made by ``BinaryPropertyList/decodeSalvaging(_:)`` and, for any format,
+/// ``PropertyListValue/salvaging(propertyListData:)``.
+struct PropertyListSalvage: Sendable, Equatable {
+  /// A top-level key that was left out, and why.
+  struct SkippedKey: Sendable, Hashable, CustomStringConvertible {
+    /// The key, or `nil` when the key itself could not be read.
+    let key: String?
+    /// The entry's place in the file's top dictionary (0 first); for a format read by
+    /// Foundation, its place among the keys in sorted order.
+    let index: Int
+    /// Why its value (or key) was left out: a value this package cannot hold (a
+    /// keyed-archiver uid, a set, null, an integer beyond 64 bits, a date that is not a
+    /// number) or a damaged object.
+    let reason: String
+
+    /// `"key" (reason)`, or `entry 3 of the top dictionary (reason)` when the key could
+    /// not be read.
+    var description: String {
+      if let key { return "\(key.debugDescription) (\(reason))" }
+      return "entry \(index) of the top dictionary (\(reason))"
+    }
+  }
+
+  /// The keys that were read, with their values.
+  var values: [String: PropertyListValue] = [:]
+  /// The entries left out, in the order of the file.
+  var skipped: [SkippedKey] = []
+}
+
 /// Apple's binary property-list format ("bplist00"), read and written
 /// without Foundation's `PropertyListSerialization`, which is too slow for
 /// large domains (about 5 µs a key on Linux).
@@ -14,8 +46,9 @@ internal import Foundation
 ///
 /// The writer follows CFBinaryPList.c: identical strings are written once,
 /// integers, references and offsets take the fewest of 1, 2, 4 or 8 bytes,
-/// negative integers take 8, reals are 8-byte doubles, strings are ASCII
-/// (0x5n) when every byte is below 0x80 and UTF-16BE (0x6n) otherwise.
+/// negative integers take 8, an unsigned integer above `Int.max` takes 16
+/// (0x14), reals are 8-byte doubles (0x23) and floats 4-byte (0x22), strings
+/// are ASCII (0x5n) when every byte is below 0x80 and UTF-16BE (0x6n) otherwise.
 /// Dictionary keys are sorted, so equal values encode to equal bytes.
 ///
 /// The reader takes untrusted bytes (a file any process in the group may
@@ -29,8 +62,9 @@ internal import Foundation
 /// - null (0x00), uids (0x8n), sets and ordered sets are refused: they are not
 ///   property-list values here (uids come from `NSKeyedArchiver` archives).
 /// - 1-, 2- and 4-byte integers are unsigned, 8-byte ones signed; a 16-byte
-///   integer is accepted when its value fits in `Int`.
-/// - 4-byte reals are read as `Double`; dates are seconds since 2001-01-01,
+///   integer is accepted when its value fits in 64 bits (an `Int`, or an
+///   unsigned one up to `UInt64.max`, as CoreFoundation and `plistlib` write).
+/// - 4-byte reals are read as `Float`; dates are seconds since 2001-01-01,
 ///   and a NaN date is refused (Foundation traps describing one). The writer
 ///   writes whatever it is given, so refuse NaN dates before encoding.
 /// - An ASCII string (0x5n) with a byte of 0x80 or more is refused. In a
@@ -39,6 +73,9 @@ internal import Foundation
 ///   a whole domain for one damaged character.
 /// - A dictionary's keys must be strings; when two keys are equal as Swift
 ///   strings (the same text, or canonically equivalent), the first one wins, as in CoreFoundation.
+///
+/// ``decode(_:)`` refuses a whole file for one such object; ``decodeSalvaging(_:)``
+/// keeps the top-level keys it can read and reports the others.
 enum BinaryPropertyList {
   /// The deepest nesting of arrays and dictionaries the reader accepts.
   static let maximumDepth = 512
@@ -73,6 +110,31 @@ enum BinaryPropertyList {
       do throws(AppGroupsError) {
         var reader = try Reader(raw)
         return .success(try reader.decodeTop())
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try result.get()
+  }
+
+  /// Decodes a binary property list whose top object is a dictionary, keeping every key
+  /// whose value can be read and leaving out (and reporting) the others.
+  ///
+  /// For a preferences file that another tool wrote with one value this package cannot
+  /// hold (a keyed-archiver uid, a set, a 16-byte integer beyond 64 bits), or with one
+  /// damaged value, the other keys stay readable instead of the whole file being
+  /// refused. A duplicate key's first entry decides, as in CoreFoundation: when it is
+  /// skipped, later entries of that key are ignored (and not read).
+  ///
+  /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason when nothing can
+  ///   be salvaged: the header, trailer or offset table is malformed, the top object is not
+  ///   a dictionary or its references are out of the file, or the objects expand past the
+  ///   budget of 16 for each byte of the file (a file built to explode is not read at all).
+  static func decodeSalvaging(_ data: Data) throws(AppGroupsError) -> PropertyListSalvage {
+    let result = data.withUnsafeBytes { raw -> Result<PropertyListSalvage, AppGroupsError> in
+      do throws(AppGroupsError) {
+        var reader = try Reader(raw)
+        return .success(try reader.salvageTop())
       } catch {
         return .failure(error)
       }
@@ -450,10 +512,22 @@ private struct Writer<Index: FixedWidthInteger & UnsignedInteger & BitwiseCopyab
       let object = beginObject()
       buffer.appendInteger(v)
       return object
+    case .unsignedInteger(let v):
+      // 16 bytes, as CFBinaryPList writes a 128-bit number: the high half (0), then the low.
+      let object = beginObject()
+      buffer.append(0x14)
+      buffer.appendBigEndian(0, width: 8)
+      buffer.appendBigEndian(v, width: 8)
+      return object
     case .real(let v):
       let object = beginObject()
       buffer.append(0x23)
       buffer.appendBigEndian(v.bitPattern, width: 8)
+      return object
+    case .float(let v):
+      let object = beginObject()
+      buffer.append(0x22)
+      buffer.appendBigEndian(UInt64(v.bitPattern), width: 4)
       return object
     case .bool(true):
       if trueObject < 0 {
@@ -1002,17 +1076,96 @@ private struct Reader {
     base.load(fromByteOffset: offset, as: UInt8.self)
   }
 
-  /// Decodes the top object. Iterative, with an explicit stack of open
-  /// containers, so that it needs little of the thread's stack whatever the
-  /// nesting (debug builds take kilobytes a frame). The innermost open
-  /// container is held apart from the stack, where it is filled.
+  /// Decodes the top object.
   mutating func decodeTop() throws(AppGroupsError) -> PropertyListValue {
+    try decode(object: topObject, depth: 0)
+  }
+
+  /// Decodes the top object, which must be a dictionary, one entry at a time: an entry
+  /// whose key or value cannot be decoded is left out and reported, and the others are
+  /// kept. The file's structure (header, trailer, offset table, the top dictionary's own
+  /// references) must be sound, and the whole file stays within the expansion budget.
+  mutating func salvageTop() throws(AppGroupsError) -> PropertyListSalvage {
+    let offset = try offset(of: topObject)
+    let marker = byte(at: offset)
+    guard marker &>> 4 == 0xD else {
+      throw BinaryPropertyList.corrupt(
+        "the top object is \(Reader.kindName(marker)), not a dictionary, so it holds no keys to salvage")
+    }
+    try spend(topObject)
+    let top = try open(object: topObject, at: offset, isDictionary: true, depth: 0)
+    var salvage = PropertyListSalvage()
+    salvage.values.reserveCapacity(top.count)
+    // Keys already met, kept or skipped: a duplicate key's first entry wins, as in
+    // CoreFoundation, even when that entry was skipped.
+    var skippedKeys: Set<String> = []
+    for index in 0..<top.count {
+      let key: String
+      do throws(AppGroupsError) {
+        key = try self.key(in: topObject, at: top.refStart, index: index)
+      } catch {
+        if budget < 0 { throw error }
+        salvage.skipped.append(.init(key: nil, index: index, reason: error.message))
+        continue
+      }
+      if salvage.values[key] != nil || skippedKeys.contains(key) { continue }
+      do throws(AppGroupsError) {
+        let ref = try reference(from: topObject, at: top.refStart &+ top.count &* refWidth, index: index)
+        salvage.values[key] = try decode(object: ref, depth: 1)
+      } catch {
+        // Past the budget the file is built to explode: nothing more is decoded.
+        if budget < 0 { throw error }
+        skippedKeys.insert(key)
+        salvage.skipped.append(.init(key: key, index: index, reason: error.message))
+      }
+    }
+    open[topObject] = false
+    return salvage
+  }
+
+  /// What kind of object a marker starts, for messages.
+  static func kindName(_ marker: UInt8) -> String {
+    switch marker &>> 4 {
+    case 0x0: marker == 0x08 || marker == 0x09 ? "a boolean" : "null or an unknown object"
+    case 0x1: "an integer"
+    case 0x2: "a real"
+    case 0x3: "a date"
+    case 0x4: "data"
+    case 0x5, 0x6: "a string"
+    case 0x8: "a uid"
+    case 0xA: "an array"
+    case 0xB, 0xC: "a set"
+    default: "an object of unknown kind 0x\(String(marker, radix: 16))"
+    }
+  }
+
+  /// Decodes object `object` and everything in it, at nesting `depth`. Iterative, with an
+  /// explicit stack of open containers, so that it needs little of the thread's stack
+  /// whatever the nesting (debug builds take kilobytes a frame). The innermost open
+  /// container is held apart from the stack, where it is filled. When it throws, the
+  /// containers it opened are closed again, so that a salvaging caller can go on.
+  mutating func decode(object: Int, depth: Int) throws(AppGroupsError) -> PropertyListValue {
     var current: Frame
-    switch try begin(object: topObject, depth: 0) {
+    switch try begin(object: object, depth: depth) {
     case .value(let value): return value
     case .container(let frame): current = frame
     }
     var stack: [Frame] = []
+    do throws(AppGroupsError) {
+      return try fill(&current, &stack, depth: depth)
+    } catch {
+      open[current.object] = false
+      for frame in stack { open[frame.object] = false }
+      throw error
+    }
+  }
+
+  /// Fills `current` and the containers in it, with `stack` holding the containers
+  /// around it, until the outermost one (at `depth`) is complete.
+  @inline(__always)
+  private mutating func fill(
+    _ current: inout Frame, _ stack: inout [Frame], depth: Int
+  ) throws(AppGroupsError) -> PropertyListValue {
     while true {
       if current.next < current.count {
         let index = current.next
@@ -1020,7 +1173,7 @@ private struct Reader {
           let key = try self.key(in: current.object, at: current.refStart, index: index)
           let ref = try reference(
             from: current.object, at: current.refStart &+ current.count &* refWidth, index: index)
-          switch try begin(object: ref, depth: stack.count &+ 1) {
+          switch try begin(object: ref, depth: depth &+ stack.count &+ 1) {
           case .value(let value):
             // A duplicate key: the first one wins, as in CoreFoundation.
             if current.entries[key] == nil { current.entries[key] = value }
@@ -1032,7 +1185,7 @@ private struct Reader {
           }
         } else {
           let ref = try reference(from: current.object, at: current.refStart, index: index)
-          switch try begin(object: ref, depth: stack.count &+ 1) {
+          switch try begin(object: ref, depth: depth &+ stack.count &+ 1) {
           case .value(let value):
             current.elements.append(value)
             current.next &+= 1
@@ -1150,13 +1303,13 @@ private struct Reader {
       case 0x00: throw BinaryPropertyList.corrupt("object \(object) is null, which is not a property-list value")
       default: throw BinaryPropertyList.corrupt("object \(object) has the unknown marker 0x\(String(marker, radix: 16))")
       }
-    case 0x1: return .value(.integer(try integer(object: object, at: offset)))
+    case 0x1: return .value(try integer(object: object, at: offset))
     case 0x2:
       switch marker & 0x0F {
       case 2:
         try checkRange(object: object, start: offset &+ 1, count: 4, what: "real")
         let bits = UInt32(Reader.bigEndian(base, at: offset &+ 1, width: 4))
-        return .value(.real(Double(Float(bitPattern: bits))))
+        return .value(.float(Float(bitPattern: bits)))
       case 3:
         try checkRange(object: object, start: offset &+ 1, count: 8, what: "real")
         return .value(.real(Double(bitPattern: Reader.bigEndian(base, at: offset &+ 1, width: 8))))
@@ -1199,26 +1352,29 @@ private struct Reader {
   }
 
   @inline(__always)
-  func integer(object: Int, at offset: Int) throws(AppGroupsError) -> Int {
+  func integer(object: Int, at offset: Int) throws(AppGroupsError) -> PropertyListValue {
     let marker = byte(at: offset)
     let start = offset &+ 1
     switch marker & 0x0F {
     case 0, 1, 2:
       let width = 1 &<< Int(marker & 0x0F)
       try checkRange(object: object, start: start, count: width, what: "integer")
-      return Int(Reader.bigEndian(base, at: start, width: width))
+      return .integer(Int(Reader.bigEndian(base, at: start, width: width)))
     case 3:
       try checkRange(object: object, start: start, count: 8, what: "integer")
-      return Int(Int64(bitPattern: Reader.bigEndian(base, at: start, width: 8)))
+      return .integer(Int(Int64(bitPattern: Reader.bigEndian(base, at: start, width: 8))))
     case 4:
+      // A signed 128-bit integer, high half first.
       try checkRange(object: object, start: start, count: 16, what: "integer")
       let high = Reader.bigEndian(base, at: start, width: 8)
       let low = Reader.bigEndian(base, at: start &+ 8, width: 8)
-      let negative = low >= 1 << 63
-      guard high == (negative ? UInt64.max : 0) else {
-        throw BinaryPropertyList.corrupt("object \(object) is a 16-byte integer too large for Int")
+      if high == 0 { return .unsigned(low) }
+      guard high == UInt64.max, low >= 1 << 63 else {
+        let sign = high >= 1 << 63 ? "below Int64.min" : "above UInt64.max"
+        throw BinaryPropertyList.corrupt(
+          "object \(object) is a 16-byte integer \(sign), which is not a property-list value here (64 bits at most)")
       }
-      return Int(Int64(bitPattern: low))
+      return .integer(Int(Int64(bitPattern: low)))
     default:
       throw BinaryPropertyList.corrupt("object \(object) is an integer of \(Reader.widthName(marker)) bytes (must be 1, 2, 4, 8 or 16)")
     }

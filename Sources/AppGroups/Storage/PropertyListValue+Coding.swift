@@ -17,18 +17,69 @@ extension PropertyListValue {
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
   ///   when the bytes are empty, malformed, or hold something that is not a
-  ///   property-list value (such as an integer too large for `Int`).
+  ///   property-list value here (such as a keyed-archiver uid, a set, or an
+  ///   integer beyond 64 bits).
   public init(propertyListData data: Data) throws(AppGroupsError) {
     if data.starts(with: "bplist".utf8) {
       self = try BinaryPropertyList.decode(data)
       return
     }
+    let object = try Self.foundationObject(data)
+    guard let value = PropertyListValue(object) else {
+      throw AppGroupsError(
+        .corruptPreferences,
+        "the \(data.count)-byte property list holds a value that is not a property-list value here (such as an integer beyond 64 bits)"
+      )
+    }
+    self = value
+  }
+
+  /// Reads a property list whose top object is a dictionary, keeping every top-level key
+  /// whose value can be read and reporting the others, instead of refusing the whole file
+  /// for one value.
+  ///
+  /// A binary property list is read by ``BinaryPropertyList/decodeSalvaging(_:)``; XML
+  /// and OpenStep text by Foundation, whose parser refuses a whole file for one bad value
+  /// (an `<integer>` beyond 64 bits included: "Integer overflow in <integer>"). Every value
+  /// that parser returns is one this package holds, so such a file is in practice kept or
+  /// refused whole; a value that did not convert would be left out on its own.
+  ///
+  /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason when nothing
+  ///   can be salvaged: the bytes are empty or malformed as a whole, or the top object is
+  ///   not a dictionary.
+  static func salvaging(propertyListData data: Data) throws(AppGroupsError) -> PropertyListSalvage {
+    if data.starts(with: "bplist".utf8) {
+      return try BinaryPropertyList.decodeSalvaging(data)
+    }
+    let object = try foundationObject(data)
+    guard let dictionary = object as? [String: Any] else {
+      let what = PropertyListValue(object).map { "a \($0.typeName)" } ?? "\(type(of: object))"
+      throw AppGroupsError(
+        .corruptPreferences,
+        "the \(data.count)-byte property list's root is \(what), not a dictionary, so it holds no keys to salvage")
+    }
+    var salvage = PropertyListSalvage()
+    for (index, key) in dictionary.keys.sorted().enumerated() {
+      guard let element = dictionary[key] else { continue }
+      if let value = PropertyListValue(element) {
+        salvage.values[key] = value
+      } else {
+        salvage.skipped.append(
+          .init(
+            key: key, index: index,
+            reason: "its value (\(type(of: element))) is not a property-list value here"))
+      }
+    }
+    return salvage
+  }
+
+  /// Parses XML or OpenStep text with Foundation.
+  private static func foundationObject(_ data: Data) throws(AppGroupsError) -> Any {
     guard !data.isEmpty else {
       throw AppGroupsError(.corruptPreferences, "the property list is empty (0 bytes)")
     }
-    let object: Any
     do {
-      object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+      return try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
     } catch {
       var reason = (error as NSError).localizedDescription
       if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
@@ -39,20 +90,14 @@ extension PropertyListValue {
         "the \(data.count)-byte property list is neither binary nor valid XML or OpenStep text: \(reason)"
       )
     }
-    guard let value = PropertyListValue(object) else {
-      throw AppGroupsError(
-        .corruptPreferences,
-        "the \(data.count)-byte property list holds a value that is not a property-list value here (such as an integer too large for Int)"
-      )
-    }
-    self = value
   }
 
   /// The value as the bytes of a property-list file.
   ///
   /// Binary is written by this package's own writer; XML by Foundation,
   /// which keeps booleans as `<true/>`/`<false/>` and integers as
-  /// `<integer>`, but writes dates to the whole second.
+  /// `<integer>`, writes a float as a `<real>` (read back as a double: XML
+  /// has one kind of real), and writes dates to the whole second.
   ///
   /// - Throws: ``AppGroupsError/Code/unsupportedValue`` if Foundation cannot
   ///   write the value as XML. Binary never fails.

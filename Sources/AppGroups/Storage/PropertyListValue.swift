@@ -3,11 +3,25 @@ public import Foundation
 /// A property-list value: the only kind of value a suite stores.
 ///
 /// Booleans and integers stay distinct (`.bool(true)` is not `.integer(1)`),
-/// on disk and in memory. Dictionaries are keyed by strings.
+/// on disk and in memory, and so do the widths CoreFoundation keeps apart: a
+/// `Float` is a 4-byte ``float(_:)``, not an 8-byte ``real(_:)``, and an
+/// unsigned integer above `Int.max` is an ``unsignedInteger(_:)``. Values of
+/// different cases are different values (`.float(1.5)` is not `.real(1.5)`).
+/// Dictionaries are keyed by strings.
 public enum PropertyListValue: Sendable, Hashable {
   case string(String)
+  /// A signed integer (1, 2, 4 or 8 bytes on disk).
   case integer(Int)
+  /// An unsigned integer above `Int.max`, up to `UInt64.max`, which CoreFoundation and
+  /// Python's `plistlib` write as a 16-byte integer (and this package writes back so).
+  ///
+  /// Integers that fit in `Int` are ``integer(_:)``: the reader and ``init(_:)`` never make
+  /// this case for a smaller value, and one made by hand reads back as an ``integer(_:)``.
+  case unsignedInteger(UInt64)
+  /// A double-precision real (8 bytes on disk).
   case real(Double)
+  /// A single-precision real (4 bytes on disk, as CoreFoundation writes a `Float`).
+  case float(Float)
   case bool(Bool)
   case date(Date)
   case data(Data)
@@ -28,7 +42,7 @@ extension PropertyListValue {
   /// than the stack allows is measured without recursion.
   var unstorableReason: String? {
     switch self {
-    case .string, .integer, .real, .bool, .data: return nil
+    case .string, .integer, .unsignedInteger, .real, .float, .bool, .data: return nil
     case .date(let date): return date.timeIntervalSinceReferenceDate.isNaN ? "it holds a date that is not a number" : nil
     case .array, .dictionary: break
     }
@@ -50,11 +64,12 @@ extension PropertyListValue {
 
   /// Converts a Swift or Foundation value into a property-list value.
   ///
-  /// Accepts `Bool`, every fixed-width integer that fits in `Int`, `Double`,
-  /// `Float`, `String`, `Substring`, `Date`, `Data`, `URL` (stored as its
-  /// absolute string), `NSNumber`, arrays of these, dictionaries keyed by
-  /// `String`, and ``PropertyListValue`` itself. Returns `nil` for anything
-  /// else (and for an integer too large for `Int`).
+  /// Accepts `Bool`, every fixed-width integer of up to 64 bits, `Double`,
+  /// `Float` (kept as a ``float(_:)``), `String`, `Substring`, `Date`, `Data`,
+  /// `URL` (stored as its absolute string), `NSNumber`, arrays of these,
+  /// dictionaries keyed by `String`, and ``PropertyListValue`` itself. An
+  /// unsigned integer above `Int.max` becomes an ``unsignedInteger(_:)``.
+  /// Returns `nil` for anything else.
   public init?(_ value: Any) {
     switch value {
     case let v as PropertyListValue: self = v
@@ -68,7 +83,8 @@ extension PropertyListValue {
     case let v as Int: self = .integer(v)
     case let v as String: self = .string(v)
     case let v as Double where type(of: value) == Double.self: self = .real(v)
-    case let v as Float: self = .real(Double(v))
+    case let v as Float where type(of: value) == Float.self: self = .float(v)
+    case let v as CGFloat where type(of: value) == CGFloat.self: self = .real(Double(v))
     case let v as Int8: self = .integer(Int(v))
     case let v as Int16: self = .integer(Int(v))
     case let v as Int32: self = .integer(Int(v))
@@ -76,12 +92,8 @@ extension PropertyListValue {
     case let v as UInt8: self = .integer(Int(v))
     case let v as UInt16: self = .integer(Int(v))
     case let v as UInt32: self = .integer(Int(v))
-    case let v as UInt:
-      guard let i = Int(exactly: v) else { return nil }
-      self = .integer(i)
-    case let v as UInt64:
-      guard let i = Int(exactly: v) else { return nil }
-      self = .integer(i)
+    case let v as UInt: self = .unsigned(UInt64(v))
+    case let v as UInt64: self = .unsigned(v)
     case let v as Substring: self = .string(String(v))
     case let v as Date:
       // A date that is not a number: Date.description traps on it.
@@ -128,8 +140,14 @@ extension PropertyListValue {
     }
   }
 
-  /// The value an NSNumber was made from, by its type encoding; `nil` for an
-  /// unsigned integer too large for `Int`.
+  /// An unsigned integer: an ``integer(_:)`` when it fits in `Int`, else an
+  /// ``unsignedInteger(_:)``.
+  static func unsigned(_ value: UInt64) -> PropertyListValue {
+    if let small = Int(exactly: value) { return .integer(small) }
+    return .unsignedInteger(value)
+  }
+
+  /// The value an NSNumber was made from, by its type encoding.
   private static func fromNumber(_ number: NSNumber) -> PropertyListValue? {
     // NSNumber answers `as? Bool` and `as? Int` alike; its type encoding tells
     // which it was made from.
@@ -139,22 +157,23 @@ extension PropertyListValue {
         return .bool(number.boolValue)
       }
       return .integer(number.intValue)
-    case "f", "d": return .real(number.doubleValue)
-    case "Q", "L", "I", "S", "C":
-      guard let value = Int(exactly: number.uint64Value) else { return nil }
-      return .integer(value)
+    case "f": return .float(number.floatValue)
+    case "d": return .real(number.doubleValue)
+    case "Q", "L", "I", "S", "C": return .unsigned(number.uint64Value)
     default: return .integer(number.intValue)
     }
   }
 
-  /// The value as a Foundation object graph: `String`, `Int`, `Double`,
-  /// `Bool`, `Date`, `Data`, `[Any]` or `[String: Any]`, as `UserDefaults`
-  /// returns from `object(forKey:)`.
+  /// The value as a Foundation object graph: `String`, `Int`, `UInt64` (an
+  /// ``unsignedInteger(_:)``), `Double`, `Float`, `Bool`, `Date`, `Data`,
+  /// `[Any]` or `[String: Any]`, as `UserDefaults` returns from `object(forKey:)`.
   public var foundationValue: Any {
     switch self {
     case .string(let v): return v
     case .integer(let v): return v
+    case .unsignedInteger(let v): return v
     case .real(let v): return v
+    case .float(let v): return v
     case .bool(let v): return v
     case .date(let v): return v
     case .data(let v): return v
@@ -168,8 +187,8 @@ extension PropertyListValue {
   public var typeName: String {
     switch self {
     case .string: "string"
-    case .integer: "integer"
-    case .real: "float"
+    case .integer, .unsignedInteger: "integer"
+    case .real, .float: "float"
     case .bool: "boolean"
     case .date: "date"
     case .data: "data"
@@ -184,7 +203,9 @@ extension PropertyListValue {
     switch self {
     case .string(let v): return v.utf8.count + 4
     case .integer: return 9
+    case .unsignedInteger: return 17
     case .real: return 9
+    case .float: return 5
     case .bool: return 1
     case .date: return 9
     case .data(let v): return v.count + 4
