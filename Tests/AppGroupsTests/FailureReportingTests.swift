@@ -128,3 +128,43 @@ struct FailureReportingTests {
     return (status, child.standardError)
   }
 }
+
+/// A file another tool wrote with one value this package cannot hold: the other keys stay
+/// readable and live, a copy of the whole file is kept before anything is written over it,
+/// and the diagnostic says which key and where the copy is.
+@Suite("Salvage, don't drop")
+struct SalvageTests {
+  @Test func aValueTheModelCannotHoldCostsOnlyThatKeyAndTheFileIsKeptAside() throws {
+    let t = try TestRoot()
+    let file = t.groupSuiteFile
+    try FileManager.default.createDirectory(
+      at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+    // { "archived": UID(1), "name": "kept", "count": 7 }
+    let objects: [[UInt8]] = [
+      [0xD3, 1, 2, 3, 4, 5, 6],
+      CraftedPropertyList.ascii("archived"), CraftedPropertyList.ascii("name"),
+      CraftedPropertyList.ascii("count"), [0x80, 0x01], CraftedPropertyList.ascii("kept"), [0x10, 0x07],
+    ]
+    let original = CraftedPropertyList.file(objects: objects, referenceSize: 1)
+    try original.write(to: file)
+    let messages = MessageLog()
+    let d = try Diagnostics.withHandler({ messages.append($0) }) { try t.defaults(TestRoot.group) }
+    #expect(d.string(forKey: "name") == "kept")
+    #expect(d.integer(forKey: "count") == 7)
+    #expect(d.object(forKey: "archived") == nil)
+    let line = messages.lines.first { $0.contains(file.path) && $0.contains("archived") }
+    #expect(line != nil, "\(messages.lines)")
+    let folder = file.deletingLastPathComponent()
+    let copies = entries(of: folder).filter { $0.hasPrefix("\(TestRoot.group).plist.unreadable-") }
+    try #require(copies.count == 1)
+    #expect(line?.contains(copies[0]) == true)
+    #expect(try Data(contentsOf: folder.appendingPathComponent(copies[0])) == original)
+    // A later write keeps the other keys on disk.
+    d.set("new", forKey: "added")
+    #expect(d.synchronize())
+    let onDisk = try TestRoot.readPlist(file)
+    #expect(onDisk["name"] as? String == "kept")
+    #expect(onDisk["count"] as? Int == 7)
+    #expect(onDisk["added"] as? String == "new")
+  }
+}

@@ -244,6 +244,10 @@ extension SuiteResolver {
     switch contents {
     case .missing: return nil
     case .unreadable(let reason, _): throw AppGroupsError(.corruptPreferences, "\(path): \(reason)")
+    case .salvaged(_, _, let skipped, _):
+      // Rewriting it would drop what could not be read: leave it as it is.
+      let left = skipped.map(\.description).joined(separator: ", ")
+      throw AppGroupsError(.corruptPreferences, "\(path): some values cannot be read: \(left)")
     case .values(let values, let identity): return (values, identity)
     }
   }

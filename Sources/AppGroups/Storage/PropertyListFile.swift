@@ -14,6 +14,10 @@ enum PropertyListFile {
     case missing
     /// The file's values, and the identity of the version read.
     case values([String: PropertyListValue], FileIdentity)
+    /// A file whose values are readable but for some (a keyed-archiver uid, a set, a damaged
+    /// object): the rest of them, what was left out and why, and the bytes read, so that
+    /// the whole file can be kept aside before anything writes over it.
+    case salvaged([String: PropertyListValue], FileIdentity, skipped: [PropertyListSalvage.SkippedKey], data: Data)
     /// A file that cannot be read as a domain: why, and the identity of what is there.
     case unreadable(reason: String, FileIdentity)
   }
@@ -29,6 +33,7 @@ enum PropertyListFile {
       return .unreadable(reason: "it is \(FileSystem.kind(of: s)), not a regular file", FileIdentity(s))
     }
     guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
+    let strictFailure: String
     do {
       let value = try PropertyListValue(propertyListData: data)
       guard case .dictionary(let values) = value else {
@@ -37,8 +42,24 @@ enum PropertyListFile {
       }
       return .values(values, identity)
     } catch {
-      return .unreadable(reason: error.message, identity)
+      strictFailure = error.message
     }
+    // One value the model cannot hold must not cost every other key.
+    guard let salvage = try? PropertyListValue.salvaging(propertyListData: data),
+      !salvage.skipped.isEmpty, !salvage.values.isEmpty
+    else {
+      return .unreadable(reason: strictFailure, identity)
+    }
+    return .salvaged(salvage.values, identity, skipped: salvage.skipped, data: data)
+  }
+
+  /// Keeps `data` (a file that was read only in part) beside `path` as
+  /// `<path>.unreadable-<UTC time>`, created new, durably.
+  /// - Returns: where it went.
+  static func keepCopy(_ data: Data, of path: String) throws(SystemCallError) -> String {
+    let aside = asidePath(for: path)
+    try FileSystem.writeAtomically(data, to: aside)
+    return aside
   }
 
   /// Moves the file at `path` aside to `<path>.unreadable-<UTC time>` (never over another

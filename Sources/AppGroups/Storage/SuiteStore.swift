@@ -79,6 +79,8 @@ final class SuiteStore: Sendable {
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
+    /// The identity of the last file read only in part, whose copy is kept aside.
+    var salvagedIdentity: FileIdentity?
   }
 
   private struct RetryState: Sendable {
@@ -792,6 +794,14 @@ final class SuiteStore: Sendable {
         cs.identity = read
         cs.unreadableIdentity = nil
         return values
+      case .salvaged(let values, let read, let skipped, let data):
+        cs.identity = read
+        cs.unreadableIdentity = nil
+        if cs.salvagedIdentity != read {
+          cs.salvagedIdentity = read
+          keepSalvagedCopy(data, skipped: skipped, keeping: values.count)
+        }
+        return values
       case .unreadable(let why, let read):
         reason = why
         identity = read
@@ -842,6 +852,24 @@ final class SuiteStore: Sendable {
     cs.identity = nil
     cs.unreadableIdentity = nil
     return [:]
+  }
+
+  /// Says which values of a file read in part were left out, and keeps a copy of the whole
+  /// file aside before a commit writes the rest over it (a read-only store only says so).
+  private func keepSalvagedCopy(_ data: Data, skipped: [PropertyListSalvage.SkippedKey], keeping kept: Int) {
+    let left = skipped.map(\.description).joined(separator: ", ")
+    guard !options.readOnly else {
+      Diagnostics.report("\(path): \(skipped.count) value(s) could not be read and are ignored: \(left); the other \(kept) key(s) are read")
+      return
+    }
+    do throws(SystemCallError) {
+      let copy = try PropertyListFile.keepCopy(data, of: path)
+      Diagnostics.report(
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy) before anything is written over it")
+    } catch {
+      Diagnostics.report(
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live; keeping a copy of the file failed: \(error)")
+    }
   }
 
   // MARK: Helpers
