@@ -15,6 +15,7 @@ enum Groupctl {
           RevokeCommand.self,
           ListCommand.self,
           ContainerCommand.self,
+          RunCommand.self,
           ImportEntitlementsCommand.self,
         ]
       ),
