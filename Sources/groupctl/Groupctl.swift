@@ -43,6 +43,7 @@ enum Groupctl {
           DoctorCommand.self,
           HelpCommand.self,
           ParseValueCommand.self,
+          SandboxedCommand.self,
         ]
       ),
     ]

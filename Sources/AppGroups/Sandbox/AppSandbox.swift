@@ -105,12 +105,14 @@ public enum AppSandbox {
     let abi = try landlockABI()
     let threads = threadCount()
     if threads > 1 && abi < Landlock.allThreadsABI {
+      let others =
+        threads == 2 ? "1 other thread already runs" : "\(threads - 1) other threads already run"
       throw AppGroupsError(
         .sandboxUnavailable,
-        "cannot confine this process: \(threads - 1) other threads already run, and Landlock"
-          + " ABI \(abi) restricts only the calling thread (ABI \(Landlock.allThreadsABI)"
-          + " restricts them all); call AppSandbox.restrictCurrentProcess at the top of main,"
-          + " before anything starts a thread")
+        "cannot confine this process: \(others), and Landlock ABI \(abi) restricts only the"
+          + " calling thread (ABI \(Landlock.allThreadsABI) restricts them all); call"
+          + " AppSandbox.restrictCurrentProcess at the top of main, before anything starts"
+          + " a thread")
     }
     _ = try SuiteResolver(identity: identity, root: root).resolve(suiteName: nil)
     let executable = identity.executablePath ?? ContainerRoot.realPath("/proc/self/exe")
