@@ -222,6 +222,20 @@ struct SandboxRunTests {
     #expect(viaPath.status == 0, "\(viaPath.stderr)")
   }
 
+  @Test func aProgramInsideTheRootDoesNotOpenItsFolderAndDoesNotRun() throws {
+    let s = try SandboxRoot()
+    for bundleID in [TestRoot.app, TestRoot.widget] {
+      let program = s.root.appContainerURL(for: bundleID).path + "/Library/Caches/cat"
+      try FileManager.default.copyItem(atPath: "/bin/cat", toPath: program)
+      let secret = s.preferences(TestRoot.app) + "/\(TestRoot.app).plist"
+      let result = try s.run(as: TestRoot.widget, ["-v"], [program, secret])
+      #expect(result.status == 1)
+      #expect(result.stdout.isEmpty)
+      #expect(result.stderr.hasSuffix("groupctl: cannot run \(program): execve: Permission denied\n"))
+      #expect(!result.stderr.contains("the executable's folder"), "\(result.stderr)")
+    }
+  }
+
   @Test func verboseSaysTheABIAndTheRules() throws {
     let s = try SandboxRoot()
     let abi = try AppSandbox.landlockABI()

@@ -96,7 +96,8 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ///   (the loader's cache, time zone, users, name service); each of `readOnly`.
   /// - read-execute: `/usr`, `/lib*`, `/bin`, `/sbin`; the folders of the
   ///   shared libraries the calling process has loaded (the Swift runtime);
-  ///   the folder of `executable`.
+  ///   the folder of `executable`, unless it lies inside the root (a
+  ///   program in a container is not allowed to run).
   /// - read-write on the file alone: the global preferences' lock file
   ///   (created here), whose token page every reader maps; `/dev/null`, `/dev/zero`, `/dev/full`,
   ///   `/dev/tty`; read-only: `/dev/random`, `/dev/urandom`.
@@ -108,7 +109,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ///   - identity: the app; its groups come from the root's manifest.
   ///   - root: the root holding the manifest and containers.
   ///   - executable: the program that will run confined, whose folder is
-  ///     readable and executable; `nil` for none.
+  ///     readable and executable when it is outside the root; `nil` for none.
   ///   - readOnly: more paths to read, such as a data folder.
   ///   - readWrite: more paths to read and write.
   /// - Throws: the manifest's `.invalidManifest`; `.outsideRoot` when a
@@ -174,9 +175,14 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     for path in readWrite {
       try ruleset.allowExisting(.readWrite, path, purpose: "--rw")
     }
+    // A folder inside the root is left out: it could be another app's
+    // container. A program there is not run (no rule gives it execute).
     if let executable {
-      let folder = (ContainerRoot.realPath(executable) ?? executable) as NSString
-      ruleset.allow(.readExecute, folder.deletingLastPathComponent, purpose: "the executable's folder")
+      let real = (ContainerRoot.realPath(executable) ?? executable) as NSString
+      let folder = real.deletingLastPathComponent
+      if folder != root.path && !ContainerRoot.isStrictlyInside(folder, root.path) {
+        ruleset.allow(.readExecute, folder, purpose: "the executable's folder")
+      }
     }
     ruleset.addSystemRules()
     return ruleset
