@@ -12,9 +12,14 @@ struct SandboxSharingTests {
     let result = try s.g.run(["doctor", "--sharing", TestRoot.group, TestRoot.app, TestRoot.widget])
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     let lines = result.stdout.split(separator: "\n").map(String.init)
-    #expect(lines.contains("ok: the round trip runs each app inside its Landlock sandbox (ABI \(abi))"))
-    #expect(lines.contains("ok: \(TestRoot.widget) read the value \(TestRoot.app) wrote, in another child process"))
-    #expect(lines.contains("ok: \(TestRoot.app) read the value \(TestRoot.widget) wrote, in another child process"))
+    #expect(
+      lines.contains("ok: the round trip runs each app inside its Landlock sandbox (ABI \(abi))"))
+    #expect(
+      lines.contains(
+        "ok: \(TestRoot.widget) read the value \(TestRoot.app) wrote, in another child process"))
+    #expect(
+      lines.contains(
+        "ok: \(TestRoot.app) read the value \(TestRoot.widget) wrote, in another child process"))
     #expect(lines.contains("verdict: \(TestRoot.app) shares \(TestRoot.group)"))
     #expect(lines.contains("verdict: \(TestRoot.widget) shares \(TestRoot.group)"))
     #expect(lines.last == "Sharing of \(TestRoot.group) works for 2 apps in \(s.path).")
@@ -38,12 +43,15 @@ struct SandboxSharingTests {
       lines.contains(
         "verdict: \(SandboxRoot.other) does NOT share \(TestRoot.group): \(SandboxRoot.other) is"
           + " not entitled to \(TestRoot.group) (it holds: \(SandboxRoot.otherGroup))"))
-    #expect(lines.last == "Sharing of \(TestRoot.group) does not work for 1 of 3 apps in \(s.path).")
+    #expect(
+      lines.last == "Sharing of \(TestRoot.group) does not work for 1 of 3 apps in \(s.path).")
   }
 
   @Test func aBindingToAMissingExecutableIsAProblem() throws {
     let s = try SandboxRoot()
-    try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", s.path + "/no-such-widget"])
+    try s.g.ok([
+      "grant", TestRoot.widget, TestRoot.group, "--executable", s.path + "/no-such-widget",
+    ])
     let result = try s.g.run(["doctor", "--sharing", TestRoot.group, TestRoot.app, TestRoot.widget])
     #expect(result.status == 1)
     #expect(
@@ -56,7 +64,8 @@ struct SandboxSharingTests {
   @Test func withoutLandlockTheRoundTripRunsUnconfinedAndSaysSo() throws {
     let s = try SandboxRoot()
     let result = try Product.run(
-      "groupctl", ["--root", s.path, "doctor", "--sharing", TestRoot.group, TestRoot.app, TestRoot.widget],
+      "groupctl",
+      ["--root", s.path, "doctor", "--sharing", TestRoot.group, TestRoot.app, TestRoot.widget],
       environment: [AppSandbox.unavailableVariable: "1"])
     #expect(result.status == 0, "\(result.stdout)")
     #expect(
@@ -68,7 +77,10 @@ struct SandboxSharingTests {
 
   @Test(arguments: [
     (["doctor", "--sharing", TestRoot.group, TestRoot.app], "needs at least two BUNDLE-IDs"),
-    (["doctor", "--sharing", "com.example.nogroup", TestRoot.app, TestRoot.widget], "is not a group id"),
+    (
+      ["doctor", "--sharing", "com.example.nogroup", TestRoot.app, TestRoot.widget],
+      "is not a group id"
+    ),
     (["doctor", "--sharing", TestRoot.group, TestRoot.app, TestRoot.app], "names an app twice"),
   ])
   func badArgumentsAreUsageErrors(arguments: [String], message: String) throws {

@@ -98,8 +98,10 @@ struct SandboxRunTests {
       ("read", s.preferences(TestRoot.app) + "/\(TestRoot.app).plist", "EACCES"),
       ("create", s.preferences(TestRoot.app) + "/planted.plist", "EACCES"),
       ("list", s.root.appContainerURL(for: TestRoot.app).path, "EACCES"),
-      ("read", s.groupPreferences(SandboxRoot.otherGroup) + "/\(SandboxRoot.otherGroup).plist",
-        "EACCES"),
+      (
+        "read", s.groupPreferences(SandboxRoot.otherGroup) + "/\(SandboxRoot.otherGroup).plist",
+        "EACCES"
+      ),
       ("list", s.path, "EACCES"),
       ("create", s.path + "/Entitlements.plist.new", "EACCES"),
       ("read", outsideFile.path, "EACCES"),
@@ -117,8 +119,11 @@ struct SandboxRunTests {
     let s = try SandboxRoot()
     let result = try s.run(
       as: TestRoot.widget, [],
-      ["/bin/sh", "-c", "echo $APPGROUPS_BUNDLE_ID; echo $APPGROUPS_ROOT; echo $TMPDIR;"
-        + " echo x > $TMPDIR/file && echo written"])
+      [
+        "/bin/sh", "-c",
+        "echo $APPGROUPS_BUNDLE_ID; echo $APPGROUPS_ROOT; echo $TMPDIR;"
+          + " echo x > $TMPDIR/file && echo written",
+      ])
     let temporary = s.root.appContainerURL(for: TestRoot.widget).path + "/tmp"
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout == "\(TestRoot.widget)\n\(s.path)\n\(temporary)\nwritten\n")
@@ -128,8 +133,10 @@ struct SandboxRunTests {
     let s = try SandboxRoot()
     let widget = try ChildProcess(
       "groupctl",
-      ["--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "repl",
-        TestRoot.group])
+      [
+        "--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "repl",
+        TestRoot.group,
+      ])
     defer { widget.signal(SIGKILL) }
     widget.send("get shared")
     #expect(widget.waitFor("value yes"))
@@ -160,7 +167,9 @@ struct SandboxRunTests {
       ["--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "probe"],
       stdin: Data("open \(SandboxRoot.otherGroup)\nopen \(TestRoot.group)\nquit\n".utf8))
     #expect(result.status == 0, "\(result.stderr)")
-    let lines = result.stdout.split(separator: "\n").filter { !$0.hasPrefix("diag") && $0 != "ready" }
+    let lines = result.stdout.split(separator: "\n").filter {
+      !$0.hasPrefix("diag") && $0 != "ready"
+    }
     #expect(lines.count == 2, "\(result.stdout)")
     #expect(lines.first?.hasPrefix("refused notEntitled") == true, "\(result.stdout)")
     #expect(lines.last?.hasPrefix("values ") == true, "\(result.stdout)")
@@ -178,7 +187,8 @@ struct SandboxRunTests {
       ("to-manifest", s.root.manifestURL.path),
     ]
     for (name, target) in links {
-      try FileManager.default.createSymbolicLink(atPath: caches + "/" + name, withDestinationPath: target)
+      try FileManager.default.createSymbolicLink(
+        atPath: caches + "/" + name, withDestinationPath: target)
     }
     let checks: [(String, String, String)] = [
       ("list", caches + "/to-app", "EACCES"),
@@ -213,7 +223,8 @@ struct SandboxRunTests {
     // The bound executable, by path or found in PATH, runs.
     try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", SandboxRoot.worker])
     let allowed = try s.run(
-      as: TestRoot.widget, [], [SandboxRoot.worker, "fs-check", "list", s.groupPreferences(TestRoot.group)])
+      as: TestRoot.widget, [],
+      [SandboxRoot.worker, "fs-check", "list", s.groupPreferences(TestRoot.group)])
     #expect(allowed.status == 0, "\(allowed.stderr)")
     #expect(allowed.stdout == "list \(s.groupPreferences(TestRoot.group)) ok\n")
     let viaPath = try s.run(
@@ -231,7 +242,8 @@ struct SandboxRunTests {
       let result = try s.run(as: TestRoot.widget, ["-v"], [program, secret])
       #expect(result.status == 1)
       #expect(result.stdout.isEmpty)
-      #expect(result.stderr.hasSuffix("groupctl: cannot run \(program): execve: Permission denied\n"))
+      #expect(
+        result.stderr.hasSuffix("groupctl: cannot run \(program): execve: Permission denied\n"))
       #expect(!result.stderr.contains("the executable's folder"), "\(result.stderr)")
     }
   }
@@ -244,7 +256,8 @@ struct SandboxRunTests {
     let lines = result.stderr.split(separator: "\n").map(String.init)
     #expect(lines.first == "groupctl: Landlock ABI \(abi); denied unless a rule allows it:")
     let container = s.root.appContainerURL(for: TestRoot.widget).path
-    #expect(lines.contains("groupctl: read-write \(container) (\(TestRoot.widget)'s own container)"))
+    #expect(
+      lines.contains("groupctl: read-write \(container) (\(TestRoot.widget)'s own container)"))
     #expect(
       lines.contains(
         "groupctl: read-write \(s.root.groupContainerURL(for: TestRoot.group).path)"
@@ -302,7 +315,9 @@ struct SandboxRefusalTests {
       as: TestRoot.widget, ["--best-effort"], [SandboxRoot.worker, "fs-check", "read", target],
       environment: switchOff)
     #expect(unconfined.status == 0, "\(unconfined.stderr)")
-    #expect(unconfined.stderr.contains("running \(SandboxRoot.worker) as \(TestRoot.widget) UNCONFINED (--best-effort)"))
+    #expect(
+      unconfined.stderr.contains(
+        "running \(SandboxRoot.worker) as \(TestRoot.widget) UNCONFINED (--best-effort)"))
     // Unconfined: another app's container is open to plain file calls.
     #expect(unconfined.stdout == "read \(target) ok\n")
   }
@@ -340,8 +355,10 @@ struct SandboxSelfRestrictionTests {
     let other = s.preferences(TestRoot.app) + "/\(TestRoot.app).plist"
     let result = try Product.run(
       "appgroups-worker",
-      ["restrict-self", "read", own, "read", other, "write", s.root.manifestURL.path,
-        "create", s.groupPreferences(TestRoot.group) + "/new"],
+      [
+        "restrict-self", "read", own, "read", other, "write", s.root.manifestURL.path,
+        "create", s.groupPreferences(TestRoot.group) + "/new",
+      ],
       environment: s.g.t.environment(as: TestRoot.widget))
     #expect(result.status == 0, "\(result.stderr)")
     #expect(

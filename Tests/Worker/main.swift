@@ -437,9 +437,9 @@ func probeManifest(_ path: String) {
 // MARK: fs-check
 
 // fs-check operations, each on one PATH:
-//   read      open(O_RDONLY) and read(2) a file      list     open a folder and read its entries
-//   write     open(O_WRONLY | O_APPEND) a file       create   create a new file (O_EXCL), then unlink it
-//   mkdir     create a folder, then remove it        rename   rename PATH to PATH.renamed and back
+//   read      open(O_RDONLY) and read(2) a file     list     open a folder, read an entry
+//   write     open(O_WRONLY | O_APPEND) a file      create   a new file (O_EXCL), then unlink it
+//   mkdir     create a folder, then remove it       rename   to PATH.renamed and back
 //   exec      run PATH (a program) with no arguments and wait for it
 func runFileChecks(_ words: [String]) {
   guard words.count % 2 == 0 else { fail("fs-check: operations come in pairs OP PATH") }

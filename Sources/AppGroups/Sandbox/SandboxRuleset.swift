@@ -10,7 +10,7 @@ import Glibc
 ///
 /// ```swift
 /// let ruleset = try SandboxRuleset.app(identity, root: root)
-/// for rule in ruleset.rules { print(rule) }   // read-write /…/Data/Application/com.example.app …
+/// for rule in ruleset.rules { print(rule) }  // read-write …/Data/Application/com.example.app …
 /// try ruleset.restrictCurrentThread()
 /// ```
 public struct SandboxRuleset: Sendable, CustomStringConvertible {
@@ -204,7 +204,8 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// configuration, `/proc`, a few devices.
   mutating func addSystemRules() {
     func exists(_ path: String) -> Bool { Glibc.access(path, F_OK) == 0 }
-    for path in ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"] where exists(path) {
+    for path in ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"] where exists(path)
+    {
       allow(.readExecute, path, purpose: "system programs and libraries")
     }
     for folder in Self.loadedLibraryFolders() where !Self.isBelowSystemFolder(folder) {

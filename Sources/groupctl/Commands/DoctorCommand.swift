@@ -75,7 +75,8 @@ struct DoctorCommand: ParsableCommand {
 
   func run() throws {
     if let sharing {
-      var check = SharingCheck(root: globals.containerRoot, group: sharing.group, apps: sharing.apps)
+      var check = SharingCheck(
+        root: globals.containerRoot, group: sharing.group, apps: sharing.apps)
       check.examine()
       for line in check.report() { printOut(line) }
       if check.problemCount > 0 { throw ExitCode.failure }

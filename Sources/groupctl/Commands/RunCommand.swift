@@ -2,12 +2,13 @@ import AppGroups
 import Foundation
 import Glibc
 
-/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND [ARGS…]`
+/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND …`
 struct RunCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "run",
     abstract: "Run a command as an app, confined by the kernel to the app's containers.",
-    usage: "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [-v] -- COMMAND [ARGS...]",
+    usage:
+      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [-v] -- COMMAND [ARGS...]",
     discussion: """
       Runs COMMAND with APPGROUPS_BUNDLE_ID, APPGROUPS_ROOT and TMPDIR set, inside a \
       Landlock sandbox, as an app runs inside Apple's App Sandbox: the kernel then \
@@ -39,7 +40,8 @@ struct RunCommand: ParsableCommand {
       OptionHelp("--ro PATH", "Also allow reading PATH (a file or folder); repeatable."),
       OptionHelp("--rw PATH", "Also allow reading and writing PATH; repeatable."),
       OptionHelp(
-        "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."),
+        "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
+      ),
       OptionHelp("-v, --verbose", "Print the Landlock ABI and the ruleset on stderr."),
     ]
   )
@@ -134,7 +136,8 @@ struct RunCommand: ParsableCommand {
       do {
         try ruleset.restrictCurrentThread(abi: abi)
       } catch {
-        throw CommandFailure("cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
+        throw CommandFailure(
+          "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
       }
     }
     // See: man 2 execve
