@@ -1,7 +1,7 @@
 import AppGroups
 import Foundation
 
-/// `groupctl --as BUNDLE-ID _sandboxed [--best-effort] -- ARGS...`: a hidden
+/// `groupctl _sandboxed --as BUNDLE-ID [--best-effort] -- ARGS...`: a hidden
 /// command that runs `groupctl --as BUNDLE-ID ARGS...` inside BUNDLE-ID's
 /// sandbox. `doctor --sharing` makes its round trip through it, so that each
 /// app's write and read meet the kernel's rules as the app's own process would.
@@ -13,7 +13,7 @@ struct SandboxedCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "_sandboxed",
     abstract: "Run groupctl --as BUNDLE-ID ARGS inside BUNDLE-ID's sandbox.",
-    usage: "--as BUNDLE-ID _sandboxed [--best-effort] -- ARGS...",
+    usage: "_sandboxed --as BUNDLE-ID [--best-effort] -- ARGS...",
     options: [
       OptionHelp("--best-effort", "Without Landlock, run unconfined instead of failing.")
     ],
