@@ -24,7 +24,8 @@
 
 // The kernel's struct landlock_ruleset_attr as of ABI 6. The kernel accepts a
 // larger structure than it knows as long as the fields it does not know are
-// zero, so this one works from ABI 1 on when only handled_access_fs is set.
+// zero, so this one works from ABI 1 on when only handled_access_fs is set
+// (and from ABI 6 on with scoped).
 struct cappgroups_landlock_ruleset_attr {
   uint64_t handled_access_fs;
   uint64_t handled_access_net;  // ABI 4
@@ -47,10 +48,11 @@ int cappgroups_landlock_abi_version(void) {
                       CAPPGROUPS_LANDLOCK_CREATE_RULESET_VERSION);
 }
 
-int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs) {
+int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs, uint64_t scoped) {
   struct cappgroups_landlock_ruleset_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.handled_access_fs = handled_access_fs;
+  attr.scoped = scoped;
   return (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
 }
 

@@ -49,10 +49,11 @@ struct SandboxRoot {
   /// "OP PATH".
   func check(
     as bundleID: String, _ operations: [(String, String)], options: [String] = [],
-    sourceLocation: SourceLocation = #_sourceLocation
+    environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> [String: String] {
     let result = try run(
-      as: bundleID, options, [Self.worker, "fs-check"] + operations.flatMap { [$0.0, $0.1] })
+      as: bundleID, options, [Self.worker, "fs-check"] + operations.flatMap { [$0.0, $0.1] },
+      environment: environment)
     #expect(result.status == 0, "\(result.stderr)", sourceLocation: sourceLocation)
     return Self.results(result.stdout)
   }
@@ -60,9 +61,9 @@ struct SandboxRoot {
   static func results(_ output: String) -> [String: String] {
     var results: [String: String] = [:]
     for line in output.split(separator: "\n") {
-      let words = line.split(separator: " ")
-      guard words.count == 3 else { continue }
-      results["\(words[0]) \(words[1])"] = String(words[2])
+      // "OP PATH RESULT": the path of a shell operation has spaces.
+      guard let last = line.lastIndex(of: " ") else { continue }
+      results[String(line[..<last])] = String(line[line.index(after: last)...])
     }
     return results
   }
@@ -206,6 +207,31 @@ struct SandboxRunTests {
       #expect(results["\(operation) \(path)"] == expected, "\(operation) \(path)")
     }
     #expect(!FileManager.default.fileExists(atPath: outside.path + "/planted"))
+  }
+
+  @Test func otherProcessesAndHardLinksDoNotLeadOut() throws {
+    let s = try SandboxRoot()
+    let abi = try AppSandbox.landlockABI()
+    let me = String(getpid())
+    let checks: [(String, String, String)] = [
+      // A hard link to another app's file would carry it into the sandbox.
+      ("link", s.preferences(TestRoot.app) + "/\(TestRoot.app).plist", "EXDEV"),
+      ("link", s.preferences(TestRoot.widget) + "/\(TestRoot.widget).plist", "ok"),
+      // Another process's memory stays closed (Landlock's ptrace rule).
+      ("read", "/proc/\(me)/mem", "EACCES"),
+      ("read", "/proc/self/status", "ok"),
+      // A Swift program started inside the sandbox gets its arguments and its own /proc/self.
+      ("shell", "\(SandboxRoot.worker) get \(TestRoot.group) shared >/dev/null", "ok"),
+      ("shell", "\(SandboxRoot.worker) get \(SandboxRoot.otherGroup) secret 2>/dev/null", "exit-1"),
+      // Signals to processes outside the sandbox, from ABI 6.
+      ("signal", me, abi >= 6 ? "EPERM" : "ok"),
+    ]
+    let results = try s.check(
+      as: TestRoot.widget, checks.map { ($0.0, $0.1) },
+      environment: ["APPGROUPS_WORKER_NO_WAIT": "1"])
+    for (operation, path, expected) in checks {
+      #expect(results["\(operation) \(path)"] == expected, "\(operation) \(path)")
+    }
   }
 
   @Test func theExecutableBindingIsEnforced() throws {

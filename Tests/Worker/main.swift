@@ -441,12 +441,22 @@ func probeManifest(_ path: String) {
 //   write     open(O_WRONLY | O_APPEND) a file      create   a new file (O_EXCL), then unlink it
 //   mkdir     create a folder, then remove it       rename   to PATH.renamed and back
 //   exec      run PATH (a program) with no arguments and wait for it
+//   shell     run /bin/sh -c PATH (a command line) and wait: "ok" or "exit-N" / "signal-N"
+//   link      hard-link PATH into $TMPDIR, then unlink the link
+//   signal    kill(PATH, 0): PATH is a process id
 func runFileChecks(_ words: [String]) {
   guard words.count % 2 == 0 else { fail("fs-check: operations come in pairs OP PATH") }
   for index in stride(from: 0, to: words.count, by: 2) {
     let (operation, path) = (words[index], words[index + 1])
     let code = fileCheck(operation, path)
-    say("\(operation) \(path) \(code == 0 ? "ok" : errnoName(code))")
+    let outcome =
+      switch code {
+      case 0: "ok"
+      case ..<(-1000): "signal-\(-code - 1000)"
+      case ..<0: "exit-\(-code)"
+      default: errnoName(code)
+      }
+    say("\(operation) \(path) \(outcome)")
   }
 }
 
@@ -491,6 +501,25 @@ func fileCheck(_ operation: String, _ path: String) -> Int32 {
     if result != 0 { return result }
     var status: Int32 = 0
     waitpid(pid, &status, 0)
+    return 0
+  case "shell":
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("sh"), strdup("-c"), strdup(path), nil]
+    defer { for pointer in argv { free(pointer) } }
+    let result = posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ)
+    if result != 0 { return result }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    if status & 0x7f != 0 { return -(1000 + (status & 0x7f)) }
+    return -((status >> 8) & 0xff)
+  case "link":
+    let link = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/worker-link-\(getpid())"
+    if failed(Glibc.link(path, link)) { return errno }
+    unlink(link)
+    return 0
+  case "signal":
+    guard let pid = pid_t(path) else { fail("fs-check: signal needs a process id, not \(path)") }
+    if failed(kill(pid, 0)) { return errno }
     return 0
   default:
     fail("fs-check: unknown operation \(operation)")

@@ -9,6 +9,8 @@ import Glibc
 /// managed preferences and what any program needs to run are read-only; all
 /// else is denied by the kernel with `EACCES`, to root too (see
 /// ``SandboxRuleset/app(_:root:executable:readOnly:readWrite:)`` for the list).
+/// From Landlock ABI 6 on, the process also cannot signal processes outside
+/// its sandbox or connect to their abstract Unix sockets (`EPERM`).
 ///
 /// Landlock confines the thread that asks, and the threads and processes it
 /// creates afterwards. Threads that already run stay unconfined, unless the
@@ -162,5 +164,15 @@ extension SandboxRuleset {
   /// The rights every rule-less path is denied under Landlock ABI `abi`.
   public static func handledRightNames(abi: Int) -> [String] {
     Landlock.Rights.handled(abi: abi).names
+  }
+
+  /// What a confined process may not reach outside its sandbox under
+  /// Landlock ABI `abi` (from ABI 6): `signal` (it cannot signal other
+  /// processes) and `abstract_unix_socket` (it cannot connect to their
+  /// abstract Unix sockets).
+  public static func scopeNames(abi: Int) -> [String] {
+    let scopes = Landlock.Scopes.handled(abi: abi)
+    return [(Landlock.Scopes.signal, "signal"), (.abstractUnixSocket, "abstract_unix_socket")]
+      .filter { scopes.contains($0.0) }.map(\.1)
   }
 }

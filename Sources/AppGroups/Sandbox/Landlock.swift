@@ -58,6 +58,20 @@ enum Landlock {
     }
   }
 
+  /// `LANDLOCK_SCOPE_*` (ABI 6): what a confined process may not reach
+  /// outside its sandbox.
+  struct Scopes: OptionSet, Sendable, Hashable {
+    let rawValue: UInt64
+
+    /// Connecting to an abstract Unix socket bound outside the sandbox.
+    static let abstractUnixSocket = Scopes(rawValue: 1 << 0)
+    /// Sending a signal to a process outside the sandbox.
+    static let signal = Scopes(rawValue: 1 << 1)
+
+    /// Every scope the kernel with this ABI knows.
+    static func handled(abi: Int) -> Scopes { abi >= 6 ? [.abstractUnixSocket, .signal] : [] }
+  }
+
   /// `LANDLOCK_RESTRICT_SELF_TSYNC` (ABI 8): restrict every thread of the
   /// process at once, not only the calling one.
   static let restrictAllThreadsFlag: UInt32 = 1 << 3
@@ -80,8 +94,9 @@ enum Landlock {
     var rights: Rights
   }
 
-  /// Builds a ruleset handling every right of `abi`, adds `rules`, and
-  /// restricts the calling thread (and, with `allThreads`, every thread).
+  /// Builds a ruleset handling every file-system right and scope of `abi`,
+  /// adds `rules`, and restricts the calling thread (and, with
+  /// `allThreads`, every thread).
   ///
   /// Each path is opened with `O_PATH` (following symbolic links, so a rule
   /// on a link allows its target); on a file only the file rights are kept.
@@ -94,7 +109,7 @@ enum Landlock {
     let handled = Rights.handled(abi: abi)
     // See: man 2 landlock_create_ruleset
     let ruleset = try valueOrErrno("landlock_create_ruleset") {
-      cappgroups_landlock_create_ruleset(handled.rawValue)
+      cappgroups_landlock_create_ruleset(handled.rawValue, Scopes.handled(abi: abi).rawValue)
     }
     defer { close(ruleset) }
     for rule in rules {

@@ -92,8 +92,12 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ///   lock files and notification folders included; each of `readWrite`.
   /// - read-only: the manifest, the global preferences container and the
   ///   managed preferences folder (both created if missing, so that a later
-  ///   write by the administrator is seen); `/proc`; a few files of `/etc`
-  ///   (the loader's cache, time zone, users, name service); each of `readOnly`.
+  ///   write by the administrator is seen); `/proc` (a Swift program reads
+  ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
+  ///   the ids of the children it will start are unknown, so it is all of
+  ///   `/proc`: other processes' command lines and environments can be read,
+  ///   their memory cannot); a few files of `/etc` (the loader's cache, time
+  ///   zone, users, name service, certificates); each of `readOnly`.
   /// - read-execute: `/usr`, `/lib*`, `/bin`, `/sbin`; the folders of the
   ///   shared libraries the calling process has loaded (the Swift runtime);
   ///   the folder of `executable`, unless it lies inside the root (a
@@ -214,9 +218,11 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     for path in Self.configurationFiles where exists(path) {
       allow(.readOnly, path, purpose: "system configuration")
     }
-    // libdispatch reads /proc (and stops with SIGILL when it cannot); so do
-    // Foundation's ProcessInfo and the library's own executable check.
-    allow(.readOnly, "/proc", purpose: "process information")
+    // The Swift runtime reads a program's arguments from /proc/self/cmdline
+    // and libdispatch stops with SIGILL without /proc/self; so the whole of
+    // /proc, for the processes the confined one starts, whose ids are not
+    // known yet. Other processes' memory stays closed (Landlock's ptrace rule).
+    allow(.readOnly, "/proc", purpose: "process information, /proc/self of every child")
     if exists("/sys/devices/system/cpu") {
       allow(.readOnly, "/sys/devices/system/cpu", purpose: "processor count")
     }

@@ -46,10 +46,12 @@ void cappgroups_sanitizer_release(void *address);
 /// in; EOPNOTSUPP: built in but turned off at boot).
 int cappgroups_landlock_abi_version(void);
 
-/// landlock_create_ruleset(2) for file-system rights only: a ruleset that
-/// denies every right in `handled_access_fs` except where a rule allows it.
-/// Returns its file descriptor (close-on-exec), or -1.
-int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs);
+/// landlock_create_ruleset(2): a ruleset that denies every file-system
+/// right in `handled_access_fs` except where a rule allows it, and, from
+/// ABI 6, what `scoped` names (LANDLOCK_SCOPE_*: signals and abstract Unix
+/// sockets to processes outside the sandbox; 0 for none). The structure
+/// grew past the installed header. Returns its descriptor (close-on-exec), or -1.
+int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs, uint64_t scoped);
 
 /// landlock_add_rule(2) with LANDLOCK_RULE_PATH_BENEATH: allows
 /// `allowed_access` on the file or folder open at `parent_fd` (O_PATH is

@@ -24,7 +24,9 @@ struct RunCommand: ParsableCommand {
         write         /dev/null, /dev/zero, /dev/full, /dev/tty
 
       Everything else is denied: another app's container, a group the app is not \
-      entitled to, the rest of the root, the manifest for writing. Containers that \
+      entitled to, the rest of the root, the manifest for writing. From Landlock ABI \
+      6 on, COMMAND also cannot signal processes outside the sandbox or connect to \
+      their abstract Unix sockets (EPERM). Containers that \
       do not exist yet are created first. When the manifest binds the app to an \
       executable, COMMAND must be that executable. COMMAND without a / is looked up \
       in PATH. The sandbox is kept by every process COMMAND starts, and cannot be lifted.
@@ -149,6 +151,10 @@ struct RunCommand: ParsableCommand {
   static func printRuleset(_ ruleset: SandboxRuleset, abi: Int) {
     printError("groupctl: Landlock ABI \(abi); denied unless a rule allows it:")
     printError("  " + SandboxRuleset.handledRightNames(abi: abi).joined(separator: " "))
+    let scopes = SandboxRuleset.scopeNames(abi: abi)
+    if !scopes.isEmpty {
+      printError("groupctl: scoped to the sandbox: " + scopes.joined(separator: " "))
+    }
     let used = SandboxRuleset.Access.allCasesInOrder.filter { access in
       ruleset.rules.contains { $0.access == access }
     }
