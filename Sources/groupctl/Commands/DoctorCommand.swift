@@ -429,6 +429,9 @@ private struct Doctor {
         continue
       }
       let mode = status.st_mode & 0o7777
+      if Self.isFolder(status) && isTemporaryFolder(path) {
+        continue  // groupctl run's TMPDIR: the app's own scratch files, any mode
+      }
       if Self.isFolder(status) {
         folders += 1
         if mode != 0o700 {
@@ -450,6 +453,13 @@ private struct Doctor {
       if path.hasSuffix(".plist") { checkPreferencesFile(path) }
     }
     return (files, folders)
+  }
+
+  /// Whether `path` is an app container's `tmp` folder, which `groupctl run` makes for TMPDIR.
+  func isTemporaryFolder(_ path: String) -> Bool {
+    let apps = root.url.appendingPathComponent("Data/Application").path + "/"
+    guard path.hasPrefix(apps), path.hasSuffix("/tmp") else { return false }
+    return path.dropFirst(apps.count).split(separator: "/").count == 2
   }
 
   mutating func checkLink(_ path: String) {

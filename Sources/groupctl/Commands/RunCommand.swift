@@ -20,8 +20,9 @@ struct RunCommand: ParsableCommand {
         read-only     the manifest; the global and managed preferences; /proc; a few
                       files of /etc; /dev/random and /dev/urandom; each --ro PATH
         read-execute  /usr, /lib*, /bin, /sbin; the Swift runtime's folder; COMMAND's
-                      folder
-        write         /dev/null, /dev/zero, /dev/full, /dev/tty
+                      folder, unless it is inside the root
+        write         the global preferences' lock file (alone); /dev/null,
+                      /dev/zero, /dev/full, /dev/tty
 
       Everything else is denied: another app's container, a group the app is not \
       entitled to, the rest of the root, the manifest for writing. From Landlock ABI \
