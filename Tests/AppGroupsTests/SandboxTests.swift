@@ -431,3 +431,59 @@ struct SandboxSelfRestrictionTests {
     #expect(result.stdout.hasPrefix("refused executableMismatch"), "\(result.stdout)")
   }
 }
+
+@Suite("Sandbox: the ruleset")
+struct SandboxRulesetTests {
+  @Test func anAppsRulesetNamesItsContainersAndNoOtherPathInTheRoot() throws {
+    let s = try SandboxRoot()
+    let identity = try AppIdentity(bundleIdentifier: TestRoot.widget)
+    let ruleset = try SandboxRuleset.app(identity, root: s.root, executable: SandboxRoot.worker)
+    let inRoot = ruleset.rules.filter { $0.path == s.path || $0.path.hasPrefix(s.path + "/") }
+    #expect(
+      inRoot.map { "\($0.access) \($0.path)" } == [
+        "read-write \(s.root.appContainerURL(for: TestRoot.widget).path)",
+        "read-write \(s.root.groupContainerURL(for: TestRoot.group).path)",
+        "read-only \(s.root.manifestURL.path)",
+        "read-only \(s.root.globalContainerURL.path)",
+        "read-write-file \(s.root.globalPreferencesURL.path).lock",
+        "read-only \(s.root.managedPreferencesDirectoryURL.path)",
+      ])
+    #expect(
+      ruleset.temporaryDirectory == s.root.appContainerURL(for: TestRoot.widget).path + "/tmp")
+    #expect(!ruleset.rules.contains { $0.path == "/" || $0.path == "/tmp" || $0.path == "/etc" })
+    #expect(!ruleset.rules.contains { $0.access == .readWrite && !$0.path.hasPrefix(s.path) })
+  }
+
+  @Test func entitledContainersThatDoNotExistYetAreCreatedFirst() throws {
+    let t = try TestRoot(grant: false)
+    try EntitlementManifest.grant(
+      "com.example.new", groups: ["group.com.example.new"], root: t.root)
+    let identity = try AppIdentity(bundleIdentifier: "com.example.new")
+    _ = try SandboxRuleset.app(identity, root: t.root)
+    for container in [
+      t.root.appContainerURL(for: "com.example.new"),
+      t.root.groupContainerURL(for: "group.com.example.new"),
+    ] {
+      var isFolder: ObjCBool = false
+      #expect(
+        FileManager.default.fileExists(
+          atPath: container.path + "/Library/Preferences", isDirectory: &isFolder))
+      #expect(isFolder.boolValue)
+    }
+  }
+
+  @Test func aGroupContainerThatIsALinkOutOfTheRootIsRefused() throws {
+    let s = try SandboxRoot()
+    let outside = try Sandbox()
+    let container = s.root.groupContainerURL(for: TestRoot.group).path
+    try FileManager.default.removeItem(atPath: container)
+    try FileManager.default.createSymbolicLink(atPath: container, withDestinationPath: outside.path)
+    let identity = try AppIdentity(bundleIdentifier: TestRoot.widget)
+    #expect(throws: AppGroupsError.self) {
+      try SandboxRuleset.app(identity, root: s.root)
+    }
+    let result = try s.run(as: TestRoot.widget, [], ["/bin/true"])
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("symbolic link"), "\(result.stderr)")
+  }
+}
