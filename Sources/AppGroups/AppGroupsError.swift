@@ -28,6 +28,7 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
       case forcedValue
       case notFound
       case io
+      case sandboxUnavailable
     }
     fileprivate let kind: Kind
 
@@ -58,6 +59,9 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     public static let notFound = Code(kind: .notFound)
     /// A system call failed.
     public static let io = Code(kind: .io)
+    /// The process cannot be confined as asked: the kernel offers no Landlock, or other
+    /// threads already run and the kernel cannot restrict them all at once.
+    public static let sandboxUnavailable = Code(kind: .sandboxUnavailable)
 
     public var description: String { kind.rawValue }
 

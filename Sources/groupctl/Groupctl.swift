@@ -15,6 +15,7 @@ enum Groupctl {
           RevokeCommand.self,
           ListCommand.self,
           ContainerCommand.self,
+          RunCommand.self,
           ImportEntitlementsCommand.self,
         ]
       ),
@@ -42,6 +43,7 @@ enum Groupctl {
           DoctorCommand.self,
           HelpCommand.self,
           ParseValueCommand.self,
+          SandboxedCommand.self,
         ]
       ),
     ]

@@ -7,7 +7,7 @@ import Testing
 @Suite("GroupctlParsing", .timeLimit(.minutes(1)))
 struct GroupctlParsingTests {
   static let commands = [
-    "grant", "revoke", "list", "container", "import-entitlements",
+    "grant", "revoke", "list", "container", "run", "import-entitlements",
     "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce",
     "doctor", "help",

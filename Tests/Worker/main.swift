@@ -26,6 +26,14 @@
 //                                                      true; until killed (SLOTS defaults to 1)
 //   appgroups-worker repl SUITE                        commands on stdin, one per line (below)
 //   appgroups-worker probe                             opens suites and manifests on request (below)
+//   appgroups-worker fs-check OP PATH [OP PATH]…       tries each file operation and prints
+//                                                      "OP PATH ok" or "OP PATH ERRNO-NAME"
+//                                                      (fs-check operations below); no wait
+//   appgroups-worker restrict-self OP PATH…            AppSandbox.restrictCurrentProcess for
+//                                                      APPGROUPS_BUNDLE_ID first thing in main:
+//                                                      "restricted abi N" or "refused CODE MESSAGE"
+//                                                      (exit 1), then the operations as fs-check
+//   appgroups-worker restrict-self-late OP PATH…       the same after starting a thread first
 //
 // SUITE "-" is the standard suite.
 //
@@ -61,6 +69,26 @@
 import AppGroups
 import Foundation
 import Glibc
+
+// restrict-self confines the process here, before anything can start a thread: Landlock
+// restricts only the calling thread and those it starts later. restrict-self-late starts one first.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("restrict-self") {
+  if CommandLine.arguments[1] == "restrict-self-late" {
+    let started = DispatchSemaphore(value: 0)
+    Thread {
+      started.signal()
+      while true { sleep(60) }
+    }.start()
+    started.wait()
+  }
+  do {
+    let abi = try AppSandbox.restrictCurrentProcess(identity: .current())
+    say("restricted abi \(abi)")
+  } catch {
+    say("refused \(error.code) \(error.message)")
+    exit(1)
+  }
+}
 
 func fail(_ message: String) -> Never {
   FileHandle.standardError.write(Data("appgroups-worker: \(message)\n".utf8))
@@ -284,6 +312,9 @@ case "repl":
 case "probe":
   runProbe()
 
+case "fs-check", "restrict-self", "restrict-self-late":
+  runFileChecks(Array(args.dropFirst()))
+
 default:
   fail("unknown mode \(mode)")
 }
@@ -454,5 +485,109 @@ func probeManifest(_ path: String) {
     say("manifest refused \(error.code) \(error.message.replacingOccurrences(of: "\n", with: " "))")
   } catch {
     say("manifest refused encoding \(error)")
+  }
+}
+
+// MARK: fs-check
+
+// fs-check operations, each on one PATH:
+//   read      open(O_RDONLY) and read(2) a file     list     open a folder, read an entry
+//   write     open(O_WRONLY | O_APPEND) a file      create   a new file (O_EXCL), then unlink it
+//   mkdir     create a folder, then remove it       rename   to PATH.renamed and back
+//   exec      run PATH (a program) with no arguments and wait for it
+//   shell     run /bin/sh -c PATH (a command line) and wait: "ok" or "exit-N" / "signal-N"
+//   link      hard-link PATH into $TMPDIR, then unlink the link
+//   signal    kill(PATH, 0): PATH is a process id
+func runFileChecks(_ words: [String]) {
+  guard words.count % 2 == 0 else { fail("fs-check: operations come in pairs OP PATH") }
+  for index in stride(from: 0, to: words.count, by: 2) {
+    let (operation, path) = (words[index], words[index + 1])
+    let code = fileCheck(operation, path)
+    let outcome =
+      switch code {
+      case 0: "ok"
+      case ..<(-1000): "signal-\(-code - 1000)"
+      case ..<0: "exit-\(-code)"
+      default: errnoName(code)
+      }
+    say("\(operation) \(path) \(outcome)")
+  }
+}
+
+/// Runs one operation; returns 0 or the errno it failed with.
+func fileCheck(_ operation: String, _ path: String) -> Int32 {
+  func failed<T: BinaryInteger>(_ result: T) -> Bool { result < 0 }
+  switch operation {
+  case "read", "write":
+    let fd = Glibc.open(path, operation == "read" ? O_RDONLY : O_WRONLY | O_APPEND)
+    if fd < 0 { return errno }
+    defer { close(fd) }
+    if operation == "read" {
+      var byte: UInt8 = 0
+      if failed(read(fd, &byte, 1)) { return errno }
+    }
+    return 0
+  case "list":
+    guard let folder = opendir(path) else { return errno }
+    defer { closedir(folder) }
+    errno = 0
+    _ = readdir(folder)
+    return errno
+  case "create":
+    let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    if fd < 0 { return errno }
+    close(fd)
+    unlink(path)
+    return 0
+  case "mkdir":
+    if failed(mkdir(path, 0o700)) { return errno }
+    rmdir(path)
+    return 0
+  case "rename":
+    if failed(rename(path, path + ".renamed")) { return errno }
+    rename(path + ".renamed", path)
+    return 0
+  case "exec":
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), nil]
+    defer { free(argv[0]) }
+    let result = posix_spawn(&pid, path, nil, nil, argv, environ)
+    if result != 0 { return result }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return 0
+  case "shell":
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("sh"), strdup("-c"), strdup(path), nil]
+    defer { for pointer in argv { free(pointer) } }
+    let result = posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ)
+    if result != 0 { return result }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    if status & 0x7f != 0 { return -(1000 + (status & 0x7f)) }
+    return -((status >> 8) & 0xff)
+  case "link":
+    let link = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/worker-link-\(getpid())"
+    if failed(Glibc.link(path, link)) { return errno }
+    unlink(link)
+    return 0
+  case "signal":
+    guard let pid = pid_t(path) else { fail("fs-check: signal needs a process id, not \(path)") }
+    if failed(kill(pid, 0)) { return errno }
+    return 0
+  default:
+    fail("fs-check: unknown operation \(operation)")
+  }
+}
+
+func errnoName(_ code: Int32) -> String {
+  switch code {
+  case EACCES: "EACCES"
+  case EPERM: "EPERM"
+  case ENOENT: "ENOENT"
+  case EEXIST: "EEXIST"
+  case ELOOP: "ELOOP"
+  case EXDEV: "EXDEV"
+  default: "errno-\(code)"
   }
 }

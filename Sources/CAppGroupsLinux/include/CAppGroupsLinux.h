@@ -45,5 +45,41 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *ke
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
+// MARK: Landlock (landlock.c)
+//
+// The three Landlock system calls have no C library wrapper and syscall(2)
+// is variadic, which Swift cannot call. Each returns what the kernel returns
+// (-1 with errno on failure). The access-right bits are LANDLOCK_ACCESS_FS_*
+// from <linux/landlock.h>; the Swift side names them, including those newer
+// than the installed header (TRUNCATE, ABI 3; IOCTL_DEV, ABI 5).
+
+/// landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): the
+/// highest Landlock ABI the running kernel offers, or -1 (ENOSYS: not built
+/// in; EOPNOTSUPP: built in but turned off at boot).
+int cappgroups_landlock_abi_version(void);
+
+/// landlock_create_ruleset(2): a ruleset that denies every file-system
+/// right in `handled_access_fs` except where a rule allows it, and, from
+/// ABI 6, what `scoped` names (LANDLOCK_SCOPE_*: signals and abstract Unix
+/// sockets to processes outside the sandbox; 0 for none). The structure
+/// grew past the installed header. Returns its descriptor (close-on-exec), or -1.
+int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs, uint64_t scoped);
+
+/// landlock_add_rule(2) with LANDLOCK_RULE_PATH_BENEATH: allows
+/// `allowed_access` on the file or folder open at `parent_fd` (O_PATH is
+/// enough) and everything beneath it. The attribute structure is packed,
+/// which Swift cannot lay out.
+int cappgroups_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed_access);
+
+/// open(path, O_PATH | O_CLOEXEC): a descriptor that names a file or folder
+/// without reading it, for a rule. O_PATH is a GNU extension that Swift's
+/// Glibc module does not export. Returns the descriptor, or -1.
+int cappgroups_open_path(const char *path);
+
+/// Sets no_new_privs (prctl(2) is variadic and not in Swift's Glibc module),
+/// then landlock_restrict_self(2): the calling thread, and the threads and
+/// processes it creates afterwards, are confined by the ruleset from now on.
+/// Other threads are not, unless `flags` holds the kernel's all-threads flag.
+int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 
 #endif

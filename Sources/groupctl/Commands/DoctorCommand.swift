@@ -2,12 +2,15 @@ import AppGroups
 import Foundation
 import Glibc
 
-/// `groupctl doctor`
+/// `groupctl doctor [--sharing GROUP-ID BUNDLE-ID BUNDLE-ID...]`
 struct DoctorCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "doctor",
     abstract: "Check the root, manifest, containers and preferences files for problems.",
-    usage: "doctor",
+    usage: """
+      doctor
+      doctor --sharing GROUP-ID BUNDLE-ID BUNDLE-ID...
+      """,
     discussion: """
       Checks that the manifest loads and that the executables it binds exist; that \
       every folder in the containers is a real folder with mode 0700 and every file \
@@ -18,27 +21,273 @@ struct DoctorCommand: ParsableCommand {
       Each finding says what to do about it. Files that a running process still has \
       open, or is writing, are left alone.
 
+      With --sharing, checks instead that the apps really share the group: each \
+      app's entitlement and executable binding, the group container, and a round \
+      trip: each app in turn writes a value in a child process, inside its own \
+      Landlock sandbox as groupctl run confines it, and every other app reads it \
+      in another child process, inside its sandbox. A verdict per app follows; the \
+      value is removed afterwards. Without Landlock the children run unconfined, \
+      and a note says so.
+
       Exits with 0 when it finds no problem and with 1 when it finds one. Notes, \
       such as a lock file left behind when its suite's file was removed (harmless), \
       do not count as problems.
-      """
+      """,
+    options: [
+      OptionHelp(
+        "--sharing GROUP-ID", "Check that the BUNDLE-IDs share GROUP-ID, end to end.")
+    ]
   )
 
   let globals: GlobalOptions
+  /// `--sharing GROUP-ID BUNDLE-ID...`
+  let sharing: (group: String, apps: [String])?
 
   init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
     self.globals = globals
+    if let group = try arguments.option("--sharing", value: "GROUP-ID") {
+      sharing = (group, try arguments.remainingPositionals("BUNDLE-ID"))
+    } else {
+      sharing = nil
+    }
   }
 
   func validate() throws {
     try globals.requireAdministrator("doctor")
+    guard let sharing else { return }
+    guard sharing.group.hasPrefix("group.") else {
+      throw ValidationError("'\(sharing.group)' is not a group id (group.…)")
+    }
+    guard sharing.apps.count >= 2 else {
+      throw ValidationError("doctor --sharing needs at least two BUNDLE-IDs to share the group")
+    }
+    guard Set(sharing.apps).count == sharing.apps.count else {
+      throw ValidationError("doctor --sharing names an app twice")
+    }
+    for app in sharing.apps {
+      do {
+        _ = try AppIdentity(bundleIdentifier: app)
+      } catch {
+        throw ValidationError(error.message)
+      }
+    }
   }
 
   func run() throws {
+    if let sharing {
+      var check = SharingCheck(
+        root: globals.containerRoot, group: sharing.group, apps: sharing.apps)
+      check.examine()
+      for line in check.report() { printOut(line) }
+      if check.problemCount > 0 { throw ExitCode.failure }
+      return
+    }
     var doctor = Doctor(root: globals.containerRoot)
     doctor.examine()
     for line in doctor.report() { printOut(line) }
     if doctor.problemCount > 0 { throw ExitCode.failure }
+  }
+}
+
+/// The checks of `groupctl doctor --sharing`: entitlements, bindings, the
+/// group container, and a round trip between the apps' sandboxed processes.
+private struct SharingCheck {
+  let root: ContainerRoot
+  let group: String
+  let apps: [String]
+  var findings: [(severity: String, message: String, advice: String?)] = []
+  /// The apps found unable to share, with the first reason.
+  var failed: [String: String] = [:]
+
+  init(root: ContainerRoot, group: String, apps: [String]) {
+    self.root = root
+    self.group = group
+    self.apps = apps
+  }
+
+  var problemCount: Int { findings.filter { $0.severity == "problem" }.count }
+
+  mutating func add(_ severity: String, _ message: String, _ advice: String? = nil) {
+    findings.append((severity, message, advice))
+  }
+
+  mutating func fail(_ app: String, _ message: String, _ advice: String? = nil) {
+    add("problem", message, advice)
+    if failed[app] == nil { failed[app] = message }
+  }
+
+  func report() -> [String] {
+    var lines: [String] = []
+    for finding in findings {
+      lines.append("\(finding.severity): \(finding.message)")
+      if let advice = finding.advice { lines.append("  fix: \(advice)") }
+    }
+    for app in apps {
+      if let reason = failed[app] {
+        lines.append("verdict: \(app) does NOT share \(group): \(reason)")
+      } else {
+        lines.append("verdict: \(app) shares \(group)")
+      }
+    }
+    lines.append(
+      failed.isEmpty
+        ? "Sharing of \(group) works for \(apps.count) apps in \(root.path)."
+        : "Sharing of \(group) does not work for \(failed.count) of \(apps.count) apps in"
+          + " \(root.path).")
+    return lines
+  }
+
+  mutating func examine() {
+    let manifest: EntitlementManifest
+    do {
+      manifest = try EntitlementManifest.load(root: root)
+    } catch {
+      for app in apps { failed[app] = "the manifest cannot be used" }
+      add(
+        "problem", "the manifest cannot be used: \(error.message); every group is refused",
+        "fix \(root.manifestURL.path), or grant again with groupctl grant")
+      return
+    }
+    var entitled: [String] = []
+    for app in apps {
+      guard let entry = manifest.entries[app] else {
+        fail(
+          app, "\(app) has no entry in the manifest \(root.manifestURL.path)",
+          "groupctl grant \(app) \(group)")
+        continue
+      }
+      guard entry.applicationGroups.contains(group) else {
+        fail(
+          app, "\(app) is not entitled to \(group) (it holds: "
+            + (entry.applicationGroups.isEmpty
+              ? "nothing" : entry.applicationGroups.joined(separator: ", ")) + ")",
+          "groupctl grant \(app) \(group)")
+        continue
+      }
+      entitled.append(app)
+      checkBinding(app, entry.executable)
+    }
+
+    let container = root.groupContainerURL(for: group).path
+    let existed = FileManager.default.fileExists(atPath: container)
+    add(
+      existed ? "ok" : "note",
+      existed
+        ? "the group container \(container) exists"
+        : "the group container \(container) does not exist yet; the round trip creates it")
+
+    var abi: Int?
+    do {
+      abi = try AppSandbox.landlockABI()
+      add("ok", "the round trip runs each app inside its Landlock sandbox (ABI \(abi ?? 0))")
+    } catch {
+      add("note", "\(error.message); the round trip runs unconfined")
+    }
+    guard entitled.count >= 2 else {
+      // Its problem is already counted against the others.
+      for app in entitled { failed[app] = "no other app named here is entitled to \(group)" }
+      return
+    }
+    roundTrip(entitled, confined: abi != nil)
+  }
+
+  mutating func checkBinding(_ app: String, _ executable: String?) {
+    guard let executable else {
+      add(
+        "note",
+        "\(app) is entitled to \(group) and bound to no executable: any process that sets"
+          + " \(AppIdentity.environmentVariable)=\(app) is \(app)",
+        "groupctl grant \(app) \(group) --executable PATH binds it")
+      return
+    }
+    if executable.hasPrefix("/") {
+      guard FileManager.default.isExecutableFile(atPath: executable) else {
+        fail(
+          app,
+          "\(app) is bound to the executable \(executable), which does not exist or is not"
+            + " executable: no process can claim \(app)",
+          "groupctl grant \(app) \(group) --executable PATH with the right path")
+        return
+      }
+    }
+    add(
+      "ok",
+      "\(app) is entitled to \(group) and bound to the executable \(executable)")
+  }
+
+  /// Each app writes a value, inside its sandbox; every other app reads it, inside its own.
+  mutating func roundTrip(_ members: [String], confined: Bool) {
+    let nonce = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    let key = "AppGroupsSharingCheck-\(nonce)"
+    defer { _ = Self.groupctl(["--root", root.path, "delete", group, key]) }
+    for writer in members {
+      let value = "from-\(writer)-\(nonce)"
+      let write = Self.groupctl(
+        sandboxed(writer, confined: confined) + ["write", group, key, "-string", value])
+      guard write.status == 0 else {
+        fail(
+          writer,
+          "\(writer) cannot write \(group) from its sandbox (exit \(write.status)): "
+            + Self.firstLine(write.stderr),
+          "run groupctl run --as \(writer) -v -- … to see its sandbox's rules")
+        continue
+      }
+      add("ok", "\(writer) wrote \(key) in \(group) from a child process")
+      for reader in members where reader != writer {
+        let read = Self.groupctl(sandboxed(reader, confined: confined) + ["read", group, key])
+        let seen = Self.unquoted(read.stdout)
+        if read.status == 0 && seen == value {
+          add("ok", "\(reader) read the value \(writer) wrote, in another child process")
+        } else {
+          fail(
+            reader,
+            "\(reader) did not read the value \(writer) wrote (exit \(read.status)"
+              + (read.status == 0 ? ", read \(seen)" : ": \(Self.firstLine(read.stderr))") + ")")
+        }
+      }
+    }
+  }
+
+  func sandboxed(_ app: String, confined: Bool) -> [String] {
+    ["--root", root.path, "--as", app, "_sandboxed"] + (confined ? [] : ["--best-effort"]) + ["--"]
+  }
+
+  static func firstLine(_ text: String) -> String {
+    text.split(separator: "\n").first.map(String.init) ?? "(no message)"
+  }
+
+  /// What `groupctl read` printed for a string, without its quotes.
+  static func unquoted(_ text: String) -> String {
+    var value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+      value = String(value.dropFirst().dropLast())
+    }
+    return value
+  }
+
+  /// Runs this `groupctl` with `arguments` and waits for it.
+  static func groupctl(_ arguments: [String]) -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: RunCommand.realPath("/proc/self/exe") ?? "")
+    process.arguments = arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    do {
+      try process.run()
+    } catch {
+      return (1, "", "cannot start groupctl: \(error)")
+    }
+    // Both are a few lines: the pipes cannot fill.
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    let err = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (
+      process.terminationStatus, String(decoding: out, as: UTF8.self),
+      String(decoding: err, as: UTF8.self)
+    )
   }
 }
 
@@ -180,6 +429,9 @@ private struct Doctor {
         continue
       }
       let mode = status.st_mode & 0o7777
+      if Self.isFolder(status) && isTemporaryFolder(path) {
+        continue  // groupctl run's TMPDIR: the app's own scratch files, any mode
+      }
       if Self.isFolder(status) {
         folders += 1
         if mode != 0o700 {
@@ -201,6 +453,13 @@ private struct Doctor {
       if path.hasSuffix(".plist") { checkPreferencesFile(path) }
     }
     return (files, folders)
+  }
+
+  /// Whether `path` is an app container's `tmp` folder, which `groupctl run` makes for TMPDIR.
+  func isTemporaryFolder(_ path: String) -> Bool {
+    let apps = root.url.appendingPathComponent("Data/Application").path + "/"
+    guard path.hasPrefix(apps), path.hasSuffix("/tmp") else { return false }
+    return path.dropFirst(apps.count).split(separator: "/").count == 2
   }
 
   mutating func checkLink(_ path: String) {

@@ -1,0 +1,268 @@
+import Foundation
+import Glibc
+
+/// The folders and files a confined process may use, and how: the Landlock
+/// ruleset of an app's sandbox.
+///
+/// Everything not listed is denied by the kernel (`EACCES`), to root too:
+/// another app's container, a group the app is not entitled to, the rest of
+/// the root, the manifest for writing.
+///
+/// ```swift
+/// let ruleset = try SandboxRuleset.app(identity, root: root)
+/// for rule in ruleset.rules { print(rule) }  // read-write …/Data/Application/com.example.app …
+/// try ruleset.restrictCurrentThread()
+/// ```
+public struct SandboxRuleset: Sendable, CustomStringConvertible {
+  /// What a rule allows on its path and everything beneath it.
+  public enum Access: String, Sendable, Hashable, CustomStringConvertible {
+    /// Read files and list folders.
+    case readOnly = "read-only"
+    /// Read files, list folders and run programs: system and toolchain libraries.
+    case readExecute = "read-execute"
+    /// Everything a container needs: read, write, create, remove, rename
+    /// within and between read-write folders, truncate; no running of
+    /// programs and no device files.
+    case readWrite = "read-write"
+    /// Read and write an existing file, such as `/dev/null`.
+    case readWriteFile = "read-write-file"
+
+    var rights: Landlock.Rights {
+      switch self {
+      case .readOnly: [.readFile, .readDir]
+      case .readExecute: [.readFile, .readDir, .execute]
+      case .readWrite:
+        [
+          .readFile, .readDir, .writeFile, .truncate, .removeDir, .removeFile, .makeDir, .makeReg,
+          .makeSock, .makeFifo, .makeSym, .refer,
+        ]
+      case .readWriteFile: [.readFile, .writeFile, .truncate]
+      }
+    }
+
+    public var description: String { rawValue }
+  }
+
+  /// One path and what is allowed on it.
+  public struct Rule: Sendable, Hashable, CustomStringConvertible {
+    /// An absolute path; a symbolic link stands for its target.
+    public var path: String
+    /// What is allowed on the path and beneath it.
+    public var access: Access
+    /// Why the rule is there, for `groupctl run -v`.
+    public var purpose: String
+
+    public init(path: String, access: Access, purpose: String) {
+      self.path = path
+      self.access = access
+      self.purpose = purpose
+    }
+
+    /// `access path (purpose)`.
+    public var description: String { "\(access) \(path) (\(purpose))" }
+  }
+
+  /// The rules, in the order they were added.
+  public private(set) var rules: [Rule] = []
+
+  /// The private temporary folder the confined process should get as
+  /// `TMPDIR`, when the ruleset is an app's; it is inside a read-write rule.
+  public var temporaryDirectory: String?
+
+  /// An empty ruleset: nothing is allowed.
+  public init() {}
+
+  /// Allows `access` on `path` and everything beneath it. A path that is
+  /// already listed with the same access is not added again.
+  public mutating func allow(_ access: Access, _ path: String, purpose: String) {
+    guard !rules.contains(where: { $0.path == path && $0.access == access }) else { return }
+    rules.append(Rule(path: path, access: access, purpose: purpose))
+  }
+
+  /// One rule per line.
+  public var description: String { rules.map(\.description).joined(separator: "\n") }
+
+  // MARK: An app's sandbox
+
+  /// The ruleset of an app's sandbox, after creating the folders it names.
+  ///
+  /// - read-write: the app's own container (created on first use) with its
+  ///   `tmp` folder, the private ``temporaryDirectory``; every group
+  ///   container the manifest entitles the app to (created on first use),
+  ///   lock files and notification folders included; each of `readWrite`.
+  /// - read-only: the manifest, the global preferences container and the
+  ///   managed preferences folder (both created if missing, so that a later
+  ///   write by the administrator is seen); `/proc` (a Swift program reads
+  ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
+  ///   the ids of the children it will start are unknown, so it is all of
+  ///   `/proc`: other processes' command lines and environments can be read,
+  ///   their memory cannot); a few files of `/etc` (the loader's cache, time
+  ///   zone, users, name service, certificates); each of `readOnly`.
+  /// - read-execute: `/usr`, `/lib*`, `/bin`, `/sbin`; the folders of the
+  ///   shared libraries the calling process has loaded (the Swift runtime);
+  ///   the folder of `executable`, unless it lies inside the root (a
+  ///   program in a container is not allowed to run).
+  /// - read-write on the file alone: the global preferences' lock file
+  ///   (created here), whose token page every reader maps; `/dev/null`, `/dev/zero`, `/dev/full`,
+  ///   `/dev/tty`; read-only: `/dev/random`, `/dev/urandom`.
+  ///
+  /// System paths that do not exist are left out. The identity's executable
+  /// binding is not checked here (``AppSandbox`` and `groupctl run` do).
+  ///
+  /// - Parameters:
+  ///   - identity: the app; its groups come from the root's manifest.
+  ///   - root: the root holding the manifest and containers.
+  ///   - executable: the program that will run confined, whose folder is
+  ///     readable and executable when it is outside the root; `nil` for none.
+  ///   - readOnly: more paths to read, such as a data folder.
+  ///   - readWrite: more paths to read and write.
+  /// - Throws: the manifest's `.invalidManifest`; `.outsideRoot` when a
+  ///   container or a folder on the way is a symbolic link; `.io` when a
+  ///   container cannot be created; `.notFound` when a path of `readOnly` or
+  ///   `readWrite` does not exist.
+  public static func app(
+    _ identity: AppIdentity,
+    root: ContainerRoot,
+    executable: String? = nil,
+    readOnly: [String] = [],
+    readWrite: [String] = []
+  ) throws(AppGroupsError) -> SandboxRuleset {
+    var ruleset = SandboxRuleset()
+    let manifest =
+      try EntitlementManifest.loadIfPresent(from: root.manifestURL)?.manifest
+      ?? EntitlementManifest()
+    let bundleIdentifier = identity.bundleIdentifier
+
+    let appContainer = root.appContainerURL(for: bundleIdentifier)
+    try root.prepareContainer(at: appContainer)
+    let temporary = appContainer.path + "/tmp"
+    do {
+      try FileSystem.makeDirectory(temporary, within: root.path)
+    } catch {
+      throw AppGroupsError(io: error, "cannot create the temporary folder \(temporary)")
+    }
+    ruleset.allow(.readWrite, appContainer.path, purpose: "\(bundleIdentifier)'s own container")
+    ruleset.temporaryDirectory = temporary
+    for group in manifest.groups(for: bundleIdentifier).sorted() {
+      try Names.validateGroupIdentifier(group)
+      let container = root.groupContainerURL(for: group)
+      try root.prepareContainer(at: container)
+      ruleset.allow(.readWrite, container.path, purpose: "group container of \(group)")
+    }
+
+    if FileManager.default.fileExists(atPath: root.manifestURL.path) {
+      ruleset.allow(.readOnly, root.manifestURL.path, purpose: "the manifest")
+    }
+    try root.prepareContainer(at: root.globalContainerURL)
+    ruleset.allow(.readOnly, root.globalContainerURL.path, purpose: "global preferences")
+    // Every process that reads the global domain maps its lock file's token
+    // page and may take its lock: the file is made here, once, and allowed
+    // alone, so the folder (and the preferences file) stays read-only.
+    let globalLock = root.globalPreferencesURL.path + ".lock"
+    do throws(SystemCallError) {
+      _ = try SuiteSidecar(path: globalLock, makeFolder: nil)
+    } catch {
+      throw AppGroupsError(io: error, "cannot create the global preferences' lock file")
+    }
+    ruleset.allow(.readWriteFile, globalLock, purpose: "the global preferences' lock file")
+    let managed = root.managedPreferencesDirectoryURL.path
+    do {
+      try FileSystem.makeDirectory(managed, within: root.path)
+    } catch {
+      throw AppGroupsError(io: error, "cannot create the managed preferences folder \(managed)")
+    }
+    ruleset.allow(.readOnly, managed, purpose: "managed preferences")
+
+    for path in readOnly {
+      try ruleset.allowExisting(.readOnly, path, purpose: "--ro")
+    }
+    for path in readWrite {
+      try ruleset.allowExisting(.readWrite, path, purpose: "--rw")
+    }
+    // A folder inside the root is left out: it could be another app's
+    // container. A program there is not run (no rule gives it execute).
+    if let executable {
+      let real = (ContainerRoot.realPath(executable) ?? executable) as NSString
+      let folder = real.deletingLastPathComponent
+      if folder != root.path && !ContainerRoot.isStrictlyInside(folder, root.path) {
+        ruleset.allow(.readExecute, folder, purpose: "the executable's folder")
+      }
+    }
+    ruleset.addSystemRules()
+    return ruleset
+  }
+
+  /// Adds a rule for a path given by the user, which must exist.
+  mutating func allowExisting(
+    _ access: Access, _ path: String, purpose: String
+  ) throws(AppGroupsError) {
+    let absolute = ContainerRoot.lexicallyStandardized(
+      path, currentDirectory: FileManager.default.currentDirectoryPath)
+    guard FileManager.default.fileExists(atPath: absolute) else {
+      throw AppGroupsError(.notFound, "\(path) does not exist, so it cannot be allowed \(access)")
+    }
+    allow(access, absolute, purpose: purpose)
+  }
+
+  /// What any program needs to start and run: libraries, the loader's
+  /// configuration, `/proc`, a few devices.
+  mutating func addSystemRules() {
+    func exists(_ path: String) -> Bool { Glibc.access(path, F_OK) == 0 }
+    for path in ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"] where exists(path)
+    {
+      allow(.readExecute, path, purpose: "system programs and libraries")
+    }
+    for folder in Self.loadedLibraryFolders() where !Self.isBelowSystemFolder(folder) {
+      allow(.readExecute, folder, purpose: "shared libraries of this process")
+    }
+    for path in Self.configurationFiles where exists(path) {
+      allow(.readOnly, path, purpose: "system configuration")
+    }
+    // The Swift runtime reads a program's arguments from /proc/self/cmdline
+    // and libdispatch stops with SIGILL without /proc/self; so the whole of
+    // /proc, for the processes the confined one starts, whose ids are not
+    // known yet. Other processes' memory stays closed (Landlock's ptrace rule).
+    allow(.readOnly, "/proc", purpose: "process information, /proc/self of every child")
+    if exists("/sys/devices/system/cpu") {
+      allow(.readOnly, "/sys/devices/system/cpu", purpose: "processor count")
+    }
+    for path in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] where exists(path) {
+      allow(.readWriteFile, path, purpose: "device")
+    }
+    for path in ["/dev/random", "/dev/urandom"] where exists(path) {
+      allow(.readOnly, path, purpose: "device")
+    }
+  }
+
+  /// Files of `/etc` a program may read: the loader's cache, time zone,
+  /// users and groups, name service, certificates.
+  static let configurationFiles = [
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+    "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
+    "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates",
+  ]
+
+  static func isBelowSystemFolder(_ path: String) -> Bool {
+    ["/usr", "/lib", "/lib64", "/lib32", "/libx32"].contains {
+      path == $0 || path.hasPrefix($0 + "/")
+    }
+  }
+
+  /// The folders of the shared libraries mapped into this process, from
+  /// `/proc/self/maps`: where the Swift runtime and Foundation live.
+  static func loadedLibraryFolders() -> [String] {
+    guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else {
+      return []
+    }
+    var folders: [String] = []
+    for line in maps.split(separator: "\n") {
+      guard let slash = line.firstIndex(of: "/") else { continue }
+      let path = String(line[slash...])
+      let name = (path as NSString).lastPathComponent
+      guard name.hasSuffix(".so") || name.contains(".so.") else { continue }
+      let folder = (path as NSString).deletingLastPathComponent
+      if !folders.contains(folder) { folders.append(folder) }
+    }
+    return folders
+  }
+}

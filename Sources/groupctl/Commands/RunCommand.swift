@@ -1,0 +1,205 @@
+import AppGroups
+import Foundation
+import Glibc
+
+/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND …`
+struct RunCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "run",
+    abstract: "Run a command as an app, confined by the kernel to the app's containers.",
+    usage:
+      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [-v] -- COMMAND [ARGS...]",
+    discussion: """
+      Runs COMMAND with APPGROUPS_BUNDLE_ID, APPGROUPS_ROOT and TMPDIR set, inside a \
+      Landlock sandbox, as an app runs inside Apple's App Sandbox: the kernel then \
+      refuses (EACCES, to root too) every file outside what the sandbox allows.
+
+        read-write    the app's own container, with TMPDIR (its tmp folder) inside
+                      it; every group container the manifest entitles the app to;
+                      each --rw PATH
+        read-only     the manifest; the global and managed preferences; /proc; a few
+                      files of /etc; /dev/random and /dev/urandom; each --ro PATH
+        read-execute  /usr, /lib*, /bin, /sbin; the Swift runtime's folder; COMMAND's
+                      folder, unless it is inside the root
+        write         the global preferences' lock file (alone); /dev/null,
+                      /dev/zero, /dev/full, /dev/tty
+
+      Everything else is denied: another app's container, a group the app is not \
+      entitled to, the rest of the root, the manifest for writing. From Landlock ABI \
+      6 on, COMMAND also cannot signal processes outside the sandbox or connect to \
+      their abstract Unix sockets (EPERM). Containers that \
+      do not exist yet are created first. When the manifest binds the app to an \
+      executable, COMMAND must be that executable. COMMAND without a / is looked up \
+      in PATH. The sandbox is kept by every process COMMAND starts, and cannot be lifted.
+
+      The highest Landlock ABI the kernel offers is used; -v prints it and the rules \
+      on stderr. Without Landlock, run fails with status 1, unless --best-effort, which \
+      runs COMMAND unconfined and says so on stderr. APPGROUPS_LANDLOCK_UNAVAILABLE=1 \
+      makes groupctl behave as if the kernel had no Landlock.
+
+      The exit status is COMMAND's; 1 when it cannot be started or confined.
+      """,
+    options: [
+      OptionHelp("--ro PATH", "Also allow reading PATH (a file or folder); repeatable."),
+      OptionHelp("--rw PATH", "Also allow reading and writing PATH; repeatable."),
+      OptionHelp(
+        "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
+      ),
+      OptionHelp("-v, --verbose", "Print the Landlock ABI and the ruleset on stderr."),
+    ]
+  )
+
+  let globals: GlobalOptions
+  let readOnly: [String]
+  let readWrite: [String]
+  let bestEffort: Bool
+  let verbose: Bool
+  let command: [String]
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    readOnly = try arguments.options("--ro", value: "PATH")
+    readWrite = try arguments.options("--rw", value: "PATH")
+    bestEffort = try arguments.flag("--best-effort")
+    let short = try arguments.flag("-v")
+    verbose = try arguments.flag("--verbose") || short
+    guard arguments.hasTerminator else {
+      throw ValidationError("missing '--' before COMMAND")
+    }
+    command = arguments.passthrough()
+    guard !command.isEmpty else { throw ValidationError("missing COMMAND after '--'") }
+  }
+
+  func validate() throws {
+    guard globals.identity != nil else {
+      throw ValidationError("run needs --as BUNDLE-ID: the app whose sandbox COMMAND runs in")
+    }
+  }
+
+  func run() throws {
+    guard let identity = try globals.appIdentity(), let name = command.first else { return }
+    let root = globals.containerRoot
+    let path = try Self.locate(name)
+
+    // The binding is checked against the program that will run, as the
+    // library checks it in the confined process.
+    let claimed = try AppIdentity(
+      bundleIdentifier: identity.bundleIdentifier,
+      executablePath: Self.realPath(path) ?? path)
+    do {
+      _ = try SuiteResolver(identity: claimed, root: root).resolve(suiteName: nil)
+    } catch {
+      throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
+    }
+
+    try Self.confineAndExec(
+      identity: identity, root: root, path: path, arguments: command,
+      readOnly: readOnly, readWrite: readWrite, bestEffort: bestEffort, verbose: verbose)
+  }
+
+  /// Builds `identity`'s sandbox, restricts this thread to it and replaces
+  /// the process with `path`. Returns only by throwing.
+  ///
+  /// Restricting, then `execve(2)`: the exec ends every other thread of
+  /// `groupctl`, so the program starts with the confined thread alone.
+  static func confineAndExec(
+    identity: AppIdentity, root: ContainerRoot, path: String, arguments: [String],
+    readOnly: [String], readWrite: [String], bestEffort: Bool, verbose: Bool
+  ) throws {
+    let name = arguments.first ?? path
+    var abi: Int?
+    do {
+      abi = try AppSandbox.landlockABI()
+    } catch {
+      guard bestEffort else {
+        throw CommandFailure(
+          "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message);"
+            + " --best-effort runs it unconfined")
+      }
+      printError(
+        "groupctl: \(error.message); running \(name) as \(identity.bundleIdentifier)"
+          + " UNCONFINED (--best-effort)")
+    }
+    let ruleset = try SandboxRuleset.app(
+      identity, root: root, executable: path, readOnly: readOnly, readWrite: readWrite)
+    if verbose, let abi { printRuleset(ruleset, abi: abi) }
+
+    var environment = ProcessInfo.processInfo.environment
+    environment[AppIdentity.environmentVariable] = identity.bundleIdentifier
+    environment[ContainerRoot.environmentVariable] = root.path
+    if let temporary = ruleset.temporaryDirectory { environment["TMPDIR"] = temporary }
+
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for pointer in argv + envp { free(pointer) }
+    }
+    fflush(nil)
+    if let abi {
+      do {
+        try ruleset.restrictCurrentThread(abi: abi)
+      } catch {
+        throw CommandFailure(
+          "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
+      }
+    }
+    // See: man 2 execve
+    execve(path, argv, envp)
+    let code = errno
+    throw CommandFailure("cannot run \(path): execve: \(String(cString: strerror(code)))")
+  }
+
+  static func printRuleset(_ ruleset: SandboxRuleset, abi: Int) {
+    printError("groupctl: Landlock ABI \(abi); denied unless a rule allows it:")
+    printError("  " + SandboxRuleset.handledRightNames(abi: abi).joined(separator: " "))
+    let scopes = SandboxRuleset.scopeNames(abi: abi)
+    if !scopes.isEmpty {
+      printError("groupctl: scoped to the sandbox: " + scopes.joined(separator: " "))
+    }
+    let used = SandboxRuleset.Access.allCasesInOrder.filter { access in
+      ruleset.rules.contains { $0.access == access }
+    }
+    for access in used {
+      printError(
+        "groupctl: \(access) = "
+          + SandboxRuleset.rightNames(of: access, abi: abi).joined(separator: " "))
+    }
+    for rule in ruleset.rules { printError("groupctl: \(rule)") }
+  }
+
+  /// The program `name` names: itself when it has a `/`, else the first
+  /// executable file of that name in `PATH`, as `execvp(3)` looks.
+  static func locate(_ name: String) throws -> String {
+    if name.contains("/") {
+      guard access(name, X_OK) == 0 else {
+        throw CommandFailure("cannot run \(name): \(String(cString: strerror(errno)))")
+      }
+      return name
+    }
+    let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    for folder in searchPath.split(separator: ":", omittingEmptySubsequences: false) {
+      let candidate = (folder.isEmpty ? "." : String(folder)) + "/" + name
+      var status = stat()
+      if stat(candidate, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+        access(candidate, X_OK) == 0
+      {
+        return candidate
+      }
+    }
+    throw CommandFailure("cannot run \(name): not found in PATH")
+  }
+
+  /// `realpath(3)`, or `nil`.
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+}
+
+extension SandboxRuleset.Access {
+  /// The accesses in the order `run -v` explains them.
+  static let allCasesInOrder: [SandboxRuleset.Access] = [
+    .readWrite, .readOnly, .readExecute, .readWriteFile,
+  ]
+}
