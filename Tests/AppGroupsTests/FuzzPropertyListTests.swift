@@ -181,7 +181,7 @@ struct FuzzPropertyListTests {
     let prober = try Prober(t)
     defer { prober.close() }
     try FileManager.default.createDirectory(at: prober.preferences, withIntermediateDirectories: true)
-    var read = 0, refused = 0, lenient = 0, failures: [String] = []
+    var read = 0, refused = 0, salvaged = 0, lenient = 0, failures: [String] = []
     for i in 0..<iterations {
       let input = Self.mutate(Self.validPreferences(&random), &random)
       let name = "fuzz-\(i)"
@@ -203,11 +203,22 @@ struct FuzzPropertyListTests {
           lenient += 1  // a stricter oracle than the reader in place; allowed, counted
         }
         if (try? Data(contentsOf: file)) != input { failure("the file changed without a write") }
-      case .values(let values):
+      case .values(let values) where !values.isEmpty:
+        // Read in part: the keys the salvaging reader could read are live, a copy of the
+        // whole file is kept aside byte for byte, the file itself is left as it was, reported.
+        let copy = try? Data(contentsOf: prober.preferences.appendingPathComponent(aside[0]))
+        if copy != input { failure("the bytes kept aside differ") }
+        if (try? Data(contentsOf: file)) != input { failure("a file read in part changed without a write") }
+        let salvage = try? PropertyListValue.salvaging(propertyListData: input)
+        if let salvage, !Self.same(values, salvage.values) {
+          failure("read in part \(Self.describe(values)), the salvaging reader reads \(Self.describe(salvage.values))")
+        }
+        if !diagnostics.contains(where: { $0.contains("could not be read") }) { failure("not reported") }
+        salvaged += 1
+      case .values:
         // Refused: moved aside byte for byte, reported, the suite empty.
         let moved = try? Data(contentsOf: prober.preferences.appendingPathComponent(aside[0]))
         if moved != input { failure("the bytes moved aside differ") }
-        if !values.isEmpty { failure("refused but read \(values)") }
         if !diagnostics.contains(where: { $0.contains("could not be read") }) { failure("not reported") }
         refused += 1
       case .refused(let code, let message):
@@ -220,9 +231,9 @@ struct FuzzPropertyListTests {
       }
       if failures.count >= 5 { break }
     }
-    print("FuzzPropertyListTests (files): \(read) read correctly, \(refused) moved aside, \(lenient) read where Foundation refuses")
+    print("FuzzPropertyListTests (files): \(read) read correctly, \(salvaged) read in part, \(refused) moved aside, \(lenient) read where Foundation refuses")
     #expect(failures == [])
-    #expect(read + refused + lenient == iterations || !failures.isEmpty)
+    #expect(read + salvaged + refused + lenient == iterations || !failures.isEmpty)
   }
 
   @Test func mutatedManifestsAreLoadedCorrectlyOrRefusedCleanly() throws {
