@@ -233,8 +233,8 @@ private final class WatcherEngine: Sendable {
       case waiting(wd: CInt, ancestor: String, guardWD: CInt?)
       /// The kernel refused: checked with `stat` every ``WatcherEngine/fallbackInterval``.
       case polled(stamps: [String: Stamp], gone: Bool)
-      /// Gone, and nothing on its way up could be watched (the kernel refused); it is watched
-      /// again only after an overflow or a new ``DirectoryWatcher/watch(directory:)``.
+      /// Gone, and nothing on its way up could be watched (the kernel refused); it is looked
+      /// for again after an overflow or by the next ``DirectoryWatcher/watch(directory:)``.
       case lost
     }
 
@@ -338,6 +338,9 @@ private final class WatcherEngine: Sendable {
       if var existing = state.directories[directory] {
         existing.references += 1
         state.directories[directory] = existing
+        // A directory that could not be watched again after it was removed: try now. Its
+        // return is not reported: a caller reads a directory after it starts watching it.
+        if case .lost = existing.mode { _ = resolve(directory, &state) }
         return .watching(Target(directory: directory, id: existing.id))
       }
       guard let inotifyFD else {
