@@ -624,29 +624,39 @@ final class SuiteStore: Sendable {
     guard let sidecar else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
-    guard let record = sidecar.read() else {
-      // A writer died in the middle of moving the token (its sequence is left odd): repair
-      // it if no commit is in flight; else answer the last token seen, never going back.
-      return repairToken(sidecar) ?? lastSeenToken
+    let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
+    var pause = 20_000  // 20 µs, doubling to 1 ms
+    while true {
+      guard let record = sidecar.read() else {
+        // A writer died in the middle of moving the token (its sequence is left odd): repair
+        // it if no commit is in flight; else answer the last token seen, never going back.
+        return repairToken(sidecar) ?? lastSeenToken
+      }
+      let current = try? FileSystem.identity(ofPath: path)
+      if record.identity == current { return record.generation }
+      // The file is not the version the token describes: an outside edit (or
+      // a commit in flight). Move the token if no commit is in flight.
+      // The file lock is shared by this process's threads: only with the gate may it be taken.
+      let moved: UInt64? = {
+        guard gate.tryEnter() else { return nil }
+        defer { gate.leave() }
+        guard sidecar.lock.tryLock() else { return nil }
+        defer { sidecar.lock.unlock() }
+        guard let again = sidecar.read() else { return nil }
+        let now = try? FileSystem.identity(ofPath: path)
+        if again.identity == now { return again.generation }
+        return sidecar.advance(to: now)
+      }()
+      if let moved { return moved }
+      // A commit is in flight, here or in another process: its token is next.
+      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
+      var request = timespec(tv_sec: 0, tv_nsec: pause)
+      _ = nanosleep(&request, nil)
+      pause = min(pause * 2, 1_000_000)
     }
-    let current = try? FileSystem.identity(ofPath: path)
-    if record.identity == current { return record.generation }
-    // The file is not the version the token describes: a commit in flight (renamed, token
-    // not yet moved) or an outside edit. Wait for the lock, which a committer holds until
-    // its token is moved, however long the scheduler keeps it from running, within the
-    // bound every writer waits; then move the token if no commit moved it.
-    // The file lock is shared by this process's threads: only with the gate may it be taken.
-    let (seconds, attoseconds) = options.lockTimeout.components
-    let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-    guard case .entered = gate.enter(before: deadline) else { return record.generation }
-    defer { gate.leave() }
-    guard sidecar.lock.lock(timeout: options.lockTimeout) else { return record.generation }
-    defer { sidecar.lock.unlock() }
-    guard let again = sidecar.read() else { return record.generation }
-    let now = try? FileSystem.identity(ofPath: path)
-    if again.identity == now { return again.generation }
-    return sidecar.advance(to: now)
   }
+
+  static let tokenWaitBound: UInt64 = 20_000_000
 
   /// Moves a token whose last update never finished forward, under the lock: a live writer
   /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
