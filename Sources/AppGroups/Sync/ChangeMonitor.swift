@@ -194,5 +194,21 @@ final class ChangeMonitor: Sendable {
     }
     for store in stores.values { store.refresh() }
     for (handler, name) in notes { handler(name) }
+    // A folder that went with no open store left in it is not waited for: its watch would
+    // sit on an ancestor (as far up as `/tmp`) for stores nobody uses.
+    if events.contains(where: { $0.kind == .directoryGone }) {
+      let released: [DirectoryWatcher.Watch] = state.withLock { st in
+        var released: [DirectoryWatcher.Watch] = []
+        for event in events where event.kind == .directoryGone {
+          guard let watched = st.directories[event.directory],
+            !watched.stores.values.contains(where: { $0.store != nil })
+          else { continue }
+          st.directories[event.directory] = nil
+          if let watch = watched.watch { released.append(watch) }
+        }
+        return released
+      }
+      for watch in released { watch.cancel() }
+    }
   }
 }

@@ -274,6 +274,13 @@ private final class WatcherEngine: Sendable {
   static let watchMask = UInt32(
     IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
       | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+  /// What a watch held only for a directory below it asks for: entries created, deleted or
+  /// moved, and the watched directory's own end. Added with `IN_MASK_ADD`, so that a watch
+  /// that is also some directory's own keeps ``watchMask``; never writes or metadata changes,
+  /// which a busy ancestor (`/tmp`) is full of.
+  static let ancestorMask = UInt32(
+    IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+      | IN_ONLYDIR | IN_MASK_ADD)
   static let bufferSize = 64 * 1024
   /// How many times one re-arming climbs and descends before it waits for the next event
   /// (a path created and deleted over and over must not keep the thread busy).
@@ -373,14 +380,16 @@ private final class WatcherEngine: Sendable {
     }
   }
 
-  private func addKernelWatch(_ fd: CInt, _ directory: String) throws(SystemCallError) -> CInt {
+  private func addKernelWatch(
+    _ fd: CInt, _ directory: String, mask: UInt32 = watchMask
+  ) throws(SystemCallError) -> CInt {
     #if DEBUG
     if let code = DirectoryWatcher.injectAddWatchFailure.withLock({ $0[directory] }) {
       throw SystemCallError(call: "inotify_add_watch", path: directory, errno: code)
     }
     #endif
     return try valueOrErrno("inotify_add_watch", path: directory) {
-      inotify_add_watch(fd, directory, Self.watchMask)
+      inotify_add_watch(fd, directory, mask)
     }
   }
 
@@ -502,7 +511,8 @@ private final class WatcherEngine: Sendable {
     /// Adds (or finds) the kernel watch on `chain[level]`; `nil` when the level is not there.
     func add(_ level: Int) -> CInt? {
       do throws(SystemCallError) {
-        let wd = try addKernelWatch(inotifyFD, chain[level])
+        let mask = level == 0 ? Self.watchMask : Self.ancestorMask
+        let wd = try addKernelWatch(inotifyFD, chain[level], mask: mask)
         touched.append(wd)
         return wd
       } catch {
@@ -792,14 +802,14 @@ private final class WatcherEngine: Sendable {
         if kind == .attrib || kind == .closeWrite { continue }
         // A level a gone directory waits for appeared; a watched level was removed or replaced.
         var affected: [String] = []
-        for path in watch.waiters.sorted() {
+        for path in watch.waiters {
           guard kind == .created || kind == .movedTo,
             case .waiting(_, let ancestor, _)? = state.directories[path]?.mode,
             Self.nextComponent(of: path, below: ancestor) == record.name
           else { continue }
           affected.append(path)
         }
-        for path in watch.guarded.sorted() {
+        for path in watch.guarded {
           let level: String
           switch state.directories[path]?.mode {
           case .kernel?: level = path
