@@ -58,16 +58,17 @@ struct DirectoryWatcherTests {
     let sentinel = try watcher.watch(directory: other)
     defer { sentinel.cancel() }
     let descriptor = try #require(watcher.inotifyDescriptor)
-    #expect(try kernelWatchCount(descriptor) == 2)
+    // Both directories, and their common parent: it tells when one of them is removed.
+    #expect(try kernelWatchCount(descriptor) == 3)
 
     first.cancel()
     first.cancel()  // idempotent: must not drop the second handle's reference
     try writeFile(shared + "/one", "1")
     #expect(log.wait { $0.contains(Event(directory: shared, name: "one", kind: .closeWrite)) })
-    #expect(try kernelWatchCount(descriptor) == 2)
+    #expect(try kernelWatchCount(descriptor) == 3)
 
     second.cancel()
-    #expect(try kernelWatchCount(descriptor) == 1)
+    #expect(try kernelWatchCount(descriptor) == 2)
     try writeFile(shared + "/two", "2")
     try writeFile(other + "/sentinel", "s")
     // One queue, in order: had the watch survived, "two" would come before the sentinel.
@@ -198,6 +199,124 @@ struct DirectoryWatcherTests {
     #expect(log.wait { $0.contains(gone) })
     #expect(log.events.filter { $0 == gone }.count == 1)
     watch.cancel()  // the kernel already dropped the watch: harmless
+  }
+
+  /// Removes a directory tree the way `rm -rf` does: entries first, depth first.
+  private func removeTree(_ path: String) throws {
+    try FileManager.default.removeItem(atPath: path)
+  }
+
+  @Test(arguments: [false, true])
+  func aRemovedDirectoryIsWatchedAgainWhenItComesBack(pinnedByAnOpenFile: Bool) throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path + "/Preferences"
+    try makeDirectory(directory)
+    // An open file in the directory keeps its inode alive after rmdir: then the kernel sends
+    // no IN_DELETE_SELF until the file is closed (a suite's lock file is such a file).
+    var pin: CInt = -1
+    if pinnedByAnOpenFile {
+      pin = open(directory + "/suite.plist.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+      try #require(pin >= 0)
+    }
+    defer { if pin >= 0 { close(pin) } }
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+    defer { watch.cancel() }
+    #expect(watch.isWatchedByKernel)
+
+    for round in 0..<20 {
+      try removeTree(directory)
+      let gone = Event(directory: directory, name: "", kind: .directoryGone)
+      #expect(log.wait { $0.filter { $0 == gone }.count == round + 1 }, "round \(round)")
+      try makeDirectory(directory)
+      let back = Event(directory: directory, name: "", kind: .directoryBack)
+      #expect(log.wait { $0.filter { $0 == back }.count == round + 1 }, "round \(round)")
+      #expect(watch.isWatchedByKernel)
+      try writeFile(directory + "/after-\(round)", "x")
+      let written = Event(directory: directory, name: "after-\(round)", kind: .closeWrite)
+      #expect(log.wait { $0.contains(written) }, "round \(round)")
+    }
+  }
+
+  @Test func severalLevelsCreatedAgainAreFollowedDownToTheDirectory() throws {
+    let sandbox = try Sandbox()
+    let container = sandbox.path + "/group"
+    let directory = container + "/Library/Preferences"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+    let descriptor = try #require(watcher.inotifyDescriptor)
+
+    for round in 0..<20 {
+      try removeTree(container)
+      let gone = Event(directory: directory, name: "", kind: .directoryGone)
+      #expect(log.wait { $0.filter { $0 == gone }.count == round + 1 }, "round \(round)")
+      #expect(!watch.isWatchedByKernel)
+      // One level at a time on odd rounds, all at once (mkdir -p) on even ones.
+      if round % 2 == 1 {
+        try makeDirectory(container)
+        try makeDirectory(container + "/Library")
+        try makeDirectory(directory)
+      } else {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      }
+      try writeFile(directory + "/after-\(round)", "x")
+      let back = Event(directory: directory, name: "", kind: .directoryBack)
+      #expect(log.wait { $0.filter { $0 == back }.count == round + 1 }, "round \(round)")
+      // The file may have been written before the new watch was in place: a reader re-reads
+      // the folder on directoryBack. A write after it is always reported.
+      try writeFile(directory + "/later-\(round)", "x")
+      let written = Event(directory: directory, name: "later-\(round)", kind: .closeWrite)
+      #expect(log.wait { $0.contains(written) }, "round \(round)")
+    }
+    // The directory and its parent, nothing left over from the ancestors waited on.
+    #expect(try kernelWatchCount(descriptor) == 2)
+    watch.cancel()
+    #expect(try kernelWatchCount(descriptor) == 0)
+  }
+
+  @Test func aDirectoryMovedAwayIsNotFollowedAndItsPathIsWatchedAgain() throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path + "/Preferences"
+    let moved = sandbox.path + "/Preferences.old"
+    try makeDirectory(directory)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+    defer { watch.cancel() }
+
+    try renameFile(directory, moved)
+    let gone = Event(directory: directory, name: "", kind: .directoryGone)
+    #expect(log.wait { $0.contains(gone) })
+    try makeDirectory(directory)
+    let back = Event(directory: directory, name: "", kind: .directoryBack)
+    #expect(log.wait { $0.contains(back) })
+    try writeFile(moved + "/stale", "x")
+    try writeFile(directory + "/fresh", "x")
+    #expect(log.wait { $0.contains(Event(directory: directory, name: "fresh", kind: .closeWrite)) })
+    // One queue, in order: had the moved directory been followed, "stale" would be first.
+    #expect(!log.events.contains { $0.name == "stale" })
+  }
+
+  @Test func cancellingWhileGoneRemovesTheAncestorsWatches() throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path + "/a/b"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+    let descriptor = try #require(watcher.inotifyDescriptor)
+    try removeTree(sandbox.path + "/a")
+    #expect(log.wait { $0.contains(Event(directory: directory, name: "", kind: .directoryGone)) })
+    #expect(try kernelWatchCount(descriptor) >= 1)  // the sandbox, waited on
+    watch.cancel()
+    #expect(try kernelWatchCount(descriptor) == 0)
   }
 
   @Test func missingDirectoryThrows() throws {

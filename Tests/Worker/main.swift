@@ -25,6 +25,9 @@
 //                                                      synchronize, "synced n" when it returned
 //                                                      true; until killed (SLOTS defaults to 1)
 //   appgroups-worker repl SUITE                        commands on stdin, one per line (below)
+//   appgroups-worker observe SUITE                     the repl, and every change an observer
+//                                                      hears as "changed KEY TEXT" (TEXT is
+//                                                      "(nil)" for a removal)
 //   appgroups-worker probe                             opens suites and manifests on request (below)
 //   appgroups-worker fs-check OP PATH [OP PATH]…       tries each file operation and prints
 //                                                      "OP PATH ok" or "OP PATH ERRNO-NAME"
@@ -309,6 +312,10 @@ case "repl":
   let defaults = open(suiteArgument())
   runRepl(defaults)
 
+case "observe":
+  let defaults = open(suiteArgument())
+  runRepl(defaults, printingChanges: true)
+
 case "probe":
   runProbe()
 
@@ -342,9 +349,16 @@ final class Gate: @unchecked Sendable {
   func release() { released.signal() }
 }
 
-func runRepl(_ defaults: GroupDefaults) {
+func runRepl(_ defaults: GroupDefaults, printingChanges: Bool = false) {
   let gate = Gate()
-  let observation = defaults.observe { _ in gate.passIfArmed() }
+  let observation = defaults.observe { changes in
+    if printingChanges {
+      for change in changes {
+        say("changed \(change.key) \(change.newValue.map { "\($0.foundationValue)" } ?? "(nil)")")
+      }
+    }
+    gate.passIfArmed()
+  }
   defer { observation.cancel() }
   say("ready")
   while let line = readLine() {

@@ -71,7 +71,7 @@ final class SuiteView: Sendable {
       }
       if case .success(let view) = opened {
         views[suitePath] = WeakView(view: view)
-        ChangeMonitor.shared.watch(view)
+        ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
       }
       return opened
     }

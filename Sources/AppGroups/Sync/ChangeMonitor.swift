@@ -11,12 +11,16 @@ internal import Synchronization
 ///
 /// - A queue overflow (`IN_Q_OVERFLOW`) re-reads every watched store and
 ///   tells every listener to check everything (an empty name).
-/// - A watched folder that is deleted or moved re-reads its stores and is
-///   watched again at once if a folder is back at its path, else when a
-///   suite in it is next opened; `synchronize()` / `refreshIfChanged()`
-///   see changes meanwhile.
+/// - A watched folder that is deleted or moved re-reads its stores (their
+///   files are gone) and is waited for: the watcher watches its nearest
+///   existing ancestor and, once a folder is back at its path and watched
+///   again, every store in it is re-read and observers hear what changed.
+///   Meanwhile `synchronize()` / `refreshIfChanged()` see changes by `stat`.
 /// - When the kernel refuses a watch, the watcher checks that folder at a
 ///   stated interval and says so on stderr; it is never silent.
+///
+/// The monitor knows stores, not the views over them: a view subscribes to
+/// its stores' changes, and whoever opens a store asks the monitor to watch it.
 final class ChangeMonitor: Sendable {
   static let shared = ChangeMonitor()
 
@@ -61,11 +65,9 @@ final class ChangeMonitor: Sendable {
 
   // MARK: Stores
 
-  /// Watches every store a view reads (suite, global, managed).
-  func watch(_ view: SuiteView) {
-    for store in [view.suite, view.global, view.managed].compactMap({ $0 }) {
-      watch(store)
-    }
+  /// Watches the folder of each store, as `watch(_ store:)` does.
+  func watch(_ stores: [SuiteStore]) {
+    for store in stores { watch(store) }
   }
 
   /// Watches the folder of `store`, then re-reads the store if its file
@@ -74,8 +76,9 @@ final class ChangeMonitor: Sendable {
   func watch(_ store: SuiteStore) {
     let directory = store.directory
     let registered: Bool = state.withLock { st in
-      guard st.directories[directory]?.watch != nil else { return false }
+      guard let watch = st.directories[directory]?.watch else { return false }
       st.directories[directory]?.stores[store.fileName] = WeakStore(store: store)
+      store.watchedByKernel.store(watch.isWatchedByKernel, ordering: .releasing)
       return true
     }
     if !registered {
@@ -96,10 +99,12 @@ final class ChangeMonitor: Sendable {
         if watched.watch == nil { watched.watch = watch }
         watched.stores[store.fileName] = WeakStore(store: store)
         st.directories[directory] = watched
+        // Under the lock that the handling of a folder's departure and return
+        // takes too, so that this cannot overwrite what they set.
+        let kernel = watched.watch?.isWatchedByKernel ?? false
+        store.watchedByKernel.store(kernel, ordering: .releasing)
       }
     }
-    let kernel = state.withLock { st in st.directories[directory]?.watch.map { !$0.isPolling } ?? false }
-    store.watchedByKernel.store(kernel, ordering: .releasing)
     store.refresh()
   }
 
@@ -152,7 +157,6 @@ final class ChangeMonitor: Sendable {
     #endif
     var stores: [ObjectIdentifier: SuiteStore] = [:]
     var notes: [(@Sendable (String) -> Void, String)] = []
-    var gone: Set<String> = []
     state.withLock { st in
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
@@ -165,15 +169,18 @@ final class ChangeMonitor: Sendable {
           // Events were lost: re-read everything watched.
           for watched in st.directories.values { addStores(in: watched) }
           for listener in st.listeners.values { notes.append((listener.handler, "")) }
-        case .directoryGone:
-          addStores(in: st.directories[event.directory])
-          for entry in st.directories[event.directory]?.stores.values ?? [:].values {
-            entry.store?.watchedByKernel.store(false, ordering: .releasing)
+        case .directoryGone, .directoryBack:
+          // Gone: the stores' files are gone with it. Back: anything may
+          // have happened before the new watch was in place. Re-read all.
+          let watched = st.directories[event.directory]
+          addStores(in: watched)
+          let kernel = event.kind == .directoryBack && watched?.watch?.isWatchedByKernel == true
+          for entry in watched?.stores.values ?? [:].values {
+            entry.store?.watchedByKernel.store(kernel, ordering: .releasing)
           }
           for listener in st.listeners.values where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
-          gone.insert(event.directory)
         default:
           if let store = st.directories[event.directory]?.stores[event.name]?.store {
             stores[ObjectIdentifier(store)] = store
@@ -185,28 +192,23 @@ final class ChangeMonitor: Sendable {
         }
       }
     }
-    for directory in gone.sorted() { rearm(directory) }
     for store in stores.values { store.refresh() }
     for (handler, name) in notes { handler(name) }
-  }
-
-
-  /// Watches a folder again after it was deleted or moved: the new folder at
-  /// the same path, if there is one. If there is none, the folder is watched
-  /// again when a suite in it is next opened; until then its stores see
-  /// changes on `synchronize()` and `refreshIfChanged()`. (No diagnostic: a
-  /// folder is deleted on purpose, by a reset or the removal of a root.)
-  private func rearm(_ directory: String) {
-    let replacement = try? watcher.watch(directory: directory)
-    let old: DirectoryWatcher.Watch? = state.withLock { st in
-      guard var watched = st.directories[directory] else { return nil }
-      let old = watched.watch
-      watched.watch = replacement
-      st.directories[directory] = watched
-      let kernel = replacement.map { !$0.isPolling } ?? false
-      for entry in watched.stores.values { entry.store?.watchedByKernel.store(kernel, ordering: .releasing) }
-      return old
+    // A folder that went with no open store left in it is not waited for: its watch would
+    // sit on an ancestor (as far up as `/tmp`) for stores nobody uses.
+    if events.contains(where: { $0.kind == .directoryGone }) {
+      let released: [DirectoryWatcher.Watch] = state.withLock { st in
+        var released: [DirectoryWatcher.Watch] = []
+        for event in events where event.kind == .directoryGone {
+          guard let watched = st.directories[event.directory],
+            !watched.stores.values.contains(where: { $0.store != nil })
+          else { continue }
+          st.directories[event.directory] = nil
+          if let watch = watched.watch { released.append(watch) }
+        }
+        return released
+      }
+      for watch in released { watch.cancel() }
     }
-    old?.cancel()
   }
 }

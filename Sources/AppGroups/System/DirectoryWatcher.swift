@@ -19,6 +19,12 @@ internal import Synchronization
 /// watcher.close()
 /// ```
 ///
+/// A watched directory that is deleted or moved away is reported
+/// ``Event/Kind-swift.enum/directoryGone``; the watcher then watches its nearest existing
+/// ancestor (up to the root), level by level as the path is created again, and reports
+/// ``Event/Kind-swift.enum/directoryBack`` once the directory itself is watched again. No
+/// polling: the kernel says when each level appears.
+///
 /// When the kernel refuses (out of inotify instances, `EMFILE`, or out of watches, `ENOSPC`),
 /// the watcher does not go silent: it checks the directory's entries with `stat` every
 /// ``fallbackInterval`` instead, reports changed names as ``Event/Kind-swift.enum/movedTo``,
@@ -50,9 +56,13 @@ final class DirectoryWatcher: Sendable {
       /// everything. `directory` and `name` are empty.
       case overflow
       /// The watched directory itself was deleted, moved or unmounted (`IN_DELETE_SELF`,
-      /// `IN_MOVE_SELF`, `IN_IGNORED`). After a deletion the watch is dead; after a move it
-      /// follows the directory, but `directory` still names the old path. Watch again.
+      /// `IN_MOVE_SELF`, `IN_IGNORED`). The watcher then watches its nearest existing ancestor
+      /// and reports ``directoryBack`` when a directory is at the path again.
       case directoryGone
+      /// A directory is at the watched path again after ``directoryGone``, and is watched
+      /// again. Entries may have changed while it was gone and before the new watch was in
+      /// place: re-read everything in it. `name` is empty.
+      case directoryBack
     }
 
     /// The watched directory, as it was passed to ``DirectoryWatcher/watch(directory:)``.
@@ -68,25 +78,34 @@ final class DirectoryWatcher: Sendable {
   /// A handle on one watched directory. Cancel it, or let it go, to stop watching.
   ///
   /// Handles on the same directory share one kernel watch; the watch is removed with the last
-  /// handle. A handle keeps its watcher alive.
+  /// handle. A handle keeps its watcher alive. It outlives the directory: when the directory
+  /// is deleted and created again, the handle watches the new one.
   final class Watch: Sendable {
     /// The directory, as it was passed to ``DirectoryWatcher/watch(directory:)``.
     let directory: String
-    /// True when the kernel refused a watch and the directory is checked with `stat` every
-    /// ``DirectoryWatcher/fallbackInterval`` instead.
-    let isPolling: Bool
 
     fileprivate let watcher: DirectoryWatcher
     fileprivate let target: WatcherEngine.Target
     private let cancelled = Atomic<Bool>(false)
 
-    fileprivate init(
-      directory: String, isPolling: Bool, watcher: DirectoryWatcher, target: WatcherEngine.Target
-    ) {
+    fileprivate init(directory: String, watcher: DirectoryWatcher, target: WatcherEngine.Target) {
       self.directory = directory
-      self.isPolling = isPolling
       self.watcher = watcher
       self.target = target
+    }
+
+    /// True when the kernel refused a watch and the directory is checked with `stat` every
+    /// ``DirectoryWatcher/fallbackInterval`` instead.
+    var isPolling: Bool {
+      if case .polled? = watcher.engine.mode(of: target) { return true }
+      return false
+    }
+
+    /// True while a kernel watch covers the directory itself: every change in it is
+    /// reported. False while it is gone (or polled, or cancelled).
+    var isWatchedByKernel: Bool {
+      if case .kernel? = watcher.engine.mode(of: target) { return true }
+      return false
     }
 
     /// Stops watching through this handle. Removes the kernel watch (`inotify_rm_watch(2)`)
@@ -148,7 +167,7 @@ final class DirectoryWatcher: Sendable {
   /// Starts watching a directory for changes to its entries.
   ///
   /// Watching a directory that is already watched returns another handle on the same kernel
-  /// watch. When the kernel is out of watches (`ENOSPC`) or inotify is unavailable, the
+  /// watch (also while that directory is gone and awaited). When the kernel is out of watches (`ENOSPC`) or inotify is unavailable, the
   /// directory is checked every ``fallbackInterval`` instead (``Watch/isPolling``).
   ///
   /// The corresponding system call is `inotify_add_watch(2)`.
@@ -158,8 +177,8 @@ final class DirectoryWatcher: Sendable {
   /// - Throws: ``AppGroupsError/Code/io`` when the directory does not exist or is not a
   ///   directory, when the watcher thread cannot start, or when the watcher is closed.
   func watch(directory: String) throws(AppGroupsError) -> Watch {
-    let (target, isPolling) = try engine.add(directory)
-    return Watch(directory: directory, isPolling: isPolling, watcher: self, target: target)
+    let target = try engine.add(directory)
+    return Watch(directory: directory, watcher: self, target: target)
   }
 
   /// Stops the watcher thread, waits for it to end and closes the descriptors. Idempotent.
@@ -184,11 +203,16 @@ final class DirectoryWatcher: Sendable {
 
 /// The state and the thread behind a ``DirectoryWatcher``. The thread retains the engine, not
 /// the watcher, so that letting the watcher go closes it.
+///
+/// Each watched path is a ``Directory`` in one of three modes: watched by the kernel, waiting
+/// (gone: a kernel watch on its nearest existing ancestor tells when the next level of its
+/// path appears), or polled. Kernel watches are shared: one descriptor per inode, which may
+/// carry the watched directories that are that inode and the gone ones that wait on it.
 private final class WatcherEngine: Sendable {
   /// What a ``DirectoryWatcher/Watch`` handle holds a reference on.
-  enum Target: Sendable {
-    case kernel(wd: CInt, id: UInt64)
-    case polled(directory: String, id: UInt64)
+  struct Target: Sendable {
+    let directory: String
+    let id: UInt64
   }
 
   /// A file's identity and content stamp, compared by the polling fallback.
@@ -199,18 +223,41 @@ private final class WatcherEngine: Sendable {
     var nanoseconds: Int
   }
 
-  struct KernelWatch {
+  /// One watched path.
+  struct Directory {
+    enum Mode {
+      /// A kernel watch on the directory itself, and one on its parent (none for the root).
+      case kernel(wd: CInt, guardWD: CInt?)
+      /// The directory is gone; `wd` watches `ancestor`, its nearest existing ancestor, and
+      /// `guardWD` that ancestor's parent.
+      case waiting(wd: CInt, ancestor: String, guardWD: CInt?)
+      /// The kernel refused: checked with `stat` every ``WatcherEngine/fallbackInterval``.
+      case polled(stamps: [String: Stamp], gone: Bool)
+      /// Gone, and nothing on its way up could be watched (the kernel refused); it is looked
+      /// for again after an overflow or by the next ``DirectoryWatcher/watch(directory:)``.
+      case lost
+    }
+
     let id: UInt64
-    let directory: String
     var references: Int
-    var goneReported = false
+    var mode: Mode
+
+    var isPolled: Bool {
+      if case .polled = mode { return true }
+      return false
+    }
   }
 
-  struct PolledDirectory {
-    let id: UInt64
-    var references: Int
-    var stamps: [String: Stamp]
-    var gone = false
+  /// One kernel watch descriptor.
+  struct KernelWatch {
+    /// Watched directories that are this inode.
+    var owners: Set<String> = []
+    /// Gone directories waiting for the next level of their path to appear in this one.
+    var waiters: Set<String> = []
+    /// Directories (watched or waiting) whose watched level is a child of this one.
+    var guarded: Set<String> = []
+
+    var isUnused: Bool { owners.isEmpty && waiters.isEmpty && guarded.isEmpty }
   }
 
   struct State {
@@ -218,14 +265,26 @@ private final class WatcherEngine: Sendable {
     var thread: pthread_t?
     var eventFD: CInt?
     var nextID: UInt64 = 1
+    var directories: [String: Directory] = [:]
     var kernel: [CInt: KernelWatch] = [:]
-    var polled: [String: PolledDirectory] = [:]
+
+    var isPolling: Bool { directories.values.contains { $0.isPolled } }
   }
 
   static let watchMask = UInt32(
     IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
       | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+  /// What a watch held only for a directory below it asks for: entries created, deleted or
+  /// moved, and the watched directory's own end. Added with `IN_MASK_ADD`, so that a watch
+  /// that is also some directory's own keeps ``watchMask``; never writes or metadata changes,
+  /// which a busy ancestor (`/tmp`) is full of.
+  static let ancestorMask = UInt32(
+    IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+      | IN_ONLYDIR | IN_MASK_ADD)
   static let bufferSize = 64 * 1024
+  /// How many times one re-arming climbs and descends before it waits for the next event
+  /// (a path created and deleted over and over must not keep the thread busy).
+  static let armingSteps = 64
 
   let fallbackInterval: Duration
   let handler: @Sendable ([DirectoryWatcher.Event]) -> Void
@@ -265,19 +324,31 @@ private final class WatcherEngine: Sendable {
     return pthread_equal(thread, pthread_self()) != 0
   }
 
+  func mode(of target: Target) -> Directory.Mode? {
+    state.withLock { state in
+      guard let directory = state.directories[target.directory], directory.id == target.id else {
+        return nil
+      }
+      return directory.mode
+    }
+  }
+
   // MARK: Adding and releasing watches
 
-  func add(_ directory: String) throws(AppGroupsError) -> (Target, isPolling: Bool) {
+  func add(_ directory: String) throws(AppGroupsError) -> Target {
     enum Outcome: Sendable {
-      case watching(Target, isPolling: Bool)
+      case watching(Target)
       case fallback(SystemCallError)
     }
     let outcome = try state.withLock { state throws(AppGroupsError) -> Outcome in
       try checkOpen(state, directory)
-      if var polled = state.polled[directory] {
-        polled.references += 1
-        state.polled[directory] = polled
-        return .watching(.polled(directory: directory, id: polled.id), isPolling: true)
+      if var existing = state.directories[directory] {
+        existing.references += 1
+        state.directories[directory] = existing
+        // A directory that could not be watched again after it was removed: try now. Its
+        // return is not reported: a caller reads a directory after it starts watching it.
+        if case .lost = existing.mode { _ = resolve(directory, &state) }
+        return .watching(Target(directory: directory, id: existing.id))
       }
       guard let inotifyFD else {
         let reason = SystemCallError(call: "inotify_init1", path: nil, errno: EMFILE)
@@ -292,38 +363,39 @@ private final class WatcherEngine: Sendable {
         if error.errno == ENOSPC { return .fallback(error) }
         throw AppGroupsError(io: error, "watching \(directory)")
       }
-      if var existing = state.kernel[wd] {
-        existing.references += 1
-        state.kernel[wd] = existing
-        return .watching(.kernel(wd: wd, id: existing.id), isPolling: false)
-      }
       let id = state.nextID
       state.nextID += 1
-      state.kernel[wd] = KernelWatch(id: id, directory: directory, references: 1)
-      return .watching(.kernel(wd: wd, id: id), isPolling: false)
+      state.kernel[wd, default: KernelWatch()].owners.insert(directory)
+      state.directories[directory] = Directory(
+        id: id, references: 1, mode: .kernel(wd: wd, guardWD: nil))
+      // Guard it with a watch on its parent (see `resolve`).
+      _ = resolve(directory, &state)
+      return .watching(Target(directory: directory, id: id))
     }
     switch outcome {
-    case .watching(let target, let isPolling):
-      return (target, isPolling)
+    case .watching(let target):
+      return target
     case .fallback(let reason):
       return try addPolled(directory, reason: reason)
     }
   }
 
-  private func addKernelWatch(_ fd: CInt, _ directory: String) throws(SystemCallError) -> CInt {
+  private func addKernelWatch(
+    _ fd: CInt, _ directory: String, mask: UInt32 = watchMask
+  ) throws(SystemCallError) -> CInt {
     #if DEBUG
     if let code = DirectoryWatcher.injectAddWatchFailure.withLock({ $0[directory] }) {
       throw SystemCallError(call: "inotify_add_watch", path: directory, errno: code)
     }
     #endif
     return try valueOrErrno("inotify_add_watch", path: directory) {
-      inotify_add_watch(fd, directory, Self.watchMask)
+      inotify_add_watch(fd, directory, mask)
     }
   }
 
   private func addPolled(
     _ directory: String, reason: SystemCallError
-  ) throws(AppGroupsError) -> (Target, isPolling: Bool) {
+  ) throws(AppGroupsError) -> Target {
     // Take the first snapshot before returning, so that a change made right after `watch`
     // returns is seen. Outside the lock: a directory may be large.
     let stamps: [String: Stamp]
@@ -335,27 +407,32 @@ private final class WatcherEngine: Sendable {
     let (target, created) = try state.withLock {
       state throws(AppGroupsError) -> (Target, Bool) in
       try checkOpen(state, directory)
-      if var polled = state.polled[directory] {
-        polled.references += 1
-        state.polled[directory] = polled
-        return (.polled(directory: directory, id: polled.id), false)
+      if var existing = state.directories[directory] {
+        existing.references += 1
+        state.directories[directory] = existing
+        return (Target(directory: directory, id: existing.id), false)
       }
       try startThreadIfNeeded(&state, directory)
       let id = state.nextID
       state.nextID += 1
-      state.polled[directory] = PolledDirectory(id: id, references: 1, stamps: stamps)
+      state.directories[directory] = Directory(
+        id: id, references: 1, mode: .polled(stamps: stamps, gone: false))
       // Wake the thread so that it starts polling with a timeout.
       if let eventFD = state.eventFD { Self.signal(eventFD) }
-      return (.polled(directory: directory, id: id), true)
+      return (Target(directory: directory, id: id), true)
     }
     if created { reportFallback(directory, reason: reason) }
-    return (target, true)
+    return target
   }
 
   private func reportFallback(_ directory: String, reason: SystemCallError) {
     let line = "appgroups: inotify watch on \(directory) failed "
       + "(\(String(cString: strerror(reason.errno)))); "
       + "checking every \(Self.milliseconds(fallbackInterval)) ms instead\n"
+    Self.writeStandardError(line)
+  }
+
+  private static func writeStandardError(_ line: String) {
     var bytes = Array(line.utf8)
     _ = try? valueOrErrno("write", path: "stderr") { write(STDERR_FILENO, &bytes, bytes.count) }
   }
@@ -368,25 +445,170 @@ private final class WatcherEngine: Sendable {
   func release(_ target: Target) {
     state.withLock { state in
       guard !state.closed else { return }
-      switch target {
-      case .kernel(let wd, let id):
-        guard var watch = state.kernel[wd], watch.id == id else { return }
-        watch.references -= 1
-        if watch.references > 0 {
-          state.kernel[wd] = watch
-          return
+      guard var directory = state.directories[target.directory], directory.id == target.id
+      else { return }
+      directory.references -= 1
+      if directory.references > 0 {
+        state.directories[target.directory] = directory
+        return
+      }
+      state.directories[target.directory] = nil
+      detach(target.directory, from: directory.mode, &state)
+    }
+  }
+
+  /// Takes `path` off the kernel watches its mode holds, and removes those that nothing else
+  /// uses. Call holding `state`.
+  private func detach(_ path: String, from mode: Directory.Mode, _ state: inout State) {
+    switch mode {
+    case .kernel(let wd, let guardWD), .waiting(let wd, _, let guardWD):
+      state.kernel[wd]?.owners.remove(path)
+      state.kernel[wd]?.waiters.remove(path)
+      removeIfUnused(wd, &state)
+      if let guardWD {
+        state.kernel[guardWD]?.guarded.remove(path)
+        removeIfUnused(guardWD, &state)
+      }
+    case .polled, .lost:
+      break
+    }
+  }
+
+  private func removeIfUnused(_ wd: CInt, _ state: inout State) {
+    guard let watch = state.kernel[wd], watch.isUnused else { return }
+    state.kernel[wd] = nil
+    guard let inotifyFD else { return }
+    // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
+    // See: man 2 inotify_rm_watch
+    _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
+  }
+
+  // MARK: Directories that come back
+
+  /// Finds what to watch for `path` and watches it: the directory itself when it exists,
+  /// else its nearest existing ancestor (up to the root), whose events say when the next level
+  /// of the path appears. Either way, the level held is guarded by a watch on its parent, whose
+  /// events say when the level is removed or replaced: a removed directory whose inode stays
+  /// alive (an open file in it pins it) never gets `IN_DELETE_SELF`. Call holding `state`.
+  ///
+  /// Climbs from the directory toward the root until a level exists, then descends: each
+  /// level is watched (and guarded) before the next one down is tried, so that a level created
+  /// meanwhile is reported by the watch above it.
+  ///
+  /// - Returns: ``DirectoryWatcher/Event/Kind-swift.enum/directoryGone`` when the directory
+  ///   was watched and is not (or is another directory now), then
+  ///   ``DirectoryWatcher/Event/Kind-swift.enum/directoryBack`` when a directory at the path
+  ///   is newly watched.
+  private func resolve(_ path: String, _ state: inout State) -> [DirectoryWatcher.Event] {
+    guard let inotifyFD, var directory = state.directories[path], !directory.isPolled else {
+      return []
+    }
+    var chain = [path]
+    while let last = chain.last, let parent = Self.parent(of: last) { chain.append(parent) }
+
+    var touched: [CInt] = []
+    var refusal: SystemCallError?
+    /// Adds (or finds) the kernel watch on `chain[level]`; `nil` when the level is not there.
+    func add(_ level: Int) -> CInt? {
+      do throws(SystemCallError) {
+        let mask = level == 0 ? Self.watchMask : Self.ancestorMask
+        let wd = try addKernelWatch(inotifyFD, chain[level], mask: mask)
+        touched.append(wd)
+        return wd
+      } catch {
+        switch error.errno {
+        case ENOENT, ENOTDIR, EACCES: break  // not there, not a directory, or not ours to watch
+        default: refusal = error
         }
-        state.kernel[wd] = nil
-        guard let inotifyFD else { return }
-        // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
-        // See: man 2 inotify_rm_watch
-        _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
-      case .polled(let directory, let id):
-        guard var polled = state.polled[directory], polled.id == id else { return }
-        polled.references -= 1
-        state.polled[directory] = polled.references > 0 ? polled : nil
+        return nil
       }
     }
+
+    var found: (level: Int, wd: CInt, guardWD: CInt?)?
+    var level = 0
+    var steps = 0
+    while steps < Self.armingSteps, level < chain.count, refusal == nil {
+      steps += 1
+      guard let wd = add(level) else {
+        level += 1
+        continue
+      }
+      var guardWD: CInt?
+      if level + 1 < chain.count {
+        guard let parentWD = add(level + 1) else {
+          level += 1
+          continue
+        }
+        guardWD = parentWD
+        // The level may have been removed or replaced before its guard was in place.
+        guard add(level) == wd else { continue }
+      }
+      found = (level, wd, guardWD)
+      // A lower level may have appeared before this level's watch was in place.
+      guard level > 0, add(level - 1) != nil else { break }
+      level -= 1
+    }
+
+    let oldMode = directory.mode
+    switch oldMode {
+    case .kernel(let wd, let guardWD), .waiting(let wd, _, let guardWD):
+      state.kernel[wd]?.owners.remove(path)
+      state.kernel[wd]?.waiters.remove(path)
+      if let guardWD { state.kernel[guardWD]?.guarded.remove(path) }
+      touched += [wd] + (guardWD.map { [$0] } ?? [])
+    case .polled, .lost:
+      break
+    }
+    if let found {
+      if found.level == 0 {
+        state.kernel[found.wd, default: KernelWatch()].owners.insert(path)
+        directory.mode = .kernel(wd: found.wd, guardWD: found.guardWD)
+      } else {
+        state.kernel[found.wd, default: KernelWatch()].waiters.insert(path)
+        directory.mode = .waiting(wd: found.wd, ancestor: chain[found.level], guardWD: found.guardWD)
+      }
+      if let guardWD = found.guardWD {
+        state.kernel[guardWD, default: KernelWatch()].guarded.insert(path)
+      }
+    } else {
+      directory.mode = .lost
+      if let refusal {
+        Self.writeStandardError(
+          "appgroups: \(path) cannot be watched again after it was removed "
+            + "(\(refusal)); changes in it are seen only when it is read\n")
+      }
+    }
+    state.directories[path] = directory
+    // Remove the watches nothing uses any more: the old ones and the temporary ones.
+    for wd in Set(touched) {
+      if let watch = state.kernel[wd], !watch.isUnused { continue }
+      state.kernel[wd] = nil
+      // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
+      // See: man 2 inotify_rm_watch
+      _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
+    }
+
+    var events: [DirectoryWatcher.Event] = []
+    let oldWD: CInt? = if case .kernel(let wd, _) = oldMode { wd } else { nil }
+    let newWD: CInt? = if case .kernel(let wd, _) = directory.mode { wd } else { nil }
+    if oldWD != nil, oldWD != newWD {
+      events.append(.init(directory: path, name: "", kind: .directoryGone))
+    }
+    if newWD != nil, newWD != oldWD {
+      events.append(.init(directory: path, name: "", kind: .directoryBack))
+    }
+    return events
+  }
+
+  /// A kernel watch ended (its directory was deleted, moved or unmounted): what it carried
+  /// is looked for again. Call holding `state`.
+  private func retire(_ wd: CInt, _ state: inout State) -> [DirectoryWatcher.Event] {
+    guard let watch = state.kernel.removeValue(forKey: wd) else { return [] }
+    var events: [DirectoryWatcher.Event] = []
+    for path in watch.owners.union(watch.waiters).union(watch.guarded).sorted() {
+      events += resolve(path, &state)
+    }
+    return events
   }
 
   // MARK: The thread
@@ -471,7 +693,7 @@ private final class WatcherEngine: Sendable {
 
     while true {
       let (closed, currentEventFD, polling) = state.withLock { state in
-        (state.closed, state.eventFD ?? -1, !state.polled.isEmpty)
+        (state.closed, state.eventFD ?? -1, state.isPolling)
       }
       eventFD = currentEventFD
       if closed { break }
@@ -561,29 +783,42 @@ private final class WatcherEngine: Sendable {
         let mask = record.mask
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
           events.append(.init(directory: "", name: "", kind: .overflow))
+          // A directory's departure or return may be among the lost events: look again.
+          for path in state.directories.keys.sorted() { events += resolve(path, &state) }
           continue
         }
-        // Unknown descriptors belong to watches that were cancelled; drop their events.
-        guard var watch = state.kernel[record.wd] else { continue }
-        let directory = watch.directory
-        if mask & UInt32(IN_IGNORED) != 0 {
-          // The kernel removed the watch: the directory was deleted or its file system unmounted.
-          state.kernel[record.wd] = nil
-          if !watch.goneReported {
-            events.append(.init(directory: directory, name: "", kind: .directoryGone))
-          }
-          continue
-        }
-        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-          if mask & UInt32(IN_DELETE_SELF) != 0 {
-            watch.goneReported = true
-            state.kernel[record.wd] = watch
-          }
-          events.append(.init(directory: directory, name: "", kind: .directoryGone))
+        // Unknown descriptors belong to watches that were cancelled or retired; drop their
+        // events.
+        guard let watch = state.kernel[record.wd] else { continue }
+        if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+          // Deleted, unmounted or moved away: the path no longer names this inode.
+          events += retire(record.wd, &state)
           continue
         }
         guard let kind = Self.kind(of: mask) else { continue }
-        events.append(.init(directory: directory, name: record.name, kind: kind))
+        for path in watch.owners.sorted() {
+          events.append(.init(directory: path, name: record.name, kind: kind))
+        }
+        if kind == .attrib || kind == .closeWrite { continue }
+        // A level a gone directory waits for appeared; a watched level was removed or replaced.
+        var affected: [String] = []
+        for path in watch.waiters {
+          guard kind == .created || kind == .movedTo,
+            case .waiting(_, let ancestor, _)? = state.directories[path]?.mode,
+            Self.nextComponent(of: path, below: ancestor) == record.name
+          else { continue }
+          affected.append(path)
+        }
+        for path in watch.guarded {
+          let level: String
+          switch state.directories[path]?.mode {
+          case .kernel?: level = path
+          case .waiting(_, let ancestor, _)?: level = ancestor
+          default: continue
+          }
+          if Self.lastComponent(of: level) == record.name { affected.append(path) }
+        }
+        for path in affected { events += resolve(path, &state) }
       }
       return events
     }
@@ -597,35 +832,58 @@ private final class WatcherEngine: Sendable {
     return kinds.first { mask & UInt32($0.0) != 0 }?.1
   }
 
+  /// The parent of a path: `/a/b` → `/a`, `/a` → `/`, `/` → `nil`.
+  static func parent(of path: String) -> String? {
+    var trimmed = Substring(path)
+    while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard trimmed != "/", let slash = trimmed.lastIndex(of: "/") else { return nil }
+    if slash == trimmed.startIndex { return "/" }
+    return String(trimmed[..<slash])
+  }
+
+  /// The last component of a path: `/a/b/` → `b`.
+  static func lastComponent(of path: String) -> String? {
+    path.split(separator: "/").last.map(String.init)
+  }
+
+  /// The first component of `path` below its ancestor `ancestor`: (`/a/b/c`, `/a`) → `b`.
+  static func nextComponent(of path: String, below ancestor: String) -> String? {
+    let prefix = ancestor.hasSuffix("/") ? ancestor : ancestor + "/"
+    guard path.hasPrefix(prefix) else { return nil }
+    return path.dropFirst(prefix.count).split(separator: "/").first.map(String.init)
+  }
+
   // MARK: Polling fallback
 
   /// Checks every polled directory once and reports what changed since the last check.
   private func scanPolled() -> [DirectoryWatcher.Event] {
     let snapshot = state.withLock { state in
-      state.polled.map { (directory: $0.key, id: $0.value.id) }
+      state.directories.filter(\.value.isPolled).map { (directory: $0.key, id: $0.value.id) }
     }
     var events: [DirectoryWatcher.Event] = []
-    for (directory, id) in snapshot.sorted(by: { $0.directory < $1.directory }) {
-      let current = try? Self.scan(directory)
+    for (path, id) in snapshot.sorted(by: { $0.directory < $1.directory }) {
+      let current = try? Self.scan(path)
       state.withLock { state in
-        guard var polled = state.polled[directory], polled.id == id else { return }
-        defer { state.polled[directory] = polled }
+        guard var directory = state.directories[path], directory.id == id,
+          case .polled(let stamps, let gone) = directory.mode
+        else { return }
         guard let current else {
-          if !polled.gone {
-            polled.gone = true
-            polled.stamps = [:]
-            events.append(.init(directory: directory, name: "", kind: .directoryGone))
+          if !gone {
+            directory.mode = .polled(stamps: [:], gone: true)
+            state.directories[path] = directory
+            events.append(.init(directory: path, name: "", kind: .directoryGone))
           }
           return
         }
-        polled.gone = false
-        for name in current.keys.sorted() where polled.stamps[name] != current[name] {
-          events.append(.init(directory: directory, name: name, kind: .movedTo))
+        if gone { events.append(.init(directory: path, name: "", kind: .directoryBack)) }
+        for name in current.keys.sorted() where stamps[name] != current[name] {
+          events.append(.init(directory: path, name: name, kind: .movedTo))
         }
-        for name in polled.stamps.keys.sorted() where current[name] == nil {
-          events.append(.init(directory: directory, name: name, kind: .deleted))
+        for name in stamps.keys.sorted() where current[name] == nil {
+          events.append(.init(directory: path, name: name, kind: .deleted))
         }
-        polled.stamps = current
+        directory.mode = .polled(stamps: current, gone: false)
+        state.directories[path] = directory
       }
     }
     return events
