@@ -122,15 +122,9 @@ struct FolderReturnTests {
     try write("unseen")
     observer.send("refresh")
     let answer = observer.waitForLine { $0.hasPrefix("refresh ") }
-    if afterTheFolderCameBack {
-      // The token is read from the shared page of the lock file this process mapped before
-      // the folder was removed; the store does not map the new lock file's page yet.
-      withKnownIssue("the token page of a replaced lock file is not remapped") {
-        #expect(answer?.hasPrefix("refresh true") == true, "\(answer ?? "no answer")")
-      }
-    } else {
-      #expect(answer?.hasPrefix("refresh true") == true, "\(answer ?? "no answer")")
-    }
+    // After the folder came back, the token is read from the new lock file's page: the store
+    // mapped it when it re-read the suite that came back.
+    #expect(answer?.hasPrefix("refresh true") == true, "\(answer ?? "no answer")")
     observer.send("release")
     #expect(observer.waitFor("released"))
     // Read (or, once released, heard) either way.
