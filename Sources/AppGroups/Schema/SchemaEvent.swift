@@ -74,8 +74,16 @@ public struct SchemaEvent: Sendable, Hashable, CustomStringConvertible {
 
   private static let reported = Mutex<Set<String>>([])
 
+  /// Observers of the events themselves, for the package's tests: the diagnostics handler
+  /// is one per process, and tests running side by side would take each other's.
+  static let observers = Mutex<[UInt64: @Sendable (SchemaEvent) -> Void]>([:])
+
   /// Sends the event to the diagnostics handler.
-  func report() { Diagnostics.report(description) }
+  func report() {
+    Diagnostics.report(description)
+    let targets = Self.observers.withLock { $0.isEmpty ? [] : Array($0.values) }
+    for target in targets { target(self) }
+  }
 
   /// Sends the event unless one with the same kind, suite, key and outcome was sent before
   /// by this process.
