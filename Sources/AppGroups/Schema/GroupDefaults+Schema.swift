@@ -59,7 +59,13 @@ extension GroupDefaults {
   ///   `Codable` value cannot be encoded; and what ``write(_:forKey:)`` throws (a forced key,
   ///   the size limit). Nothing is written then.
   public func write<Value>(_ value: Value, for key: PreferenceKey<Value>) throws(AppGroupsError) {
-    let (stored, clamped) = try key.storable(value)
+    let stored: PropertyListValue
+    let clamped: Bool
+    do {
+      (stored, clamped) = try key.storable(value)
+    } catch {
+      throw AppGroupsError(error.code, "\(suiteName): \(error.message)", cause: error.cause)
+    }
     if clamped {
       SchemaEvent(
         .validation, suite: suiteName, key: key.name, storedType: stored.typeName,
