@@ -27,10 +27,21 @@ extension GroupDefaults {
   /// rejecting range, a forced key, the size limit) is reported on stderr and the value
   /// already there stays. ``write(_:for:)`` throws the reason instead.
   public subscript<Value>(key: PreferenceKey<Value>) -> Value {
-    get { read(key).value }
+    @inlinable get { currentValue(key) }
     set {
       do { try write(newValue, for: key) } catch { Diagnostics.report("\(error)") }
     }
+  }
+
+  /// The subscript's read: a stored value of the key's exact type and no range is returned
+  /// at once; anything else takes ``read(_:)``'s way, with its outcome and diagnostic.
+  /// Inlinable, so that it is specialised for the key's type where it is called: a typed
+  /// read then costs about what an untyped one does.
+  @inlinable
+  func currentValue<Value>(_ key: PreferenceKey<Value>) -> Value {
+    guard case .found(let stored, _) = view.lookup(key.name) else { return key.defaultValue }
+    if key.checkRange == nil, case .exact(let value) = key.decodeValue(stored) { return value }
+    return read(key).value
   }
 
   /// Reads a typed key through the search list and validates the stored value.

@@ -67,18 +67,20 @@ public protocol SchemaKey: Sendable {
 /// never written to disk. A stored value is validated on every read (see
 /// ``ValidationOutcome``); the stored value itself is never changed by a read.
 public struct PreferenceKey<Value: Sendable>: SchemaKey {
+  // The fields whose size does not depend on `Value` first: a typed read reaches them at
+  // fixed offsets.
   public let name: String
+  public let typeDescription: String
+  public let rangeDescription: String?
+  @usableFromInline let encodeValue: @Sendable (Value) throws(AppGroupsError) -> PropertyListValue
+  @usableFromInline let decodeValue: @Sendable (PropertyListValue) -> DecodedPreference<Value>
+  /// Whether the value is in range; if not, the bound to use (clamp) or a rejection.
+  @usableFromInline let checkRange: (@Sendable (Value) -> RangeCheck<Value>)?
   public let defaultValue: Value
   /// What a read gives for an enum raw value this build does not know.
   public let fallback: Value
-  public let typeDescription: String
-  public let rangeDescription: String?
-  let encodeValue: @Sendable (Value) throws(AppGroupsError) -> PropertyListValue
-  let decodeValue: @Sendable (PropertyListValue) -> DecodedPreference<Value>
-  /// `nil` when the value is in range; else the value to use (clamped) or `nil` inside (reject).
-  let checkRange: (@Sendable (Value) -> RangeCheck<Value>)?
 
-  enum RangeCheck<V> {
+  @usableFromInline enum RangeCheck<V> {
     case inRange
     case clamped(V)
     case rejected
@@ -96,13 +98,13 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
       name != PreferenceSchema.markerKey,
       "\(PreferenceSchema.markerKey) is reserved for the schema marker")
     self.name = name
-    self.defaultValue = defaultValue
-    self.fallback = fallback
     self.typeDescription = typeDescription
     self.rangeDescription = rangeDescription
     self.encodeValue = encode
     self.decodeValue = decode
     self.checkRange = checkRange
+    self.defaultValue = defaultValue
+    self.fallback = fallback
   }
 
   public var registrationValue: PropertyListValue {
