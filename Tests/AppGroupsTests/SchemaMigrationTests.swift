@@ -186,7 +186,9 @@ struct SchemaMigrationTests {
     let d = try s.open()
     // The defaults first: their registration is a change of its own.
     var registration: [String: Any] = [:]
-    for key in Reader.schema.keys { registration[key.name] = key.registrationValue }
+    for key in Reader.schema.keys {
+      if let value = key.registrationValue { registration[key.name] = value }
+    }
     d.register(defaults: registration)
     let seen = Locked<[[GroupDefaults.Change]]>([])
     let observation = d.observe { changes in seen.withLock { $0.append(changes) } }

@@ -45,11 +45,14 @@ struct SchemaProcessTests {
     return values
   }
 
-  @Test func appAndWidgetLaunchingAtOnceMigrateExactlyOnce() throws {
-    let runs = FaultSettings.integer("APPGROUPS_SCHEMA_RUNS", default: 50)
-    var migratedBy: [String: Int] = [:]
-    for run in 0..<runs {
-      let t = try TestRoot()
+  /// One run: a version 1 suite, the app and the widget started at once (both wait for
+  /// "go"), each migrating and then writing a key of its own.
+  /// - Returns: who migrated, and the problems seen.
+  func launchTogether(run: Int, slowExits: Locked<Int>) -> (migrated: [String], problems: [String]) {
+    var migrated: [String] = []
+    var problems: [String] = []
+    do {
+      let t = try TestRoot("concurrent\(run)")
       try writeVersion1(t)
       var children: [(String, ChildProcess)] = []
       for who in [TestRoot.app, TestRoot.widget] {
@@ -58,28 +61,73 @@ struct SchemaProcessTests {
           environment: t.environment(as: who))
         children.append((who, child))
       }
-      for (who, child) in children {
-        #expect(child.waitFor("ready", timeout: 60), "run \(run) \(who): \(child.standardError)")
+      for (who, child) in children where !child.waitFor("ready", timeout: 60) {
+        problems.append("run \(run) \(who): no ready line: \(child.standardError)")
       }
       for (_, child) in children { child.send("go") }
-      var migrations = 0
       for (who, child) in children {
-        let outcome = child.waitForLine(timeout: 60) { $0.hasPrefix("migrated") || $0.hasPrefix("up-to-date") }
-        #expect(outcome == "migrated 0 2" || outcome == "up-to-date 2", "run \(run) \(who): \(String(describing: outcome)) \(child.standardError)")
-        if outcome == "migrated 0 2" {
-          migrations += 1
-          migratedBy[who, default: 0] += 1
+        let outcome = child.waitForLine(timeout: 60) {
+          $0.hasPrefix("migrated") || $0.hasPrefix("up-to-date")
         }
-        #expect(child.waitFor("set", timeout: 60), "run \(run) \(who): \(child.standardError)")
-        #expect(child.wait(timeout: 60) == 0)
+        if outcome == "migrated 0 2" {
+          migrated.append(who)
+        } else if outcome != "up-to-date 2" {
+          problems.append("run \(run) \(who): \(String(describing: outcome)): \(child.standardError)")
+        }
+        if !child.waitFor("set", timeout: 60) {
+          let pid = child.process.processIdentifier
+          let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+          let waits = threads.map { task in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/wchan", encoding: .utf8)) ?? "?"
+          }
+          problems.append(
+            "run \(run) \(who): no set line (state \(String(describing: processState(pid))), threads waiting in \(waits)): \(child.standardError)")
+        }
+        // Its write is on disk ("set" follows a true synchronize()); the exit itself is
+        // watched apart: a worker that has not exited 60 s later is killed and counted.
+        let status = child.wait(timeout: 60)
+        if status == nil {
+          slowExits.withLock { $0 += 1 }
+        } else if status != 0 {
+          problems.append("run \(run) \(who): exit status \(String(describing: status)): \(child.standardError)")
+        }
       }
-      #expect(migrations == 1, "run \(run): \(migrations) processes migrated")
       var expected = Self.migrated
       expected["launched-\(TestRoot.app)"] = .string("run-\(run)")
       expected["launched-\(TestRoot.widget)"] = .string("run-\(run)")
-      #expect(try onDisk(t) == expected, "run \(run): a value was lost or migrated twice")
+      if try onDisk(t) != expected {
+        problems.append("run \(run): a value was lost or migrated twice: \(try onDisk(t))")
+      }
+    } catch {
+      problems.append("run \(run): \(error)")
     }
-    print("SchemaProcessTests: \(runs) runs, migrated by \(migratedBy)")
+    return (migrated, problems)
+  }
+
+  @Test func appAndWidgetLaunchingAtOnceMigrateExactlyOnce() throws {
+    let runs = FaultSettings.integer("APPGROUPS_SCHEMA_RUNS", default: 50)
+    // A few runs side by side: each run waits mostly on fsync(2).
+    let lanes = 5
+    let results = Locked<[Int: (migrated: [String], problems: [String])]>([:])
+    let slowExits = Locked(0)
+    DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+      for run in stride(from: lane, to: runs, by: lanes) {
+        let result = launchTogether(run: run, slowExits: slowExits)
+        results.withLock { $0[run] = result }
+      }
+    }
+    let all = results.withLock { $0 }
+    #expect(all.count == runs)
+    for run in 0..<runs {
+      let result = all[run]
+      #expect(result?.migrated.count == 1, "run \(run): migrated by \(result?.migrated ?? [])")
+      #expect(result?.problems == [], "\(result?.problems ?? [])")
+    }
+    var migratedBy: [String: Int] = [:]
+    for result in all.values { for who in result.migrated { migratedBy[who, default: 0] += 1 } }
+    print(
+      "SchemaProcessTests: \(runs) runs in \(lanes) lanes, migrated by \(migratedBy);"
+        + " workers killed for not exiting within 60 s after their write landed: \(slowExits.withLock { $0 })")
   }
 
   /// Where a migrating process is killed.

@@ -5,6 +5,7 @@ public struct PreferenceRead<Value: Sendable>: Sendable {
   /// The value the key reads as: the stored value, converted, clamped, or the default or
   /// fallback (see ``outcome``).
   public let value: Value
+  /// How the stored value validated.
   public let outcome: ValidationOutcome
   /// The layer of the search list whose stored value was read (and validated), or `nil`
   /// when no layer holds the key. ``GroupDefaults/Domain/registration`` when only the
@@ -14,8 +15,11 @@ public struct PreferenceRead<Value: Sendable>: Sendable {
 
 /// A typed key's effective value changed.
 public struct PreferenceChange<Value: Sendable>: Sendable {
+  /// The value the key read as before the change.
   public let oldValue: Value
+  /// The value the key reads as now.
   public let newValue: Value
+  /// Whether this process or another one (or an outside edit) made the change.
   public let origin: ChangeOrigin
 }
 
@@ -146,7 +150,9 @@ extension GroupDefaults {
   @discardableResult
   public func register(_ schema: PreferenceSchema) throws(AppGroupsError) -> MigrationReport {
     var registration: [String: Any] = [:]
-    for key in schema.keys { registration[key.name] = key.registrationValue }
+    for key in schema.keys {
+      if let value = key.registrationValue { registration[key.name] = value }
+    }
     register(defaults: registration)
     return try migrate(to: schema)
   }
@@ -163,6 +169,9 @@ extension GroupDefaults {
     }
     var report: MigrationReport?
     var failure: AppGroupsError?
+    // Reported after the lock is released: a diagnostics handler may be slow.
+    var notices: [SchemaEvent] = []
+    defer { for notice in notices { notice.report() } }
     let suiteName = self.suiteName
     do {
       try store.transaction(timeout: store.options.lockTimeout) { current in
@@ -172,10 +181,10 @@ extension GroupDefaults {
           from = stored
         } else {
           // A marker that is not a number: migrate from the start, and say so.
-          SchemaEvent(
-            .validation, suite: suiteName, key: PreferenceSchema.markerKey,
-            storedType: marker?.typeName, outcome: "wrongType-treated-as-version-0"
-          ).report()
+          notices.append(
+            SchemaEvent(
+              .validation, suite: suiteName, key: PreferenceSchema.markerKey,
+              storedType: marker?.typeName, outcome: "wrongType-treated-as-version-0"))
           from = 0
         }
         if from >= schema.version {
@@ -198,10 +207,10 @@ extension GroupDefaults {
                 .migrationFailed,
                 "\(suiteName): migrating to schema version \(migration.version), step \(step.name.debugDescription)\(key) failed: \(reason); nothing was committed, the suite stays at version \(from)",
                 cause: error as? AppGroupsError)
-              SchemaEvent(
-                .failed, suite: suiteName, fromVersion: from, toVersion: migration.version,
-                step: step.name, key: tx.currentKey, outcome: "nothing-committed"
-              ).report()
+              notices.append(
+                SchemaEvent(
+                  .failed, suite: suiteName, fromVersion: from, toVersion: migration.version,
+                  step: step.name, key: tx.currentKey, outcome: "nothing-committed"))
               return [:]
             }
             for event in tx.events {

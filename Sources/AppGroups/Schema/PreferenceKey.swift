@@ -41,8 +41,10 @@ public enum ValidationOutcome: String, Sendable, Hashable, CaseIterable {
 public protocol SchemaKey: Sendable {
   /// The key's name in the suite.
   var name: String { get }
-  /// The default, as it is registered (never written to disk).
-  var registrationValue: PropertyListValue { get }
+  /// The default, as it is registered (never written to disk); `nil` when it cannot be
+  /// encoded (a `Codable` default whose encoding throws): then nothing is registered, and
+  /// typed reads give the default all the same.
+  var registrationValue: PropertyListValue? { get }
   /// The declared type, as a person reads it: `Int`, `Theme (string enum)`, `Layout (codable)`.
   var typeDescription: String { get }
   /// The declared range and policy (`8...72, clamp`), or `nil`.
@@ -69,13 +71,18 @@ public protocol SchemaKey: Sendable {
 public struct PreferenceKey<Value: Sendable>: SchemaKey {
   // The fields whose size does not depend on `Value` first: a typed read reaches them at
   // fixed offsets.
+  /// The key's name in the suite.
   public let name: String
+  /// The declared type, as a person reads it: `Int`, `Theme (string enum)`, `Layout (codable)`.
   public let typeDescription: String
+  /// The declared range and policy (`8...72, clamp`), or `nil`.
   public let rangeDescription: String?
   @usableFromInline let encodeValue: @Sendable (Value) throws(AppGroupsError) -> PropertyListValue
   @usableFromInline let decodeValue: @Sendable (PropertyListValue) -> DecodedPreference<Value>
   /// Whether the value is in range; if not, the bound to use (clamp) or a rejection.
   @usableFromInline let checkRange: (@Sendable (Value) -> RangeCheck<Value>)?
+  /// What a read gives when no domain holds the key, or its value is of the wrong type or
+  /// outside a rejecting range. Registered, never written to disk.
   public let defaultValue: Value
   /// What a read gives for an enum raw value this build does not know.
   public let fallback: Value
@@ -107,9 +114,7 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
     self.fallback = fallback
   }
 
-  public var registrationValue: PropertyListValue {
-    (try? encodeValue(defaultValue)) ?? .string("")
-  }
+  public var registrationValue: PropertyListValue? { try? encodeValue(defaultValue) }
 
   /// The stored form of `value`.
   /// - Throws: `.unsupportedValue` when a `Codable` value cannot be encoded.
@@ -138,6 +143,7 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
     }
   }
 
+  /// How `stored` reads for this key (see ``read(_:)``).
   public func validate(_ stored: PropertyListValue) -> ValidationOutcome { read(stored).outcome }
 
   /// The stored form of a value about to be written, after the range check.

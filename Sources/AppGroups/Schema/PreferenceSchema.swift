@@ -21,6 +21,7 @@ public struct PreferenceSchema: Sendable {
 
   /// The current version (1 or more).
   public let version: Int
+  /// The declared keys; their defaults are registered by ``GroupDefaults/register(_:)``.
   public let keys: [any SchemaKey]
   /// Sorted by version.
   public let migrations: [Migration]
@@ -62,7 +63,9 @@ public struct PreferenceSchema: Sendable {
 
 /// The steps that bring a suite to `version` from the version before it.
 public struct Migration: Sendable {
+  /// The version a suite is at once the steps have run.
   public let version: Int
+  /// The steps, run in order.
   public let steps: [MigrationStep]
 
   /// The steps run, in order, on a suite below `version`.
@@ -214,6 +217,7 @@ public struct MigrationTransaction: Sendable {
 
 /// What ``GroupDefaults/register(_:)`` found and did.
 public struct MigrationReport: Sendable, Hashable, CustomStringConvertible {
+  /// What was done.
   public enum Outcome: String, Sendable, Hashable {
     /// This process migrated the suite: the values and the marker landed in one commit.
     case migrated
@@ -223,15 +227,18 @@ public struct MigrationReport: Sendable, Hashable, CustomStringConvertible {
     case newerSchema
   }
 
+  /// The suite's domain name.
   public let suiteName: String
   /// The version found (0: no marker).
   public let fromVersion: Int
-  /// The version the suite is at now.
+  /// The schema's version (the suite's version now, unless it was newer).
   public let toVersion: Int
+  /// What was done.
   public let outcome: Outcome
   /// The step events (key, stored type, outcome; never values) of a migration.
   public let events: [SchemaEvent]
 
+  /// One sentence: what was found and done.
   public var description: String {
     switch outcome {
     case .migrated:

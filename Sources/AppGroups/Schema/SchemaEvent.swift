@@ -25,19 +25,24 @@ public struct SchemaEvent: Sendable, Hashable, CustomStringConvertible {
     case newerSchema = "newer-schema"
   }
 
+  /// What happened.
   public var kind: Kind
   /// The suite's domain name.
   public var suite: String
+  /// The version the suite was at, for a migration's events.
   public var fromVersion: Int?
+  /// The version a migration brings it to (its step's migration, for a step).
   public var toVersion: Int?
   /// The migration step's name.
   public var step: String?
+  /// The key, when the event is about one.
   public var key: String?
   /// The property-list type of the stored value (`integer`, `string`, …), never the value.
   public var storedType: String?
   /// The outcome: a ``ValidationOutcome`` raw value, or a step's (`renamed`, `removed`, …).
   public var outcome: String
 
+  /// Creates an event.
   public init(
     _ kind: Kind, suite: String, fromVersion: Int? = nil, toVersion: Int? = nil,
     step: String? = nil, key: String? = nil, storedType: String? = nil, outcome: String
@@ -52,6 +57,7 @@ public struct SchemaEvent: Sendable, Hashable, CustomStringConvertible {
     self.outcome = outcome
   }
 
+  /// The event as one line of `name=value` fields, prefixed `schema:`.
   public var description: String {
     var fields = ["event=\(kind.rawValue)", "suite=\(Self.quoted(suite))"]
     if let fromVersion { fields.append("from=\(fromVersion)") }
