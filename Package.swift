@@ -18,8 +18,10 @@ let package = Package(
       dependencies: ["CAppGroupsLinux"]
     ),
     .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
-    .executableTarget(name: "app", dependencies: ["AppGroups"], path: "Examples/app"),
-    .executableTarget(name: "widget", dependencies: ["AppGroups"], path: "Examples/widget"),
+    .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
+    .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
+    .executableTarget(
+      name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
     .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
     .target(
@@ -29,7 +31,10 @@ let package = Package(
     ),
     .testTarget(
       name: "AppGroupsTests",
-      dependencies: ["AppGroups", "AppGroupsTestSupport", "groupctl", "app", "widget", "appgroups-worker"]
+      dependencies: [
+        "AppGroups", "AppGroupsTestSupport", "ExampleSchema", "groupctl", "app", "widget",
+        "appgroups-worker",
+      ]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -33,6 +33,7 @@ enum AppGroupsSide {
     case "watch": watch(p)
     case "contend": contendDriver(p)
     case "increments": increments(p)
+    case "migrate": migrate(p)
     default: fail("unknown AppGroups mode \(mode)")
     }
   }
@@ -57,6 +58,9 @@ enum AppGroupsSide {
       for _ in 0..<n { sum &+= defaults.integer(forKey: key) }
       blackHole(sum)
     }
+    // P1′: the same read through a typed key (`defaults[key]`), batch for batch.
+    let typed = PreferenceKey<Int>(key, default: 0)
+    guard defaults[typed] == 42 else { fail("read: the typed unreadCount is not 42") }
     for _ in 0..<p.int("batches") {
       var sum = 0
       let start = threadCPUNanoseconds()
@@ -64,7 +68,58 @@ enum AppGroupsSide {
       let elapsed = threadCPUNanoseconds() - start
       blackHole(sum)
       emit("sample read \(Double(elapsed) / Double(count))")
+      var typedSum = 0
+      let typedStart = threadCPUNanoseconds()
+      for _ in 0..<count { typedSum &+= defaults[typed] }
+      let typedElapsed = threadCPUNanoseconds() - typedStart
+      blackHole(typedSum)
+      emit("sample typed \(Double(typedElapsed) / Double(count))")
     }
+  }
+
+  /// P9: migrating a suite of `keys` keys as version 1 left it ("unread" and `keys` "item-N"
+  /// strings) to version 2 ("unreadCount" and "entry-N" integers): `register(_:)`, one
+  /// commit; then, for comparison, one `set` + `synchronize()` on the migrated suite.
+  static func migrate(_ p: Parameters) {
+    let defaults = open(p.suite)
+    let size = p.int("keys")
+    var values: [String: Any] = ["unread": 3]
+    for i in 0..<size { values["item-\(i)"] = String(i) }
+    defaults.setPersistentDomain(values, forName: p.suite)
+    guard defaults.synchronize() else { fail("migrate: synchronize() failed") }
+    let unreadCount = PreferenceKey<Int>("unreadCount", default: 0)
+    let schema = PreferenceSchema(
+      version: 2, keys: [unreadCount],
+      migrations: [
+        Migration(
+          to: 2,
+          [
+            .rename("unread", to: unreadCount),
+            .custom("items to entries") { tx in
+              for key in tx.values.keys where key.hasPrefix("item-") {
+                guard case .string(let text)? = tx[key], let number = Int(text) else { continue }
+                tx[key] = nil
+                tx["entry-" + key.dropFirst(5)] = .integer(number)
+              }
+            },
+          ])
+      ])
+    let start = monotonicNanoseconds()
+    let report: MigrationReport
+    do {
+      report = try defaults.register(schema)
+    } catch {
+      fail("migrate: \(error)")
+    }
+    let elapsed = monotonicNanoseconds() - start
+    guard report.outcome == .migrated, defaults.integer(forKey: "entry-\(size - 1)") == size - 1 else {
+      fail("migrate: the suite was not migrated (\(report))")
+    }
+    emit("sample migrate \(elapsed)")
+    let commitStart = monotonicNanoseconds()
+    defaults.set(7, forKey: "entry-0")
+    guard defaults.synchronize() else { fail("migrate: synchronize() failed") }
+    emit("sample commit \(monotonicNanoseconds() - commitStart)")
   }
 
   /// P2: `keys` distinct `set`s into an empty suite, then `synchronize()`.

@@ -138,6 +138,7 @@ final class Coordinator {
     // The manifest: the bench identity holds every group suite used.
     var groups = ["read", "empty", "notify", "fanout"] + c.sizes.map { "keys-\($0.keys)" }
     groups += (0..<c.rounds).map { "fill-r\($0)" }
+    groups += (0..<c.rounds).map { "migrate-r\($0)" }
     do {
       try EntitlementManifest.grant(
         AppGroupsSide.bundleID, groups: groups.map { suite(.appGroups, $0) },
@@ -160,6 +161,7 @@ final class Coordinator {
         for side in order { measure(side, "P1", "read", "read", batch) }
       }
       if wants("P6") { measure(.appGroups, "P6", "resume", "read", batch) }
+      if wants("P9") { measure(.appGroups, "P9", "migrate", "migrate-r\(round)", ["keys": 1_000]) }
       if wants("P2") {
         for side in order { measure(side, "P2", "fill", "fill-r\(round)", ["keys": c.fillKeys]) }
       }
@@ -247,6 +249,17 @@ final class Coordinator {
         Row(
           measure: "P1 cached `integer(forKey:)` (CPU time per call)", appGroups: durations(a), foundation: durations(f),
           ratio: ratio(f, a), target: "≤ 60 ns", verdict: verdict(Stats.median(a) <= 60)))
+    }
+    // P1′
+    if wants("P1") {
+      let typed = samples(.appGroups, "P1", "typed")
+      let untyped = samples(.appGroups, "P1", "read")
+      let factor = Stats.median(typed) / Stats.median(untyped)
+      rows.append(
+        Row(
+          measure: "P1′ the same read through a typed key, `defaults[key]` (CPU time per call)",
+          appGroups: durations(typed), foundation: ["no typed keys", "—", "—"],
+          ratio: String(format: "%.2f× P1", factor), target: "≤ 2× P1", verdict: verdict(factor <= 2)))
     }
     // P2
     if wants("P2") {
@@ -350,6 +363,18 @@ final class Coordinator {
           appGroups: ["p50 \(formatDuration(Stats.median(whole))), p99 \(formatDuration(Stats.quantile(whole, 0.99)))",
             formatDuration(whole.min() ?? .nan), formatDuration(whole.max() ?? .nan)],
           foundation: ["—", "—", "—"], ratio: "—", target: "—", verdict: ""))
+    }
+    // P9
+    if wants("P9") {
+      let migrate = samples(.appGroups, "P9", "migrate")
+      let commit = samples(.appGroups, "P9", "commit")
+      let beyond = Stats.median(migrate) - Stats.median(commit)
+      rows.append(
+        Row(
+          measure: "P9 migrating a 1,000-key suite (rename + 1,000 keys converted, one commit)",
+          appGroups: durations(migrate), foundation: ["no migrations", "—", "—"],
+          ratio: "—", target: "≤ 5 ms + one commit (\(formatDuration(Stats.median(commit))) here)",
+          verdict: verdict(beyond <= 5e6)))
     }
     // Memory
     let largest = c.sizes.last!.keys

@@ -1,5 +1,5 @@
-// benchmark: AppGroups against Foundation's UserDefaults, measures P1–P8 of
-// issue 6, in one run so the ratio holds on a noisy machine.
+// benchmark: AppGroups against Foundation's UserDefaults, measures P1–P9 (P1′ and P9: typed
+// keys and migrations), in one run so the ratio holds on a noisy machine.
 //
 //   swift build -c release --product benchmark && .build/release/benchmark
 //   .build/release/benchmark --quick        # the CI smoke test: well under a minute
@@ -30,7 +30,7 @@ let usage = """
   usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
-    --only …    run only these measures (P1…P8, P11)
+    --only …    run only these measures (P1…P9, P11)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
   """
 var configuration = arguments.contains("--quick") ? Configuration.quickRun : Configuration.full

@@ -8,7 +8,13 @@
 //   app read ITEM         mark ITEM read: add it to readItems, unread goes down by one
 //   app reload            only ask the widget to reload
 //   app show              print the values the widget shows, and the suite's token
-//   app reset             remove every value of the group suite
+//   app reset             remove every value of the group suite (and its schema marker:
+//                         the next launch sees a new suite and records the schema version)
+//
+// The keys and the schema (version 2: "unread" became "unreadCount") are declared once, in
+// Examples/ExampleSchema, for the app and the widget. Every command but reset registers the
+// schema first; the process that finds the suite below version 2 migrates it, once (the
+// library says so on stderr: "appgroups: schema: event=migrated …").
 //
 // Every write lands on disk (synchronize) before com.example.widget.reload is
 // posted, with the suite's new token as the notification's state.
@@ -17,16 +23,11 @@
 // else Containers/ in the current directory. Exit status: 0 done, 64 usage
 // error, 1 refused or failed (the reason is on stderr).
 import AppGroups
+import ExampleSchema
 import Foundation
 
-let group = "group.com.example.shared"
+let group = ExampleSchema.group
 let reloadNotification = "com.example.widget.reload"
-/// Registered at every launch, by the app and the widget alike: registration
-/// is per process and never written to disk.
-let registeredDefaults: [String: Any] = [
-  "unread": 0, "theme": "system", "greeting": "hi", "readItems": [String](),
-]
-let themes = ["light", "dark", "system"]
 
 let usage = """
   usage: app set KEY VALUE | unread N | theme light|dark|system | read ITEM | reload | show | reset
@@ -52,7 +53,7 @@ func usageError(_ message: String) -> Never {
 enum Command {
   case set(key: String, value: String)
   case unread(Int)
-  case theme(String)
+  case theme(Theme)
   case read(String)
   case reload, show, reset
 }
@@ -79,10 +80,10 @@ func parse(_ arguments: [String]) -> Command {
     return .unread(count)
   case "theme":
     expect(1, "a theme name")
-    guard themes.contains(rest[0]) else {
+    guard let theme = Theme(rawValue: rest[0]) else {
       usageError("unknown theme \(rest[0].debugDescription); use light, dark or system")
     }
-    return .theme(rest[0])
+    return .theme(theme)
   case "read":
     expect(1, "an ITEM")
     if rest[0].isEmpty { usageError("the item cannot be empty") }
@@ -114,7 +115,16 @@ do {
 } catch {
   fail("refused: \(error)")
 }
-shared.register(defaults: registeredDefaults)
+// Registration is per process and never written to disk; the migration, if one is due, is
+// one commit. A reset needs neither: it removes the marker too.
+if case .reset = command {
+} else {
+  do {
+    try shared.register(ExampleSchema.schema)
+  } catch {
+    fail("\(error)")
+  }
+}
 
 // MARK: Running
 
@@ -129,30 +139,34 @@ func landAndPost(_ what: String) {
   say("app: \(what); posted \(reloadNotification)")
 }
 
-func write(_ value: PropertyListValue?, _ key: String) {
+func write<Value>(_ value: Value, _ key: PreferenceKey<Value>) {
   do {
-    try shared.write(value, forKey: key)
+    try shared.write(value, for: key)
   } catch {
-    fail("cannot set \(key): \(error)")
+    fail("cannot set \(key.name): \(error)")
   }
 }
 
 switch command {
 case .set(let key, let value):
-  write(.string(value), key)
+  do {
+    try shared.write(.string(value), forKey: key)
+  } catch {
+    fail("cannot set \(key): \(error)")
+  }
   landAndPost("\(key) = \(value.debugDescription)")
 case .unread(let count):
-  write(.integer(count), "unread")
+  write(count, PreferenceKeys.unreadCount)
   landAndPost("unread = \(count)")
 case .theme(let theme):
-  write(.string(theme), "theme")
-  landAndPost("theme = \(theme)")
+  write(theme, PreferenceKeys.theme)
+  landAndPost("theme = \(theme.rawValue)")
 case .read(let item):
   // Two atomic read-modify-writes across processes: no other writer can
   // interleave inside either one.
   var added = false
   do {
-    try shared.update("readItems") { current in
+    try shared.update(PreferenceKeys.readItems.name) { current in
       var items: [PropertyListValue] = []
       if case .array(let existing)? = current { items = existing }
       if !items.contains(.string(item)) {
@@ -162,8 +176,8 @@ case .read(let item):
       return .array(items)
     }
     if added {
-      let fallback = shared.integer(forKey: "unread")
-      try shared.update("unread") { current in
+      let fallback = shared[PreferenceKeys.unreadCount]
+      try shared.update(PreferenceKeys.unreadCount.name) { current in
         var count = fallback
         if case .integer(let stored)? = current { count = stored }
         return .integer(max(0, count - 1))
@@ -176,11 +190,10 @@ case .read(let item):
 case .reload:
   landAndPost("reload requested")
 case .show:
-  let items = shared.stringArray(forKey: "readItems") ?? []
   say(
-    "unread=\(shared.integer(forKey: "unread")) theme=\(shared.string(forKey: "theme") ?? "-") "
-      + "greeting=\((shared.string(forKey: "greeting") ?? "").debugDescription) "
-      + "read=[\(items.joined(separator: ","))] token=\(shared.changeToken)")
+    "unread=\(shared[PreferenceKeys.unreadCount]) theme=\(shared[PreferenceKeys.theme].rawValue) "
+      + "greeting=\(shared[PreferenceKeys.greeting].debugDescription) "
+      + "read=[\(shared[PreferenceKeys.readItems].joined(separator: ","))] token=\(shared.changeToken)")
 case .reset:
   shared.removePersistentDomain(forName: group)
   landAndPost("reset")

@@ -29,6 +29,7 @@
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.widget. Root: APPGROUPS_ROOT,
 // else Containers/ in the current directory.
 import AppGroups
+import ExampleSchema
 import Foundation
 
 // Block the signals the widget waits for before any other thread exists:
@@ -45,13 +46,9 @@ for number in [SIGINT, SIGTERM, SIGCONT] { signal(number) { _ in } }
 var blocked = watchedSignals()
 pthread_sigmask(SIG_BLOCK, &blocked, nil)
 
-let group = "group.com.example.shared"
+let group = ExampleSchema.group
 let reloadNotification = "com.example.widget.reload"
-/// The same registration as the app's: registration is per process.
-let registeredDefaults: [String: Any] = [
-  "unread": 0, "theme": "system", "greeting": "hi", "readItems": [String](),
-]
-let shownKeys = ["unread", "theme", "greeting", "readItems"]
+let shownKeys = ExampleSchema.schema.keys.map(\.name)
 
 let usage = "usage: widget [--watch] [--renders N] | --once"
 
@@ -106,7 +103,13 @@ do {
 } catch {
   fail("refused: \(error)")
 }
-shared.register(defaults: registeredDefaults)
+// The same schema as the app's (Examples/ExampleSchema): its defaults are registered (per
+// process, never on disk) and, if the suite is below its version, migrated once.
+do {
+  try shared.register(ExampleSchema.schema)
+} catch {
+  fail("\(error)")
+}
 
 // MARK: Rendering
 
@@ -128,11 +131,10 @@ let renderQueue = DispatchQueue(label: "widget.render")
 /// the values are then at least as new as the token, never older.
 func read() -> (values: String, token: ChangeToken) {
   let token = shared.changeToken
-  let items = shared.stringArray(forKey: "readItems") ?? []
   let values =
-    "unread=\(shared.integer(forKey: "unread")) theme=\(shared.string(forKey: "theme") ?? "-") "
-    + "greeting=\((shared.string(forKey: "greeting") ?? "").debugDescription) "
-    + "read=[\(items.joined(separator: ","))]"
+    "unread=\(shared[PreferenceKeys.unreadCount]) theme=\(shared[PreferenceKeys.theme].rawValue) "
+    + "greeting=\(shared[PreferenceKeys.greeting].debugDescription) "
+    + "read=[\(shared[PreferenceKeys.readItems].joined(separator: ","))]"
   return (values, token)
 }
 

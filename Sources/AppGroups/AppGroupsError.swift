@@ -27,6 +27,8 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
       case sizeLimitExceeded
       case forcedValue
       case notFound
+      case outOfRange
+      case migrationFailed
       case io
       case sandboxUnavailable
     }
@@ -57,6 +59,10 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     public static let forcedValue = Code(kind: .forcedValue)
     /// A file, key or entry that was asked for does not exist.
     public static let notFound = Code(kind: .notFound)
+    /// A value is outside the range a ``PreferenceKey`` declares with the `.reject` policy.
+    public static let outOfRange = Code(kind: .outOfRange)
+    /// A step of a ``PreferenceSchema``'s migration threw; nothing of the migration was committed.
+    public static let migrationFailed = Code(kind: .migrationFailed)
     /// A system call failed.
     public static let io = Code(kind: .io)
     /// The process cannot be confined as asked: the kernel offers no Landlock, or other

@@ -35,6 +35,8 @@ enum Groupctl {
           ExplainCommand.self,
           ForceCommand.self,
           UnforceCommand.self,
+          ReportCommand.self,
+          SchemaCommand.self,
         ]
       ),
       (

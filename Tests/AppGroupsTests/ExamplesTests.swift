@@ -164,10 +164,34 @@ struct ExamplesTests {
     try app(t, "read", "a")
     try app(t, "theme", "light")
     let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
-    #expect(onDisk["unread"] as? Int == 1)
+    #expect(onDisk["unreadCount"] as? Int == 1)
+    #expect(onDisk["AppGroupsSchemaVersion"] as? Int == 2)
     #expect(onDisk["readItems"] as? [String] == ["a"])
     #expect(onDisk["theme"] as? String == "light")
     try app(t, "reset")
     #expect(try TestRoot.readPlist(t.groupSuiteFile).isEmpty)
+  }
+
+  @Test func aSuiteVersion1WroteIsMigratedOnceByWhicheverProcessComesFirst() throws {
+    let t = try TestRoot()
+    // As version 1 of the app left it: the count under "unread", no schema marker.
+    let old: [String: Any] = ["unread": 4, "theme": "dark"]
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try PropertyListSerialization.data(fromPropertyList: old, format: .binary, options: 0)
+      .write(to: t.groupSuiteFile)
+    let widget = try Product.run("widget", ["--once"], environment: t.environment(as: TestRoot.widget))
+    #expect(widget.status == 0, "\(widget.stderr)")
+    #expect(widget.stdout.hasPrefix("entry #1 unread=4 theme=dark "), "\(widget.stdout)")
+    #expect(widget.stderr.contains("event=step suite=group.com.example.shared from=0 to=2 step=\"rename unread -> unreadCount\" key=unread stored=integer outcome=renamed"), "\(widget.stderr)")
+    #expect(widget.stderr.contains("event=migrated"))
+    #expect(!widget.stderr.contains("4"), "a diagnostic carried a value: \(widget.stderr)")
+    let show = try Product.run("app", ["show"], environment: t.environment(as: TestRoot.app))
+    #expect(show.stdout.hasPrefix("unread=4 theme=dark "))
+    #expect(!show.stderr.contains("event=migrated"), "the app migrated again: \(show.stderr)")
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk["unread"] == nil)
+    #expect(onDisk["unreadCount"] as? Int == 4)
+    #expect(onDisk["AppGroupsSchemaVersion"] as? Int == 2)
   }
 }

@@ -9,7 +9,7 @@ struct GroupctlParsingTests {
   static let commands = [
     "grant", "revoke", "list", "container", "run", "import-entitlements",
     "read", "read-type", "write", "delete", "rename", "domains", "find",
-    "import", "export", "watch", "explain", "force", "unforce",
+    "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
     "doctor", "help",
   ]
 

@@ -183,7 +183,7 @@ struct SyncTests {
     #expect(d.hasChanged(since: token))
     // Whoever re-reads first (this call or the change monitor), the value is there.
     d.refreshIfChanged()
-    #expect(d.integer(forKey: "unread") == 9)
+    #expect(d.integer(forKey: "unreadCount") == 9)
     #expect(!d.refreshIfChanged())
   }
 
@@ -196,7 +196,7 @@ struct SyncTests {
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
     let log = ChangeLog()
     let tokens = Locked<[ChangeToken]>([])
-    let observation = d.observe(["unread"]) { changes in
+    let observation = d.observe(["unreadCount"]) { changes in
       tokens.withLock { $0.append(d.changeToken) }
       log.record(changes)
     }

@@ -24,6 +24,19 @@
 //                                                      and PREFIX-pad = a string of varying length,
 //                                                      synchronize, "synced n" when it returned
 //                                                      true; until killed (SLOTS defaults to 1)
+//   appgroups-worker migrate SUITE [KEY VALUE]         registers the worker's schema (version 2:
+//                                                      "unread" -> "unreadCount", every "item-N"
+//                                                      string -> "entry-N" integer) and prints
+//                                                      "migrated FROM TO", "up-to-date V" or
+//                                                      "newer V"; then, with KEY VALUE, sets that
+//                                                      string, synchronizes (again while it
+//                                                      returns false) and prints "set"; a lock
+//                                                      timeout of the migration is retried
+//                                                      APPGROUPS_WORKER_KILL_AT_ITEM=N: SIGKILLs
+//                                                      itself inside the migration's transaction,
+//                                                      before converting the Nth item (sorted);
+//                                                      APPGROUPS_WORKER_KILL_AFTER_MIGRATE=1: right
+//                                                      after the migration returned
 //   appgroups-worker repl SUITE                        commands on stdin, one per line (below)
 //   appgroups-worker observe SUITE                     the repl, and every change an observer
 //                                                      hears as "changed KEY TEXT" (TEXT is
@@ -306,6 +319,43 @@ case "write-loop":
     defaults.set(String(repeating: "x", count: (n * 37) % 700), forKey: "\(prefix)-pad")
     if defaults.synchronize() { say("synced \(n)") }
     n += 1
+  }
+
+case "migrate":
+  let defaults = open(suiteArgument())
+  waitForGo()
+  // As an app would: a lock held past the bound (a slow fsync of another process's commit,
+  // on a loaded machine) is retried.
+  var attempt: MigrationReport?
+  while attempt == nil {
+    do {
+      attempt = try defaults.register(workerSchema())
+    } catch AppGroupsError.Code.lockTimeout {
+      say("lock-timeout-retried")
+    } catch {
+      fail("\(error)")
+    }
+  }
+  guard let report = attempt else { fail("no migration report") }
+  if environment["APPGROUPS_WORKER_KILL_AFTER_MIGRATE"] == "1" { raise(SIGKILL) }
+  switch report.outcome {
+  case .migrated: say("migrated \(report.fromVersion) \(report.toVersion)")
+  case .upToDate: say("up-to-date \(report.toVersion)")
+  case .newerSchema: say("newer \(report.fromVersion)")
+  }
+  if args.count >= 4 {
+    defaults.set(args[3], forKey: args[2])
+    // synchronize() is false while another process holds the lock past the bound; the
+    // change stays pending and is retried.
+    var retries = 0
+    while !defaults.synchronize() {
+      retries += 1
+      if retries > 30 {
+        say("sync-failed")
+        exit(1)
+      }
+    }
+    say("set")
   }
 
 case "repl":
@@ -604,4 +654,34 @@ func errnoName(_ code: Int32) -> String {
   case EXDEV: "EXDEV"
   default: "errno-\(code)"
   }
+}
+
+// MARK: migrate
+
+/// The schema of `migrate`: version 2 renames "unread" to "unreadCount" and converts every
+/// "item-N" string into an "entry-N" integer, one key at a time, so that a migration cut off
+/// halfway would show (it cannot: it is one commit).
+func workerSchema() -> PreferenceSchema {
+  let killAt = environment["APPGROUPS_WORKER_KILL_AT_ITEM"].flatMap { Int($0) }
+  let unreadCount = PreferenceKey<Int>("unreadCount", default: 0)
+  return PreferenceSchema(
+    version: 2, keys: [unreadCount],
+    migrations: [
+      Migration(
+        to: 2,
+        [
+          .rename("unread", to: unreadCount),
+          .custom("items to entries") { tx in
+            let items = tx.values.keys.filter { $0.hasPrefix("item-") }.sorted()
+            for (index, key) in items.enumerated() {
+              if index == killAt { raise(SIGKILL) }
+              guard case .string(let text)? = tx[key], let number = Int(text) else {
+                throw AppGroupsError(.unsupportedValue, "\(key) is not a number as text")
+              }
+              tx[key] = nil
+              tx["entry-" + key.dropFirst(5)] = .integer(number)
+            }
+          },
+        ]),
+    ])
 }

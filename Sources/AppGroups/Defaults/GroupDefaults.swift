@@ -81,7 +81,7 @@ public final class GroupDefaults: Sendable {
   public let location: SuiteLocation
   /// The identity this suite was opened for (`nil` when opened by an administrator tool).
   public let identity: AppIdentity?
-  let view: SuiteView
+  @usableFromInline let view: SuiteView
 
   // MARK: Opening
 

@@ -7,7 +7,7 @@ internal import Synchronization
 ///
 /// One view per suite file per process, shared by every `GroupDefaults`
 /// handle on that suite.
-final class SuiteView: Sendable {
+@usableFromInline final class SuiteView: Sendable {
   let domain: String
   let suite: SuiteStore
   let global: SuiteStore?
@@ -22,7 +22,7 @@ final class SuiteView: Sendable {
     var holdsNonASCIIKeys = false
   }
 
-  enum Entry: Sendable, Equatable {
+  @usableFromInline enum Entry: Sendable, Equatable {
     case found(PropertyListValue, GroupDefaults.Domain)
     case absent
 
@@ -113,7 +113,7 @@ final class SuiteView: Sendable {
   // MARK: Reading
 
   /// The effective value of `key` and the domain that supplied it.
-  func lookup(_ key: String) -> Entry {
+  @usableFromInline func lookup(_ key: String) -> Entry {
     let cacheKey = CacheKey(key, seed: keySeed)
     let (cached, epoch) = cache.withLock { ($0.entries[cacheKey], $0.epoch) }
     if let cached { return cached }

@@ -417,6 +417,53 @@ final class SuiteStore: Sendable {
     return result
   }
 
+  /// Reads every value from disk under the suite's lock, lets `body` compute a change set
+  /// for any number of keys (`nil` removes a key), and commits it before the lock is
+  /// released, as one file write: the changes land together or not at all.
+  ///
+  /// `body` sees this process's pending changes on top of what is on disk. It has the same
+  /// limits as ``update(key:timeout:_:)``'s: short, no nested commits.
+  /// - Returns: the change set `body` returned.
+  /// - Throws: `.lockTimeout`, `.io`, `.unsupportedValue` or `.sizeLimitExceeded` for a value
+  ///   of the change set, or what `body` throws; then none of the changes is made (other
+  ///   pending changes may still have landed).
+  @discardableResult
+  func transaction(
+    timeout: Duration,
+    _ body: ([String: PropertyListValue]) throws -> [String: PropertyListValue?]
+  ) throws -> [String: PropertyListValue?] {
+    var result: [String: PropertyListValue?] = [:]
+    var bodyError: (any Error)?
+    try withoutActuallyEscaping(body) { body throws(AppGroupsError) in
+      try commitLocked(timeout: timeout) { current in
+        do {
+          result = try body(current)
+        } catch {
+          bodyError = error
+          return [:]
+        }
+        var size = Self.estimate(current)
+        for (key, value) in result {
+          if let reason = value?.unstorableReason {
+            bodyError = self.unstorable(key, reason)
+            return [:]
+          }
+          size -= current[key].map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+          size += value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        }
+        if size > self.options.sizeLimit && size > Self.estimate(current) {
+          bodyError = AppGroupsError(
+            .sizeLimitExceeded,
+            "a transaction of \(result.count) change(s) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; nothing was changed")
+          return [:]
+        }
+        return result
+      }
+    }
+    if let bodyError { throw bodyError }
+    return result
+  }
+
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.

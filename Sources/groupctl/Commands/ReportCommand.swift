@@ -1,0 +1,114 @@
+import AppGroups
+import Foundation
+
+/// `groupctl report DOMAIN [--as BUNDLE-ID] [--values] [-- ARGS...]`
+struct ReportCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "report",
+    abstract: "Describe a domain for a bug report: keys, value types, the domains that hold them.",
+    usage: "report DOMAIN [--as BUNDLE-ID] [--values] [-- ARGS...]",
+    discussion: """
+      Prints the schema version recorded in the suite (\(PreferenceSchema.markerKey)), the \
+      domains an app reads DOMAIN through, in search order (managed, argument, the suite \
+      itself, NSGlobalDomain) with their files, then every key: the type of the value \
+      that wins and the domains that hold the key, first match first. Values are left out, \
+      so the report can be attached to a bug report as it is; --values adds the winning \
+      value of each key.
+
+      ARGS after -- stand for the app's command line, for the argument domain. The \
+      registration domain lives in each running app's memory and is not shown. Nothing is \
+      created or changed.
+      """,
+    options: [OptionHelp("--values", "Show each key's winning value (left out by default).")]
+  )
+
+  let globals: GlobalOptions
+  let domain: DomainArgument
+  let showValues: Bool
+  let processArguments: [String]
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    showValues = try arguments.flag("--values")
+    domain = try arguments.domain()
+    processArguments = arguments.passthrough()
+  }
+
+  private struct Layer {
+    var domain: GroupDefaults.Domain
+    var values: [String: PropertyListValue]
+    var detail: String
+  }
+
+  func run() throws {
+    let resolved = try ResolvedDomain(domain, globals: globals)
+    let location = resolved.location
+    let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
+    var layers: [Layer] = []
+    var problems: [String] = []
+    func read(_ path: String, _ body: () throws -> [String: PropertyListValue]) -> [String: PropertyListValue] {
+      do { return try body() } catch {
+        problems.append("\(path): \(Groupctl.describe(error))")
+        return [:]
+      }
+    }
+    let managed = read(resolved.managedPath) { try SuiteResolver.managedValues(for: location) }
+    layers.append(Layer(domain: .managed, values: managed, detail: resolved.managedPath))
+    layers.append(
+      Layer(
+        domain: .argument, values: GroupDefaults.argumentDomain(parsing: processArguments),
+        detail: processArguments.isEmpty ? "no arguments given (put the app's command line after --)" : "the arguments after --"))
+    let suite = read(resolved.path) { try resolved.storedValues() ?? [:] }
+    layers.append(Layer(domain: .application, values: suite, detail: resolved.path))
+    if location.kind != .global {
+      let global = try ResolvedDomain(.global, globals: GlobalOptions(root: location.root.path))
+      layers.append(
+        Layer(domain: .global, values: read(global.path) { try global.storedValues() ?? [:] }, detail: global.path))
+    }
+
+    printOut("report for \(domain), \(who)\(showValues ? "" : "; values left out (--values shows them)")")
+    printOut("schema: \(Self.describeMarker(suite[PreferenceSchema.markerKey]))")
+    printOut("domains, first match wins:")
+    for layer in layers {
+      let name = layer.domain.rawValue
+      let count = layer.values.count
+      let keys = "\(count) key\(count == 1 ? "" : "s")"
+      printOut(
+        "  \(name)" + String(repeating: " ", count: max(1, 14 - name.count))
+          + keys + String(repeating: " ", count: max(2, 11 - keys.count)) + layer.detail)
+    }
+    printOut("  registration  not visible: kept in each running app's memory by register(defaults:)")
+    for problem in problems { printOut("  unreadable: \(problem)") }
+
+    let keys = Set(layers.flatMap { $0.values.keys }).sorted()
+    printOut("keys (\(keys.count)):")
+    let width = min(40, (keys.map { quotedIfNeeded($0).count }.max() ?? 0) + 2)
+    for key in keys {
+      let holders = layers.filter { $0.values[key] != nil }
+      guard let winner = holders.first, let value = winner.values[key] else { continue }
+      var domains = holders.map(\.domain.rawValue).joined(separator: " > ")
+      let otherTypes = holders.dropFirst().filter { $0.values[key]?.typeName != value.typeName }
+      if !otherTypes.isEmpty {
+        domains += " (" + otherTypes.map { "\($0.domain.rawValue): \($0.values[key]?.typeName ?? "")" }
+          .joined(separator: ", ") + ")"
+      }
+      let name = quotedIfNeeded(key)
+      var line = "  " + name + String(repeating: " ", count: max(2, width - name.count))
+        + value.typeName + String(repeating: " ", count: max(2, 12 - value.typeName.count)) + domains
+      if showValues { line += "  = " + formatCompact(value) }
+      printOut(line)
+    }
+  }
+
+  /// The schema marker, described without guessing.
+  static func describeMarker(_ marker: PropertyListValue?) -> String {
+    switch marker {
+    case nil:
+      return "no marker (\(PreferenceSchema.markerKey)): version 0, written before any schema"
+    case .integer(let version)?:
+      return "version \(version) (\(PreferenceSchema.markerKey))"
+    case let other?:
+      return "\(PreferenceSchema.markerKey) holds a \(other.typeName), not a version number"
+    }
+  }
+}
