@@ -69,6 +69,18 @@ public func processState(_ pid: Int32) -> Character? {
   return text[text.index(after: close)...].first { $0 != " " }
 }
 
+/// Waits until the process is stopped (state `T`): a child that stops itself announces it by a
+/// file first, and a SIGCONT sent before it has actually stopped would be lost. `false` at the
+/// deadline.
+public func waitUntilStopped(_ pid: Int32, timeout: TimeInterval) -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while processState(pid) != "T" {
+    if Date() >= deadline { return false }
+    sched_yield()
+  }
+  return true
+}
+
 /// Every entry below `url` with its type, mode, size, modification time and (for files) bytes
 /// or (for links) target: two equal snapshots mean nothing there was touched.
 public func snapshot(of url: URL) -> [String: String] {

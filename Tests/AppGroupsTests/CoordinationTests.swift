@@ -135,6 +135,7 @@ struct CoordinationTests {
     environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
     let a = try ChildProcess("appgroups-worker", ["set", TestRoot.group, "fromA", "a"], environment: environment)
     #expect(waitForFile(marker, timeout: 30), "\(a.standardError)")
+    #expect(waitUntilStopped(a.process.processIdentifier, timeout: 30))
     try FileManager.default.removeItem(atPath: t.groupSuiteFile.path + ".lock")
     let b = try Product.run(
       "appgroups-worker", ["set", TestRoot.group, "fromB", "b"],
@@ -144,6 +145,7 @@ struct CoordinationTests {
     try FileManager.default.removeItem(atPath: marker)
     a.signal(SIGCONT)
     #expect(waitForFile(marker, timeout: 30), "\(a.standardError)")
+    #expect(waitUntilStopped(a.process.processIdentifier, timeout: 30))
     a.signal(SIGCONT)
     #expect(a.waitFor("set", timeout: 30), "\(a.standardError)")
     #expect(a.wait() == 0)

@@ -424,8 +424,9 @@ struct FoundationConformanceTests {
     #expect(
       returned["A Dictionary"] as? [String: AnyHashable]
         == ["Swift": "Imperative", "Haskell": "Functional", "LISP": "LISP", "Today": today])
-    // And on disk: the domain is the suite of that name.
-    #expect(d2.synchronize())
+    // And on disk: the domain is the suite of that name, a store of its own, committed in the
+    // background; synchronizeAll() waits for every open store.
+    #expect(GroupDefaults.synchronizeAll())
     let file = t.root.appContainerURL(for: TestRoot.app).appendingPathComponent("Library/Preferences/\(name).plist")
     #expect(try TestRoot.readPlist(file)["A String"] as? String == "Some string")
 
