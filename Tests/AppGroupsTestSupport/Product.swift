@@ -63,8 +63,10 @@ public enum Product {
       process.standardInput = FileHandle.nullDevice
     }
 
-    let output = Pipe()
-    let errors = Pipe()
+    spawnLock.lock()
+    let output = privatePipe()
+    let errors = privatePipe()
+    spawnLock.unlock()
     process.standardOutput = output
     process.standardError = errors
     let exited = try process.startWatchingExit()
