@@ -5,9 +5,9 @@ public import Foundation
 public final class ChildProcess: @unchecked Sendable {
   public let process = Process()
   private var exit: ExitSignal?
-  private let input: Pipe
-  private let output: Pipe
-  private let errors: Pipe
+  private let input = Pipe()
+  private let output = Pipe()
+  private let errors = Pipe()
   private let condition = NSCondition()
   private var lines: [String] = []
   private var partial = Data()
@@ -24,9 +24,6 @@ public final class ChildProcess: @unchecked Sendable {
   public init(executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
     // Writing to a child that has died must fail, not kill the test process.
     Glibc.signal(SIGPIPE, SIG_IGN)
-    spawnLock.lock()
-    defer { spawnLock.unlock() }
-    (input, output, errors) = (privatePipe(), privatePipe(), privatePipe())
     process.executableURL = executable
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -176,26 +173,7 @@ public final class ChildProcess: @unchecked Sendable {
   }
 }
 
-/// A child's exit, told by its termination handler.
-///
-/// `Process.waitUntilExit()` spins a run loop that must be told of the exit by Foundation; off
-/// the main thread, on a loaded machine, it can miss the exit and wait for ever. A handler set
-/// before the child starts cannot miss it.
-/// Held from the creation of a child's pipes until it runs: Foundation's pipes are inherited by
-/// every child spawned meanwhile, and a long-lived one (a watcher) would then hold another
-/// child's output open, so that reading it to its end waits as long as the watcher lives.
-let spawnLock = NSRecursiveLock()
-
-/// A pipe whose descriptors are closed in every child but the one it is given to (which gets
-/// them as its standard input, output or error, without the flag). Make it holding `spawnLock`.
-func privatePipe() -> Pipe {
-  let pipe = Pipe()
-  for fd in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor] {
-    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-  }
-  return pipe
-}
-
+/// A child's exit, awaited on a queue of its own so that a test can wait for it with a bound.
 public final class ExitSignal: Sendable {
   private let exited = DispatchSemaphore(value: 0)
   fileprivate init() {}
@@ -213,10 +191,12 @@ extension Process {
   /// Starts the process, with a termination handler that tells the returned signal.
   public func startWatchingExit() throws -> ExitSignal {
     let exit = ExitSignal()
-    terminationHandler = { _ in exit.signal() }
-    spawnLock.lock()
-    defer { spawnLock.unlock() }
     try run()
+    let process = self
+    DispatchQueue.global().async {
+      process.waitUntilExit()
+      exit.signal()
+    }
     return exit
   }
 }

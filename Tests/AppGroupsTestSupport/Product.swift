@@ -63,19 +63,16 @@ public enum Product {
       process.standardInput = FileHandle.nullDevice
     }
 
-    spawnLock.lock()
-    let output = privatePipe()
-    let errors = privatePipe()
-    spawnLock.unlock()
+    let output = Pipe()
+    let errors = Pipe()
     process.standardOutput = output
     process.standardError = errors
-    let exited = try process.startWatchingExit()
+    try process.run()
 
     let errorReader = PipeDrain(errors.fileHandleForReading)
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     let errorData = errorReader.wait()
-    // Both pipes are closed: the child is gone or going.
-    _ = exited.wait(timeout: 3600)
+    process.waitUntilExit()
 
     let status =
       process.terminationReason == .uncaughtSignal
