@@ -5,9 +5,9 @@ public import Foundation
 public final class ChildProcess: @unchecked Sendable {
   public let process = Process()
   private var exit: ExitSignal?
-  private let input = Pipe()
-  private let output = Pipe()
-  private let errors = Pipe()
+  private let input = Spawn.pipe()
+  private let output = Spawn.pipe()
+  private let errors = Spawn.pipe()
   private let condition = NSCondition()
   private var lines: [String] = []
   private var partial = Data()
@@ -157,7 +157,7 @@ public final class ChildProcess: @unchecked Sendable {
     let dump = Process()
     dump.executableURL = URL(fileURLWithPath: gdb)
     dump.arguments = ["-p", String(pid), "-batch", "-ex", "thread apply all bt 30"]
-    let output = Pipe()
+    let output = Spawn.pipe()
     dump.standardOutput = output
     dump.standardError = output
     guard let exited = try? dump.startWatchingExit() else { return }
@@ -173,7 +173,7 @@ public final class ChildProcess: @unchecked Sendable {
   }
 }
 
-/// A child's exit, awaited on a queue of its own so that a test can wait for it with a bound.
+/// A child's exit, which a test waits for with a bound.
 public final class ExitSignal: Sendable {
   private let exited = DispatchSemaphore(value: 0)
   fileprivate init() {}
@@ -188,15 +188,52 @@ public final class ExitSignal: Sendable {
 }
 
 extension Process {
-  /// Starts the process, with a termination handler that tells the returned signal.
+  /// Starts the process (through ``Spawn/run(_:)``); the returned signal is
+  /// told of its exit by the termination handler.
+  ///
+  /// No thread waits for the exit: a `waitUntilExit()` per child on a
+  /// Dispatch queue held one of the few threads of the global pool for the
+  /// child's whole life, and with enough long-lived children the pool had
+  /// none left for the exits and the pipe handlers of the others.
   public func startWatchingExit() throws -> ExitSignal {
     let exit = ExitSignal()
-    try run()
-    let process = self
-    DispatchQueue.global().async {
-      process.waitUntilExit()
-      exit.signal()
-    }
+    terminationHandler = { _ in exit.signal() }
+    try Spawn.run(self)
     return exit
+  }
+}
+
+/// How the test process starts children: one at a time, with pipes that no
+/// other child inherits.
+///
+/// Foundation's `Process.run()` on Linux makes a socket pair whose other end
+/// the child keeps (the parent learns of the exit when that end closes), and
+/// closes in the child only the descriptors that were open when it looked.
+/// A pipe or socket pair made by another test between that look and the
+/// spawn leaks into the child: a long-lived child then holds another child's
+/// output (whose reader never sees its end) or its exit socket (whose exit is
+/// never noticed, though the process is gone). Tests run in parallel, so every
+/// pipe is made close-on-exec, and every pipe and every spawn happens under
+/// one lock.
+public enum Spawn {
+  private static let lock = NSLock()
+
+  /// A pipe whose two ends are close-on-exec: a child gets only the end
+  /// `Process` duplicates onto its standard input, output or error.
+  public static func pipe() -> Pipe {
+    lock.lock()
+    defer { lock.unlock() }
+    let pipe = Pipe()
+    for descriptor in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor] {
+      _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
+    }
+    return pipe
+  }
+
+  /// Starts `process`, with no other pipe or spawn in this process meanwhile.
+  public static func run(_ process: Process) throws {
+    lock.lock()
+    defer { lock.unlock() }
+    try process.run()
   }
 }

@@ -35,6 +35,10 @@ public enum Product {
   ///   - args: The arguments, without the program name.
   ///   - environment: Variables set over the test process's own environment.
   ///   - stdin: The child's standard input; `/dev/null` when `nil`.
+  ///   - timeout: How long the child may run. One still running then (or
+  ///     whose output is still held open by a process it started) is killed
+  ///     with SIGKILL, its status is 128 + 9, and its stderr ends with a line
+  ///     that says so.
   /// - Returns: The exit status (128 + the signal number when killed by a
   ///   signal), and stdout and stderr decoded as UTF-8.
   /// - Throws: When the executable cannot be started.
@@ -42,7 +46,8 @@ public enum Product {
     _ name: String,
     _ args: [String],
     environment: [String: String] = [:],
-    stdin: Data? = nil
+    stdin: Data? = nil,
+    timeout: TimeInterval = 120
   ) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = url(name)
@@ -63,16 +68,28 @@ public enum Product {
       process.standardInput = FileHandle.nullDevice
     }
 
-    let output = Pipe()
-    let errors = Pipe()
+    let output = Spawn.pipe()
+    let errors = Spawn.pipe()
     process.standardOutput = output
     process.standardError = errors
-    try process.run()
+    try Spawn.run(process)
 
+    let outputReader = PipeDrain(output.fileHandleForReading)
     let errorReader = PipeDrain(errors.fileHandleForReading)
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errorReader.wait()
+    let deadline = DispatchTime.now() + timeout
+    var timedOut = false
+    if !outputReader.wait(until: deadline) || !errorReader.wait(until: deadline) {
+      timedOut = true
+      kill(process.processIdentifier, SIGKILL)
+    }
+    // After a kill, a process the child started may still hold a pipe open:
+    // what did not arrive by then is left out rather than waited for.
+    let outputData = outputReader.wait(until: .now() + 10) ? outputReader.data : Data()
+    var errorData = errorReader.wait(until: .now() + 10) ? errorReader.data : Data()
     process.waitUntilExit()
+    if timedOut {
+      errorData.append(Data("\n[test support: \(name) \(args) still running after \(timeout) s; killed]\n".utf8))
+    }
 
     let status =
       process.terminationReason == .uncaughtSignal
@@ -89,7 +106,7 @@ public enum Product {
 private final class PipeDrain: @unchecked Sendable {
   // `data` is written once by the thread before `done` is signalled and read
   // only after `wait()` has seen the signal.
-  private var data = Data()
+  private(set) var data = Data()
   private let done = DispatchSemaphore(value: 0)
 
   init(_ handle: FileHandle) {
@@ -100,8 +117,10 @@ private final class PipeDrain: @unchecked Sendable {
     thread.start()
   }
 
-  func wait() -> Data {
-    done.wait()
-    return data
+  /// Whether the pipe reached its end by `deadline`; `data` is complete once it has.
+  func wait(until deadline: DispatchTime) -> Bool {
+    guard done.wait(timeout: deadline) == .success else { return false }
+    done.signal()  // later waits return at once
+    return true
   }
 }

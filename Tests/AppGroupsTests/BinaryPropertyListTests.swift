@@ -952,7 +952,7 @@ struct BinaryPropertyListTests {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/plutil")
     process.arguments = ["-lint", file.path]
-    let output = Pipe()
+    let output = Spawn.pipe()
     process.standardOutput = output
     process.standardError = output
     let exited = try process.startWatchingExit()

@@ -6,7 +6,7 @@ import Testing
 /// The suite's lock is the lock of the file at its path: a lock file (or the whole Preferences
 /// folder) removed under running writers, and a new process creating it again, never lets two
 /// writers commit at once. Every acknowledged write is on disk, checked with Foundation's reader.
-@Suite("Coordination: the lock survives the file system", .timeLimit(.minutes(3)))
+@Suite("Coordination: the lock survives the file system", .processBound)
 struct CoordinationTests {
   enum Removal: CaseIterable, Sendable { case lockFile, preferencesFolder }
 

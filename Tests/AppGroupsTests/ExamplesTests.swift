@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// The example `app` and `widget`, run as real processes in a temporary root.
-@Suite("Examples: app and widget", .timeLimit(.minutes(1)))
+@Suite("Examples: app and widget", .processBound)
 struct ExamplesTests {
   /// Starts `widget` (watching) as com.example.widget and waits for its first
   /// entry and its ready line.

@@ -5,7 +5,7 @@ import Testing
 
 /// A write the disk refuses exits non-zero and says why (the system call, the path, the errno
 /// text), and the values already there stay; an exit 0 means on disk.
-@Suite("Failures say why", .timeLimit(.minutes(2)))
+@Suite("Failures say why", .processBound)
 struct FailureReportingTests {
   static let isRoot = getuid() == 0
   static let setpriv = "/usr/bin/setpriv"

@@ -5,7 +5,7 @@ import Testing
 
 /// The cross-process atomic update against what another process may have left in the file,
 /// and against a closure that calls back into the store.
-@Suite("Fault: atomic update", .timeLimit(.minutes(1)))
+@Suite("Fault: atomic update", .processBound)
 struct FaultAtomicUpdateTests {
   /// A group suite whose file already holds `values`, written by "another process" (Foundation).
   private func suite(holding values: [String: Any]) throws -> (TestRoot, GroupDefaults) {

@@ -6,7 +6,7 @@ import Testing
 
 /// A suite flooded with changes faster than a slow reader takes them: the reader's inotify
 /// queue overflows (events are lost), and the reader still converges on the final values.
-@Suite("Fault: inotify queue overflow", .timeLimit(.minutes(1)))
+@Suite("Fault: inotify queue overflow", .processBound)
 struct FaultQueueOverflowTests {
   private func repl(_ t: TestRoot, as identity: String) throws -> ChildProcess {
     let child = try ChildProcess(

@@ -6,7 +6,7 @@ import Testing
 
 /// A process stopped (SIGSTOP) while it holds a suite's commit lock: others read on, their
 /// writes wait at most the bound, stay pending and say so, and land after SIGCONT.
-@Suite("Fault: a writer stopped while holding the lock", .timeLimit(.minutes(2)))
+@Suite("Fault: a writer stopped while holding the lock", .processBound)
 struct FaultStopTests {
   /// The lock timeout the waiting writers run with.
   static let lockTimeoutMS = 700

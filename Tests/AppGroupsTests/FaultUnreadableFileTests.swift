@@ -87,7 +87,7 @@ final class Prober: @unchecked Sendable {
 
 /// Unreadable preferences files of every kind: each is moved aside byte for byte and
 /// reported, and the suite goes on empty. Never a crash, a hang, or a wipe.
-@Suite("Fault: unreadable preferences files", .timeLimit(.minutes(2)))
+@Suite("Fault: unreadable preferences files", .processBound)
 struct FaultUnreadableFileTests {
   static func validBinary() -> Data {
     let values: [String: Any] = [

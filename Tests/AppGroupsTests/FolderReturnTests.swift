@@ -6,7 +6,7 @@ import Testing
 /// A suite's Preferences folder (or its whole group container) removed while processes watch
 /// the suite, and created again by another process's write: the watchers hear every key
 /// written afterwards. Real processes; every wait is for a line, with a deadline.
-@Suite("A removed folder that comes back", .timeLimit(.minutes(3)))
+@Suite("A removed folder that comes back", .processBound)
 struct FolderReturnTests {
   static let group = TestRoot.group
   static let rounds = 20

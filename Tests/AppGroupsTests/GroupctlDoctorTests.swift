@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("groupctl doctor", .timeLimit(.minutes(1)))
+@Suite("groupctl doctor", .processBound)
 struct GroupctlDoctorTests {
   static let group = TestRoot.group
 

@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("groupctl entitlements and containers", .timeLimit(.minutes(1)))
+@Suite("groupctl entitlements and containers", .processBound)
 struct GroupctlEntitlementsTests {
   @Test func grantAndRevokeEditTheManifest() throws {
     let g = try GroupctlRoot(grant: false)

@@ -4,7 +4,7 @@ import Testing
 
 /// `groupctl`'s command framework, help, and the value parsing and printing
 /// of `write`/`read`, driven through the built binary.
-@Suite("GroupctlParsing", .timeLimit(.minutes(1)))
+@Suite("GroupctlParsing", .processBound)
 struct GroupctlParsingTests {
   static let commands = [
     "grant", "revoke", "list", "container", "run", "import-entitlements",

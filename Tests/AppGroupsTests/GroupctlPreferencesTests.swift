@@ -72,7 +72,7 @@ func plutilLintFailure(_ url: URL) throws -> String? {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/plutil")
   process.arguments = ["-lint", url.path]
-  let output = Pipe()
+  let output = Spawn.pipe()
   process.standardOutput = output
   process.standardError = output
   let exited = try process.startWatchingExit()
@@ -87,7 +87,7 @@ func mode(_ url: URL) throws -> Int {
   return (attributes[.posixPermissions] as? Int ?? -1) & 0o777
 }
 
-@Suite("groupctl preferences", .timeLimit(.minutes(1)))
+@Suite("groupctl preferences", .processBound)
 struct GroupctlPreferencesTests {
   static let group = TestRoot.group
   static let app = TestRoot.app

@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("groupctl watch", .timeLimit(.minutes(1)))
+@Suite("groupctl watch", .processBound)
 struct GroupctlWatchTests {
   static let group = TestRoot.group
 

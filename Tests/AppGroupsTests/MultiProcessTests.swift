@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("Multi-process", .timeLimit(.minutes(1)))
+@Suite("Multi-process", .processBound)
 struct MultiProcessTests {
   @Test func fourProcessesWritingDistinctKeysLoseNothing() throws {
     let t = try TestRoot()
@@ -36,7 +36,7 @@ struct MultiProcessTests {
   }
 }
 
-@Suite("Propagation", .timeLimit(.minutes(1)))
+@Suite("Propagation", .processBound)
 struct PropagationTests {
   @Test func aWriteInAnotherProcessReachesAnObserver() throws {
     let t = try TestRoot()

@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("Sandbox: groupctl doctor --sharing", .timeLimit(.minutes(1)))
+@Suite("Sandbox: groupctl doctor --sharing", .processBound)
 struct SandboxSharingTests {
   @Test(.enabled(if: landlockAvailable, "the kernel offers no Landlock"))
   func twoEntitledAppsShareThroughTheirSandboxes() throws {

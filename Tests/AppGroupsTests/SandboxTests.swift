@@ -70,7 +70,7 @@ struct SandboxRoot {
 }
 
 @Suite(
-  "Sandbox: groupctl run", .timeLimit(.minutes(1)),
+  "Sandbox: groupctl run", .processBound,
   .enabled(if: landlockAvailable, "the kernel offers no Landlock"))
 struct SandboxRunTests {
   @Test func theAppsContainersAreOpenAndEverythingElseIsRefusedByTheKernel() throws {
@@ -324,7 +324,7 @@ struct SandboxRunTests {
   }
 }
 
-@Suite("Sandbox: groupctl run, refusals", .timeLimit(.minutes(1)))
+@Suite("Sandbox: groupctl run, refusals", .processBound)
 struct SandboxRefusalTests {
   @Test func withoutLandlockRunFailsUnlessBestEffort() throws {
     let s = try SandboxRoot()
@@ -375,7 +375,7 @@ struct SandboxRefusalTests {
 }
 
 @Suite(
-  "Sandbox: a process confines itself", .timeLimit(.minutes(1)),
+  "Sandbox: a process confines itself", .processBound,
   .enabled(if: landlockAvailable, "the kernel offers no Landlock"))
 struct SandboxSelfRestrictionTests {
   @Test func restrictingAtTheTopOfMainConfinesTheProcess() throws {

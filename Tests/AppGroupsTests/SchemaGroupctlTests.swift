@@ -3,7 +3,7 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-@Suite("Schema: groupctl report and schema", .timeLimit(.minutes(1)))
+@Suite("Schema: groupctl report and schema", .processBound)
 struct SchemaGroupctlTests {
   let group = TestRoot.group
 

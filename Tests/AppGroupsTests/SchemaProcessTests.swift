@@ -7,7 +7,7 @@ import Testing
 /// Migrations across real processes: `appgroups-worker migrate` registers a version 2 schema
 /// ("unread" -> "unreadCount", every "item-N" string -> an "entry-N" integer) on the group
 /// suite of a temporary root.
-@Suite("Schema: migrations across processes", .timeLimit(.minutes(3)))
+@Suite("Schema: migrations across processes", .processBound)
 struct SchemaProcessTests {
   static let items = 200
 

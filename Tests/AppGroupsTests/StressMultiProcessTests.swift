@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Many real processes writing one group suite at once: nothing is lost.
-@Suite("Stress: processes writing one suite", .timeLimit(.minutes(2)))
+@Suite("Stress: processes writing one suite", .processBound)
 struct StressMultiProcessTests {
   /// Starts `count` workers with `arguments(i)`, waits until every one is ready, then lets
   /// them all go at once.

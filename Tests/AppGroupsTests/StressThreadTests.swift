@@ -8,7 +8,7 @@ import Testing
 ///
 ///     swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 ///     swift test --sanitize=thread --scratch-path .build-tsan --skip-build --filter StressThreadTests
-@Suite("Stress: threads sharing one suite", .timeLimit(.minutes(2)))
+@Suite("Stress: threads sharing one suite", .processBound)
 struct StressThreadTests {
   @Test func threadsSettingReadingObservingAndIncrementingOneSuiteLoseNothing() throws {
     let t = try TestRoot()

@@ -21,7 +21,7 @@ final class NotificationLog: Sendable {
   }
 }
 
-@Suite("Named notifications", .timeLimit(.minutes(1)))
+@Suite("Named notifications", .processBound)
 struct SyncNotificationTests {
   static let reload = "com.example.widget.reload"
 

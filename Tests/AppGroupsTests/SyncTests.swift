@@ -44,7 +44,7 @@ final class ChangeLog: Sendable {
   }
 }
 
-@Suite("Change propagation", .timeLimit(.minutes(1)))
+@Suite("Change propagation", .processBound)
 struct SyncTests {
   @Test func anObserverOfOneKeyIsNotCalledForAnotherKey() throws {
     let t = try TestRoot()
