@@ -92,6 +92,9 @@ public struct SuspensionOutcome: Sendable {
   public let bundleIdentifier: String
   /// What happened.
   public let result: Result
+  /// Whether the process handles ``AppLifecycle/suspensionSignal`` (SIGTSTP): one that does
+  /// not was not sent it, and was not waited for.
+  public let listening: Bool
   /// Whether the app said it was done before the grace period ran out.
   public let acknowledged: Bool
   /// How long the suspender waited for the app.
@@ -245,7 +248,8 @@ public struct Device: Sendable {
   /// stops it, or terminates it when it holds a lock in a group container.
   ///
   /// 1. Posts ``AppLifecycle/willSuspendNotification`` in each of the app's groups (state:
-  ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP).
+  ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP), when the process
+  ///    handles it (`SigCgt` in `/proc/PID/status`); one that does not is not waited for.
   /// 2. Waits `grace` at most for the app to say it is done (``AppLifecycle``), or to stop
   ///    (a process that does not handle SIGTSTP stops itself) or exit.
   /// 3. Reads the locks it holds on files in the root's group containers
@@ -278,22 +282,29 @@ public struct Device: Sendable {
     post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
 
     let sent = FileSystem.monotonicNanoseconds()
-    try signal(pid, SIGTSTP, "suspending \(bundle)")
-    let (seconds, attoseconds) = grace.components
-    let span = UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+    // A process with no SIGTSTP handler has no library listening: the signal would only stop
+    // it (or be dropped, in an orphaned process group), and no answer would come.
+    let listening = ProcessStatus.catches(SIGTSTP, pid: pid)
     var acknowledged = false
-    _ = SuspensionHandshake.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
-      guard let status = ProcessStatus(pid: pid) else { return true }
-      return status.isStopped
+    if listening {
+      try signal(pid, SIGTSTP, "suspending \(bundle)")
+      let (seconds, attoseconds) = grace.components
+      let span =
+        UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+      _ = SuspensionHandshake.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
+        guard let status = ProcessStatus(pid: pid) else { return true }
+        return status.isStopped
+      }
+      if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
     }
-    if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
     let waited = Duration.nanoseconds(Int64(FileSystem.monotonicNanoseconds() &- sent))
 
     func outcome(_ result: SuspensionOutcome.Result, _ locks: [HeldLock] = [], _ reports: [String] = [])
       -> SuspensionOutcome
     {
       SuspensionOutcome(
-        pid: pid, bundleIdentifier: bundle, result: result, acknowledged: acknowledged,
+        pid: pid, bundleIdentifier: bundle, result: result, listening: listening,
+        acknowledged: acknowledged,
         waited: waited, locks: locks, reports: reports)
     }
     guard ProcessStatus(pid: pid) != nil else {

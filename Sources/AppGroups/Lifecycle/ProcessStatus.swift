@@ -60,6 +60,19 @@ struct ProcessStatus: Sendable, Equatable {
     return nil
   }
 
+  /// Whether the process has a handler for `signal` (the `SigCgt` mask of
+  /// `/proc/PID/status`, man 5 proc).
+  static func catches(_ signal: Int32, pid: Int32) -> Bool {
+    guard let data = try? FileSystem.read("/proc/\(pid)/status")?.0 else { return false }
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n")
+    where line.hasPrefix("SigCgt:") {
+      let hex = line.dropFirst(7).trimmingCharacters(in: .whitespaces)
+      guard let mask = UInt64(hex, radix: 16) else { return false }
+      return mask & (UInt64(1) << UInt64(signal - 1)) != 0
+    }
+    return false
+  }
+
   /// Waits, a bounded time, until the process is stopped or gone; `true` when it is stopped.
   /// The kernel gives no event for another process's stop, so this looks every half millisecond.
   static func waitUntilStopped(pid: Int32, timeout: UInt64 = 2_000_000_000) -> Bool {

@@ -10,7 +10,8 @@ struct SuspendCommand: ParsableCommand {
     discussion: """
       Tells the app it is about to be suspended: posts \
       \(AppLifecycle.willSuspendNotification) in each of its groups and sends it SIGTSTP, \
-      which the library turns into its suspension callbacks (AppLifecycle). Waits the \
+      which the library turns into its suspension callbacks (AppLifecycle); a process \
+      that does not handle SIGTSTP is not sent it, nor waited for. Waits the \
       grace period, or until the app says it is done (its GroupDefaults commits landed, \
       its background activities ended), or stops itself, then looks at the locks it \
       holds on files in group containers:
@@ -67,9 +68,11 @@ struct SuspendCommand: ParsableCommand {
     let milliseconds = Double(outcome.waited.components.attoseconds) / 1e15
       + Double(outcome.waited.components.seconds) * 1000
     let answer =
-      outcome.acknowledged
-      ? String(format: "ready after %.1f ms", milliseconds)
-      : String(format: "no answer in %.1f ms", milliseconds)
+      !outcome.listening
+      ? "not listening (it does not handle SIGTSTP)"
+      : outcome.acknowledged
+        ? String(format: "ready after %.1f ms", milliseconds)
+        : String(format: "no answer in %.1f ms", milliseconds)
     switch outcome.result {
     case .suspended:
       printOut("suspended: \(app), \(answer)")
