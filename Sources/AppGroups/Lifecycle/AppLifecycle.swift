@@ -159,6 +159,29 @@ enum SuspensionHandshake {
     folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).ready"
   }
 
+  /// Writes `text` to `path` through a temporary file renamed over it, so that the suspender
+  /// never reads half of it. Not `fsync`ed: the file means nothing after a crash.
+  static func write(_ text: String, to path: String) throws(SystemCallError) {
+    let temporary = path + ".tmp-\(getpid())"
+    let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        try valueOrErrno("write", path: temporary) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+      }
+    }
+    FileSystem.close(fd)
+    do throws(SystemCallError) {
+      guard try written.get() == bytes.count else {
+        throw SystemCallError(call: "write", path: temporary, errno: EIO)
+      }
+      _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+    } catch {
+      unlink(temporary)
+      throw error
+    }
+  }
+
   /// The notice time written in a ready file; `nil` when there is none.
   static func noticeTime(in path: String) -> UInt64? {
     guard let data = try? FileSystem.read(path)?.0 else { return nil }
@@ -335,7 +358,7 @@ final class Lifecycle: @unchecked Sendable {
       root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid())
     do throws(SystemCallError) {
       try FileSystem.makeDirectory(folder, within: root.path)
-      try FileSystem.writeAtomically(Data("\(received)\n".utf8), to: ready)
+      try SuspensionHandshake.write("\(received)\n", to: ready)
     } catch {
       Diagnostics.report("suspension: cannot say the app is ready (\(error))")
       return finishResume()
