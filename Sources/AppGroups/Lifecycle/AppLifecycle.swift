@@ -33,7 +33,9 @@ public struct SuspensionNotice: Sendable {
 /// 4. tells the suspender it is done.
 ///
 /// On `groupctl resume` it lets the library take its locks again and calls the
-/// ``onResume(_:)`` handlers. Resume also posts ``didResumeNotification`` in the app's groups,
+/// ``onResume(_:)`` handlers. A SIGTSTP from a terminal (Ctrl-Z) gets the same preparation,
+/// after which the process stops itself, as SIGTSTP would have stopped it; SIGCONT (`fg`)
+/// is then the resume. Resume also posts ``didResumeNotification`` in the app's groups,
 /// and the process gets SIGCONT as it always does.
 ///
 /// ```swift
@@ -146,10 +148,11 @@ public final class BackgroundActivity: Sendable {
   deinit { Lifecycle.shared.end(id) }
 }
 
-/// Where an app says it is ready to be suspended: `<app container>/Library/Lifecycle/<pid>.ready`,
+/// The suspender and the app meet in `<app container>/Library/Lifecycle/`: the suspender
+/// writes `<pid>.request` and sends SIGTSTP; the app, once ready, writes `<pid>.ready`
 /// holding the monotonic time (`CLOCK_MONOTONIC`, nanoseconds) at which it got the notice.
-/// The suspender removes the file before it sends the notice and again on resume; the app,
-/// waiting for that removal, then takes its locks again.
+/// The suspender removes the ready file before it sends the notice and again on resume;
+/// the app, waiting for that removal, then takes its locks again.
 enum SuspensionHandshake {
   static func folder(root: ContainerRoot, bundleIdentifier: String) -> String {
     root.appContainerURL(for: bundleIdentifier).appendingPathComponent("Library/Lifecycle").path
@@ -157,6 +160,12 @@ enum SuspensionHandshake {
 
   static func readyFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
     folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).ready"
+  }
+
+  /// Written by the suspender just before its SIGTSTP: a SIGTSTP without it comes from a
+  /// terminal (Ctrl-Z), and the app then stops itself once it is ready.
+  static func requestFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
+    folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).request"
   }
 
   /// Writes `text` to `path` through a temporary file renamed over it, so that the suspender
@@ -330,6 +339,20 @@ final class Lifecycle: @unchecked Sendable {
     let identity = self.identity
     let root = self.root
     condition.unlock()
+    let files = identity.flatMap { identity in
+      root.map { root in
+        (
+          folder: SuspensionHandshake.folder(
+            root: root, bundleIdentifier: identity.bundleIdentifier),
+          request: SuspensionHandshake.requestFile(
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+          ready: SuspensionHandshake.readyFile(
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+          root: root.path
+        )
+      }
+    }
+    let requested = files.map { access($0.request, F_OK) == 0 } ?? false
 
     for handler in handlers { handler(notice) }
 
@@ -351,13 +374,17 @@ final class Lifecycle: @unchecked Sendable {
         "suspension: a lock of the library was still held at the end of the grace period")
     }
 
-    guard let identity, let root else { return finishResume() }
-    let folder = SuspensionHandshake.folder(
-      root: root, bundleIdentifier: identity.bundleIdentifier)
-    let ready = SuspensionHandshake.readyFile(
-      root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid())
+    // Whose notice: groupctl's, when it left a request (looked at first: the suspender
+    // removes it when it stops waiting).
+    guard let (folder, request, ready, root) = files, requested else {
+      // The terminal's (Ctrl-Z) or another job control's. The app is ready: stop as SIGTSTP
+      // would have stopped it; the call returns on SIGCONT.
+      kill(getpid(), SIGSTOP)
+      return finishResume()
+    }
+    unlink(request)
     do throws(SystemCallError) {
-      try FileSystem.makeDirectory(folder, within: root.path)
+      try FileSystem.makeDirectory(folder, within: root)
       try SuspensionHandshake.write("\(received)\n", to: ready)
     } catch {
       Diagnostics.report("suspension: cannot say the app is ready (\(error))")

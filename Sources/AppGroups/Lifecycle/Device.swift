@@ -287,6 +287,12 @@ public struct Device: Sendable {
     let listening = ProcessStatus.catches(SIGTSTP, pid: pid)
     var acknowledged = false
     if listening {
+      let request = SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: pid)
+      do {
+        try SuspensionHandshake.write("\(sent)\n", to: request)
+      } catch {
+        throw AppGroupsError(io: error, "asking \(bundle) (\(pid)) to get ready")
+      }
       try signal(pid, SIGTSTP, "suspending \(bundle)")
       let (seconds, attoseconds) = grace.components
       let span =
@@ -296,6 +302,7 @@ public struct Device: Sendable {
         return status.isStopped
       }
       if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
+      unlink(request)
     }
     let waited = Duration.nanoseconds(Int64(FileSystem.monotonicNanoseconds() &- sent))
 
