@@ -8,7 +8,8 @@
 //                          lock (fcntl F_SETLK), an open file description lock (F_OFD_SETLK),
 //                          or none
 //   --release-on-suspend   the fixed version: gives the lock back when the app is about to be
-//                          suspended (AppLifecycle.onSuspend) and takes it again on resume
+//                          suspended (AppLifecycle.onSuspend, in a background activity) and
+//                          takes it again on resume (AppLifecycle.onResume)
 //   --group GROUP-ID       the group whose container holds Library/Caches/cache.db
 //                          (default: group.com.example.shared)
 //
@@ -127,8 +128,14 @@ if options.releaseOnSuspend {
   AppLifecycle.start(identity: identity)
   observations.append(
     AppLifecycle.onSuspend { _ in
-      _ = cache.setLocked(false)
-      say("released \(cache.path) for the suspension")
+      // The last write and the unlock happen on another queue: the background activity
+      // keeps the suspension waiting for them.
+      let activity = AppLifecycle.beginBackgroundActivity(named: "close the cache")
+      DispatchQueue.global().async {
+        _ = cache.setLocked(false)
+        say("released \(cache.path) for the suspension")
+        activity.end()
+      }
     })
   observations.append(
     AppLifecycle.onResume {

@@ -43,14 +43,6 @@ struct LifecycleRoot {
     try launch(Self.writer, [Product.url("cache-writer").path] + arguments)
   }
 
-  /// The state letter of `/proc/PID/stat`; `nil` when the process is gone.
-  static func state(_ pid: Int32) -> Character? {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-      let close = text.lastIndex(of: ")")
-    else { return nil }
-    return text[text.index(close, offsetBy: 2)]
-  }
-
   /// The 0xdead10cc line for the cache writer's lock.
   func report(_ verb: String, pid: Int32) -> String {
     "\(verb): \(Self.writer) (\(pid)) held a lock on \(cachePath) in group \(TestRoot.group)"
@@ -96,7 +88,7 @@ struct LifecycleTests {
     #expect(suspend.status == 0, "\(suspend)")
     #expect(suspend.stderr == t.report("reported", pid: pid) + "\n")
     #expect(suspend.stdout.hasPrefix("suspended: \(LifecycleRoot.writer) (\(pid))"))
-    #expect(LifecycleRoot.state(pid) == "T")
+    #expect(processState(pid) == "T")
     #expect(try t.g.ok(["ps"]).contains("\(pid)\tsuspended\t\(LifecycleRoot.writer)"))
 
     // The hazard, however the process was stopped.
@@ -125,7 +117,7 @@ struct LifecycleTests {
     #expect(suspend.stderr.isEmpty)
     #expect(suspend.stdout.hasPrefix("suspended: \(LifecycleRoot.writer) (\(pid)), ready after "))
     #expect(writer.waitFor("released \(t.cachePath) for the suspension"))
-    #expect(LifecycleRoot.state(pid) == "T")
+    #expect(processState(pid) == "T")
 
     try t.g.ok(["resume", String(pid)])
     #expect(writer.waitFor("locked \(t.cachePath) again after the resume"))
@@ -142,7 +134,7 @@ struct LifecycleTests {
     let suspend = try t.g.run(["suspend", TestRoot.widget])
     #expect(suspend.status == 0, "\(suspend)")
     #expect(suspend.stdout.hasPrefix("suspended: \(TestRoot.widget) (\(pid)), ready after "))
-    #expect(LifecycleRoot.state(pid) == "T")
+    #expect(processState(pid) == "T")
     #expect(try t.g.ok(["ps"]).contains("\(pid)\tsuspended\t\(TestRoot.widget)"))
 
     // A value changed while it is suspended: one new entry on resume, not two.
@@ -164,6 +156,25 @@ struct LifecycleTests {
     #expect(widget.wait() == 0)
   }
 
+  @Test func aTerminalsStopGetsThePreparationAndStopsTheApp() throws {
+    let t = try LifecycleRoot()
+    let widget = try t.launch(TestRoot.widget, [Product.url("widget").path])
+    let pid = widget.process.processIdentifier
+    // Ctrl-Z: SIGTSTP with no request from groupctl. The app gets ready, then stops itself.
+    widget.signal(SIGTSTP)
+    #expect(waitUntilStopped(pid, timeout: 20))
+    #expect(try t.g.ok(["ps"]).contains("\(pid)\tstopped\t\(TestRoot.widget)"))
+    widget.signal(SIGCONT)
+    #expect(widget.waitForLine { $0.hasPrefix("resumed: ") } != nil)
+    // The library's locks are its own again: a suspension afterwards answers at once.
+    let suspend = try t.g.run(["suspend", String(pid)])
+    #expect(suspend.stdout.hasPrefix("suspended: \(TestRoot.widget) (\(pid)), ready after "))
+    try t.g.ok(["resume", String(pid)])
+    widget.signal(SIGTERM)
+    #expect(widget.waitFor("stopped by SIGTERM after 1 entries"))
+    #expect(widget.wait() == 0)
+  }
+
   @Test func groupDefaultsIsNeverSuspendedHoldingItsLock() throws {
     let t = try LifecycleRoot()
     let worker = try t.launch(
@@ -179,7 +190,7 @@ struct LifecycleTests {
       #expect(outcome.result == .suspended, "round \(round)")
       #expect(outcome.locks.isEmpty, "round \(round): \(outcome.reports)")
       #expect(outcome.acknowledged, "round \(round)")
-      #expect(LifecycleRoot.state(pid) == "T", "round \(round)")
+      #expect(processState(pid) == "T", "round \(round)")
       try t.device.resume(pid: pid)
       // Commits go on between the suspensions.
       let next = try #require(synced(), "round \(round)")
