@@ -52,7 +52,9 @@ public struct SuspensionNotice: Sendable {
 ///
 /// Opening a ``GroupDefaults`` for an app identity starts the lifecycle for that identity and
 /// root; a process that does not use `GroupDefaults` calls ``start(identity:root:)``. A process
-/// that handles SIGTSTP itself keeps its handler; the library then hears no notice.
+/// that handles SIGTSTP itself keeps its handler; the library then hears no notice, and
+/// `groupctl suspend`, which cannot tell that handler from the library's, waits the whole
+/// grace period before it looks at the locks.
 public enum AppLifecycle {
   /// The signal `groupctl suspend` sends before it suspends an app: SIGTSTP.
   public static let suspensionSignal: Int32 = SIGTSTP
@@ -250,6 +252,8 @@ final class Lifecycle: @unchecked Sendable {
   private var resumeHandlers: [(Int, @Sendable () -> Void)] = []
   private var activities: [Int: Activity] = [:]
   private var suspending = false
+  /// Whether a SIGTSTP that groupctl did not send stops the process (it was not ignored).
+  private var stopsOnTerminalNotice = true
 
   private let queue = DispatchQueue(label: "appgroups.lifecycle")
   private var source: (any DispatchSourceSignal)?
@@ -268,8 +272,13 @@ final class Lifecycle: @unchecked Sendable {
     self.root = root
     var current = sigaction()
     guard sigaction(SIGTSTP, nil, &current) == 0 else { return }
-    // Only a signal nobody else handles or ignores.
-    guard unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 0 else { return }
+    // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
+    // from a parent that ignored it: the notice is taken, but job control still cannot stop
+    // the process.
+    let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+    let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+    guard handler == 0 || handler == ignored else { return }
+    stopsOnTerminalNotice = handler == 0
     signal(SIGTSTP, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
     source.setEventHandler { [unowned self] in self.handleNotice() }
@@ -338,6 +347,7 @@ final class Lifecycle: @unchecked Sendable {
     let handlers = suspendHandlers.map(\.1)
     let identity = self.identity
     let root = self.root
+    let stops = stopsOnTerminalNotice
     condition.unlock()
     let files = identity.flatMap { identity in
       root.map { root in
@@ -379,7 +389,7 @@ final class Lifecycle: @unchecked Sendable {
     guard let (folder, request, ready, root) = files, requested else {
       // The terminal's (Ctrl-Z) or another job control's. The app is ready: stop as SIGTSTP
       // would have stopped it; the call returns on SIGCONT.
-      kill(getpid(), SIGSTOP)
+      if stops { kill(getpid(), SIGSTOP) }
       return finishResume()
     }
     unlink(request)

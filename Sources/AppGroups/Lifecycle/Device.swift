@@ -77,6 +77,7 @@ public struct RunningApp: Sendable {
 
 /// How a suspension ended (``Device/suspend(pid:grace:reportOnly:)``).
 public struct SuspensionOutcome: Sendable {
+  /// Whether the process ended up suspended, terminated, or gone.
   public enum Result: String, Sendable {
     /// The process is stopped.
     case suspended
