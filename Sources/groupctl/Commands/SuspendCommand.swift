@@ -17,10 +17,11 @@ struct SuspendCommand: ParsableCommand {
       holds on files in group containers:
 
         none      SIGSTOP: the app is suspended ('groupctl ps' says so)
-        a lock    as iOS, the app is terminated (SIGKILL), and stderr and \
-      <root>/Run/lifecycle.log say, per lock:
-                  terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID while
-                  being suspended (0xdead10cc)
+        a lock    SIGKILL: the app is terminated, as iOS terminates it
+
+      A termination is said on stderr and in <root>/Run/lifecycle.log, one line per \
+      lock: "terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID while \
+      being suspended (0xdead10cc)".
 
       With --report-only, the lines say 'reported:' and the app is suspended instead. \
       stdout says what happened, how long the app took to answer, and whether it \
