@@ -184,20 +184,42 @@ struct LifecycleTests {
     func synced() -> Int? {
       worker.waitForLine { $0.hasPrefix("synced ") }.flatMap { Int($0.dropFirst(7)) }
     }
-    var last = try #require(synced())
-    for round in 1...100 {
-      let outcome = try t.device.suspend(pid: pid, grace: .seconds(5), reportOnly: true)
-      #expect(outcome.result == .suspended, "round \(round)")
-      #expect(outcome.locks.isEmpty, "round \(round): \(outcome.reports)")
-      #expect(outcome.acknowledged, "round \(round)")
-      #expect(processState(pid) == "T", "round \(round)")
-      try t.device.resume(pid: pid)
-      // Commits go on between the suspensions.
-      let next = try #require(synced(), "round \(round)")
-      #expect(next > last)
-      last = next
+    let first = try #require(synced())
+    // 100 suspensions and resumes while the worker commits in a loop, by groupctl as a user
+    // would run it (a shell loop: one child of the test process, not 200).
+    let loop = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c",
+        """
+        for i in $(seq 1 100); do
+          "$GROUPCTL" suspend --report-only "$PID" 2>&1 || echo "failed suspend $i"
+          "$GROUPCTL" resume "$PID" >/dev/null 2>&1 || echo "failed resume $i"
+        done
+        echo done
+        """,
+      ],
+      environment: [
+        "GROUPCTL": Product.url("groupctl").path, "PID": String(pid), "APPGROUPS_ROOT": t.path,
+      ])
+    var suspended = 0
+    var other: [String] = []
+    while let line = loop.waitForLine(timeout: 300), line != "done" {
+      if line.hasPrefix("suspended: \(TestRoot.app) (\(pid)), ready after ") {
+        suspended += 1
+      } else {
+        other.append(line)
+      }
     }
+    #expect(suspended == 100)
+    #expect(other.isEmpty, "\(other)")
+    #expect(loop.wait() == 0)
     #expect(t.device.logLines().isEmpty)
+    // The commits went on all along: the last one on disk is far past the first.
+    let onDisk = try TestRoot.readPlist(t.g.t.groupSuiteFile)
+    let last = (0..<4).compactMap { onDisk["k-\($0)"] as? Int }.max() ?? 0
+    #expect(last > first + 100, "synced \(first) before, \(last) on disk after")
+    #expect(processState(pid) != "T")
     worker.signal(SIGKILL)
     worker.wait()
   }
