@@ -22,6 +22,8 @@ let package = Package(
     .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
       name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
+    .executableTarget(
+      name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
     .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
     .target(
@@ -33,7 +35,7 @@ let package = Package(
       name: "AppGroupsTests",
       dependencies: [
         "AppGroups", "AppGroupsTestSupport", "ExampleSchema", "groupctl", "app", "widget",
-        "appgroups-worker",
+        "appgroups-worker", "cache-writer",
       ]
     ),
   ],
