@@ -172,8 +172,8 @@ enum XMLPropertyList {
 
     func peek(_ literal: StaticString) -> Bool {
       let count = literal.utf8CodeUnitCount
-      guard bytes.count - at >= count else { return false }
-      return memcmp(bytes.baseAddress! + at, literal.utf8Start, count) == 0
+      guard bytes.count - at >= count, let base = bytes.baseAddress else { return false }
+      return memcmp(base + at, literal.utf8Start, count) == 0
     }
 
     mutating func consume(_ literal: String) -> Bool {
