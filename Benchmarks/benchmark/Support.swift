@@ -124,7 +124,12 @@ final class ChildProcess {
   }()
 
   /// Starts `benchmark __child <arguments...>` with `environment` laid over this process's.
-  init(_ arguments: [String], environment: [String: String]) {
+  convenience init(_ arguments: [String], environment: [String: String]) {
+    self.init(executable: Self.executable, ["__child"] + arguments, environment: environment)
+  }
+
+  /// Starts `executable <arguments...>` with `environment` laid over this process's.
+  init(executable: String, _ arguments: [String], environment: [String: String]) {
     var toChild: [Int32] = [0, 0]
     var fromChild: [Int32] = [0, 0]
     guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
@@ -139,7 +144,7 @@ final class ChildProcess {
     posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
     posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
 
-    let argv = [Self.executable, "__child"] + arguments
+    let argv = [executable] + arguments
     var merged = ProcessInfo.processInfo.environment
     for (key, value) in environment { merged[key] = value }
     let envp = merged.map { "\($0.key)=\($0.value)" }
@@ -150,7 +155,7 @@ final class ChildProcess {
       for p in cEnv { free(p) }
     }
     var child: pid_t = 0
-    let rc = posix_spawn(&child, Self.executable, &actions, nil, &cArgs, &cEnv)
+    let rc = posix_spawn(&child, executable, &actions, nil, &cArgs, &cEnv)
     close(toChild[0])
     close(fromChild[1])
     guard rc == 0 else { fail("posix_spawn: \(String(cString: strerror(rc)))") }

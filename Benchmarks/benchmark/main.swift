@@ -27,11 +27,12 @@ if arguments.first == "__child" {
 }
 
 let usage = """
-  usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep]
+  usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep] [--no-dconf]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
     --only …    run only these measures (P1…P9, P11)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
+    --no-dconf  leave out the dconf column (run when Benchmarks/dconf-peer is built)
   """
 var configuration = arguments.contains("--quick") ? Configuration.quickRun : Configuration.full
 var index = 0
@@ -49,6 +50,8 @@ while index < arguments.count {
     configuration.only = Set(arguments[index].uppercased().split(separator: ",").map(String.init))
   case "--keep":
     configuration.keep = true
+  case "--no-dconf":
+    configuration.dconfPeer = nil
   case "--help", "-h":
     print(usage)
     exit(0)

@@ -101,7 +101,11 @@ public struct EntitlementManifest: Sendable, Equatable {
     }
     let raw: [String: Any]
     do {
-      let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+      // The package's own XML reader first: Foundation's parser (and the bridging of what it
+      // returns) was most of a new process's time to open a group suite.
+      let object =
+        try XMLPropertyList.decode(data)?.foundationValue
+        ?? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
       guard let dictionary = object as? [String: Any] else {
         throw AppGroupsError(
           .invalidManifest,

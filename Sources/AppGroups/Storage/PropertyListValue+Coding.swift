@@ -12,8 +12,9 @@ extension PropertyListValue {
   /// Reads a property list from a file's bytes.
   ///
   /// A binary property list (starting with "bplist") is read by this
-  /// package's own reader; anything else (XML, or the old OpenStep text
-  /// format, as a hand-edited file may be) by Foundation.
+  /// package's own reader, and so is an XML one in the form Apple writes
+  /// (``XMLPropertyList``); anything else (another XML form, or the old
+  /// OpenStep text format, as a hand-edited file may be) by Foundation.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
   ///   when the bytes are empty, malformed, or hold something that is not a
@@ -22,6 +23,10 @@ extension PropertyListValue {
   public init(propertyListData data: Data) throws(AppGroupsError) {
     if data.starts(with: "bplist".utf8) {
       self = try BinaryPropertyList.decode(data)
+      return
+    }
+    if let value = XMLPropertyList.decode(data) {
+      self = value
       return
     }
     let object = try Self.foundationObject(data)

@@ -233,9 +233,11 @@ enum FileSystem {
     let relative = path.hasPrefix(root) ? String(path.dropFirst(root.count)) : path
     for component in relative.split(separator: "/") {
       current += "/" + component
-      if mkdir(current, 0o700) == 0 { continue }
-      let code = Glibc.errno
-      if code != EEXIST { throw SystemCallError(call: "mkdir", path: current, errno: code) }
+      // See: man 2 mkdir (EEXIST: something is there already; what it is is checked below).
+      do {
+        _ = try valueOrErrno("mkdir", path: current) { mkdir(current, 0o700) }
+        continue
+      } catch where error.errno == EEXIST {}
       guard let s = try linkStatus(current) else {
         throw SystemCallError(call: "mkdir", path: current, errno: ENOENT)
       }

@@ -1,0 +1,251 @@
+import Foundation
+import Glibc
+
+/// A reader of plain XML property lists (Apple's `plist` 1.0), for the files people and
+/// administrators write: the entitlement manifest, hand-edited preferences.
+///
+/// It reads the common form only (UTF-8, the eight value elements, the five named entities
+/// and numeric character references, comments) and gives up on anything else — CDATA, a
+/// carriage return, a duplicate key, a number or date it does not read exactly — with `nil`,
+/// so that the caller asks Foundation's parser, which reads the rest and words the errors.
+/// It exists because Foundation's parser, with the bridging of its result, is most of the
+/// time a new process takes to open a group suite.
+enum XMLPropertyList {
+  /// The value held by `data`, or `nil` when this reader does not take it.
+  static func decode(_ data: Data) -> PropertyListValue? {
+    data.withUnsafeBytes { raw in
+      var parser = Parser(bytes: raw.bindMemory(to: UInt8.self))
+      return parser.document()
+    }
+  }
+
+  private struct Parser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var at = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    // MARK: Document
+
+    mutating func document() -> PropertyListValue? {
+      // The prolog exactly as Apple writes it (the document type optional): any other is
+      // Foundation's to judge.
+      guard consume(#"<?xml version="1.0" encoding="UTF-8"?>"#), skipMisc() else { return nil }
+      if consume(
+        #"<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">"#)
+      {
+        guard skipMisc() else { return nil }
+      }
+      guard consume(#"<plist version="1.0">"#), let value = value() else { return nil }
+      guard skipMisc(), consume("</plist>"), skipMisc(), at == bytes.count else { return nil }
+      return value
+    }
+
+    /// Skips white space and comments; `false` on an unterminated comment.
+    mutating func skipMisc() -> Bool {
+      while at < bytes.count {
+        switch bytes[at] {
+        case 0x20, 0x09, 0x0A: at += 1
+        case UInt8(ascii: "<") where peek("<!--"):
+          guard skip(past: "-->") else { return false }
+        default: return true
+        }
+      }
+      return true
+    }
+
+    // MARK: Values
+
+    mutating func value(depth: Int = 0) -> PropertyListValue? {
+      guard depth < 512, skipMisc(), at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
+      guard let (name, empty) = openTag() else { return nil }
+      switch name {
+      case "dict": return empty ? .dictionary([:]) : dictionary(depth: depth)
+      case "array": return empty ? .array([]) : array(depth: depth)
+      case "true" where empty: return .bool(true)
+      case "false" where empty: return .bool(false)
+      case "string": return empty ? .string("") : text(closing: "string").map { .string($0) }
+      case "integer": return empty ? nil : text(closing: "integer").flatMap(Self.integer)
+      case "real": return empty ? nil : text(closing: "real").flatMap(Self.real)
+      case "date": return empty ? nil : text(closing: "date").flatMap(Self.date)
+      case "data": return empty ? .data(Data()) : text(closing: "data").flatMap(Self.data)
+      default: return nil
+      }
+    }
+
+    mutating func dictionary(depth: Int) -> PropertyListValue? {
+      var values: [String: PropertyListValue] = [:]
+      while true {
+        guard skipMisc() else { return nil }
+        if consume("</dict>") { return .dictionary(values) }
+        guard let (name, empty) = openTag(), name == "key" else { return nil }
+        guard !empty, let key = text(closing: "key") else { return nil }
+        guard let value = value(depth: depth + 1), values.updateValue(value, forKey: key) == nil else {
+          return nil
+        }
+      }
+    }
+
+    mutating func array(depth: Int) -> PropertyListValue? {
+      var items: [PropertyListValue] = []
+      while true {
+        guard skipMisc() else { return nil }
+        if consume("</array>") { return .array(items) }
+        guard let item = value(depth: depth + 1) else { return nil }
+        items.append(item)
+      }
+    }
+
+    /// `<name>` or `<name/>` (no attributes) at the cursor: its name and whether it is empty.
+    mutating func openTag() -> (String, Bool)? {
+      guard at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
+      var end = at + 1
+      while end < bytes.count, bytes[end] != UInt8(ascii: ">") && bytes[end] != UInt8(ascii: "/") {
+        let c = bytes[end]
+        guard (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) else { return nil }
+        end += 1
+      }
+      guard end < bytes.count, end > at + 1 else { return nil }
+      let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[(at + 1)..<end]), as: UTF8.self)
+      if bytes[end] == UInt8(ascii: "/") {
+        guard end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: ">") else { return nil }
+        at = end + 2
+        return (name, true)
+      }
+      at = end + 1
+      return (name, false)
+    }
+
+    /// The text up to `</closing>`, its references resolved; `nil` on markup inside it, an
+    /// unknown reference, a carriage return or bytes that are not UTF-8.
+    mutating func text(closing: String) -> String? {
+      var decoded: [UInt8] = []
+      var start = at
+      var plain = true
+      while at < bytes.count {
+        let c = bytes[at]
+        if c == UInt8(ascii: "<") {
+          guard consume("</\(closing)>") else { return nil }
+          let end = at - closing.utf8.count - 3
+          if plain {
+            return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+          }
+          decoded.append(contentsOf: bytes[start..<end])
+          return String(validating: decoded, as: UTF8.self)
+        }
+        // Control characters (a carriage return included) are Foundation's to judge.
+        if c < 0x20 && c != 0x09 && c != 0x0A { return nil }
+        if c == UInt8(ascii: "&") {
+          plain = false
+          decoded.append(contentsOf: bytes[start..<at])
+          guard let scalar = reference() else { return nil }
+          decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
+          start = at
+          continue
+        }
+        at += 1
+      }
+      return nil
+    }
+
+    /// `&lt;` `&gt;` `&amp;` `&quot;` `&apos;` `&#N;` `&#xN;` at the cursor.
+    mutating func reference() -> Unicode.Scalar? {
+      guard let semicolon = bytes[at...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else { return nil }
+      let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[(at + 1)..<semicolon]), as: UTF8.self)
+      at = semicolon + 1
+      switch name {
+      case "lt": return "<"
+      case "gt": return ">"
+      case "amp": return "&"
+      case "quot": return "\""
+      case "apos": return "'"
+      default:
+        guard name.hasPrefix("#") else { return nil }
+        let digits = name.dropFirst()
+        let code = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+        guard let code, code >= 0x20 || code == 0x09 || code == 0x0A else { return nil }
+        return Unicode.Scalar(code)
+      }
+    }
+
+    // MARK: Cursor
+
+    func peek(_ literal: StaticString) -> Bool {
+      let count = literal.utf8CodeUnitCount
+      guard bytes.count - at >= count, let base = bytes.baseAddress else { return false }
+      return memcmp(base + at, literal.utf8Start, count) == 0
+    }
+
+    mutating func consume(_ literal: String) -> Bool {
+      let utf8 = Array(literal.utf8)
+      guard bytes.count - at >= utf8.count, bytes[at..<(at + utf8.count)].elementsEqual(utf8) else {
+        return false
+      }
+      at += utf8.count
+      return true
+    }
+
+    /// Moves the cursor past the next `literal`; `false` when there is none.
+    mutating func skip(past literal: String) -> Bool {
+      let utf8 = Array(literal.utf8)
+      while bytes.count - at >= utf8.count {
+        if bytes[at..<(at + utf8.count)].elementsEqual(utf8) {
+          at += utf8.count
+          return true
+        }
+        at += 1
+      }
+      return false
+    }
+
+    // MARK: Scalars
+
+    static func integer(_ text: String) -> PropertyListValue? {
+      guard text.utf8.first != UInt8(ascii: "+"), let n = Int(text) else { return nil }
+      return .integer(n)
+    }
+
+    static func real(_ text: String) -> PropertyListValue? {
+      guard let first = text.utf8.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39),
+        let n = Double(text), n.isFinite
+      else { return nil }
+      return .real(n)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`, as Apple writes dates in XML.
+    static func date(_ text: String) -> PropertyListValue? {
+      let u = Array(text.utf8)
+      guard u.count == 20, u[4] == 0x2D, u[7] == 0x2D, u[10] == UInt8(ascii: "T"), u[13] == 0x3A,
+        u[16] == 0x3A, u[19] == UInt8(ascii: "Z")
+      else { return nil }
+      func number(_ range: Range<Int>) -> Int32? {
+        var n: Int32 = 0
+        for i in range {
+          guard u[i] >= 0x30 && u[i] <= 0x39 else { return nil }
+          n = n * 10 + Int32(u[i] - 0x30)
+        }
+        return n
+      }
+      guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+        let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+        (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+      else { return nil }
+      var parts = tm()
+      parts.tm_year = year - 1900
+      parts.tm_mon = month - 1
+      parts.tm_mday = day
+      parts.tm_hour = hour
+      parts.tm_min = minute
+      parts.tm_sec = second
+      let seconds = timegm(&parts)
+      // A day past the month's end (February 30) is normalised by timegm: refuse it.
+      guard parts.tm_mday == day, parts.tm_mon == month - 1 else { return nil }
+      return .date(Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    static func data(_ text: String) -> PropertyListValue? {
+      let compact = String(text.unicodeScalars.filter { !$0.properties.isWhitespace })
+      return Data(base64Encoded: compact).map { .data($0) }
+    }
+  }
+}
