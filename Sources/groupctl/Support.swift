@@ -204,7 +204,8 @@ struct ResolvedDomain {
       try defaults.synchronizeOrThrow()
     } catch {
       // Not written: it must not land later either (at exit), or the exit status would lie.
-      defaults.discardPendingChanges()
+      // A retry already in flight ends first; if it landed everything, the write is on disk.
+      if defaults.discardPendingChanges() { return }
       throw CommandFailure("\(domain): not written: \(error.message)")
     }
   }

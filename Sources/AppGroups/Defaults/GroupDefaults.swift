@@ -373,10 +373,14 @@ public final class GroupDefaults: Sendable {
   package var lastLockWaitNanoseconds: UInt64 { view.suite.lastLockWait.load(ordering: .relaxed) }
 
   /// Forgets this suite's changes that are not on disk yet, so that they never land (not even
-  /// when the process exits): for a tool that reported a failed write.
-  package func discardPendingChanges() {
-    view.suite.discardPendingChanges()
-    view.global?.discardPendingChanges()
+  /// when the process exits): for a tool that reported a failed write. A commit in flight
+  /// ends first.
+  /// - Returns: `true` when a commit in flight had landed every change after all.
+  @discardableResult
+  package func discardPendingChanges() -> Bool {
+    let suiteLanded = view.suite.discardPendingChanges()
+    let globalLanded = view.global?.discardPendingChanges() ?? true
+    return suiteLanded && globalLanded
   }
 
   /// Waits until every suite open in this process has landed its changes.

@@ -330,17 +330,29 @@ final class SuiteStore: Sendable {
   /// Forgets every change not yet on disk: the values go back to what this process last read
   /// or wrote. For a tool that reported a failed write and must not let it land later (at
   /// exit). Observers are told of the values that go back.
-  func discardPendingChanges() {
+  ///
+  /// A commit in flight (a retry on the commit queue) ends first, within the lock timeout: a
+  /// process that exits after this leaves no temporary file behind, and learns whether that
+  /// commit landed the changes after all.
+  /// - Returns: `true` when nothing was pending any more: every change is on disk.
+  @discardableResult
+  func discardPendingChanges() -> Bool {
+    let (seconds, attoseconds) = options.lockTimeout.components
+    let entry = gate.enter(before: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
     let persisted = commit.withLock { $0.persisted }
-    let (changes, handler) = state.withLock { st in
+    let (changes, handler, landed) = state.withLock { st in
+      let landed = st.pending.isEmpty && st.replacement == nil
       st.pending.removeAll()
       st.replacement = nil
       let changes = Self.diff(st.values, persisted)
       st.values = persisted
       st.sizeEstimate = Self.estimate(persisted)
-      return (changes, st.changeHandler)
+      return (changes, st.changeHandler, landed)
     }
+    if case .entered = entry { gate.leave() }
+    // Outside the gate: an observer may write or synchronize in turn.
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+    return landed
   }
 
   /// Says why a commit failed, once per reason until a commit lands: the system call, the path
