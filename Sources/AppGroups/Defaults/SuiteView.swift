@@ -13,8 +13,6 @@ internal import Synchronization
   let global: SuiteStore?
   let managed: SuiteStore?
 
-  enum Layer: Sendable { case managed, argument, suite, global, registration }
-
   private struct Cache: Sendable {
     var entries: [CacheKey: Entry] = [:]
     var epoch: UInt64 = 0
@@ -88,7 +86,9 @@ internal import Synchronization
     self.global = global
     self.managed = managed
     var ids: [(SuiteStore, UInt64)] = []
-    let layers: [(SuiteStore?, Layer)] = [(suite, .suite), (global, .global), (managed, .managed)]
+    let layers: [(SuiteStore?, GroupDefaults.Domain)] = [
+      (suite, .application), (global, .global), (managed, .managed),
+    ]
     for case let (store?, layer) in layers {
       let id = store.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(layer, changes, origin: origin)
@@ -126,16 +126,14 @@ internal import Synchronization
     return entry
   }
 
-  /// The search list for `key`; `replacing` substitutes one layer's value,
-  /// to compute what the effective value was before a change.
   /// Whether a layer above `layer` holds `key` (then a change in `layer` cannot show).
-  private func isMasked(_ key: String, above layer: Layer) -> Bool {
+  private func isMasked(_ key: String, above layer: GroupDefaults.Domain) -> Bool {
     switch layer {
     case .managed: return false
     case .argument: return managed?.value(forKey: key) != nil
-    case .suite, .global, .registration:
+    case .application, .global, .registration:
       if managed?.value(forKey: key) != nil || ProcessDomains.argument(key) != nil { return true }
-      if layer == .suite { return false }
+      if layer == .application { return false }
       if suite.value(forKey: key) != nil { return true }
       if layer == .global { return false }
       return global?.value(forKey: key) != nil
@@ -143,14 +141,14 @@ internal import Synchronization
   }
 
   /// The first value for `key` in the layers below `layer`.
-  private func resolve(_ key: String, below layer: Layer) -> PropertyListValue? {
+  private func resolve(_ key: String, below layer: GroupDefaults.Domain) -> PropertyListValue? {
     switch layer {
     case .managed:
       return ProcessDomains.argument(key) ?? suite.value(forKey: key) ?? global?.value(forKey: key)
         ?? ProcessDomains.registered(key)
     case .argument:
       return suite.value(forKey: key) ?? global?.value(forKey: key) ?? ProcessDomains.registered(key)
-    case .suite: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
+    case .application: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
     case .global: return ProcessDomains.registered(key)
     case .registration: return nil
     }
@@ -183,7 +181,7 @@ internal import Synchronization
   /// One layer changed: recompute the effective value of each changed key,
   /// forget cached entries, and tell observers of the keys whose effective
   /// value really changed.
-  func layerChanged(_ layer: Layer, _ changes: [StoredChange], origin: ChangeOrigin) {
+  func layerChanged(_ layer: GroupDefaults.Domain, _ changes: [StoredChange], origin: ChangeOrigin) {
     var effective: [GroupDefaults.Change] = []
     for change in changes {
       // One pass over the search list: a layer above the changed one masks
@@ -319,7 +317,7 @@ internal import Synchronization
   }
 
   /// A process-wide layer (registration, argument) changed.
-  static func processLayerChanged(_ layer: Layer, _ changes: [StoredChange]) {
+  static func processLayerChanged(_ layer: GroupDefaults.Domain, _ changes: [StoredChange]) {
     guard !changes.isEmpty else { return }
     for view in allViews() { view.layerChanged(layer, changes, origin: .thisProcess) }
   }

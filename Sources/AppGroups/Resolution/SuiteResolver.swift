@@ -130,7 +130,7 @@ public struct SuiteResolver: Sendable {
           + "whose domain is the standard suite (Apple's UserDefaults(suiteName:) returns nil "
           + "for it too); use the standard suite, suite name nil, instead")
     }
-    if suiteName == ContainerRoot.globalDomainName {
+    if suiteName == GroupDefaults.globalDomain {
       throw AppGroupsError(
         .reservedSuiteName,
         "suite name \(suiteName) is reserved: it is the global domain, which every suite "
@@ -144,9 +144,12 @@ public struct SuiteResolver: Sendable {
 
   /// The global domain, `NSGlobalDomain`, of this root:
   /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
-  public func globalDomain() -> SuiteLocation {
+  public func globalDomain() -> SuiteLocation { Self.globalLocation(root: root) }
+
+  /// The global domain of `root`, for any identity: ``globalDomain()`` without a resolver.
+  package static func globalLocation(root: ContainerRoot) -> SuiteLocation {
     SuiteLocation(
-      kind: .global, domain: ContainerRoot.globalDomainName,
+      kind: .global, domain: GroupDefaults.globalDomain,
       containerURL: root.globalContainerURL,
       fileName: root.globalPreferencesURL.lastPathComponent, root: root)
   }
