@@ -33,10 +33,8 @@ internal import Synchronization
   private struct Observers: Sendable {
     var byID: [UInt64: (keys: Set<String>?, handler: @Sendable ([GroupDefaults.Change]) -> Void)] = [:]
     var nextID: UInt64 = 1
-    var handles: [ObjectIdentifier: WeakHandle] = [:]
+    var handles: [ObjectIdentifier: WeakReference<GroupDefaults>] = [:]
   }
-
-  private struct WeakHandle: @unchecked Sendable { weak var defaults: GroupDefaults? }
 
   private let cache = Mutex(Cache())
   /// The seed of the cache's keys (see ``CacheKey``).
@@ -45,39 +43,31 @@ internal import Synchronization
   private let handlerIDs: Mutex<[(SuiteStore, UInt64)]> = Mutex([])
   private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
 
-  private static let registry = Mutex<[String: WeakView]>([:])
-  private struct WeakView: @unchecked Sendable { weak var view: SuiteView? }
+  private static let registry = WeakRegistry<SuiteView>()
 
   /// The view for the suite file at `suitePath`, opened on first use.
   static func shared(
     domain: String, suitePath: String, globalPath: String?, managedPath: String?,
     options: SuiteStore.Options
   ) throws(AppGroupsError) -> SuiteView {
-    let result: Result<SuiteView, AppGroupsError> = registry.withLock { views in
-      if let view = views[suitePath]?.view { return .success(view) }
-      let opened = Result { () throws(AppGroupsError) -> SuiteView in
-        let suite = try SuiteStore.shared(path: suitePath, options: options)
-        let global = try globalPath.map { path throws(AppGroupsError) in
-          try SuiteStore.shared(path: path, options: options)
-        }
-        var managedOptions = options
-        managedOptions.readOnly = true
-        let managed = try managedPath.map { path throws(AppGroupsError) in
-          try SuiteStore.shared(path: path, options: managedOptions)
-        }
-        return SuiteView(domain: domain, suite: suite, global: global, managed: managed)
+    try registry.object(forKey: suitePath) { () throws(AppGroupsError) -> SuiteView in
+      let suite = try SuiteStore.shared(path: suitePath, options: options)
+      let global = try globalPath.map { path throws(AppGroupsError) in
+        try SuiteStore.shared(path: path, options: options)
       }
-      if case .success(let view) = opened {
-        views[suitePath] = WeakView(view: view)
-        ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
+      var managedOptions = options
+      managedOptions.readOnly = true
+      let managed = try managedPath.map { path throws(AppGroupsError) in
+        try SuiteStore.shared(path: path, options: managedOptions)
       }
-      return opened
+      let view = SuiteView(domain: domain, suite: suite, global: global, managed: managed)
+      ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
+      return view
     }
-    return try result.get()
   }
 
   static func allViews() -> [SuiteView] {
-    registry.withLock { $0.values.compactMap(\.view) }
+    registry.all
   }
 
   private init(domain: String, suite: SuiteStore, global: SuiteStore?, managed: SuiteStore?) {
@@ -103,7 +93,7 @@ internal import Synchronization
   }
 
   func attach(_ defaults: GroupDefaults) {
-    observers.withLock { $0.handles[ObjectIdentifier(defaults)] = WeakHandle(defaults: defaults) }
+    observers.withLock { $0.handles[ObjectIdentifier(defaults)] = WeakReference(defaults) }
   }
 
   func detach(_ defaults: GroupDefaults) {
@@ -253,7 +243,7 @@ internal import Synchronization
   /// `origin` in `userInfo` is never a guess for a mixed burst.
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
-    let handles = observers.withLock { $0.handles.values.compactMap(\.defaults) }
+    let handles = observers.withLock { $0.handles.values.compactMap(\.object) }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
       let batch = changes.filter { $0.origin == origin }
       guard !batch.isEmpty else { continue }

@@ -251,21 +251,16 @@ final class NotificationFolder: Sendable {
   /// process holds one lock per folder and serialises its own use of it.
   private let lock: Mutex<LockedFile>
 
-  private static let registry = Mutex<[String: WeakFolder]>([:])
-  private struct WeakFolder: @unchecked Sendable { weak var folder: NotificationFolder? }
+  private static let registry = WeakRegistry<NotificationFolder>()
 
   static func shared(path: String) throws(AppGroupsError) -> NotificationFolder {
-    let result: Result<NotificationFolder, AppGroupsError> = registry.withLock { folders in
-      if let folder = folders[path]?.folder { return .success(folder) }
+    let folder = try registry.object(forKey: path) { () throws(AppGroupsError) in
       do throws(SystemCallError) {
-        let folder = NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
-        folders[path] = WeakFolder(folder: folder)
-        return .success(folder)
+        return NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
       } catch {
-        return .failure(AppGroupsError(io: error, "opening the lock of \(path)"))
+        throw AppGroupsError(io: error, "opening the lock of \(path)")
       }
     }
-    let folder = try result.get()
     folder.removeLeftoverTemporaries()
     return folder
   }
