@@ -59,14 +59,14 @@ extension SuiteResolver {
       return SuiteLocation(
         kind: .standard, domain: bundleIdentifier,
         containerURL: root.appContainerURL(for: bundleIdentifier),
-        fileName: "\(bundleIdentifier).plist", root: root)
+        root: root)
     case .group(let groupIdentifier):
       try Names.validateGroupIdentifier(groupIdentifier)
       try requireDomainLength(groupIdentifier, as: "group identifier")
       return SuiteLocation(
         kind: .group, domain: groupIdentifier,
         containerURL: root.groupContainerURL(for: groupIdentifier),
-        fileName: "\(groupIdentifier).plist", root: root)
+        root: root)
     case .privateSuite(let bundleIdentifier, let suiteName):
       try Names.validateBundleIdentifier(bundleIdentifier)
       try Names.validate(suiteName, as: "suite name")
@@ -88,7 +88,7 @@ extension SuiteResolver {
       return SuiteLocation(
         kind: .privateSuite, domain: suiteName,
         containerURL: root.appContainerURL(for: bundleIdentifier),
-        fileName: "\(suiteName).plist", root: root)
+        root: root)
     }
   }
 
