@@ -82,10 +82,9 @@ public final class GroupNotificationCenter: Sendable {
   ///   `.invalidManifest`, `.outsideRoot`; `.io` when the folder cannot be
   ///   created.
   public init(
-    groupIdentifier: String, identity given: AppIdentity? = nil, root: ContainerRoot = .default
+    groupIdentifier: String, identity: AppIdentity? = nil, root: ContainerRoot = .default
   ) throws(AppGroupsError) {
-    let identity: AppIdentity
-    if let given { identity = given } else { identity = try AppIdentity.current() }
+    let identity = try Self.identity(identity)
     let resolver = SuiteResolver(identity: identity, root: root)
     let container = try resolver.container(forSecurityApplicationGroupIdentifier: groupIdentifier)
     let directory = container.appendingPathComponent("Library/Notifications", isDirectory: true)
@@ -99,6 +98,12 @@ public final class GroupNotificationCenter: Sendable {
     self.root = root
     self.directoryURL = directory
     self.folder = try NotificationFolder.shared(path: directory.path)
+  }
+
+  /// `given`, else the current process's identity.
+  private static func identity(_ given: AppIdentity?) throws(AppGroupsError) -> AppIdentity {
+    if let given { return given }
+    return try AppIdentity.current()
   }
 
   // MARK: Posting and state
