@@ -25,6 +25,8 @@ let package = Package(
     .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
       name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
+    .executableTarget(
+      name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
     .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
     .target(
@@ -36,7 +38,7 @@ let package = Package(
       name: "AppGroupsTests",
       dependencies: [
         "AppGroups", "AppGroupsTesting", "AppGroupsTestSupport", "ExampleSchema", "groupctl",
-        "app", "widget", "appgroups-worker",
+        "app", "widget", "appgroups-worker", "cache-writer",
       ]
     ),
   ],

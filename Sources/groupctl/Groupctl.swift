@@ -20,6 +20,14 @@ enum Groupctl {
         ]
       ),
       (
+        "APPS",
+        [
+          PsCommand.self,
+          SuspendCommand.self,
+          ResumeCommand.self,
+        ]
+      ),
+      (
         "PREFERENCES",
         [
           ReadCommand.self,

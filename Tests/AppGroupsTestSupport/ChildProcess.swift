@@ -30,20 +30,40 @@ public final class ChildProcess: @unchecked Sendable {
     process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
-    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      self?.received(data)
-    }
-    errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self else { return }
-      self.condition.lock()
-      self.errorData.append(data)
-      if data.isEmpty { self.errorClosed = true }
-      self.condition.broadcast()
-      self.condition.unlock()
-    }
     exit = try process.startWatchingExit()
+    // Each pipe is read by a thread of its own with blocking reads until its end. Not a
+    // Dispatch readability handler: a handler's source is cancelled asynchronously, and
+    // closing its descriptor meanwhile (a child's pipes are closed when the child's object
+    // goes) while another test opens a descriptor of the same number crashed Dispatch's
+    // event loop when tests started and dropped many children at once.
+    Self.drain(output.fileHandleForReading) { [weak self] data in self?.received(data) }
+    Self.drain(errors.fileHandleForReading) { [weak self] data in self?.receivedError(data) }
+  }
+
+  /// Reads `handle` to its end on a new thread, passing each chunk and then an empty one.
+  /// The thread keeps the handle (and so its descriptor) open until the end is read.
+  private static func drain(_ handle: FileHandle, _ deliver: @escaping @Sendable (Data) -> Void) {
+    let thread = Thread {
+      var buffer = [UInt8](repeating: 0, count: 65_536)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 {
+          deliver(Data())
+          return
+        }
+        deliver(Data(buffer[0..<count]))
+      }
+    }
+    thread.start()
+  }
+
+  private func receivedError(_ data: Data) {
+    condition.lock()
+    errorData.append(data)
+    if data.isEmpty { errorClosed = true }
+    condition.broadcast()
+    condition.unlock()
   }
 
   private func received(_ data: Data) {
@@ -168,8 +188,6 @@ public final class ChildProcess: @unchecked Sendable {
 
   deinit {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    output.fileHandleForReading.readabilityHandler = nil
-    errors.fileHandleForReading.readabilityHandler = nil
   }
 }
 

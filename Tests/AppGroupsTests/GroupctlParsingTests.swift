@@ -7,7 +7,7 @@ import Testing
 @Suite("GroupctlParsing", .processBound)
 struct GroupctlParsingTests {
   static let commands = [
-    "grant", "revoke", "list", "container", "run", "import-entitlements",
+    "grant", "revoke", "list", "container", "run", "import-entitlements", "ps", "suspend", "resume",
     "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
     "doctor", "help", "completion",

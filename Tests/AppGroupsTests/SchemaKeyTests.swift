@@ -154,13 +154,17 @@ struct SchemaKeyTests {
   }
 
   @Test func aForcedValueWinsAndTheReadSaysWhichDomainSuppliedIt() throws {
-    let s = try SchemaSuite(values: ["theme": "light"])
+    // The argument domain is the process's: a key of this test's own, so that tests running
+    // meanwhile do not read the forced value.
+    let s = try SchemaSuite()
+    let theme = PreferenceKey<ReaderTheme>("theme.\(s.name)", default: .system)
     let d = try s.open()
-    #expect(d.read(Reader.theme).domain == .application)
-    d.setVolatileDomain(["theme": "dark"], forName: GroupDefaults.argumentDomain)
+    d[theme] = .light
+    #expect(d.read(theme).domain == .application)
+    d.setVolatileDomain([theme.name: "dark"], forName: GroupDefaults.argumentDomain)
     defer { d.removeVolatileDomain(forName: GroupDefaults.argumentDomain) }
-    #expect(d.read(Reader.theme).value == .dark)
-    #expect(d.read(Reader.theme).domain == .argument)
+    #expect(d.read(theme).value == .dark)
+    #expect(d.read(theme).domain == .argument)
   }
 
   @Test func typedObservationDeliversValidatedValues() async throws {

@@ -211,6 +211,8 @@ public final class GroupDefaults: Sendable {
       domain: location.domain, suitePath: location.fileURL.path, globalPath: globalPath,
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
+    // An app's commits are kept out of its suspensions (see AppLifecycle).
+    if let identity { AppLifecycle.start(identity: identity, root: root) }
   }
 
   deinit { view.detach(self) }

@@ -117,6 +117,10 @@ final class LockedFile: @unchecked Sendable {
   /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
   ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
   func lock(until deadline: UInt64) throws(Failure) {
+    // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
+    guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
+    var locked = false
+    defer { if !locked { SuspensionBarrier.leave() } }
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
@@ -132,6 +136,7 @@ final class LockedFile: @unchecked Sendable {
       }
       guard let replacement else {
         state.withLock { $0.held = handle }
+        locked = true
         return
       }
       // The locked file is no longer the one at the path: tell whoever still reads its page,
@@ -163,7 +168,10 @@ final class LockedFile: @unchecked Sendable {
       defer { state.held = nil }
       return state.held
     }
-    if let held { _ = flock(held.descriptor, LOCK_UN) }
+    if let held {
+      _ = flock(held.descriptor, LOCK_UN)
+      SuspensionBarrier.leave()
+    }
   }
 
   // MARK: Replacement

@@ -10,6 +10,7 @@ struct DoctorCommand: ParsableCommand {
     usage: """
       doctor
       doctor --sharing GROUP-ID BUNDLE-ID BUNDLE-ID...
+      doctor --locks
       """,
     discussion: """
       Checks that the manifest loads and that the executables it binds exist; that \
@@ -29,22 +30,32 @@ struct DoctorCommand: ParsableCommand {
       value is removed afterwards. Without Landlock the children run unconfined, \
       and a note says so.
 
+      With --locks, looks instead for every process of the machine that is stopped \
+      (state T in /proc/PID/stat: suspended, SIGSTOP, a debugger, job control) while it \
+      holds a lock (flock, POSIX or OFD) on a file in one of the root's group \
+      containers: every other app that needs the file waits for it, the deadlock iOS \
+      prevents by terminating such an app (0xdead10cc). One problem line per lock.
+
       Exits with 0 when it finds no problem and with 1 when it finds one. Notes, \
       such as a lock file left behind when its suite's file was removed (harmless), \
       do not count as problems.
       """,
     options: [
       OptionHelp(
-        "--sharing GROUP-ID", "Check that the BUNDLE-IDs share GROUP-ID, end to end.")
+        "--sharing GROUP-ID", "Check that the BUNDLE-IDs share GROUP-ID, end to end."),
+      OptionHelp("--locks", "Report stopped processes that hold a lock in a group container."),
     ]
   )
 
   let globals: GlobalOptions
   /// `--sharing GROUP-ID BUNDLE-ID...`
   let sharing: (group: String, apps: [String])?
+  /// `--locks`
+  let locks: Bool
 
   init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
     self.globals = globals
+    locks = try arguments.flag("--locks")
     if let group = try arguments.option("--sharing", value: "GROUP-ID") {
       sharing = (group, try arguments.remainingPositionals("BUNDLE-ID"))
     } else {
@@ -54,6 +65,9 @@ struct DoctorCommand: ParsableCommand {
 
   func validate() throws {
     try globals.requireAdministrator("doctor")
+    if locks, sharing != nil {
+      throw ValidationError("--locks and --sharing are separate checks; give one")
+    }
     guard let sharing else { return }
     guard sharing.group.hasPrefix("group.") else {
       throw ValidationError("'\(sharing.group)' is not a group id (group.…)")
@@ -74,6 +88,10 @@ struct DoctorCommand: ParsableCommand {
   }
 
   func run() throws {
+    if locks {
+      try checkLocks()
+      return
+    }
     if let sharing {
       var check = SharingCheck(
         root: globals.containerRoot, group: sharing.group, apps: sharing.apps)
@@ -86,6 +104,37 @@ struct DoctorCommand: ParsableCommand {
     doctor.examine()
     for line in doctor.report() { printOut(line) }
     if doctor.problemCount > 0 { throw ExitCode.failure }
+  }
+}
+
+extension DoctorCommand {
+  /// `doctor --locks`: stopped processes holding a lock in a group container.
+  func checkLocks() throws {
+    let root = globals.containerRoot
+    warnIfMissing(root)
+    let device = Device(root: root)
+    let names = Dictionary(
+      device.runningApps().map { ($0.record.pid, $0.record.bundleIdentifier) },
+      uniquingKeysWith: { first, _ in first })
+    let hazards = device.stoppedProcessesHoldingLocks()
+    for hazard in hazards {
+      let who = names[hazard.pid] ?? hazard.name
+      for lock in hazard.locks {
+        printOut(
+          "problem: \(who) (\(hazard.pid)) is stopped while it holds a lock on \(lock.path) in"
+            + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
+            + " the file waits for it (0xdead10cc on iOS)")
+        printOut(
+          "  fix: release the lock before the suspension (AppLifecycle.onSuspend), or"
+            + " 'groupctl resume \(hazard.pid)'")
+      }
+    }
+    let count = hazards.reduce(0) { $0 + $1.locks.count }
+    printOut(
+      count == 0
+        ? "No stopped process holds a lock in a group container of \(root.path)."
+        : "\(count) lock(s) held by stopped processes in \(root.path).")
+    if count > 0 { throw ExitCode.failure }
   }
 }
 

@@ -37,6 +37,11 @@ struct RunCommand: ParsableCommand {
       runs COMMAND unconfined and says so on stderr. APPGROUPS_LANDLOCK_UNAVAILABLE=1 \
       makes groupctl behave as if the kernel had no Landlock.
 
+      The launch is recorded in <root>/Run/PID.plist (bundle id, pid, start time, \
+      executable) for 'groupctl ps', 'suspend' and 'resume'; COMMAND runs as this very \
+      process (execve), so the record stays when it exits and is removed by the next \
+      command that finds its process gone or its pid reused.
+
       The exit status is COMMAND's; 1 when it cannot be started or confined.
       """,
     options: [
@@ -92,9 +97,20 @@ struct RunCommand: ParsableCommand {
       throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
     }
 
-    try Self.confineAndExec(
-      identity: identity, root: root, path: path, arguments: command,
-      readOnly: readOnly, readWrite: readWrite, bestEffort: bestEffort, verbose: verbose)
+    // The process that runs COMMAND is this one after execve(2): same pid, same start time.
+    let device = Device(root: root)
+    device.pruneStaleRecords()
+    let record = try Device.currentRecord(
+      bundleIdentifier: identity.bundleIdentifier, executable: Self.realPath(path) ?? path)
+    try device.record(record)
+    do {
+      try Self.confineAndExec(
+        identity: identity, root: root, path: path, arguments: command,
+        readOnly: readOnly, readWrite: readWrite, bestEffort: bestEffort, verbose: verbose)
+    } catch {
+      device.removeRecord(pid: record.pid)
+      throw error
+    }
   }
 
   /// Builds `identity`'s sandbox, restricts this thread to it and replaces

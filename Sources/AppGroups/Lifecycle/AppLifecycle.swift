@@ -1,0 +1,418 @@
+public import Foundation
+import Glibc
+internal import Synchronization
+
+/// What an app is told before it is suspended.
+public struct SuspensionNotice: Sendable {
+  /// When the notice arrived.
+  public let received: Date
+  /// When the suspender inspects the app's locks at the latest: ``received`` plus the grace
+  /// period the library assumes (``AppLifecycle/gracePeriod``).
+  public let deadline: Date
+}
+
+/// An app's side of suspension and resume on the simulated device, in the spirit of UIKit's
+/// `beginBackgroundTask(withName:expirationHandler:)` and Foundation's
+/// `performExpiringActivity(withReason:using:)`.
+///
+/// `groupctl suspend` tells an app it is about to be suspended with
+/// ``suspensionSignal`` (SIGTSTP) and waits for it to say it is done, for the grace period at
+/// most (5 seconds, as iOS gives an app moving to the background). Then it looks at the locks
+/// the process holds on files in group containers: a process suspended while it holds one
+/// is terminated (SIGKILL), as iOS terminates it with the exception code `0xdead10cc`.
+///
+/// When the notice arrives, the library, on a queue of its own:
+///
+/// 1. calls the ``onSuspend(_:)`` handlers: release your own locks here, or begin a
+///    background activity to finish something first;
+/// 2. waits until every ``beginBackgroundActivity(named:expirationHandler:)`` has ended, and
+///    calls the expiration handlers of those still running a second before the deadline;
+/// 3. lets every ``GroupDefaults`` commit land (``GroupDefaults/synchronizeAll()``) and
+///    keeps the library from taking any file lock until the app is resumed: a commit asked
+///    for meanwhile waits, and a commit in flight finishes first;
+/// 4. tells the suspender it is done.
+///
+/// On `groupctl resume` it lets the library take its locks again and calls the
+/// ``onResume(_:)`` handlers. A SIGTSTP from a terminal (Ctrl-Z) gets the same preparation,
+/// after which the process stops itself, as SIGTSTP would have stopped it; SIGCONT (`fg`)
+/// is then the resume. Resume also posts ``didResumeNotification`` in the app's groups,
+/// and the process gets SIGCONT as it always does.
+///
+/// ```swift
+/// try AppLifecycle.start(identity: .current())
+/// let cache = try CacheFile(in: container)          // keeps an flock(2) while open
+/// let suspending = AppLifecycle.onSuspend { _ in cache.unlock() }
+/// let resuming = AppLifecycle.onResume { cache.lock() }
+///
+/// // Finishing a write the app must not abandon:
+/// let activity = AppLifecycle.beginBackgroundActivity(named: "save") { cache.cancelSave() }
+/// cache.save()
+/// activity.end()
+/// ```
+///
+/// Opening a ``GroupDefaults`` for an app identity starts the lifecycle for that identity and
+/// root; a process that does not use `GroupDefaults` calls ``start(identity:root:)``. A process
+/// that handles SIGTSTP itself keeps its handler; the library then hears no notice, and
+/// `groupctl suspend`, which cannot tell that handler from the library's, waits the whole
+/// grace period before it looks at the locks.
+public enum AppLifecycle {
+  /// The signal `groupctl suspend` sends before it suspends an app: SIGTSTP.
+  public static let suspensionSignal: Int32 = SIGTSTP
+
+  /// The named notification `groupctl suspend` posts in each of the app's groups before it
+  /// sends ``suspensionSignal``; its state is the process id.
+  public static let willSuspendNotification = "appgroups.lifecycle.will-suspend"
+
+  /// The named notification `groupctl resume` posts in each of the app's groups after
+  /// SIGCONT; its state is the process id.
+  public static let didResumeNotification = "appgroups.lifecycle.did-resume"
+
+  /// The grace period the library assumes: `groupctl suspend`'s default, 5 seconds.
+  public static let gracePeriod: Duration = .seconds(5)
+
+  /// Starts hearing suspension notices for `identity` in `root`. The first call wins; later
+  /// calls do nothing. Opening a ``GroupDefaults`` as an app calls it.
+  ///
+  /// - Parameters:
+  ///   - identity: Who the process is; its data container holds the handshake file.
+  ///   - root: The root the app runs in.
+  public static func start(identity: AppIdentity, root: ContainerRoot = .default) {
+    Lifecycle.shared.start(identity: identity, root: root)
+  }
+
+  /// Calls `handler` when the app is about to be suspended, on the library's lifecycle
+  /// queue, before the library's own locks are put away. Release the locks the app holds on
+  /// files in group containers here, or begin a background activity.
+  ///
+  /// - Returns: A handle; the handler is removed when it is cancelled or released.
+  public static func onSuspend(
+    _ handler: @escaping @Sendable (SuspensionNotice) -> Void
+  ) -> Observation {
+    let id = Lifecycle.shared.add(suspend: handler)
+    return Observation { Lifecycle.shared.remove(id) }
+  }
+
+  /// Calls `handler` when the app has been resumed, on the library's lifecycle queue.
+  ///
+  /// - Returns: A handle; the handler is removed when it is cancelled or released.
+  public static func onResume(_ handler: @escaping @Sendable () -> Void) -> Observation {
+    let id = Lifecycle.shared.add(resume: handler)
+    return Observation { Lifecycle.shared.remove(id) }
+  }
+
+  /// Asks for time to finish work before a suspension: the library does not tell the
+  /// suspender it is done until the activity ends, or the grace period is about to run
+  /// out, when `expirationHandler` is called: stop then, and end the activity.
+  ///
+  /// The corresponding UIKit call is `beginBackgroundTask(withName:expirationHandler:)`.
+  ///
+  /// - Returns: The activity; call ``BackgroundActivity/end()`` when the work is done.
+  public static func beginBackgroundActivity(
+    named name: String, expirationHandler: (@Sendable () -> Void)? = nil
+  ) -> BackgroundActivity {
+    Lifecycle.shared.begin(name: name, expiration: expirationHandler)
+  }
+
+  /// Runs `block` on a background queue as a background activity: `block(false)` does the
+  /// work; if the app is about to be suspended before it returns, `block(true)` is called
+  /// too, on the lifecycle queue: stop the work then.
+  ///
+  /// The corresponding Foundation call is `ProcessInfo.performExpiringActivity(withReason:using:)`.
+  public static func performExpiringActivity(
+    reason: String, using block: @escaping @Sendable (_ expired: Bool) -> Void
+  ) {
+    let activity = beginBackgroundActivity(named: reason) { block(true) }
+    DispatchQueue.global().async {
+      block(false)
+      activity.end()
+    }
+  }
+
+  /// Whether a suspension notice is being handled, or the app has acknowledged one and not
+  /// been resumed yet.
+  public static var isSuspending: Bool { Lifecycle.shared.isSuspending }
+}
+
+/// Time asked for before a suspension (``AppLifecycle/beginBackgroundActivity(named:expirationHandler:)``).
+public final class BackgroundActivity: Sendable {
+  /// The name given when it began.
+  public let name: String
+  let id: Int
+
+  init(name: String, id: Int) {
+    self.name = name
+    self.id = id
+  }
+
+  /// Ends the activity. Safe to call more than once.
+  public func end() { Lifecycle.shared.end(id) }
+
+  deinit { Lifecycle.shared.end(id) }
+}
+
+/// The suspender and the app meet in `<app container>/Library/Lifecycle/`: the suspender
+/// writes `<pid>.request` and sends SIGTSTP; the app, once ready, writes `<pid>.ready`
+/// holding the monotonic time (`CLOCK_MONOTONIC`, nanoseconds) at which it got the notice.
+/// The suspender removes the ready file before it sends the notice and again on resume;
+/// the app, waiting for that removal, then takes its locks again.
+enum SuspensionHandshake {
+  static func folder(root: ContainerRoot, bundleIdentifier: String) -> String {
+    root.appContainerURL(for: bundleIdentifier).appendingPathComponent("Library/Lifecycle").path
+  }
+
+  static func readyFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
+    folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).ready"
+  }
+
+  /// Written by the suspender just before its SIGTSTP: a SIGTSTP without it comes from a
+  /// terminal (Ctrl-Z), and the app then stops itself once it is ready.
+  static func requestFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
+    folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).request"
+  }
+
+  /// Writes `text` to `path` through a temporary file renamed over it, so that the suspender
+  /// never reads half of it. Not `fsync`ed: the file means nothing after a crash.
+  static func write(_ text: String, to path: String) throws(SystemCallError) {
+    let temporary = path + ".tmp-\(getpid())"
+    let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        try valueOrErrno("write", path: temporary) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+      }
+    }
+    FileSystem.close(fd)
+    do throws(SystemCallError) {
+      guard try written.get() == bytes.count else {
+        throw SystemCallError(call: "write", path: temporary, errno: EIO)
+      }
+      _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+    } catch {
+      unlink(temporary)
+      throw error
+    }
+  }
+
+  /// The notice time written in a ready file; `nil` when there is none.
+  static func noticeTime(in path: String) -> UInt64? {
+    guard let data = try? FileSystem.read(path)?.0 else { return nil }
+    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    return UInt64(text)
+  }
+
+  /// Waits until `path` exists (`appear`) or is gone (`!appear`), or `deadline`; woken by
+  /// inotify on its folder, and looking again every `recheck` in case an event was missed
+  /// or `stop` says to give up.
+  static func wait(
+    for path: String, toAppear appear: Bool, until deadline: UInt64,
+    recheck: Int32 = 100, stop: () -> Bool = { false }
+  ) -> Bool {
+    let folder = FileSystem.folder(of: path)
+    // See: man 7 inotify; without a watch the loop still looks every `recheck` ms.
+    let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+    defer { if fd >= 0 { close(fd) } }
+    if fd >= 0 {
+      let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM)
+      _ = inotify_add_watch(fd, folder, mask)
+    }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let exists = access(path, F_OK) == 0
+      if exists == appear { return true }
+      if stop() { return false }
+      let now = FileSystem.monotonicNanoseconds()
+      if now >= deadline { return false }
+      let left = Int32(min((deadline - now) / 1_000_000 + 1, UInt64(recheck)))
+      if fd >= 0 {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&entry, 1, left)
+        _ = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      } else {
+        usleep(useconds_t(left) * 1000)
+      }
+    }
+  }
+}
+
+/// The process's lifecycle state: handlers, activities, and the queue notices are handled on.
+final class Lifecycle: @unchecked Sendable {
+  static let shared = Lifecycle()
+
+  private struct Activity {
+    var name: String
+    var expiration: (@Sendable () -> Void)?
+  }
+
+  // Everything below is read and written only while `condition` is locked.
+  private let condition = NSCondition()
+  private var identity: AppIdentity?
+  private var root: ContainerRoot?
+  private var nextID = 1
+  private var suspendHandlers: [(Int, @Sendable (SuspensionNotice) -> Void)] = []
+  private var resumeHandlers: [(Int, @Sendable () -> Void)] = []
+  private var activities: [Int: Activity] = [:]
+  private var suspending = false
+  /// Whether a SIGTSTP that groupctl did not send stops the process (it was not ignored).
+  private var stopsOnTerminalNotice = true
+
+  private let queue = DispatchQueue(label: "appgroups.lifecycle")
+  private var source: (any DispatchSourceSignal)?
+
+  var isSuspending: Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    return suspending
+  }
+
+  func start(identity: AppIdentity, root: ContainerRoot) {
+    condition.lock()
+    defer { condition.unlock() }
+    guard self.identity == nil else { return }
+    self.identity = identity
+    self.root = root
+    var current = sigaction()
+    guard sigaction(SIGTSTP, nil, &current) == 0 else { return }
+    // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
+    // from a parent that ignored it: the notice is taken, but job control still cannot stop
+    // the process.
+    let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+    let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+    guard handler == 0 || handler == ignored else { return }
+    stopsOnTerminalNotice = handler == 0
+    signal(SIGTSTP, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
+    source.setEventHandler { [unowned self] in self.handleNotice() }
+    source.resume()
+    self.source = source
+  }
+
+  func add(suspend handler: @escaping @Sendable (SuspensionNotice) -> Void) -> Int {
+    condition.lock()
+    defer { condition.unlock() }
+    nextID += 1
+    suspendHandlers.append((nextID, handler))
+    return nextID
+  }
+
+  func add(resume handler: @escaping @Sendable () -> Void) -> Int {
+    condition.lock()
+    defer { condition.unlock() }
+    nextID += 1
+    resumeHandlers.append((nextID, handler))
+    return nextID
+  }
+
+  func remove(_ id: Int) {
+    condition.lock()
+    defer { condition.unlock() }
+    suspendHandlers.removeAll { $0.0 == id }
+    resumeHandlers.removeAll { $0.0 == id }
+  }
+
+  func begin(name: String, expiration: (@Sendable () -> Void)?) -> BackgroundActivity {
+    condition.lock()
+    defer { condition.unlock() }
+    nextID += 1
+    activities[nextID] = Activity(name: name, expiration: expiration)
+    return BackgroundActivity(name: name, id: nextID)
+  }
+
+  func end(_ id: Int) {
+    condition.lock()
+    activities[id] = nil
+    condition.broadcast()
+    condition.unlock()
+  }
+
+  /// Waits until no activity is running, or `deadline`; `true` when none is.
+  private func waitForActivities(until deadline: UInt64) -> Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    while !activities.isEmpty {
+      let now = FileSystem.monotonicNanoseconds()
+      if now >= deadline { return false }
+      _ = condition.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9))
+    }
+    return true
+  }
+
+  /// Handles one suspension notice, on `queue`, and then waits for the resume.
+  private func handleNotice() {
+    let received = FileSystem.monotonicNanoseconds()
+    let grace = UInt64(AppLifecycle.gracePeriod.components.seconds) * 1_000_000_000
+    let notice = SuspensionNotice(
+      received: Date(), deadline: Date(timeIntervalSinceNow: Double(grace) / 1e9))
+    condition.lock()
+    suspending = true
+    let handlers = suspendHandlers.map(\.1)
+    let identity = self.identity
+    let root = self.root
+    let stops = stopsOnTerminalNotice
+    condition.unlock()
+    let files = identity.flatMap { identity in
+      root.map { root in
+        (
+          folder: SuspensionHandshake.folder(
+            root: root, bundleIdentifier: identity.bundleIdentifier),
+          request: SuspensionHandshake.requestFile(
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+          ready: SuspensionHandshake.readyFile(
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+          root: root.path
+        )
+      }
+    }
+    let requested = files.map { access($0.request, F_OK) == 0 } ?? false
+
+    for handler in handlers { handler(notice) }
+
+    // Background activities first, with a second left to expire the late ones.
+    let expiry = received &+ grace &- 1_000_000_000
+    if !waitForActivities(until: expiry) {
+      condition.lock()
+      let expirations = activities.values.compactMap(\.expiration)
+      condition.unlock()
+      for expire in expirations { expire() }
+      _ = waitForActivities(until: expiry &+ 500_000_000)
+    }
+
+    // GroupDefaults: what is pending lands now, and no commit takes the lock until resume.
+    ProcessLifecycle.flushAll()
+    let drained = SuspensionBarrier.closeAndDrain(until: received &+ grace &- 200_000_000)
+    if !drained {
+      Diagnostics.report(
+        "suspension: a lock of the library was still held at the end of the grace period")
+    }
+
+    // Whose notice: groupctl's, when it left a request (looked at first: the suspender
+    // removes it when it stops waiting).
+    guard let (folder, request, ready, root) = files, requested else {
+      // The terminal's (Ctrl-Z) or another job control's. The app is ready: stop as SIGTSTP
+      // would have stopped it; the call returns on SIGCONT.
+      if stops { kill(getpid(), SIGSTOP) }
+      return finishResume()
+    }
+    unlink(request)
+    do throws(SystemCallError) {
+      try FileSystem.makeDirectory(folder, within: root)
+      try SuspensionHandshake.write("\(received)\n", to: ready)
+    } catch {
+      Diagnostics.report("suspension: cannot say the app is ready (\(error))")
+      return finishResume()
+    }
+    // Suspended (or about to be): wait for the suspender to take the file away on resume.
+    _ = SuspensionHandshake.wait(
+      for: ready, toAppear: false,
+      until: FileSystem.monotonicNanoseconds() &+ SuspensionBarrier.closedBound, recheck: 1000)
+    finishResume()
+  }
+
+  private func finishResume() {
+    SuspensionBarrier.open()
+    condition.lock()
+    suspending = false
+    let handlers = resumeHandlers.map(\.1)
+    condition.unlock()
+    for handler in handlers { handler() }
+  }
+}

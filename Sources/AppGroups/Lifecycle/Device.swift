@@ -1,0 +1,408 @@
+public import Foundation
+import Glibc
+
+/// What `groupctl run` launched: `<root>/Run/<pid>.plist`.
+///
+/// A pid alone does not name a process for long: the kernel hands it out again. The record
+/// keeps the process's start time (field 22 of `/proc/PID/stat`, clock ticks after boot) too;
+/// a record whose pid is gone, or now names a process started at another time, is stale.
+public struct RunRecord: Sendable, Hashable {
+  /// The app's bundle identifier.
+  public var bundleIdentifier: String
+  /// The process id.
+  public var pid: Int32
+  /// The process's start time in clock ticks after boot (`/proc/PID/stat` field 22).
+  public var startTime: UInt64
+  /// The executable launched.
+  public var executable: String
+  /// When it was launched.
+  public var launchDate: Date
+  /// Whether `groupctl suspend` suspended it (and no resume came since).
+  public var isSuspended: Bool
+
+  /// A record; see ``Device/record(_:)`` to write it.
+  public init(
+    bundleIdentifier: String, pid: Int32, startTime: UInt64, executable: String,
+    launchDate: Date = Date(), isSuspended: Bool = false
+  ) {
+    self.bundleIdentifier = bundleIdentifier
+    self.pid = pid
+    self.startTime = startTime
+    self.executable = executable
+    self.launchDate = launchDate
+    self.isSuspended = isSuspended
+  }
+
+  var propertyList: [String: Any] {
+    [
+      "bundleIdentifier": bundleIdentifier, "pid": Int(pid), "startTime": Int(startTime),
+      "executable": executable, "launchDate": launchDate,
+      "state": isSuspended ? "suspended" : "running",
+    ]
+  }
+
+  init?(propertyList: Any) {
+    guard let values = propertyList as? [String: Any],
+      let bundleIdentifier = values["bundleIdentifier"] as? String,
+      let pid = values["pid"] as? Int, let startTime = values["startTime"] as? Int,
+      let executable = values["executable"] as? String,
+      let launchDate = values["launchDate"] as? Date
+    else { return nil }
+    self.init(
+      bundleIdentifier: bundleIdentifier, pid: Int32(truncatingIfNeeded: pid),
+      startTime: UInt64(max(startTime, 0)), executable: executable, launchDate: launchDate,
+      isSuspended: values["state"] as? String == "suspended")
+  }
+}
+
+/// An app of the device as `groupctl ps` shows it.
+public struct RunningApp: Sendable {
+  /// What the app's process is doing.
+  public enum State: String, Sendable {
+    /// Running (or sleeping, waiting: not stopped).
+    case running
+    /// Stopped by `groupctl suspend`.
+    case suspended
+    /// Stopped by something else (SIGSTOP, a debugger, job control).
+    case stopped
+  }
+
+  /// The run record.
+  public let record: RunRecord
+  /// The process's state now.
+  public let state: State
+  /// The locks it holds on files in group containers.
+  public let locks: [HeldLock]
+}
+
+/// How a suspension ended (``Device/suspend(pid:grace:reportOnly:)``).
+public struct SuspensionOutcome: Sendable {
+  /// Whether the process ended up suspended, terminated, or gone.
+  public enum Result: String, Sendable {
+    /// The process is stopped.
+    case suspended
+    /// The process held a lock in a group container and was killed (0xdead10cc).
+    case terminated
+    /// The process exited before it could be suspended.
+    case gone
+  }
+
+  /// The process.
+  public let pid: Int32
+  /// The app's bundle identifier.
+  public let bundleIdentifier: String
+  /// What happened.
+  public let result: Result
+  /// Whether the process handles ``AppLifecycle/suspensionSignal`` (SIGTSTP): one that does
+  /// not was not sent it, and was not waited for.
+  public let listening: Bool
+  /// Whether the app said it was done before the grace period ran out.
+  public let acknowledged: Bool
+  /// How long the suspender waited for the app.
+  public let waited: Duration
+  /// The locks it held in group containers when it was inspected.
+  public let locks: [HeldLock]
+  /// One line per lock: `terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID
+  /// while being suspended (0xdead10cc)`, or with `--report-only`, `reported: …`.
+  public let reports: [String]
+}
+
+/// The simulated device's running apps: run records, suspension and resume, and the locks
+/// apps hold in group containers.
+///
+/// ```swift
+/// let device = Device(root: root)
+/// let outcome = try device.suspend(pid: pid)
+/// if outcome.result == .terminated { print(outcome.reports.joined(separator: "\n")) }
+/// try device.resume(pid: pid)
+/// ```
+///
+/// The app's side of the handshake is ``AppLifecycle``.
+public struct Device: Sendable {
+  /// The root: the device.
+  public let root: ContainerRoot
+
+  /// The device at `root`.
+  public init(root: ContainerRoot) {
+    self.root = root
+  }
+
+  /// The run records' folder: `<root>/Run`.
+  public var runFolderURL: URL { root.url.appendingPathComponent("Run", isDirectory: true) }
+
+  /// The log of terminations and reports: `<root>/Run/lifecycle.log`, one line each,
+  /// prefixed with the time (ISO 8601, UTC).
+  public var logURL: URL { runFolderURL.appendingPathComponent("lifecycle.log") }
+
+  private func recordPath(_ pid: Int32) -> String { runFolderURL.path + "/\(pid).plist" }
+
+  // MARK: Records
+
+  /// The record of the calling process, or of `pid`, with its start time read from `/proc`.
+  ///
+  /// - Throws: `.invalidName` for a bad bundle id; `.io` when the process is gone.
+  public static func currentRecord(
+    bundleIdentifier: String, executable: String, pid: Int32 = getpid()
+  ) throws(AppGroupsError) -> RunRecord {
+    try Names.validateBundleIdentifier(bundleIdentifier)
+    guard let status = ProcessStatus(pid: pid) else {
+      throw AppGroupsError(
+        io: SystemCallError(call: "open", path: "/proc/\(pid)/stat", errno: ESRCH),
+        "reading the start time of process \(pid)")
+    }
+    return RunRecord(
+      bundleIdentifier: bundleIdentifier, pid: pid, startTime: status.startTime,
+      executable: executable)
+  }
+
+  /// Writes `record` to `<root>/Run/<pid>.plist` (atomically, replacing a stale one).
+  ///
+  /// - Throws: `.io` naming the file when it cannot be written.
+  public func record(_ record: RunRecord) throws(AppGroupsError) {
+    let path = recordPath(record.pid)
+    do {
+      try FileSystem.makeDirectory(runFolderURL.path, within: root.path)
+      let data = try PropertyListSerialization.data(
+        fromPropertyList: record.propertyList, format: .binary, options: 0)
+      try FileSystem.writeAtomically(data, to: path)
+    } catch let error as SystemCallError {
+      throw AppGroupsError(io: error, "writing the run record \(path)")
+    } catch {
+      throw AppGroupsError(.io, "writing the run record \(path): \(error)")
+    }
+  }
+
+  /// Removes the record of `pid`, if there is one.
+  public func removeRecord(pid: Int32) {
+    unlink(recordPath(pid))
+  }
+
+  /// Every record in `<root>/Run`, live or stale, sorted by pid.
+  public func allRecords() -> [RunRecord] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: runFolderURL.path)) ?? []
+    return names.compactMap { name -> RunRecord? in
+      guard name.hasSuffix(".plist"), let pid = Int32(name.dropLast(6)),
+        let data = try? FileSystem.read(recordPath(pid))?.0,
+        let list = try? PropertyListSerialization.propertyList(from: data, format: nil),
+        let record = RunRecord(propertyList: list), record.pid == pid
+      else { return nil }
+      return record
+    }.sorted { $0.pid < $1.pid }
+  }
+
+  /// Whether `record` still names a running process: its pid exists and started when the
+  /// record says.
+  public static func isLive(_ record: RunRecord) -> Bool {
+    ProcessStatus(pid: record.pid)?.startTime == record.startTime
+  }
+
+  /// Removes the stale records (pid gone, or reused by a process started at another time).
+  ///
+  /// - Returns: The records removed.
+  @discardableResult
+  public func pruneStaleRecords() -> [RunRecord] {
+    let stale = allRecords().filter { !Self.isLive($0) }
+    for record in stale { removeRecord(pid: record.pid) }
+    return stale
+  }
+
+  /// The live apps, after pruning stale records, with their state and locks.
+  public func runningApps() -> [RunningApp] {
+    pruneStaleRecords()
+    return allRecords().compactMap { record in
+      guard let status = ProcessStatus(pid: record.pid), status.startTime == record.startTime
+      else { return nil }
+      let state: RunningApp.State =
+        status.isStopped ? (record.isSuspended ? .suspended : .stopped) : .running
+      return RunningApp(
+        record: record, state: state, locks: HeldLock.locks(heldBy: record.pid, root: root))
+    }
+  }
+
+  /// The live record of `pid`, if it has one.
+  public func liveRecord(pid: Int32) -> RunRecord? {
+    allRecords().first { $0.pid == pid && Self.isLive($0) }
+  }
+
+  /// Every process of the machine that is stopped (state `T` in `/proc/PID/stat`, however it
+  /// was stopped) while it holds a lock on a file in one of the root's group containers:
+  /// the process every other one that needs the file waits for.
+  public func stoppedProcessesHoldingLocks() -> [(pid: Int32, name: String, locks: [HeldLock])] {
+    ProcessStatus.allPIDs().compactMap { pid in
+      guard pid != getpid(), let status = ProcessStatus(pid: pid), status.isStopped else {
+        return nil
+      }
+      let locks = HeldLock.locks(heldBy: pid, root: root)
+      return locks.isEmpty ? nil : (pid, status.name, locks)
+    }
+  }
+
+  /// The bundle identifier of `pid`: its live record's, else its `APPGROUPS_BUNDLE_ID`.
+  public func bundleIdentifier(of pid: Int32) -> String? {
+    if let record = liveRecord(pid: pid) { return record.bundleIdentifier }
+    return ProcessStatus.environmentValue(AppIdentity.environmentVariable, pid: pid)
+  }
+
+  // MARK: Suspend and resume
+
+  /// Suspends `pid` as iOS suspends an app: tells it, waits for it, looks at its locks, and
+  /// stops it, or terminates it when it holds a lock in a group container.
+  ///
+  /// 1. Posts ``AppLifecycle/willSuspendNotification`` in each of the app's groups (state:
+  ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP), when the process
+  ///    handles it (`SigCgt` in `/proc/PID/status`); one that does not is not waited for.
+  /// 2. Waits `grace` at most for the app to say it is done (``AppLifecycle``), or to stop
+  ///    (a process that does not handle SIGTSTP stops itself) or exit.
+  /// 3. Reads the locks it holds on files in the root's group containers
+  ///    (``HeldLock/locks(heldBy:root:)``). None: SIGSTOP, and the record says suspended. A
+  ///    lock: a line per lock, `terminated: BUNDLE-ID (PID) held a lock on PATH in group
+  ///    GROUP-ID while being suspended (0xdead10cc)`, appended to ``logURL``, and SIGKILL;
+  ///    with `reportOnly`, the lines (`reported: …`) and SIGSTOP instead.
+  ///
+  /// - Throws: `.io` when there is no such process, or it cannot be signalled (the errno
+  ///   text); `.invalidName` when its bundle id is unknown (no record and no
+  ///   `APPGROUPS_BUNDLE_ID`).
+  public func suspend(
+    pid: Int32, grace: Duration = AppLifecycle.gracePeriod, reportOnly: Bool = false
+  ) throws(AppGroupsError) -> SuspensionOutcome {
+    guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "suspending") }
+    guard let bundle = bundleIdentifier(of: pid) else {
+      throw AppGroupsError(
+        .invalidName,
+        "process \(pid) was not launched with groupctl run and has no"
+          + " \(AppIdentity.environmentVariable): which app it is is unknown")
+    }
+    try Names.validateBundleIdentifier(bundle)
+    let ready = SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid)
+    do {
+      try FileSystem.makeDirectory(FileSystem.folder(of: ready), within: root.path)
+    } catch {
+      throw AppGroupsError(io: error, "preparing the suspension of \(bundle) (\(pid))")
+    }
+    unlink(ready)
+    post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
+
+    let sent = FileSystem.monotonicNanoseconds()
+    // A process with no SIGTSTP handler has no library listening: the signal would only stop
+    // it (or be dropped, in an orphaned process group), and no answer would come.
+    let listening = ProcessStatus.catches(SIGTSTP, pid: pid)
+    var acknowledged = false
+    if listening {
+      let request = SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: pid)
+      do {
+        try SuspensionHandshake.write("\(sent)\n", to: request)
+      } catch {
+        throw AppGroupsError(io: error, "asking \(bundle) (\(pid)) to get ready")
+      }
+      try signal(pid, SIGTSTP, "suspending \(bundle)")
+      let (seconds, attoseconds) = grace.components
+      let span =
+        UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+      _ = SuspensionHandshake.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
+        guard let status = ProcessStatus(pid: pid) else { return true }
+        return status.isStopped
+      }
+      if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
+      unlink(request)
+    }
+    let waited = Duration.nanoseconds(Int64(FileSystem.monotonicNanoseconds() &- sent))
+
+    func outcome(_ result: SuspensionOutcome.Result, _ locks: [HeldLock] = [], _ reports: [String] = [])
+      -> SuspensionOutcome
+    {
+      SuspensionOutcome(
+        pid: pid, bundleIdentifier: bundle, result: result, listening: listening,
+        acknowledged: acknowledged,
+        waited: waited, locks: locks, reports: reports)
+    }
+    guard ProcessStatus(pid: pid) != nil else {
+      unlink(ready)
+      removeRecord(pid: pid)
+      return outcome(.gone)
+    }
+    let locks = HeldLock.locks(heldBy: pid, root: root)
+    let verb = reportOnly ? "reported" : "terminated"
+    let reports = locks.map { lock in
+      "\(verb): \(bundle) (\(pid)) held a lock on \(lock.path) in group \(lock.groupIdentifier)"
+        + " while being suspended (0xdead10cc)"
+    }
+    appendToLog(reports)
+    if !locks.isEmpty && !reportOnly {
+      try signal(pid, SIGKILL, "terminating \(bundle)")
+      unlink(ready)
+      removeRecord(pid: pid)
+      return outcome(.terminated, locks, reports)
+    }
+    try signal(pid, SIGSTOP, "suspending \(bundle)")
+    _ = ProcessStatus.waitUntilStopped(pid: pid)
+    if var record = liveRecord(pid: pid) {
+      record.isSuspended = true
+      try self.record(record)
+    }
+    return outcome(.suspended, locks, reports)
+  }
+
+  /// Resumes `pid`: lets its library take its locks again (the handshake file is removed),
+  /// sends SIGCONT, and posts ``AppLifecycle/didResumeNotification`` in each of its groups.
+  ///
+  /// - Throws: `.io` when there is no such process or it cannot be signalled.
+  public func resume(pid: Int32) throws(AppGroupsError) {
+    guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "resuming") }
+    let bundle = bundleIdentifier(of: pid)
+    if let bundle, (try? Names.validateBundleIdentifier(bundle)) != nil {
+      unlink(SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid))
+    }
+    try signal(pid, SIGCONT, "resuming \(bundle ?? "process \(pid)")")
+    if var record = liveRecord(pid: pid), record.isSuspended {
+      record.isSuspended = false
+      try self.record(record)
+    }
+    if let bundle { post(AppLifecycle.didResumeNotification, bundle: bundle, pid: pid) }
+  }
+
+  /// The log's lines, oldest first; empty when there is none.
+  public func logLines() -> [String] {
+    guard let data = try? FileSystem.read(logURL.path)?.0 else { return [] }
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+  }
+
+  // MARK: Helpers
+
+  /// Posts `name` in every group of `bundle` (best effort: an app outside the manifest, or a
+  /// group that cannot be written, is told by the signal alone).
+  private func post(_ name: String, bundle: String, pid: Int32) {
+    guard let manifest = try? EntitlementManifest.load(root: root),
+      let identity = try? AppIdentity(bundleIdentifier: bundle)
+    else { return }
+    for group in manifest.groups(for: bundle) {
+      let center = try? GroupNotificationCenter(
+        groupIdentifier: group, identity: identity, root: root)
+      try? center?.post(name, state: UInt64(pid))
+    }
+  }
+
+  private func appendToLog(_ lines: [String]) {
+    guard !lines.isEmpty else { return }
+    let stamp = ISO8601DateFormatter().string(from: Date())
+    let text = lines.map { "\(stamp) \($0)\n" }.joined()
+    try? FileSystem.makeDirectory(runFolderURL.path, within: root.path)
+    let fd = Glibc.open(logURL.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else { return }
+    defer { Glibc.close(fd) }
+    _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
+  }
+
+  private func signal(_ pid: Int32, _ number: Int32, _ what: String) throws(AppGroupsError) {
+    // See: man 2 kill (ESRCH: gone; EPERM: another user's process).
+    do {
+      _ = try valueOrErrno("kill") { kill(pid, number) }
+    } catch {
+      throw AppGroupsError(io: error, "\(what) (\(pid))")
+    }
+  }
+
+  private func noSuchProcess(_ pid: Int32, _ what: String) -> AppGroupsError {
+    AppGroupsError(
+      io: SystemCallError(call: "kill", path: "/proc/\(pid)", errno: ESRCH), "\(what) \(pid)")
+  }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+
+/// A lock a process holds on a file inside a group container.
+public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
+  /// How the lock was taken.
+  public enum Kind: String, Sendable, Hashable {
+    /// `flock(2)`: belongs to an open file description, shared by the processes that
+    /// inherited it.
+    case flock
+    /// A classic POSIX record lock (`fcntl(2)` `F_SETLK`): belongs to the process.
+    case posix
+    /// An open file description lock (`fcntl(2)` `F_OFD_SETLK`).
+    case ofd
+  }
+
+  /// The process holding it.
+  public let pid: Int32
+  /// How it was taken.
+  public let kind: Kind
+  /// Whether it is exclusive (a write lock) rather than shared.
+  public let isExclusive: Bool
+  /// The locked file's path, as the kernel names the process's descriptor.
+  public let path: String
+  /// The group whose container holds the file.
+  public let groupIdentifier: String
+
+  /// `flock WRITE /path (group.x)`.
+  public var description: String {
+    "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path) (\(groupIdentifier))"
+  }
+
+  /// Every lock `pid` holds on a file inside one of `root`'s group containers
+  /// (`<root>/Shared/AppGroup/<group>/`), flock, POSIX and OFD alike.
+  ///
+  /// Read from `/proc/PID/fdinfo/FD`, whose `lock:` lines list the locks on the file of each
+  /// of the process's descriptors (man 5 proc), each matched by device and inode with the
+  /// file the descriptor is open on. `/proc/locks` names an flock lock by the process that
+  /// took it, which may be a parent that passed it on; the descriptors name every holder.
+  /// Empty when the process is gone or its descriptors cannot be read.
+  public static func locks(heldBy pid: Int32, root: ContainerRoot) -> [HeldLock] {
+    let shared = root.url.appendingPathComponent("Shared/AppGroup").path
+    let prefix = (ContainerRoot.realPath(shared) ?? shared) + "/"
+    guard let stream = opendir("/proc/\(pid)/fdinfo") else { return [] }
+    defer { closedir(stream) }
+    var found: [HeldLock] = []
+    var seen = Set<String>()
+    while let entry = readdir(stream) {
+      let fd = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard Int32(fd) != nil,
+        let data = try? FileSystem.read("/proc/\(pid)/fdinfo/\(fd)")?.0
+      else { continue }
+      let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        .filter { $0.hasPrefix("lock:") && !$0.contains("->") }
+      guard !lines.isEmpty else { continue }
+      let link = "/proc/\(pid)/fd/\(fd)"
+      guard let path = ContainerRoot.readLink(link), path.hasPrefix(prefix) else { continue }
+      var file = stat()
+      guard stat(link, &file) == 0 else { continue }
+      let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
+      for line in lines {
+        guard let lock = LockLine(line), lock.matches(file) else { continue }
+        let key = "\(lock.kind) \(file.st_dev) \(file.st_ino)"
+        guard seen.insert(key).inserted else { continue }
+        found.append(
+          HeldLock(
+            pid: pid, kind: lock.kind, isExclusive: lock.isExclusive, path: path,
+            groupIdentifier: group))
+      }
+    }
+    return found.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
+  }
+}
+
+/// One line of the kernel's lock table, as `/proc/locks` and `/proc/PID/fdinfo/FD` print it:
+/// `lock:	1: FLOCK  ADVISORY  WRITE 26300 fe:00:16222034 0 EOF`.
+struct LockLine: Equatable {
+  var kind: HeldLock.Kind
+  var isExclusive: Bool
+  var major: UInt64
+  var minor: UInt64
+  var inode: UInt64
+
+  init?(_ line: Substring) {
+    var words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+    if words.first == "lock:" { words.removeFirst() }
+    // number:, class, ADVISORY|MANDATORY, READ|WRITE, pid, maj:min:inode, start, end
+    guard words.count >= 6 else { return nil }
+    switch words[1] {
+    case "FLOCK": kind = .flock
+    case "POSIX": kind = .posix
+    case "OFDLCK": kind = .ofd
+    default: return nil  // leases and delegations are not locks an app holds
+    }
+    isExclusive = words[3] == "WRITE"
+    let device = words[5].split(separator: ":")
+    guard device.count == 3, let major = UInt64(device[0], radix: 16),
+      let minor = UInt64(device[1], radix: 16), let inode = UInt64(device[2])
+    else { return nil }
+    self.major = major
+    self.minor = minor
+    self.inode = inode
+  }
+
+  /// Whether the line is about `file` (device numbers as glibc's `major(3)`/`minor(3)`).
+  func matches(_ file: stat) -> Bool {
+    let device = UInt64(file.st_dev)
+    let fileMajor = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
+    let fileMinor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
+    return fileMajor == major && fileMinor == minor && UInt64(file.st_ino) == inode
+  }
+}

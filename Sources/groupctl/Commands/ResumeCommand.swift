@@ -1,0 +1,38 @@
+import AppGroups
+import Foundation
+
+/// `groupctl resume BUNDLE-ID|PID`
+struct ResumeCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "resume",
+    abstract: "Resume a suspended app.",
+    usage: "resume BUNDLE-ID|PID",
+    discussion: """
+      Lets the app's library take its locks again, sends SIGCONT, and posts \
+      \(AppLifecycle.didResumeNotification) in each of the app's groups. An app that \
+      watches its suites sees what changed while it was suspended (the example widget \
+      re-renders once, through refreshIfChanged()). Exits with 1 when there is no such \
+      process or it cannot be signalled.
+      """
+  )
+
+  let globals: GlobalOptions
+  let target: AppTarget
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    target = try AppTarget(parsing: arguments.positional("BUNDLE-ID|PID"))
+  }
+
+  func validate() throws {
+    try globals.requireAdministrator("resume")
+  }
+
+  func run() throws {
+    let device = Device(root: globals.containerRoot)
+    let pid = try target.resolve(on: device)
+    try device.resume(pid: pid)
+    let bundle = device.bundleIdentifier(of: pid).map { "\($0) " } ?? ""
+    printOut("resumed: \(bundle)(\(pid))")
+  }
+}

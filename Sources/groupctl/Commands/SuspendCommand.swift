@@ -1,0 +1,87 @@
+import AppGroups
+import Foundation
+
+/// `groupctl suspend BUNDLE-ID|PID [--grace SECONDS] [--report-only]`
+struct SuspendCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "suspend",
+    abstract: "Suspend an app as iOS does, terminating it if it holds a lock (0xdead10cc).",
+    usage: "suspend BUNDLE-ID|PID [--grace SECONDS] [--report-only]",
+    discussion: """
+      Tells the app it is about to be suspended: posts \
+      \(AppLifecycle.willSuspendNotification) in each of its groups and sends it SIGTSTP, \
+      which the library turns into its suspension callbacks (AppLifecycle); a process \
+      that does not handle SIGTSTP is not sent it, nor waited for. Waits the \
+      grace period, or until the app says it is done (its GroupDefaults commits landed, \
+      its background activities ended), or stops itself, then looks at the locks it \
+      holds on files in group containers:
+
+        none      SIGSTOP: the app is suspended ('groupctl ps' says so)
+        a lock    SIGKILL: the app is terminated, as iOS terminates it
+
+      A termination is said on stderr and in <root>/Run/lifecycle.log, one line per \
+      lock: "terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID while \
+      being suspended (0xdead10cc)".
+
+      With --report-only, the lines say 'reported:' and the app is suspended instead. \
+      stdout says what happened, how long the app took to answer, and whether it \
+      answered. BUNDLE-ID names the app's one running process ('groupctl ps'); a PID \
+      without a record is accepted when its environment has APPGROUPS_BUNDLE_ID.
+
+      Exits with 0 when the app is suspended, 1 when it is not (terminated, gone, or it \
+      could not be signalled).
+      """,
+    options: [
+      OptionHelp("--grace SECONDS", "How long the app has to get ready (default 5; 0 to 60)."),
+      OptionHelp("--report-only", "Report the locks held, and suspend instead of terminating."),
+    ]
+  )
+
+  let globals: GlobalOptions
+  let target: AppTarget
+  let grace: Duration
+  let reportOnly: Bool
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    reportOnly = try arguments.flag("--report-only")
+    if let text = try arguments.option("--grace", value: "SECONDS") {
+      guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 60 else {
+        throw ValidationError("--grace '\(text)' is not a number of seconds from 0 to 60")
+      }
+      grace = .milliseconds(Int64((seconds * 1000).rounded()))
+    } else {
+      grace = AppLifecycle.gracePeriod
+    }
+    target = try AppTarget(parsing: arguments.positional("BUNDLE-ID|PID"))
+  }
+
+  func validate() throws {
+    try globals.requireAdministrator("suspend")
+  }
+
+  func run() throws {
+    let device = Device(root: globals.containerRoot)
+    let pid = try target.resolve(on: device)
+    let outcome = try device.suspend(pid: pid, grace: grace, reportOnly: reportOnly)
+    for line in outcome.reports { printError(line) }
+    let app = "\(outcome.bundleIdentifier) (\(pid))"
+    let milliseconds = Double(outcome.waited.components.attoseconds) / 1e15
+      + Double(outcome.waited.components.seconds) * 1000
+    let answer =
+      !outcome.listening
+      ? "not listening (it does not handle SIGTSTP)"
+      : outcome.acknowledged
+        ? String(format: "ready after %.1f ms", milliseconds)
+        : String(format: "no answer in %.1f ms", milliseconds)
+    switch outcome.result {
+    case .suspended:
+      printOut("suspended: \(app), \(answer)")
+    case .terminated:
+      printOut("terminated: \(app), \(answer)")
+      throw ExitCode.failure
+    case .gone:
+      throw CommandFailure("\(app) exited before it could be suspended")
+    }
+  }
+}
