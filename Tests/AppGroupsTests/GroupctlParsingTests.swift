@@ -80,8 +80,8 @@ struct GroupctlParsingTests {
       return result.stdout.split(separator: "\n").map(String.init)
     }
     #expect(try complete(["groupctl", "wr"]) == ["write"])
-    #expect(try complete(["groupctl", "re"]).map(Set.init) == ["read", "read-type", "rename", "report", "revoke"])
-    #expect(try complete(["groupctl", "--root", "/tmp", "ex"]).map(Set.init) == ["explain", "export"])
+    #expect(try complete(["groupctl", "re"]).map(Set.init) == Set(Self.commands.filter { $0.hasPrefix("re") }))
+    #expect(try complete(["groupctl", "--root", "/tmp", "ex"]).map(Set.init) == Set(Self.commands.filter { $0.hasPrefix("ex") }))
     #expect(try complete(["groupctl", "export", "--x"]) == ["--xml"])
     #expect(try complete(["groupctl", "--r"]) == ["--root"])
     #expect(try complete(["groupctl", "help", "gra"]) == ["grant"])
