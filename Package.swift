@@ -5,6 +5,7 @@ let package = Package(
   name: "AppGroups",
   products: [
     .library(name: "AppGroups", targets: ["AppGroups"]),
+    .library(name: "AppGroupsTesting", targets: ["AppGroupsTesting"]),
     .executable(name: "groupctl", targets: ["groupctl"]),
   ],
   targets: [
@@ -17,6 +18,8 @@ let package = Package(
       name: "AppGroups",
       dependencies: ["CAppGroupsLinux"]
     ),
+    // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
+    .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
     .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
@@ -28,14 +31,14 @@ let package = Package(
     .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
     .target(
       name: "AppGroupsTestSupport",
-      dependencies: ["AppGroups"],
+      dependencies: ["AppGroups", "AppGroupsTesting"],
       path: "Tests/AppGroupsTestSupport"
     ),
     .testTarget(
       name: "AppGroupsTests",
       dependencies: [
-        "AppGroups", "AppGroupsTestSupport", "ExampleSchema", "groupctl", "app", "widget",
-        "appgroups-worker", "cache-writer",
+        "AppGroups", "AppGroupsTesting", "AppGroupsTestSupport", "ExampleSchema", "groupctl",
+        "app", "widget", "appgroups-worker", "cache-writer",
       ]
     ),
   ],

@@ -291,7 +291,7 @@ extension AppGroupsSide {
     for _ in 0..<p.int("count") {
       let start = monotonicNanoseconds()
       do {
-        try defaults.increment("counter")
+        try defaults.increment(forKey: "counter")
         emit("took \(defaults.lastLockWaitNanoseconds) \(monotonicNanoseconds() - start)")
       } catch {
         emit("timeout")

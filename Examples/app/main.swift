@@ -150,7 +150,7 @@ func write<Value>(_ value: Value, _ key: PreferenceKey<Value>) {
 switch command {
 case .set(let key, let value):
   do {
-    try shared.write(.string(value), forKey: key)
+    try shared.stage(.string(value), forKey: key)
   } catch {
     fail("cannot set \(key): \(error)")
   }
@@ -166,7 +166,7 @@ case .read(let item):
   // interleave inside either one.
   var added = false
   do {
-    try shared.update(PreferenceKeys.readItems.name) { current in
+    try shared.update(forKey: PreferenceKeys.readItems.name) { current in
       var items: [PropertyListValue] = []
       if case .array(let existing)? = current { items = existing }
       if !items.contains(.string(item)) {
@@ -177,7 +177,7 @@ case .read(let item):
     }
     if added {
       let fallback = shared[PreferenceKeys.unreadCount]
-      try shared.update(PreferenceKeys.unreadCount.name) { current in
+      try shared.update(forKey: PreferenceKeys.unreadCount.name) { current in
         var count = fallback
         if case .integer(let stored)? = current { count = stored }
         return .integer(max(0, count - 1))

@@ -34,15 +34,15 @@ import Foundation
 
 // Block the signals the widget waits for before any other thread exists:
 // every thread inherits the mask, and the main thread takes them with sigwait(3).
-// A do-nothing handler (not the default) keeps the library's own SIGINT/SIGTERM
-// handling away: the widget has nothing pending to write, and exits cleanly.
+// The widget handles SIGINT and SIGTERM itself, so the library leaves them alone
+// (it has nothing pending to write, and exits cleanly).
+GroupDefaults.handlesTerminationSignals = false
 func watchedSignals() -> sigset_t {
   var set = sigset_t()
   sigemptyset(&set)
   for number in [SIGINT, SIGTERM, SIGCONT] { sigaddset(&set, number) }
   return set
 }
-for number in [SIGINT, SIGTERM, SIGCONT] { signal(number) { _ in } }
 var blocked = watchedSignals()
 pthread_sigmask(SIG_BLOCK, &blocked, nil)
 

@@ -6,9 +6,13 @@
 ///
 /// ```swift
 /// do {
-///   _ = try GroupDefaults.resolving(suiteName: "group.com.example.shared")
+///   let shared = try GroupDefaults(
+///     suiteName: "group.com.example.shared", identity: try .current(), root: .default)
+///   shared.set(3, forKey: "unreadCount")
 /// } catch AppGroupsError.Code.notEntitled {
-///   // show the user what to grant
+///   // show the user what to grant: `groupctl grant BUNDLE-ID group.com.example.shared`
+/// } catch {
+///   print(error)  // the message names the suite, the manifest and the reason
 /// }
 /// ```
 public struct AppGroupsError: Error, Sendable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import AppGroups
+
 /// The words after the command name, handed out to a command as it asks.
 ///
 /// - Options and flags (`--json`, `--executable PATH`, `--executable=PATH`)

@@ -1,24 +1,17 @@
-/// A DOMAIN as written on the command line, split but not yet checked
-/// against the manifest (the library validates the names).
-enum DomainArgument: Hashable, Sendable, CustomStringConvertible {
-  /// `-g` or `NSGlobalDomain`: the global domain.
-  case global
-  /// A bundle id: that app's standard suite.
-  case app(String)
-  /// `group.…`: an application group's shared suite.
-  case group(String)
-  /// `BUNDLE-ID:SUITE`: a private suite of an app.
-  case suite(bundleID: String, name: String)
+import AppGroups
 
-  /// The name `NSGlobalDomain`, which `-g` stands for.
-  static let globalDomainName = "NSGlobalDomain"
+/// A DOMAIN as written on the command line: the library's administered domain,
+/// split but not yet checked against the manifest (the library validates the names).
+typealias DomainArgument = SuiteResolver.AdministeredDomain
 
-  /// Parses a DOMAIN word.
+extension SuiteResolver.AdministeredDomain {
+  /// Parses a DOMAIN word: `-g` or `NSGlobalDomain`, a bundle id, a `group.` id, or
+  /// `BUNDLE-ID:SUITE`.
   ///
   /// - Throws: ``ValidationError`` for an empty word or an empty part of
   ///   `BUNDLE-ID:SUITE`.
   init(parsing word: String) throws(ValidationError) {
-    if word == "-g" || word == Self.globalDomainName {
+    if word == "-g" || word == GroupDefaults.globalDomain {
       self = .global
       return
     }
@@ -34,21 +27,11 @@ enum DomainArgument: Hashable, Sendable, CustomStringConvertible {
         throw ValidationError(
           "'\(word)' is not a domain: a group's suite is named by the group id alone")
       }
-      self = .suite(bundleID: bundleID, name: name)
+      self = .privateSuite(bundleIdentifier: bundleID, suiteName: name)
     } else if word.hasPrefix("group.") {
       self = .group(word)
     } else {
-      self = .app(word)
-    }
-  }
-
-  /// The domain as the user would write it.
-  var description: String {
-    switch self {
-    case .global: Self.globalDomainName
-    case .app(let bundleID): bundleID
-    case .group(let groupID): groupID
-    case .suite(let bundleID, let name): "\(bundleID):\(name)"
+      self = .standard(bundleIdentifier: word)
     }
   }
 }

@@ -52,6 +52,7 @@ enum Groupctl {
         [
           DoctorCommand.self,
           HelpCommand.self,
+          CompletionCommand.self,
           ParseValueCommand.self,
           SandboxedCommand.self,
         ]
@@ -163,8 +164,10 @@ enum Groupctl {
     }
 
     guard let name = rest.popFirst() else {
-      printOut(overview())
-      return 0
+      // A script that lost its command word must not pass for one that ran: usage, 64.
+      printError("groupctl: missing command")
+      printError(overview())
+      return ExitCode.validationFailure.code
     }
     let command: any ParsableCommand.Type
     do throws(ValidationError) {

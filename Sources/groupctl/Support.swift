@@ -36,27 +36,6 @@ extension GlobalOptions {
   }
 }
 
-extension DomainArgument {
-  /// The library's name for this domain.
-  var administered: SuiteResolver.AdministeredDomain {
-    switch self {
-    case .global: .global
-    case .app(let bundleID): .standard(bundleIdentifier: bundleID)
-    case .group(let groupID): .group(groupID)
-    case .suite(let bundleID, let name): .privateSuite(bundleIdentifier: bundleID, suiteName: name)
-    }
-  }
-
-  init(_ domain: SuiteResolver.AdministeredDomain) {
-    switch domain {
-    case .global: self = .global
-    case .standard(let bundleID): self = .app(bundleID)
-    case .group(let groupID): self = .group(groupID)
-    case .privateSuite(let bundleID, let name): self = .suite(bundleID: bundleID, name: name)
-    }
-  }
-}
-
 /// A DOMAIN resolved for whoever runs the command: the administrator (no
 /// `--as`: any domain) or an app (`--as`: what the manifest entitles it to).
 struct ResolvedDomain {
@@ -74,7 +53,7 @@ struct ResolvedDomain {
     let root = globals.containerRoot
     identity = try globals.appIdentity()
     guard let identity else {
-      location = try SuiteResolver.administratorLocation(for: domain.administered, root: root)
+      location = try SuiteResolver.administratorLocation(for: domain, root: root)
       return
     }
     let resolver = SuiteResolver(identity: identity, root: root)
@@ -85,11 +64,11 @@ struct ResolvedDomain {
       location = resolver.globalDomain()
     case .group(let groupID):
       location = try resolver.resolve(suiteName: groupID)
-    case .app(let bundleID) where bundleID == identity.bundleIdentifier:
+    case .standard(let bundleID) where bundleID == identity.bundleIdentifier:
       location = try resolver.resolve(suiteName: nil)
-    case .suite(let bundleID, let name) where bundleID == identity.bundleIdentifier:
+    case .privateSuite(let bundleID, let name) where bundleID == identity.bundleIdentifier:
       location = try resolver.resolve(suiteName: name)
-    case .app(let bundleID), .suite(let bundleID, _):
+    case .standard(let bundleID), .privateSuite(let bundleID, _):
       throw CommandFailure(
         "\(identity.bundleIdentifier) cannot open \(domain): it belongs to \(bundleID); an app"
           + " opens only its own domain (\(identity.bundleIdentifier)), its private suites"
@@ -230,7 +209,7 @@ struct DomainScan {
     let root = globals.containerRoot
     warnIfMissing(root)
     for name in SuiteResolver.domainsWithPreferences(root: root) {
-      guard let resolved = try? ResolvedDomain(DomainArgument(name), globals: globals) else {
+      guard let resolved = try? ResolvedDomain(name, globals: globals) else {
         continue
       }
       do {
@@ -287,8 +266,12 @@ func readInput(_ path: String) throws -> Data {
   {
     throw CommandFailure("cannot read \(path): it is a folder")
   }
+  // Read through a handle: Data(contentsOf:) refuses a character device or a pipe
+  // (/dev/null, <(…)) with a misleading "Permission denied".
   do {
-    return try Data(contentsOf: URL(fileURLWithPath: path))
+    let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    return try handle.readToEnd() ?? Data()
   } catch {
     throw CommandFailure("cannot read \(path): \(describeFileError(error))")
   }

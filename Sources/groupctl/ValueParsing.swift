@@ -98,7 +98,27 @@ func parseUntyped(_ word: String) throws(ValidationError) -> PropertyListValue {
   guard let value = PropertyListValue(object) else {
     throw ValidationError("'\(word)' holds a value that is not a property-list value")
   }
+  if let bad = invalidBase64(in: word) {
+    throw ValidationError(
+      "'\(word)' is not a property-list literal (<data>\(bad)</data> is not base64)")
+  }
   return value
+}
+
+/// The content of the first `<data>` element of an XML literal that is not base64, or `nil`.
+///
+/// Foundation's XML reader skips the characters it cannot decode and would store the rest
+/// (for `<data>!!!</data>`, no bytes at all) instead of refusing the literal.
+func invalidBase64(in literal: String) -> String? {
+  var rest = literal[...]
+  while let open = rest.range(of: "<data>") {
+    guard let close = rest[open.upperBound...].range(of: "</data>") else { return nil }
+    let content = rest[open.upperBound..<close.lowerBound]
+    let compact = content.filter { !$0.isWhitespace }
+    if Data(base64Encoded: String(compact)) == nil { return String(content) }
+    rest = rest[close.upperBound...]
+  }
+  return nil
 }
 
 /// The parser's own words for why a literal failed: the old-style parser's

@@ -1,22 +1,23 @@
 public import AppGroups
+public import AppGroupsTesting
 public import Foundation
 
 /// A temporary root with the example identities granted: `com.example.app`
-/// and `com.example.widget` in `group.com.example.shared`.
+/// and `com.example.widget` in `group.com.example.shared`. Made by
+/// `AppGroupsTesting`'s ``TemporaryAppGroup``, as an app's own tests would make theirs.
 public struct TestRoot: Sendable {
-  public let sandbox: Sandbox
-  public let root: ContainerRoot
+  /// The temporary root, its manifest and identity; removed when the last copy goes away.
+  public let device: TemporaryAppGroup
+  public var root: ContainerRoot { device.root }
+  /// The root's folder, for files a test keeps beside the containers.
+  public var sandbox: (url: URL, path: String) { (root.url, root.path) }
   public static let group = "group.com.example.shared"
   public static let app = "com.example.app"
   public static let widget = "com.example.widget"
 
   public init(_ name: String = #function, grant: Bool = true) throws {
-    sandbox = try Sandbox(name)
-    root = ContainerRoot(url: sandbox.url)
-    if grant {
-      try EntitlementManifest.grant(Self.app, groups: [Self.group], root: root)
-      try EntitlementManifest.grant(Self.widget, groups: [Self.group], root: root)
-    }
+    device = try TemporaryAppGroup(groups: grant ? [Self.group] : [], as: Self.app, label: name)
+    if grant { try device.grant(Self.widget, groups: [Self.group]) }
   }
 
   public var path: String { root.path }

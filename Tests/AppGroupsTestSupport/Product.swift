@@ -20,9 +20,10 @@ public enum Product {
       .deletingLastPathComponent()
   }
 
-  /// The built executable called `name`.
+  /// The built executable called `name`; an absolute path (such as `/bin/bash`) as it is.
   public static func url(_ name: String) -> URL {
-    directory.appendingPathComponent(name, isDirectory: false)
+    if name.hasPrefix("/") { return URL(fileURLWithPath: name, isDirectory: false) }
+    return directory.appendingPathComponent(name, isDirectory: false)
   }
 
   /// Runs a built executable to completion.

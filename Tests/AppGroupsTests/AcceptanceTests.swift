@@ -11,7 +11,7 @@ struct AcceptanceTests {
     let t = try TestRoot()
     let d = try t.defaults(nil)
     #expect(d.dictionaryRepresentation().keys.allSatisfy { !$0.hasPrefix("launch") })
-    #expect(d.lookup("launchCount") == nil)
+    #expect(d.lookup(forKey: "launchCount") == nil)
     #expect(d.integer(forKey: "launchCount") == 0)
     #expect(!FileManager.default.fileExists(atPath: d.location.fileURL.path), "reading creates no plist")
   }

@@ -21,10 +21,10 @@ struct FaultAtomicUpdateTests {
   @Test(arguments: [Double.infinity, -Double.infinity, Double.nan, 1e300, -9.3e18])
   func incrementingARealThatIsNoIntegerThrowsAndChangesNothing(_ real: Double) throws {
     let (t, d) = try suite(holding: ["counter": real])
-    #expect(throws: AppGroupsError.self) { try d.increment("counter") }
+    #expect(throws: AppGroupsError.self) { try d.increment(forKey: "counter") }
     do {
-      try d.increment("counter")
-    } catch let error as AppGroupsError {
+      try d.increment(forKey: "counter")
+    } catch {
       #expect(error.code == .unsupportedValue)
     }
     let onDisk = try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Double
@@ -33,15 +33,15 @@ struct FaultAtomicUpdateTests {
 
   @Test func incrementingARealCountsItsIntegerPart() throws {
     let (t, d) = try suite(holding: ["counter": 2.75])
-    #expect(try d.increment("counter") == 3)
-    #expect(try d.increment("counter", by: -5) == -2)
+    #expect(try d.increment(forKey: "counter") == 3)
+    #expect(try d.increment(forKey: "counter", by: -5) == -2)
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == -2)
   }
 
   @Test func anIncrementThatWouldOverflowThrowsAndChangesNothing() throws {
     let (t, d) = try suite(holding: ["counter": Int.max, "low": Int.min])
-    #expect(throws: AppGroupsError.self) { try d.increment("counter") }
-    #expect(throws: AppGroupsError.self) { try d.increment("low", by: -1) }
+    #expect(throws: AppGroupsError.self) { try d.increment(forKey: "counter") }
+    #expect(throws: AppGroupsError.self) { try d.increment(forKey: "low", by: -1) }
     let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
     #expect(onDisk["counter"] as? Int == Int.max)
     #expect(onDisk["low"] as? Int == Int.min)
@@ -49,7 +49,7 @@ struct FaultAtomicUpdateTests {
 
   @Test func incrementingAStringThrows() throws {
     let (t, d) = try suite(holding: ["counter": "seven"])
-    #expect(throws: AppGroupsError.self) { try d.increment("counter") }
+    #expect(throws: AppGroupsError.self) { try d.increment(forKey: "counter") }
     #expect(d.string(forKey: "counter") == "seven")
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? String == "seven")
   }
@@ -60,7 +60,7 @@ struct FaultAtomicUpdateTests {
     // Another process moves the counter; this one has not noticed yet.
     try PropertyListSerialization.data(fromPropertyList: ["counter": 41], format: .binary, options: 0)
       .write(to: t.groupSuiteFile)
-    #expect(try d.increment("counter") == 42)
+    #expect(try d.increment(forKey: "counter") == 42)
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == 42)
   }
 
@@ -68,7 +68,7 @@ struct FaultAtomicUpdateTests {
     let (t, d) = try suite(holding: ["k": "before"])
     struct Refused: Error {}
     #expect(throws: Refused.self) {
-      try d.update("k") { _ in throw Refused() }
+      try d.update(forKey: "k") { _ in throw Refused() }
     }
     #expect(d.string(forKey: "k") == "before")
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "before")
@@ -81,7 +81,7 @@ struct FaultAtomicUpdateTests {
       root: t.root, options: .init(sizeLimit: 10_000))
     d.set("small", forKey: "k")
     #expect(throws: AppGroupsError.self) {
-      try d.update("k") { _ in .string(String(repeating: "x", count: 20_000)) }
+      try d.update(forKey: "k") { _ in .string(String(repeating: "x", count: 20_000)) }
     }
     #expect(d.string(forKey: "k") == "small")
     #expect(d.synchronize())
@@ -95,15 +95,15 @@ struct FaultAtomicUpdateTests {
       // Called on the thread that committed the update, after it let go of the lock.
       for _ in changes {
         do {
-          try d.increment("b")
+          try d.increment(forKey: "b")
         } catch {
           failures.withLock { $0.append("\(error)") }
         }
       }
     }
     defer { observation.cancel() }
-    try d.increment("a")
-    try d.increment("a")
+    try d.increment(forKey: "a")
+    try d.increment(forKey: "a")
     #expect(failures.withLock { $0 } == [])
     #expect(d.integer(forKey: "b") == 2)
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["b"] as? Int == 2)
@@ -115,12 +115,12 @@ struct FaultAtomicUpdateTests {
     var nested: (any Error)?
     var nestedSync = true
     var readInside: String?
-    try d.update("k") { current in
+    try d.update(forKey: "k") { current in
       readInside = d.string(forKey: "other")  // reads work
       d.set("written inside", forKey: "inside")  // lands after the update
       nestedSync = d.synchronize()  // cannot take the lock this update holds
       do {
-        try d.increment("k")
+        try d.increment(forKey: "k")
       } catch {
         nested = error
       }

@@ -175,10 +175,10 @@ struct FaultUnreadableFileTests {
     d.set("kept", forKey: "other")
     var deep = PropertyListValue.array([])
     for _ in 0..<600 { deep = .array([deep]) }
-    #expect(throws: AppGroupsError.self) { try d.write(deep, forKey: "deep") }
-    #expect(throws: AppGroupsError.self) { try d.update("deep") { _ in deep } }
+    #expect(throws: AppGroupsError.self) { try d.stage(deep, forKey: "deep") }
+    #expect(throws: AppGroupsError.self) { try d.update(forKey: "deep") { _ in deep } }
     let notANumber = PropertyListValue.date(Date(timeIntervalSinceReferenceDate: .nan))
-    #expect(throws: AppGroupsError.self) { try d.write(.array([notANumber]), forKey: "nan") }
+    #expect(throws: AppGroupsError.self) { try d.stage(.array([notANumber]), forKey: "nan") }
     #expect(d.value(forKey: "deep") == nil)
     #expect(d.synchronize())
     // Another process reads the suite: nothing was moved aside, nothing lost.
@@ -190,7 +190,7 @@ struct FaultUnreadableFileTests {
     // A value as deep as a reader accepts is kept.
     var allowed = PropertyListValue.string("leaf")
     for _ in 0..<(PropertyListValue.maximumDepth - 2) { allowed = .array([allowed]) }
-    try d.write(allowed, forKey: "allowed")
+    try d.stage(allowed, forKey: "allowed")
     #expect(d.synchronize())
     let again = try Product.run(
       "appgroups-worker", ["get", TestRoot.group, "other"],

@@ -64,7 +64,7 @@ struct GroupDefaultsTests {
     d.set("kept", forKey: "k")
     d.set(NSObject(), forKey: "k")
     #expect(d.string(forKey: "k") == "kept")
-    #expect(throws: AppGroupsError.self) { try d.write(nil, forKey: "") }
+    #expect(throws: AppGroupsError.self) { try d.stage(nil, forKey: "") }
   }
 
   @Test func coercions() throws {
@@ -135,7 +135,7 @@ struct GroupDefaultsTests {
     #expect(d.string(forKey: key) == "managed")
     #expect(d.source(forKey: key) == .managed)
     #expect(d.objectIsForced(forKey: key))
-    #expect(throws: AppGroupsError.self) { try d.write(.string("again"), forKey: key) }
+    #expect(throws: AppGroupsError.self) { try d.stage(.string("again"), forKey: key) }
     // The user's persisted choice is still there underneath.
     #expect(d.persistentDomain(forName: TestRoot.group)?[key] as? String == "user")
     // Removing the user's value lets the next layer show through.
@@ -232,7 +232,7 @@ struct GroupDefaultsTests {
     ) { _ in posted.append("posted") }
     defer { NotificationCenter.default.removeObserver(observer) }
     #expect(throws: AppGroupsError.self) {
-      try d.write(.data(Data(count: 20_000)), forKey: "huge")
+      try d.stage(.data(Data(count: 20_000)), forKey: "huge")
     }
     Diagnostics.withHandler({ _ in }) { d.set(Data(count: 20_000), forKey: "huge2") }
     #expect(d.object(forKey: "huge") == nil)
@@ -286,7 +286,7 @@ struct GroupDefaultsTests {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group)
     DispatchQueue.concurrentPerform(iterations: 4) { _ in
-      for _ in 0..<50 { _ = try? d.increment("counter") }
+      for _ in 0..<50 { _ = try? d.increment(forKey: "counter") }
     }
     #expect(d.integer(forKey: "counter") == 200)
     #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == 200)
@@ -308,10 +308,10 @@ struct GroupDefaultsRefusalTests {
     let d = try t.defaults(TestRoot.group)
     var deep = PropertyListValue.array([])
     for _ in 0..<600 { deep = .array([deep]) }
-    #expect(caught { try d.write(deep, forKey: "deep") }?.code == .unsupportedValue)
+    #expect(caught { try d.stage(deep, forKey: "deep") }?.code == .unsupportedValue)
     let nanDate = PropertyListValue.date(Date(timeIntervalSinceReferenceDate: .nan))
-    #expect(caught { try d.write(nanDate, forKey: "when") }?.code == .unsupportedValue)
-    #expect(caught { try d.update("when") { _ in nanDate } }?.code == .unsupportedValue)
+    #expect(caught { try d.stage(nanDate, forKey: "when") }?.code == .unsupportedValue)
+    #expect(caught { try d.update(forKey: "when") { _ in nanDate } }?.code == .unsupportedValue)
     #expect(d.object(forKey: "deep") == nil && d.object(forKey: "when") == nil)
   }
 }

@@ -10,7 +10,7 @@ struct GroupctlParsingTests {
     "grant", "revoke", "list", "container", "run", "import-entitlements", "ps", "suspend", "resume",
     "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
-    "doctor", "help",
+    "doctor", "help", "completion",
   ]
 
   private func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String)
@@ -34,11 +34,80 @@ struct GroupctlParsingTests {
     #expect(listed == Set(Self.commands))
     #expect(!help.stdout.contains("_parse-value"))
 
-    for variant in [[], ["help"], ["-h"], ["--root", "/tmp", "--help"]] {
+    for variant in [["help"], ["-h"], ["--root", "/tmp", "--help"]] {
       let other = try groupctl(variant)
       #expect(other.status == 0, "groupctl \(variant)")
       #expect(other.stdout == help.stdout, "groupctl \(variant)")
     }
+  }
+
+  /// `groupctl` alone is a usage error: a script that lost its command word must not pass.
+  @Test(arguments: [[], ["--root", "/tmp"]])
+  func noCommandIsAUsageError(arguments: [String]) throws {
+    let bare = try groupctl(arguments)
+    #expect(bare.status == 64)
+    #expect(bare.stdout.isEmpty)
+    #expect(bare.stderr.hasPrefix("groupctl: missing command\nOVERVIEW: "))
+    #expect(bare.stderr.contains("USAGE: groupctl [--root DIR]"))
+  }
+
+  // MARK: Completion
+
+  /// Runs `script` in bash with `groupctl completion bash` loaded, or `nil` without bash.
+  private func inBash(_ script: String) throws -> (status: Int32, stdout: String, stderr: String)? {
+    guard FileManager.default.isExecutableFile(atPath: "/bin/bash") else { return nil }
+    let completion = try groupctl(["completion", "bash"])
+    #expect(completion.status == 0, "\(completion.stderr)")
+    return try Product.run("/bin/bash", ["--norc", "--noprofile", "-c", completion.stdout + "\n" + script])
+  }
+
+  @Test func bashCompletionParsesAndCompletes() throws {
+    let completion = try groupctl(["completion", "bash"])
+    #expect(completion.status == 0)
+    #expect(completion.stdout.contains("complete -o filenames -F _groupctl groupctl"))
+    let check = try Product.run("/bin/bash", ["-n"], stdin: Data(completion.stdout.utf8))
+    #expect(check.status == 0, "bash -n: \(check.stderr)")
+
+    // What bash's completion does on TAB: set the words, call the function, read COMPREPLY.
+    func complete(_ words: [String]) throws -> [String]? {
+      let quoted = words.map { "'\($0)'" }.joined(separator: " ")
+      guard
+        let result = try inBash(
+          "COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _groupctl;"
+            + " printf '%s\\n' \"${COMPREPLY[@]}\"")
+      else { return nil }
+      #expect(result.status == 0, "\(result.stderr)")
+      return result.stdout.split(separator: "\n").map(String.init)
+    }
+    #expect(try complete(["groupctl", "wr"]) == ["write"])
+    #expect(try complete(["groupctl", "re"]).map(Set.init) == Set(Self.commands.filter { $0.hasPrefix("re") }))
+    #expect(try complete(["groupctl", "--root", "/tmp", "ex"]).map(Set.init) == Set(Self.commands.filter { $0.hasPrefix("ex") }))
+    #expect(try complete(["groupctl", "export", "--x"]) == ["--xml"])
+    #expect(try complete(["groupctl", "--r"]) == ["--root"])
+    #expect(try complete(["groupctl", "help", "gra"]) == ["grant"])
+    #expect(try complete(["groupctl", "completion", "z"]) == ["zsh"])
+    // Hidden commands are not offered.
+    #expect(try complete(["groupctl", "_"]) == [])
+  }
+
+  @Test func zshCompletionParses() throws {
+    let completion = try groupctl(["completion", "zsh"])
+    #expect(completion.status == 0)
+    #expect(completion.stdout.hasPrefix("#compdef groupctl\n"))
+    for command in Self.commands {
+      #expect(completion.stdout.contains("'\(command):"), "\(command) is offered")
+    }
+    let zsh = ["/usr/bin/zsh", "/bin/zsh"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    guard let zsh else { return }  // zsh -n only where zsh is installed
+    let check = try Product.run(zsh, ["-n"], stdin: Data(completion.stdout.utf8))
+    #expect(check.status == 0, "zsh -n: \(check.stderr)")
+  }
+
+  @Test func completionNeedsAKnownShell() throws {
+    let fish = try groupctl(["completion", "fish"])
+    #expect(fish.status == 64)
+    #expect(fish.stderr.contains("unknown shell 'fish' (use bash or zsh)"))
+    #expect(try groupctl(["completion"]).status == 64)
   }
 
   @Test(arguments: commands + ["_parse-value"])
@@ -299,6 +368,9 @@ struct GroupctlParsingTests {
     (["-date", "2026-11-29T24:00:00Z"], "'2026-11-29T24:00:00Z' is not a date (-date)"),
     (["-data", "0af"], "'0af' is not hex data (-data): it has an odd number of digits"),
     (["-data", "0g"], "'0g' is not hex data (-data): 'g' is not a hex digit"),
+    (["-data", "!!!"], "'!!!' is not hex data (-data)"),
+    (["<data>!!!</data>"], "'<data>!!!</data>' is not a property-list literal (<data>!!!</data> is not base64)"),
+    (["<array><data>AAEC</data><data>%%</data></array>"], "'<array><data>AAEC</data><data>%%</data></array>' is not a property-list literal (<data>%%</data> is not base64)"),
     (["-dict", "k", "v", "k2"], "key 'k2' has no value (-dict)"),
     (["-dict-add", "k"], "key 'k' has no value (-dict-add)"),
     (["-array", "-int", "x"], "'x' is not an integer (-int)"),

@@ -507,7 +507,8 @@ struct GroupctlPreferencesTests {
       (["import", Self.app, array.path], "its root is an array, not a dictionary"),
       (["import", Self.app, g.path + "/none.plist"], "No such file or directory"),
       (["import", Self.app, g.path], "it is a folder"),
-      (["import", Self.app, "-"], "cannot import standard input"),
+      (["import", Self.app, "-"], "cannot import standard input: it is empty (0 bytes), not a property list"),
+      (["import", Self.app, "/dev/null"], "cannot import /dev/null: it is empty (0 bytes), not a property list; \(Self.app) was not changed"),
     ]
     for (args, message) in cases {
       let result = try g.run(args, stdin: Data())

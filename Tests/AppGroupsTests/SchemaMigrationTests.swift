@@ -27,8 +27,8 @@ struct SchemaMigrationTests {
     #expect(d.read(Reader.layout).value == ReaderLayout(columns: 1, compact: false))
     #expect(d.read(Reader.layout).domain == .registration)
     #expect(d.read(Reader.lastSync).domain == .registration)
-    #expect(d.lookup("legacyFlag") == nil)
-    #expect(d.lookup("unread") == nil)
+    #expect(d.lookup(forKey: "legacyFlag") == nil)
+    #expect(d.lookup(forKey: "unread") == nil)
     #expect(d.storedSchemaVersion == 3)
 
     let disk = try s.onDisk()
@@ -87,7 +87,7 @@ struct SchemaMigrationTests {
     #expect(d.read(Reader.tags).value == [])
     #expect(d.read(Reader.tags).outcome == .wrongType)
     #expect(d.read(Reader.tags).domain == .application)
-    #expect(d.lookup("legacyFlag") == nil)
+    #expect(d.lookup(forKey: "legacyFlag") == nil)
     let disk = try s.onDisk()
     #expect(Set(disk.keys) == ["AppGroupsSchemaVersion", "unread", "theme", "tags"])
     let outcomes = Dictionary(
@@ -140,7 +140,7 @@ struct SchemaMigrationTests {
     #expect(try Data(contentsOf: s.file) == before, "nothing of the migration landed")
     #expect(d.storedSchemaVersion == 0)
     #expect(d.value(forKey: "unread") == .integer(7))
-    #expect(d.lookup("unreadCount")?.domain == .registration)
+    #expect(d.lookup(forKey: "unreadCount")?.domain == .registration)
     // The working schema completes it afterwards.
     #expect(try d.register(Reader.schema).outcome == .migrated)
     #expect(d.storedSchemaVersion == 3)

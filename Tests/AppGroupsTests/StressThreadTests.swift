@@ -58,7 +58,7 @@ struct StressThreadTests {
       run {
         for _ in 0..<incrementsEach {
           do {
-            try d.increment("counter")
+            try d.increment(forKey: "counter")
           } catch {
             errors.withLock { $0.append("increment: \(error)") }
           }

@@ -231,7 +231,7 @@ case "increment":
   var done = 0
   while done < times {
     do {
-      try defaults.increment(args[2])
+      try defaults.increment(forKey: args[2])
       done += 1
     } catch AppGroupsError.Code.lockTimeout {
       timeouts += 1  // nothing was written: try again
@@ -280,7 +280,7 @@ case "acked-increments":
       _ = readLine()
     }
     do {
-      say("got \(try defaults.increment(args[2]))")
+      say("got \(try defaults.increment(forKey: args[2]))")
     } catch {
       failures += 1
       say("error \(error)")
@@ -441,11 +441,9 @@ func runRepl(_ defaults: GroupDefaults, printingChanges: Bool = false) {
       say("pending \(hasPendingChanges(defaults))")
     case ("increment", 2):
       do {
-        say("incremented \(try defaults.increment(words[1]))")
-      } catch let error as AppGroupsError {
-        say("error \(error.code)")
+        say("incremented \(try defaults.increment(forKey: words[1]))")
       } catch {
-        say("error \(error)")
+        say("error \(error.code)")
       }
     case ("wait", 4):
       let key = words[1]

@@ -29,8 +29,6 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   public static let defaultFolderName = "Containers"
   /// The manifest's file name inside the root: `Entitlements.plist`.
   public static let manifestFileName = "Entitlements.plist"
-  /// The global domain's name: `NSGlobalDomain`.
-  public static let globalDomainName = "NSGlobalDomain"
 
   /// The root folder: absolute, standardized, with the symbolic links of the
   /// part of the path that exists resolved (`realpath(3)`).
@@ -65,8 +63,11 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
 
   /// The default root: `APPGROUPS_ROOT` when it is set and not empty, else
   /// `Containers` in the current directory. Read each time it is asked for.
+  ///
+  /// Inside a test scoped by `AppGroupsTesting`, the test's own temporary root.
   public static var `default`: ContainerRoot {
-    ContainerRoot(
+    if let scoped = ScopedEnvironment.root { return scoped }
+    return ContainerRoot(
       environment: ProcessInfo.processInfo.environment,
       currentDirectory: FileManager.default.currentDirectoryPath)
   }

@@ -4,9 +4,16 @@ internal import Synchronization
 /// A suite's last-update token: monotonic and persistent. It moves with
 /// every commit and with an outside edit of the suite's file, and reads
 /// without parsing the property list.
-public struct ChangeToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+///
+/// It is `RawRepresentable`: store ``rawValue`` with what a consumer shows, and make the
+/// token again with ``init(rawValue:)`` when it resumes. (`Codable` encodes it as that one
+/// number.)
+public struct ChangeToken: RawRepresentable, Sendable, Hashable, Comparable, Codable,
+  CustomStringConvertible
+{
   /// The token's value; larger is later.
   public let rawValue: UInt64
+  /// The token whose value is `rawValue`, as ``rawValue`` gave it.
   public init(rawValue: UInt64) { self.rawValue = rawValue }
   public static func < (a: ChangeToken, b: ChangeToken) -> Bool { a.rawValue < b.rawValue }
   public var description: String { String(rawValue) }
@@ -112,7 +119,7 @@ extension GroupDefaults {
   /// counters, lists and compare-and-set.
   ///
   /// ```swift
-  /// try shared.update("recent") { current in
+  /// try shared.update(forKey: "recent") { current in
   ///   var list = current.flatMap { if case .array(let a) = $0 { a } else { nil } } ?? []
   ///   list.append(.string("item"))
   ///   return .array(list.suffix(10))
@@ -129,10 +136,11 @@ extension GroupDefaults {
   /// - Throws: `.lockTimeout` when another process held the lock past the
   ///   bound, `.forcedValue` for a forced key, `.sizeLimitExceeded` when the
   ///   new value would pass the size limit, or what `body` throws; then the
-  ///   key is not changed.
+  ///   key is not changed. (`body`'s own error passes through as it is, which is why this
+  ///   call's throws are not typed; ``increment(forKey:by:)`` throws `AppGroupsError` only.)
   @discardableResult
   public func update(
-    _ key: String, _ body: (PropertyListValue?) throws -> PropertyListValue?
+    forKey key: String, _ body: (PropertyListValue?) throws -> PropertyListValue?
   ) throws -> PropertyListValue? {
     guard !key.isEmpty else { throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty") }
     if view.isForced(key) {
@@ -147,31 +155,50 @@ extension GroupDefaults {
   ///
   /// - Throws: `.unsupportedValue` when the value is not a number, is a real
   ///   number that is not finite or does not fit an `Int`, or the sum would
-  ///   overflow (nothing is changed then); and what ``update(_:_:)`` throws.
+  ///   overflow (nothing is changed then); and what ``update(forKey:_:)`` throws.
   @discardableResult
-  public func increment(_ key: String, by amount: Int = 1) throws -> Int {
-    let result = try update(key) { current in
-      let base: Int
-      switch current {
-      case .integer(let v)?: base = v
-      case .real(let v)?: base = try Self.wholePart(v, key: key)
-      case .float(let v)?: base = try Self.wholePart(Double(v), key: key)
-      case .unsignedInteger(let v)?:
-        throw AppGroupsError(
-          .unsupportedValue, "\(key.debugDescription) holds the unsigned integer \(v), which does not fit an integer")
-      case nil: base = 0
-      case let other?:
-        throw AppGroupsError(.unsupportedValue, "\(key.debugDescription) holds a \(other.typeName), not a number")
+  public func increment(forKey key: String, by amount: Int = 1) throws(AppGroupsError) -> Int {
+    let result: PropertyListValue?
+    do {
+      result = try update(forKey: key) { current throws(AppGroupsError) in
+        try Self.incremented(current, by: amount, key: key)
       }
-      let (sum, overflow) = base.addingReportingOverflow(amount)
-      if overflow {
-        throw AppGroupsError(
-          .unsupportedValue, "\(key.debugDescription): \(base) + \(amount) overflows an integer; the value was not changed")
-      }
-      return .integer(sum)
+    } catch let error as AppGroupsError {
+      throw error
+    } catch {
+      // The body throws AppGroupsError only, and the store nothing else.
+      throw AppGroupsError(.io, "\(suiteName): incrementing \(key.debugDescription): \(error)")
     }
     if case .integer(let v)? = result { return v }
     return 0
+  }
+
+  /// `current` plus `amount`, as ``increment(forKey:by:)`` stores it.
+  private static func incremented(
+    _ current: PropertyListValue?, by amount: Int, key: String
+  ) throws(AppGroupsError) -> PropertyListValue {
+    let base: Int
+    switch current {
+    case .integer(let v)?: base = v
+    case .real(let v)?: base = try Self.wholePart(v, key: key)
+    case .float(let v)?: base = try Self.wholePart(Double(v), key: key)
+    case .unsignedInteger(let v)?:
+      throw AppGroupsError(
+        .unsupportedValue,
+        "\(key.debugDescription) holds the unsigned integer \(v), which does not fit an integer")
+    case nil: base = 0
+    case let other?:
+      throw AppGroupsError(
+        .unsupportedValue, "\(key.debugDescription) holds a \(other.typeName), not a number")
+    }
+    let (sum, overflow) = base.addingReportingOverflow(amount)
+    if overflow {
+      throw AppGroupsError(
+        .unsupportedValue,
+        "\(key.debugDescription): \(base) + \(amount) overflows an integer; the value was not"
+          + " changed")
+    }
+    return .integer(sum)
   }
 
   /// The integer part of a real number being incremented.

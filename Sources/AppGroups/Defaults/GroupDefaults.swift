@@ -21,7 +21,7 @@ internal import Synchronization
 /// milliseconds, merges this process's changes key by key into what is on
 /// disk, writes a temporary file, `fsync`s and renames it, and moves the
 /// suite's last-update token. Pending changes are written at normal exit and
-/// on SIGTERM/SIGINT; ``synchronize()`` waits for them.
+/// on SIGTERM/SIGINT (see ``handlesTerminationSignals``); ``synchronize()`` waits for them.
 ///
 /// `GroupDefaults` is `Sendable`. Every instance for one suite in a process
 /// shares one store.
@@ -77,6 +77,19 @@ public final class GroupDefaults: Sendable {
   /// The argument domain's name, for ``volatileDomain(forName:)``.
   public static let argumentDomain = "NSArgumentDomain"
 
+  /// Whether the library commits pending changes on SIGTERM and SIGINT and then ends the
+  /// process as the signal would (default `true`).
+  ///
+  /// The library takes over only a signal still at its default disposition, when the first
+  /// suite opens. An app that waits for these signals itself (with `sigwait(3)` or a signal
+  /// source) sets this to `false` before it opens a suite, and calls ``synchronizeAll()``
+  /// before it exits; pending changes are still written at a normal exit. Setting it after
+  /// the first suite opened changes nothing.
+  public static var handlesTerminationSignals: Bool {
+    get { ProcessLifecycle.handlesSignals.withLock { $0 } }
+    set { ProcessLifecycle.handlesSignals.withLock { $0 = newValue } }
+  }
+
   /// Where this suite lives.
   public let location: SuiteLocation
   /// The identity this suite was opened for (`nil` when opened by an administrator tool).
@@ -88,19 +101,30 @@ public final class GroupDefaults: Sendable {
   /// The current app's standard suite, in its own container under the default root.
   ///
   /// The app is `APPGROUPS_BUNDLE_ID`, else the executable's name; the root is
-  /// `APPGROUPS_ROOT`, else `Containers` in the current directory.
+  /// `APPGROUPS_ROOT`, else `Containers` in the current directory. Inside a test scoped by
+  /// `AppGroupsTesting`, the test's own identity and root.
+  ///
+  /// Stops the process when the suite cannot be opened (a bundle identifier that is not a
+  /// valid name, an executable the manifest binds to another one): there is no suite to
+  /// return, and Apple's `UserDefaults.standard` cannot fail either.
   public static var standard: GroupDefaults {
-    standardInstance.withLock { cached in
+    if ScopedEnvironment.root != nil || ScopedEnvironment.identity != nil {
+      return openStandard()
+    }
+    return standardInstance.withLock { cached in
       if let cached { return cached }
-      do {
-        let made = try GroupDefaults(suiteName: nil, identity: AppIdentity.current(), root: .default)
-        cached = made
-        return made
-      } catch {
-        // The standard suite cannot be refused; fall back to the executable's name.
-        Diagnostics.report("the standard suite could not be opened: \(error)")
-        preconditionFailure("GroupDefaults.standard: \(error)")
-      }
+      let made = openStandard()
+      cached = made
+      return made
+    }
+  }
+
+  private static func openStandard() -> GroupDefaults {
+    do {
+      return try GroupDefaults(suiteName: nil, identity: AppIdentity.current(), root: .default)
+    } catch {
+      Diagnostics.report("the standard suite could not be opened: \(error)")
+      preconditionFailure("GroupDefaults.standard: \(error)")
     }
   }
   private static let standardInstance = Mutex<GroupDefaults?>(nil)
@@ -158,7 +182,7 @@ public final class GroupDefaults: Sendable {
   /// acting as the device's administrator (`groupctl` without `--as`).
   ///
   /// - Throws: `.outsideRoot` or `.io` when the container cannot be prepared.
-  public convenience init(administering location: SuiteLocation, options: Options = Options()) throws(AppGroupsError) {
+  package convenience init(administering location: SuiteLocation, options: Options = Options()) throws(AppGroupsError) {
     try self.init(location: location, identity: nil, options: options)
   }
 
@@ -194,7 +218,7 @@ public final class GroupDefaults: Sendable {
   deinit { view.detach(self) }
 
   private static let reported = Mutex<Set<String>>([])
-  private static func reportRefusalOnce(_ error: AppGroupsError) {
+  static func reportRefusalOnce(_ error: AppGroupsError) {
     let first = reported.withLock { $0.insert(error.message).inserted }
     if first { Diagnostics.report("\(error)") }
   }
@@ -204,19 +228,21 @@ public final class GroupDefaults: Sendable {
 
   // MARK: Reading
 
-  /// The effective value of `key` and the domain that supplied it, or `nil`.
-  public func lookup(_ key: String) -> (value: PropertyListValue, domain: Domain)? {
+  /// The effective value of `key` and the domain that supplied it, from one read of the
+  /// search list, or `nil`.
+  package func lookup(forKey key: String) -> (value: PropertyListValue, domain: Domain)? {
     if case .found(let value, let domain) = view.lookup(key) { return (value, domain) }
     return nil
   }
 
-  /// The effective value of `key` as a ``PropertyListValue``.
+  /// The effective value of `key` as a ``PropertyListValue``, or `nil` when no layer of the
+  /// search list has it.
   public func value(forKey key: String) -> PropertyListValue? {
     view.lookup(key).value
   }
 
   /// Which layer of the search list supplied `key`'s value, or `nil` when none has it.
-  public func source(forKey key: String) -> Domain? { lookup(key)?.domain }
+  public func source(forKey key: String) -> Domain? { lookup(forKey: key)?.domain }
 
   /// The value for `key` as a Foundation object (`String`, `Int`, `Double`,
   /// `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`), or `nil`.
@@ -250,11 +276,11 @@ public final class GroupDefaults: Sendable {
   /// a write past the size limit is refused: the refusal is reported on
   /// stderr (and, for the size limit, ``sizeLimitExceededNotification`` is
   /// posted), the value already there stays, and the process keeps running.
-  /// ``write(_:forKey:)`` throws the reason instead.
+  /// ``stage(_:forKey:)`` throws the reason instead.
   public func set(_ value: Any?, forKey key: String) {
     do {
       guard let value else {
-        try write(nil, forKey: key)
+        try stage(nil, forKey: key)
         return
       }
       guard let converted = PropertyListValue(value) else {
@@ -262,7 +288,7 @@ public final class GroupDefaults: Sendable {
           .unsupportedValue,
           "\(suiteName): cannot store a value of type \(type(of: value)) for key \(key.debugDescription): only property-list values (String, Int, Double, Bool, Date, Data, URL, arrays and string-keyed dictionaries of them) can be stored")
       }
-      try write(converted, forKey: key)
+      try stage(converted, forKey: key)
     } catch {
       Diagnostics.report("\(error)")
     }
@@ -273,11 +299,8 @@ public final class GroupDefaults: Sendable {
     set(url.map { $0.absoluteString } as Any?, forKey: key)
   }
 
-  /// Stores an integer for `key`, as `UserDefaults.set(_:forKey:)` does.
-  ///
-  /// The same as passing the `Int` as `Any?`, without boxing it and casting
-  /// it back (a third of a `set`'s work): a burst of writes spends its time
-  /// storing values, not converting them.
+  /// Stores an integer for `key`, as `UserDefaults.set(_:forKey:)` does; the same as
+  /// passing it as `Any?`, without the conversion.
   public func set(_ value: Int, forKey key: String) { store(.integer(value), forKey: key) }
 
   /// Stores a double for `key`, as `UserDefaults.set(_:forKey:)` does.
@@ -290,21 +313,26 @@ public final class GroupDefaults: Sendable {
   /// Stores a Boolean for `key`, as `UserDefaults.set(_:forKey:)` does.
   public func set(_ value: Bool, forKey key: String) { store(.bool(value), forKey: key) }
 
-  /// ``write(_:forKey:)``, with a refusal reported on stderr as the `Any?` setter does.
+  /// ``stage(_:forKey:)``, with a refusal reported on stderr as the `Any?` setter does.
   private func store(_ value: PropertyListValue, forKey key: String) {
-    do { try write(value, forKey: key) } catch { Diagnostics.report("\(error)") }
+    do { try stage(value, forKey: key) } catch { Diagnostics.report("\(error)") }
   }
 
   /// Removes the suite's value for `key` (a registered or global value may then show through).
   public func removeObject(forKey key: String) {
-    do { try write(nil, forKey: key) } catch { Diagnostics.report("\(error)") }
+    do { try stage(nil, forKey: key) } catch { Diagnostics.report("\(error)") }
   }
 
-  /// Stores `value` for `key`, or removes it when `nil`, throwing the reason for a refusal.
+  /// Stages `value` for `key`, or its removal when `nil`, throwing the reason for a refusal:
+  /// ``set(_:forKey:)-(Any?,_)`` that throws.
+  ///
+  /// Like every setter, it changes the suite in memory: reads in this process see the value
+  /// at once, and the disk has it after the next commit, moments later;
+  /// ``synchronize()`` waits for that and says whether it landed.
   ///
   /// - Throws: `.invalidName` for an empty key, `.forcedValue` when an
   ///   administrator forces the key, `.sizeLimitExceeded` past the size limit.
-  public func write(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) {
+  public func stage(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) {
     guard !key.isEmpty else {
       throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty")
     }
@@ -493,14 +521,4 @@ public final class GroupDefaults: Sendable {
 
   /// The names of the volatile domains.
   public var volatileDomainNames: [String] { ProcessDomains.volatileDomainNames }
-}
-
-extension SuiteResolver {
-  /// The global domain (`NSGlobalDomain`) of `root`, for any identity.
-  public static func globalLocation(root: ContainerRoot) -> SuiteLocation {
-    SuiteLocation(
-      kind: .global, domain: ContainerRoot.globalDomainName,
-      containerURL: root.globalContainerURL,
-      fileName: root.globalPreferencesURL.lastPathComponent, root: root)
-  }
 }

@@ -6,9 +6,6 @@ internal import Synchronization
 /// disk), the argument domain (`-key value` pairs from the command line),
 /// and any named volatile domain.
 enum ProcessDomains {
-  static let registrationName = "NSRegistrationDomain"
-  static let argumentName = "NSArgumentDomain"
-
   private struct State: Sendable {
     var registration: [String: PropertyListValue] = [:]
     var arguments: [String: PropertyListValue] = ProcessDomains.parseArguments(
@@ -61,8 +58,8 @@ enum ProcessDomains {
 
   static func volatileDomain(_ name: String) -> [String: PropertyListValue]? {
     switch name {
-    case registrationName: return registration
-    case argumentName: return arguments
+    case GroupDefaults.registrationDomain: return registration
+    case GroupDefaults.argumentDomain: return arguments
     default: return state.withLock { $0.volatile[name] }
     }
   }
@@ -76,7 +73,7 @@ enum ProcessDomains {
   }
 
   static var volatileDomainNames: [String] {
-    state.withLock { [registrationName, argumentName] + $0.volatile.keys.sorted() }
+    state.withLock { [GroupDefaults.registrationDomain, GroupDefaults.argumentDomain] + $0.volatile.keys.sorted() }
   }
 
   /// Parses `-key value` pairs as Apple's argument domain does: the value is

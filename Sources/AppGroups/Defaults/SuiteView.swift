@@ -13,8 +13,6 @@ internal import Synchronization
   let global: SuiteStore?
   let managed: SuiteStore?
 
-  enum Layer: Sendable { case managed, argument, suite, global, registration }
-
   private struct Cache: Sendable {
     var entries: [CacheKey: Entry] = [:]
     var epoch: UInt64 = 0
@@ -35,10 +33,8 @@ internal import Synchronization
   private struct Observers: Sendable {
     var byID: [UInt64: (keys: Set<String>?, handler: @Sendable ([GroupDefaults.Change]) -> Void)] = [:]
     var nextID: UInt64 = 1
-    var handles: [ObjectIdentifier: WeakHandle] = [:]
+    var handles: [ObjectIdentifier: WeakReference<GroupDefaults>] = [:]
   }
-
-  private struct WeakHandle: @unchecked Sendable { weak var defaults: GroupDefaults? }
 
   private let cache = Mutex(Cache())
   /// The seed of the cache's keys (see ``CacheKey``).
@@ -47,39 +43,31 @@ internal import Synchronization
   private let handlerIDs: Mutex<[(SuiteStore, UInt64)]> = Mutex([])
   private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
 
-  private static let registry = Mutex<[String: WeakView]>([:])
-  private struct WeakView: @unchecked Sendable { weak var view: SuiteView? }
+  private static let registry = WeakRegistry<SuiteView>()
 
   /// The view for the suite file at `suitePath`, opened on first use.
   static func shared(
     domain: String, suitePath: String, globalPath: String?, managedPath: String?,
     options: SuiteStore.Options
   ) throws(AppGroupsError) -> SuiteView {
-    let result: Result<SuiteView, AppGroupsError> = registry.withLock { views in
-      if let view = views[suitePath]?.view { return .success(view) }
-      let opened = Result { () throws(AppGroupsError) -> SuiteView in
-        let suite = try SuiteStore.shared(path: suitePath, options: options)
-        let global = try globalPath.map { path throws(AppGroupsError) in
-          try SuiteStore.shared(path: path, options: options)
-        }
-        var managedOptions = options
-        managedOptions.readOnly = true
-        let managed = try managedPath.map { path throws(AppGroupsError) in
-          try SuiteStore.shared(path: path, options: managedOptions)
-        }
-        return SuiteView(domain: domain, suite: suite, global: global, managed: managed)
+    try registry.object(forKey: suitePath) { () throws(AppGroupsError) -> SuiteView in
+      let suite = try SuiteStore.shared(path: suitePath, options: options)
+      let global = try globalPath.map { path throws(AppGroupsError) in
+        try SuiteStore.shared(path: path, options: options)
       }
-      if case .success(let view) = opened {
-        views[suitePath] = WeakView(view: view)
-        ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
+      var managedOptions = options
+      managedOptions.readOnly = true
+      let managed = try managedPath.map { path throws(AppGroupsError) in
+        try SuiteStore.shared(path: path, options: managedOptions)
       }
-      return opened
+      let view = SuiteView(domain: domain, suite: suite, global: global, managed: managed)
+      ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
+      return view
     }
-    return try result.get()
   }
 
   static func allViews() -> [SuiteView] {
-    registry.withLock { $0.values.compactMap(\.view) }
+    registry.all
   }
 
   private init(domain: String, suite: SuiteStore, global: SuiteStore?, managed: SuiteStore?) {
@@ -88,7 +76,9 @@ internal import Synchronization
     self.global = global
     self.managed = managed
     var ids: [(SuiteStore, UInt64)] = []
-    let layers: [(SuiteStore?, Layer)] = [(suite, .suite), (global, .global), (managed, .managed)]
+    let layers: [(SuiteStore?, GroupDefaults.Domain)] = [
+      (suite, .application), (global, .global), (managed, .managed),
+    ]
     for case let (store?, layer) in layers {
       let id = store.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(layer, changes, origin: origin)
@@ -103,7 +93,7 @@ internal import Synchronization
   }
 
   func attach(_ defaults: GroupDefaults) {
-    observers.withLock { $0.handles[ObjectIdentifier(defaults)] = WeakHandle(defaults: defaults) }
+    observers.withLock { $0.handles[ObjectIdentifier(defaults)] = WeakReference(defaults) }
   }
 
   func detach(_ defaults: GroupDefaults) {
@@ -126,16 +116,14 @@ internal import Synchronization
     return entry
   }
 
-  /// The search list for `key`; `replacing` substitutes one layer's value,
-  /// to compute what the effective value was before a change.
   /// Whether a layer above `layer` holds `key` (then a change in `layer` cannot show).
-  private func isMasked(_ key: String, above layer: Layer) -> Bool {
+  private func isMasked(_ key: String, above layer: GroupDefaults.Domain) -> Bool {
     switch layer {
     case .managed: return false
     case .argument: return managed?.value(forKey: key) != nil
-    case .suite, .global, .registration:
+    case .application, .global, .registration:
       if managed?.value(forKey: key) != nil || ProcessDomains.argument(key) != nil { return true }
-      if layer == .suite { return false }
+      if layer == .application { return false }
       if suite.value(forKey: key) != nil { return true }
       if layer == .global { return false }
       return global?.value(forKey: key) != nil
@@ -143,14 +131,14 @@ internal import Synchronization
   }
 
   /// The first value for `key` in the layers below `layer`.
-  private func resolve(_ key: String, below layer: Layer) -> PropertyListValue? {
+  private func resolve(_ key: String, below layer: GroupDefaults.Domain) -> PropertyListValue? {
     switch layer {
     case .managed:
       return ProcessDomains.argument(key) ?? suite.value(forKey: key) ?? global?.value(forKey: key)
         ?? ProcessDomains.registered(key)
     case .argument:
       return suite.value(forKey: key) ?? global?.value(forKey: key) ?? ProcessDomains.registered(key)
-    case .suite: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
+    case .application: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
     case .global: return ProcessDomains.registered(key)
     case .registration: return nil
     }
@@ -183,7 +171,7 @@ internal import Synchronization
   /// One layer changed: recompute the effective value of each changed key,
   /// forget cached entries, and tell observers of the keys whose effective
   /// value really changed.
-  func layerChanged(_ layer: Layer, _ changes: [StoredChange], origin: ChangeOrigin) {
+  func layerChanged(_ layer: GroupDefaults.Domain, _ changes: [StoredChange], origin: ChangeOrigin) {
     var effective: [GroupDefaults.Change] = []
     for change in changes {
       // One pass over the search list: a layer above the changed one masks
@@ -255,7 +243,7 @@ internal import Synchronization
   /// `origin` in `userInfo` is never a guess for a mixed burst.
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
-    let handles = observers.withLock { $0.handles.values.compactMap(\.defaults) }
+    let handles = observers.withLock { $0.handles.values.compactMap(\.object) }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
       let batch = changes.filter { $0.origin == origin }
       guard !batch.isEmpty else { continue }
@@ -319,88 +307,8 @@ internal import Synchronization
   }
 
   /// A process-wide layer (registration, argument) changed.
-  static func processLayerChanged(_ layer: Layer, _ changes: [StoredChange]) {
+  static func processLayerChanged(_ layer: GroupDefaults.Domain, _ changes: [StoredChange]) {
     guard !changes.isEmpty else { return }
     for view in allViews() { view.layerChanged(layer, changes, origin: .thisProcess) }
-  }
-}
-
-/// A key of the effective-value cache, hashed without SipHash.
-///
-/// A cached read is one lock and one dictionary probe, and hashing the
-/// key with `String`'s SipHash cost more than everything else in it
-/// (callgrind: about 270 of 460 instructions for an 11-byte key). This key
-/// hashes the UTF-8 bytes a word at a time, mixed with the cache's random
-/// seed and the dictionary's own seed.
-///
-/// Equality is byte equality of the UTF-8, not `String`'s canonical
-/// equivalence, so that it agrees with the hash. Two spellings of one key
-/// (`"K"` and U+212A KELVIN SIGN, `"é"` composed and decomposed) are then
-/// separate cache entries that each resolve, through the layers' `String`
-/// dictionaries, to the same value. Two ASCII spellings are equal only when
-/// their bytes are, so a change clears only its own entry when every key
-/// involved is ASCII, and the whole cache otherwise (`SuiteView.layerChanged`).
-struct CacheKey: Hashable, Sendable {
-  let string: String
-  /// The key's hash before the dictionary's seed is mixed in.
-  let bits: UInt64
-  let isASCII: Bool
-
-  /// - Parameter seed: the cache's random seed; keys compared with each
-  ///   other must have the same.
-  init(_ string: String, seed: UInt64) {
-    self.string = string
-    let hashed =
-      string.utf8.withContiguousStorageIfAvailable { Self.hash($0, seed: seed) }
-      ?? Array(string.utf8).withUnsafeBufferPointer { Self.hash($0, seed: seed) }
-    (bits, isASCII) = hashed
-  }
-
-  @inline(__always)
-  private static func hash(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> (UInt64, Bool) {
-    let raw = UnsafeRawBufferPointer(bytes)
-    let count = raw.count
-    var h = seed ^ (UInt64(count) &* 0x9E37_79B9_7F4A_7C15)
-    var highBits: UInt64 = 0
-    var offset = 0
-    while offset + 8 <= count {
-      let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-      highBits |= word
-      h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-      h ^= h >> 29
-      offset += 8
-    }
-    let rest = count - offset
-    if rest > 0 {
-      var word: UInt64 = 0
-      if count >= 8 {
-        // The last `rest` bytes: one load ending at the end, shifted down.
-        word = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) >> UInt64(64 - 8 * rest)
-      } else {
-        for i in 0..<rest { word |= UInt64(raw[i]) << UInt64(8 * i) }
-      }
-      highBits |= word
-      h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-      h ^= h >> 29
-    }
-    return (h, highBits & 0x8080_8080_8080_8080 == 0)
-  }
-
-  static func == (a: CacheKey, b: CacheKey) -> Bool {
-    guard a.bits == b.bits, a.isASCII == b.isASCII else { return false }
-    // For ASCII, String's equality is byte equality (and has fast paths).
-    if a.isASCII { return a.string == b.string }
-    return a.string.utf8.elementsEqual(b.string.utf8)
-  }
-
-  func hash(into hasher: inout Hasher) { hasher.combine(bits) }
-
-  /// What `Dictionary` calls: the bits, the seed, and a finalising mix
-  /// (splitmix64's), without running a `Hasher`.
-  func _rawHashValue(seed: Int) -> Int {
-    var z = bits ^ UInt64(bitPattern: Int64(seed))
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return Int(bitPattern: UInt(z ^ (z >> 31)))
   }
 }

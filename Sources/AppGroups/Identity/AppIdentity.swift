@@ -42,12 +42,15 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
   /// a process without a bundle is named on Apple platforms. The executable
   /// path is `realpath(3)` of `/proc/self/exe`.
   ///
+  /// Inside a test scoped by `AppGroupsTesting`, the test's own identity.
+  ///
   /// - Parameter fallback: the bundle identifier to use when the
   ///   environment does not set one, such as an example app's own.
   /// - Throws: `.invalidName` when the chosen bundle identifier is not a
   ///   valid name; the message says where it came from.
   public static func current(fallback: String? = nil) throws(AppGroupsError) -> AppIdentity {
-    try current(
+    if let scoped = ScopedEnvironment.identity { return scoped }
+    return try current(
       environment: ProcessInfo.processInfo.environment,
       executablePath: ContainerRoot.realPath("/proc/self/exe"),
       fallback: fallback)

@@ -270,6 +270,9 @@ public struct EntitlementManifest: Sendable, Equatable {
   ///   the file on disk is malformed (it is left as it is); `.invalidName`
   ///   when `body` leaves an invalid name; `.io` when the file cannot be
   ///   written; or whatever `body` throws, in which case nothing is written.
+  ///   (The caller's own error passes through as it is, which is why this call's
+  ///   throws are not typed; ``grant(_:groups:executable:root:)`` and
+  ///   ``revoke(_:groups:root:)`` throw `AppGroupsError` only.)
   @discardableResult
   public static func update(
     root: ContainerRoot, _ body: (inout EntitlementManifest) throws -> Void
@@ -281,6 +284,29 @@ public struct EntitlementManifest: Sendable, Equatable {
   static func update(
     root: ContainerRoot, timeout: Duration, _ body: (inout EntitlementManifest) throws -> Void
   ) throws -> EntitlementManifest {
+    var bodyError: (any Error)?
+    do {
+      return try update(root: root, timeout: timeout) { manifest throws(AppGroupsError) in
+        do {
+          try body(&manifest)
+        } catch let error as AppGroupsError {
+          throw error
+        } catch {
+          bodyError = error
+          throw AppGroupsError(.io, "the manifest update was abandoned: \(error)")
+        }
+      }
+    } catch {
+      if let bodyError { throw bodyError }
+      throw error
+    }
+  }
+
+  /// ``update(root:_:)`` for a body that throws only `AppGroupsError`.
+  static func update(
+    root: ContainerRoot, timeout: Duration = lockTimeout,
+    _ body: (inout EntitlementManifest) throws(AppGroupsError) -> Void
+  ) throws(AppGroupsError) -> EntitlementManifest {
     try root.prepareRoot()
     let path = root.manifestURL.path
     let lockPath = path + ".lock"
@@ -327,11 +353,11 @@ public struct EntitlementManifest: Sendable, Equatable {
   @discardableResult
   public static func grant(
     _ bundleIdentifier: String, groups: [String], executable: String? = nil, root: ContainerRoot
-  ) throws -> EntitlementManifest {
+  ) throws(AppGroupsError) -> EntitlementManifest {
     try Names.validateBundleIdentifier(bundleIdentifier)
     for group in groups { try Names.validateGroupIdentifier(group) }
     if let executable { try Names.validateExecutable(executable) }
-    return try update(root: root) { manifest in
+    return try update(root: root, timeout: lockTimeout) { manifest throws(AppGroupsError) in
       var entry = manifest.entries[bundleIdentifier] ?? Entry()
       for group in groups where !entry.applicationGroups.contains(group) {
         entry.applicationGroups.append(group)
@@ -352,11 +378,11 @@ public struct EntitlementManifest: Sendable, Equatable {
   @discardableResult
   public static func revoke(
     _ bundleIdentifier: String, groups: [String] = [], root: ContainerRoot
-  ) throws -> EntitlementManifest {
+  ) throws(AppGroupsError) -> EntitlementManifest {
     try Names.validateBundleIdentifier(bundleIdentifier)
     for group in groups { try Names.validateGroupIdentifier(group) }
     let path = root.manifestURL.path
-    return try update(root: root) { manifest in
+    return try update(root: root, timeout: lockTimeout) { manifest throws(AppGroupsError) in
       guard var entry = manifest.entries[bundleIdentifier] else {
         throw AppGroupsError(.notFound, "\(bundleIdentifier) has no entry in \(path)")
       }

@@ -9,7 +9,7 @@ import Glibc
 
 extension SuiteResolver {
   /// A preferences domain as an administrator names it, before it is resolved.
-  public enum AdministeredDomain: Sendable, Hashable, CustomStringConvertible {
+  package enum AdministeredDomain: Sendable, Hashable, CustomStringConvertible {
     /// An app's standard suite, in its own container.
     case standard(bundleIdentifier: String)
     /// An application group's suite, in the group container.
@@ -21,12 +21,12 @@ extension SuiteResolver {
 
     /// The domain as `groupctl` writes it: `BUNDLE-ID`, `GROUP-ID`,
     /// `BUNDLE-ID:SUITE`, or `NSGlobalDomain`.
-    public var description: String {
+    package var description: String {
       switch self {
       case .standard(let bundleIdentifier): bundleIdentifier
       case .group(let groupIdentifier): groupIdentifier
       case .privateSuite(let bundleIdentifier, let suiteName): "\(bundleIdentifier):\(suiteName)"
-      case .global: ContainerRoot.globalDomainName
+      case .global: GroupDefaults.globalDomain
       }
     }
   }
@@ -47,7 +47,7 @@ extension SuiteResolver {
   ///
   /// - Throws: `.invalidName` naming the name and the reason, or
   ///   `.reservedSuiteName` for a private suite with a reserved name.
-  public static func administratorLocation(
+  package static func administratorLocation(
     for domain: AdministeredDomain, root: ContainerRoot
   ) throws(AppGroupsError) -> SuiteLocation {
     switch domain {
@@ -59,14 +59,14 @@ extension SuiteResolver {
       return SuiteLocation(
         kind: .standard, domain: bundleIdentifier,
         containerURL: root.appContainerURL(for: bundleIdentifier),
-        fileName: "\(bundleIdentifier).plist", root: root)
+        root: root)
     case .group(let groupIdentifier):
       try Names.validateGroupIdentifier(groupIdentifier)
       try requireDomainLength(groupIdentifier, as: "group identifier")
       return SuiteLocation(
         kind: .group, domain: groupIdentifier,
         containerURL: root.groupContainerURL(for: groupIdentifier),
-        fileName: "\(groupIdentifier).plist", root: root)
+        root: root)
     case .privateSuite(let bundleIdentifier, let suiteName):
       try Names.validateBundleIdentifier(bundleIdentifier)
       try Names.validate(suiteName, as: "suite name")
@@ -78,7 +78,7 @@ extension SuiteResolver {
             + "starts with '\(Names.groupPrefix)' is an application group's suite, which lives "
             + "in the group container, not in an app's own")
       }
-      if suiteName == bundleIdentifier || suiteName == ContainerRoot.globalDomainName {
+      if suiteName == bundleIdentifier || suiteName == GroupDefaults.globalDomain {
         throw AppGroupsError(
           .reservedSuiteName,
           "suite name \(suiteName) is reserved for \(bundleIdentifier): it names "
@@ -88,7 +88,7 @@ extension SuiteResolver {
       return SuiteLocation(
         kind: .privateSuite, domain: suiteName,
         containerURL: root.appContainerURL(for: bundleIdentifier),
-        fileName: "\(suiteName).plist", root: root)
+        root: root)
     }
   }
 
@@ -98,7 +98,7 @@ extension SuiteResolver {
   ///
   /// Files and folders whose names are not valid names, symbolic links,
   /// lock files, temporary files and quarantined files are skipped.
-  public static func domainsWithPreferences(root: ContainerRoot) -> [AdministeredDomain] {
+  package static func domainsWithPreferences(root: ContainerRoot) -> [AdministeredDomain] {
     var domains: [AdministeredDomain] = []
     let apps = root.url.appendingPathComponent("Data/Application", isDirectory: true)
     for bundleIdentifier in realFolders(in: apps.path)
@@ -108,7 +108,7 @@ extension SuiteResolver {
       for name in preferencesFileDomains(in: preferences.path) {
         if name == bundleIdentifier {
           domains.append(.standard(bundleIdentifier: bundleIdentifier))
-        } else if !name.hasPrefix(Names.groupPrefix), name != ContainerRoot.globalDomainName {
+        } else if !name.hasPrefix(Names.groupPrefix), name != GroupDefaults.globalDomain {
           domains.append(.privateSuite(bundleIdentifier: bundleIdentifier, suiteName: name))
         }
       }
@@ -133,7 +133,7 @@ extension SuiteResolver {
   ///
   /// - Throws: `.corruptPreferences` naming the file when it cannot be
   ///   parsed or its root is not a dictionary; `.io` when it cannot be read.
-  public static func managedValues(
+  package static func managedValues(
     for location: SuiteLocation
   ) throws(AppGroupsError) -> [String: PropertyListValue] {
     let path = location.root.managedPreferencesURL(forDomain: location.domain).path
@@ -161,7 +161,7 @@ extension SuiteResolver {
   ///   when `Managed` is a symbolic link, `.io` when a system call fails, or
   ///   what `body` throws (nothing is written then).
   @discardableResult
-  public static func updateManagedValues(
+  package static func updateManagedValues(
     for location: SuiteLocation, _ body: (inout [String: PropertyListValue]) throws -> Void
   ) throws -> [String: PropertyListValue] {
     let root = location.root
@@ -287,7 +287,7 @@ extension GroupDefaults {
   ///
   /// - Throws: `.sizeLimitExceeded` when the values are larger than the
   ///   suite's limit; nothing changes then.
-  public func replacePersistentDomain(with values: [String: PropertyListValue])
+  package func replacePersistentDomain(with values: [String: PropertyListValue])
     throws(AppGroupsError)
   {
     try view.suite.replaceAll(with: values)
@@ -297,7 +297,7 @@ extension GroupDefaults {
   /// have: each `-key value` pair, the value read as a property list when it
   /// is one written in text (`(a, b)`, `{ k = v; }`, `<integer>1</integer>`,
   /// a quoted string) and as a plain string otherwise. Other words are skipped.
-  public static func argumentDomain(parsing arguments: [String]) -> [String: PropertyListValue] {
+  package static func argumentValues(parsing arguments: [String]) -> [String: PropertyListValue] {
     ProcessDomains.parseArguments(arguments)
   }
 }

@@ -34,6 +34,13 @@ public struct SuiteLocation: Sendable, Hashable {
     containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
   }
 
+  /// A location whose file is `<domain>.plist`: every suite's but the global domain's.
+  init(kind: Kind, domain: String, containerURL: URL, root: ContainerRoot) {
+    self.init(
+      kind: kind, domain: domain, containerURL: containerURL, fileName: "\(domain).plist",
+      root: root)
+  }
+
   /// A location; ``SuiteResolver`` makes them.
   init(kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot) {
     self.kind = kind
@@ -113,7 +120,7 @@ public struct SuiteResolver: Sendable {
       try requireFileNameLength(bundleIdentifier, as: "bundle identifier")
       return SuiteLocation(
         kind: .standard, domain: bundleIdentifier, containerURL: appContainer,
-        fileName: "\(bundleIdentifier).plist", root: root)
+        root: root)
     }
     try Names.validate(suiteName, as: "suite name")
     try requireFileNameLength(suiteName, as: "suite name")
@@ -121,7 +128,7 @@ public struct SuiteResolver: Sendable {
       try requireEntitlement(to: suiteName, manifest: manifest, present: present)
       return SuiteLocation(
         kind: .group, domain: suiteName, containerURL: root.groupContainerURL(for: suiteName),
-        fileName: "\(suiteName).plist", root: root)
+        root: root)
     }
     if suiteName == bundleIdentifier {
       throw AppGroupsError(
@@ -130,7 +137,7 @@ public struct SuiteResolver: Sendable {
           + "whose domain is the standard suite (Apple's UserDefaults(suiteName:) returns nil "
           + "for it too); use the standard suite, suite name nil, instead")
     }
-    if suiteName == ContainerRoot.globalDomainName {
+    if suiteName == GroupDefaults.globalDomain {
       throw AppGroupsError(
         .reservedSuiteName,
         "suite name \(suiteName) is reserved: it is the global domain, which every suite "
@@ -139,14 +146,17 @@ public struct SuiteResolver: Sendable {
     }
     return SuiteLocation(
       kind: .privateSuite, domain: suiteName, containerURL: appContainer,
-      fileName: "\(suiteName).plist", root: root)
+      root: root)
   }
 
   /// The global domain, `NSGlobalDomain`, of this root:
   /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
-  public func globalDomain() -> SuiteLocation {
+  public func globalDomain() -> SuiteLocation { Self.globalLocation(root: root) }
+
+  /// The global domain of `root`, for any identity: ``globalDomain()`` without a resolver.
+  package static func globalLocation(root: ContainerRoot) -> SuiteLocation {
     SuiteLocation(
-      kind: .global, domain: ContainerRoot.globalDomainName,
+      kind: .global, domain: GroupDefaults.globalDomain,
       containerURL: root.globalContainerURL,
       fileName: root.globalPreferencesURL.lastPathComponent, root: root)
   }

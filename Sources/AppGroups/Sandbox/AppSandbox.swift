@@ -15,7 +15,7 @@ import Glibc
 /// Landlock confines the thread that asks, and the threads and processes it
 /// creates afterwards. Threads that already run stay unconfined, unless the
 /// kernel can restrict them all at once (Landlock ABI 8 and later). So call
-/// ``restrictCurrentProcess(identity:root:)`` first thing in `main`, before
+/// ``restrictCurrentProcess(identity:root:readOnly:readWrite:)`` first thing in `main`, before
 /// anything starts a thread (Dispatch, Swift concurrency, `GroupDefaults`):
 ///
 /// ```swift

@@ -71,7 +71,7 @@ extension GroupDefaults {
   ///
   /// A value outside a clamping range is stored as the nearest bound (and reported once).
   /// - Throws: `.outOfRange` outside a rejecting range; `.unsupportedValue` when a
-  ///   `Codable` value cannot be encoded; and what ``write(_:forKey:)`` throws (a forced key,
+  ///   `Codable` value cannot be encoded; and what ``stage(_:forKey:)`` throws (a forced key,
   ///   the size limit). Nothing is written then.
   public func write<Value>(_ value: Value, for key: PreferenceKey<Value>) throws(AppGroupsError) {
     let stored: PropertyListValue
@@ -87,7 +87,7 @@ extension GroupDefaults {
         outcome: "clamped-on-write"
       ).reportOnce()
     }
-    try write(stored, forKey: key.name)
+    try stage(stored, forKey: key.name)
   }
 
   /// Removes the suite's value of a typed key: reads give its default again.

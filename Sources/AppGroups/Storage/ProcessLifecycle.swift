@@ -7,10 +7,13 @@ internal import Synchronization
 /// `synchronize()` is there for the next process.
 ///
 /// Signal handling is installed only for signals still at their default
-/// disposition: an app that handles SIGTERM itself keeps its handler (and
-/// should call `GroupDefaults.synchronizeAll()` in it).
+/// disposition, and only while `GroupDefaults.handlesTerminationSignals` is
+/// true: an app that handles SIGTERM itself keeps its handler (and should
+/// call `GroupDefaults.synchronizeAll()` in it).
 enum ProcessLifecycle {
   private static let installed = Mutex(false)
+  /// Whether `installOnce()` takes over SIGTERM and SIGINT.
+  static let handlesSignals = Mutex(true)
   nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
 
   static func installOnce() {
@@ -22,6 +25,7 @@ enum ProcessLifecycle {
     atexit {
       ProcessLifecycle.flushAll()
     }
+    guard handlesSignals.withLock({ $0 }) else { return }
     for signalNumber in [SIGTERM, SIGINT] {
       var current = sigaction()
       guard sigaction(signalNumber, nil, &current) == 0 else { continue }

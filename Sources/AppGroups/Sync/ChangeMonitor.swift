@@ -27,10 +27,8 @@ final class ChangeMonitor: Sendable {
   private struct Watched: Sendable {
     var watch: DirectoryWatcher.Watch?
     /// Stores by file name, weakly.
-    var stores: [String: WeakStore]
+    var stores: [String: WeakReference<SuiteStore>]
   }
-
-  private struct WeakStore: @unchecked Sendable { weak var store: SuiteStore? }
 
   private struct Listener: Sendable {
     var directory: String
@@ -56,12 +54,10 @@ final class ChangeMonitor: Sendable {
   #endif
 
   private init() {
-    let box = WeakMonitorBox()
-    watcher = DirectoryWatcher { events in box.monitor?.handle(events) }
-    box.monitor = self
+    let box = WeakBox<ChangeMonitor>()
+    watcher = DirectoryWatcher { events in box.object?.handle(events) }
+    box.object = self
   }
-
-  private final class WeakMonitorBox: @unchecked Sendable { weak var monitor: ChangeMonitor? }
 
   // MARK: Stores
 
@@ -77,7 +73,7 @@ final class ChangeMonitor: Sendable {
     let directory = store.directory
     let registered: Bool = state.withLock { st in
       guard let watch = st.directories[directory]?.watch else { return false }
-      st.directories[directory]?.stores[store.fileName] = WeakStore(store: store)
+      st.directories[directory]?.stores[store.fileName] = WeakReference(store)
       store.watchedByKernel.store(watch.isWatchedByKernel, ordering: .releasing)
       return true
     }
@@ -97,7 +93,7 @@ final class ChangeMonitor: Sendable {
         pruneDeadStores(&st)
         var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
         if watched.watch == nil { watched.watch = watch }
-        watched.stores[store.fileName] = WeakStore(store: store)
+        watched.stores[store.fileName] = WeakReference(store)
         st.directories[directory] = watched
         // Under the lock that the handling of a folder's departure and return
         // takes too, so that this cannot overwrite what they set.
@@ -111,7 +107,7 @@ final class ChangeMonitor: Sendable {
   /// Forgets stores that were released, and the watch of a folder with none left.
   private func pruneDeadStores(_ st: inout State) {
     for (directory, var watched) in st.directories {
-      let live = watched.stores.filter { $0.value.store != nil }
+      let live = watched.stores.filter { $0.value.object != nil }
       if live.count == watched.stores.count { continue }
       if live.isEmpty {
         st.directories[directory] = nil  // releases the watch
@@ -160,7 +156,7 @@ final class ChangeMonitor: Sendable {
     state.withLock { st in
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          if let store = entry.store { stores[ObjectIdentifier(store)] = store }
+          if let store = entry.object { stores[ObjectIdentifier(store)] = store }
         }
       }
       for event in events {
@@ -176,13 +172,13 @@ final class ChangeMonitor: Sendable {
           addStores(in: watched)
           let kernel = event.kind == .directoryBack && watched?.watch?.isWatchedByKernel == true
           for entry in watched?.stores.values ?? [:].values {
-            entry.store?.watchedByKernel.store(kernel, ordering: .releasing)
+            entry.object?.watchedByKernel.store(kernel, ordering: .releasing)
           }
           for listener in st.listeners.values where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
         default:
-          if let store = st.directories[event.directory]?.stores[event.name]?.store {
+          if let store = st.directories[event.directory]?.stores[event.name]?.object {
             stores[ObjectIdentifier(store)] = store
           }
           for listener in st.listeners.values
@@ -201,7 +197,7 @@ final class ChangeMonitor: Sendable {
         var released: [DirectoryWatcher.Watch] = []
         for event in events where event.kind == .directoryGone {
           guard let watched = st.directories[event.directory],
-            !watched.stores.values.contains(where: { $0.store != nil })
+            !watched.stores.values.contains(where: { $0.object != nil })
           else { continue }
           st.directories[event.directory] = nil
           if let watch = watched.watch { released.append(watch) }

@@ -82,10 +82,9 @@ public final class GroupNotificationCenter: Sendable {
   ///   `.invalidManifest`, `.outsideRoot`; `.io` when the folder cannot be
   ///   created.
   public init(
-    groupIdentifier: String, identity given: AppIdentity? = nil, root: ContainerRoot = .default
+    groupIdentifier: String, identity: AppIdentity? = nil, root: ContainerRoot = .default
   ) throws(AppGroupsError) {
-    let identity: AppIdentity
-    if let given { identity = given } else { identity = try AppIdentity.current() }
+    let identity = try Self.identity(identity)
     let resolver = SuiteResolver(identity: identity, root: root)
     let container = try resolver.container(forSecurityApplicationGroupIdentifier: groupIdentifier)
     let directory = container.appendingPathComponent("Library/Notifications", isDirectory: true)
@@ -99,6 +98,12 @@ public final class GroupNotificationCenter: Sendable {
     self.root = root
     self.directoryURL = directory
     self.folder = try NotificationFolder.shared(path: directory.path)
+  }
+
+  /// `given`, else the current process's identity.
+  private static func identity(_ given: AppIdentity?) throws(AppGroupsError) -> AppIdentity {
+    if let given { return given }
+    return try AppIdentity.current()
   }
 
   // MARK: Posting and state
@@ -251,21 +256,16 @@ final class NotificationFolder: Sendable {
   /// process holds one lock per folder and serialises its own use of it.
   private let lock: Mutex<LockedFile>
 
-  private static let registry = Mutex<[String: WeakFolder]>([:])
-  private struct WeakFolder: @unchecked Sendable { weak var folder: NotificationFolder? }
+  private static let registry = WeakRegistry<NotificationFolder>()
 
   static func shared(path: String) throws(AppGroupsError) -> NotificationFolder {
-    let result: Result<NotificationFolder, AppGroupsError> = registry.withLock { folders in
-      if let folder = folders[path]?.folder { return .success(folder) }
+    let folder = try registry.object(forKey: path) { () throws(AppGroupsError) in
       do throws(SystemCallError) {
-        let folder = NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
-        folders[path] = WeakFolder(folder: folder)
-        return .success(folder)
+        return NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
       } catch {
-        return .failure(AppGroupsError(io: error, "opening the lock of \(path)"))
+        throw AppGroupsError(io: error, "opening the lock of \(path)")
       }
     }
-    let folder = try result.get()
     folder.removeLeftoverTemporaries()
     return folder
   }

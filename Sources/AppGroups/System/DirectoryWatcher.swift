@@ -426,15 +426,9 @@ private final class WatcherEngine: Sendable {
   }
 
   private func reportFallback(_ directory: String, reason: SystemCallError) {
-    let line = "appgroups: inotify watch on \(directory) failed "
-      + "(\(String(cString: strerror(reason.errno)))); "
-      + "checking every \(Self.milliseconds(fallbackInterval)) ms instead\n"
-    Self.writeStandardError(line)
-  }
-
-  private static func writeStandardError(_ line: String) {
-    var bytes = Array(line.utf8)
-    _ = try? valueOrErrno("write", path: "stderr") { write(STDERR_FILENO, &bytes, bytes.count) }
+    Diagnostics.report(
+      "inotify watch on \(directory) failed (\(String(cString: strerror(reason.errno)))); "
+        + "checking every \(Self.milliseconds(fallbackInterval)) ms instead")
   }
 
   private func checkOpen(_ state: borrowing State, _ directory: String) throws(AppGroupsError) {
@@ -573,9 +567,9 @@ private final class WatcherEngine: Sendable {
     } else {
       directory.mode = .lost
       if let refusal {
-        Self.writeStandardError(
-          "appgroups: \(path) cannot be watched again after it was removed "
-            + "(\(refusal)); changes in it are seen only when it is read\n")
+        Diagnostics.report(
+          "\(path) cannot be watched again after it was removed "
+            + "(\(refusal)); changes in it are seen only when it is read")
       }
     }
     state.directories[path] = directory

@@ -39,7 +39,7 @@ struct DeleteCommand: ParsableCommand {
     try resolved.requireNotForced(key)
     let defaults = try resolved.open()
     // Check and remove under the suite's lock, against what is on disk now.
-    try defaults.update(key) { current throws(CommandFailure) in
+    try defaults.update(forKey: key) { current throws(CommandFailure) in
       guard current != nil else {
         throw CommandFailure("The domain/default pair of (\(domain), \(key)) does not exist")
       }

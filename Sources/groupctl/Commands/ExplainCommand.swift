@@ -44,7 +44,7 @@ struct ExplainCommand: ParsableCommand {
     let managedPath = resolved.managedPath
     layers.append(
       Layer(.managed, lookUp(in: managedPath) { try SuiteResolver.managedValues(for: location) }))
-    let arguments = GroupDefaults.argumentDomain(parsing: processArguments)
+    let arguments = GroupDefaults.argumentValues(parsing: processArguments)
     layers.append(
       Layer(
         .argument, .readable(arguments[key]),

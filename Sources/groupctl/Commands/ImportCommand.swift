@@ -29,6 +29,11 @@ struct ImportCommand: ParsableCommand {
     let resolved = try ResolvedDomain(domain, globals: globals)
     let source = path == "-" ? "standard input" : path
     let data = try readInput(path)
+    guard !data.isEmpty else {
+      throw CommandFailure(
+        "cannot import \(source): it is empty (0 bytes), not a property list; \(domain) was not"
+          + " changed")
+    }
     let value: PropertyListValue
     do {
       value = try PropertyListValue(propertyListData: data)

@@ -32,8 +32,8 @@ struct RenameCommand: ParsableCommand {
     try resolved.requireNotForced(newKey)
     let value = try resolved.storedValue(forKey: oldKey)
     let defaults = try resolved.open()
-    try defaults.write(value, forKey: newKey)
-    try defaults.write(nil, forKey: oldKey)
+    try defaults.stage(value, forKey: newKey)
+    try defaults.stage(nil, forKey: oldKey)
     try resolved.synchronize(defaults)
   }
 }

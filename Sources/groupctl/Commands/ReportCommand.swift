@@ -56,7 +56,7 @@ struct ReportCommand: ParsableCommand {
     layers.append(Layer(domain: .managed, values: managed, detail: resolved.managedPath))
     layers.append(
       Layer(
-        domain: .argument, values: GroupDefaults.argumentDomain(parsing: processArguments),
+        domain: .argument, values: GroupDefaults.argumentValues(parsing: processArguments),
         detail: processArguments.isEmpty ? "no arguments given (put the app's command line after --)" : "the arguments after --"))
     let suite = read(resolved.path) { try resolved.storedValues() ?? [:] }
     layers.append(Layer(domain: .application, values: suite, detail: resolved.path))

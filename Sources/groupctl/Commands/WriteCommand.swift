@@ -61,11 +61,11 @@ struct WriteCommand: ParsableCommand {
     let defaults = try resolved.open()
     switch value {
     case .value(let value):
-      try defaults.write(value, forKey: key)
+      try defaults.stage(value, forKey: key)
     case .arrayAdd(let elements):
       // Read, append and write under the suite's lock: nothing another
       // process adds at the same time is lost.
-      try defaults.update(key) { current throws(CommandFailure) in
+      try defaults.update(forKey: key) { current throws(CommandFailure) in
         switch current {
         case nil: return .array(elements)
         case .array(let existing)?: return .array(existing + elements)
@@ -73,7 +73,7 @@ struct WriteCommand: ParsableCommand {
         }
       }
     case .dictAdd(let pairs):
-      try defaults.update(key) { current throws(CommandFailure) in
+      try defaults.update(forKey: key) { current throws(CommandFailure) in
         switch current {
         case nil: return .dictionary(pairs)
         case .dictionary(let existing)?: return .dictionary(existing.merging(pairs) { $1 })
