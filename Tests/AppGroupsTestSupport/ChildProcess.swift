@@ -152,8 +152,9 @@ public final class ChildProcess: @unchecked Sendable {
   @discardableResult
   public func wait(timeout: TimeInterval = 20) -> Int32? {
     let deadline = Date().addingTimeInterval(timeout)
+    // Both outputs to their end first: a test that reads stderr after this sees all of it.
     condition.lock()
-    while !closed {
+    while !(closed && errorClosed) {
       if !condition.wait(until: deadline) { break }
     }
     condition.unlock()
