@@ -36,26 +36,8 @@ public final class ChildProcess: @unchecked Sendable {
     // closing its descriptor meanwhile (a child's pipes are closed when the child's object
     // goes) while another test opens a descriptor of the same number crashed Dispatch's
     // event loop when tests started and dropped many children at once.
-    Self.drain(output.fileHandleForReading) { [weak self] data in self?.received(data) }
-    Self.drain(errors.fileHandleForReading) { [weak self] data in self?.receivedError(data) }
-  }
-
-  /// Reads `handle` to its end on a new thread, passing each chunk and then an empty one.
-  /// The thread keeps the handle (and so its descriptor) open until the end is read.
-  private static func drain(_ handle: FileHandle, _ deliver: @escaping @Sendable (Data) -> Void) {
-    let thread = Thread {
-      var buffer = [UInt8](repeating: 0, count: 65_536)
-      while true {
-        let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        if count <= 0 {
-          deliver(Data())
-          return
-        }
-        deliver(Data(buffer[0..<count]))
-      }
-    }
-    thread.start()
+    Spawn.drain(output.fileHandleForReading) { [weak self] data in self?.received(data) }
+    Spawn.drain(errors.fileHandleForReading) { [weak self] data in self?.receivedError(data) }
   }
 
   private func receivedError(_ data: Data) {
@@ -254,5 +236,23 @@ public enum Spawn {
     lock.lock()
     defer { lock.unlock() }
     try process.run()
+  }
+
+  /// Reads `handle` to its end on a new thread, passing each chunk and then an empty one.
+  /// The thread keeps the handle (and so its descriptor) open until the end is read.
+  public static func drain(_ handle: FileHandle, _ deliver: @escaping @Sendable (Data) -> Void) {
+    let thread = Thread {
+      var buffer = [UInt8](repeating: 0, count: 65_536)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 {
+          deliver(Data())
+          return
+        }
+        deliver(Data(buffer[0..<count]))
+      }
+    }
+    thread.start()
   }
 }

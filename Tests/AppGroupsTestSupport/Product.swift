@@ -105,17 +105,15 @@ public enum Product {
 
 /// Reads a pipe to its end on a thread of its own.
 private final class PipeDrain: @unchecked Sendable {
-  // `data` is written once by the thread before `done` is signalled and read
+  // `data` is appended to only by the reading thread before `done` is signalled, and read
   // only after `wait()` has seen the signal.
   private(set) var data = Data()
   private let done = DispatchSemaphore(value: 0)
 
   init(_ handle: FileHandle) {
-    let thread = Thread { [self] in
-      data = handle.readDataToEndOfFile()
-      done.signal()
+    Spawn.drain(handle) { [self] chunk in
+      if chunk.isEmpty { done.signal() } else { data.append(chunk) }
     }
-    thread.start()
   }
 
   /// Whether the pipe reached its end by `deadline`; `data` is complete once it has.

@@ -337,8 +337,7 @@ final class SuiteStore: Sendable {
   /// - Returns: `true` when nothing was pending any more: every change is on disk.
   @discardableResult
   func discardPendingChanges() -> Bool {
-    let (seconds, attoseconds) = options.lockTimeout.components
-    let entry = gate.enter(before: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
+    let entry = gate.enter(before: Self.deadline(after: options.lockTimeout))
     let persisted = commit.withLock { $0.persisted }
     let (changes, handler, landed) = state.withLock { st in
       let landed = st.pending.isEmpty && st.replacement == nil
@@ -487,9 +486,7 @@ final class SuiteStore: Sendable {
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
-    let (seconds, attoseconds) = timeout.components
-    let deadline = Date(
-      timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+    let deadline = Self.deadline(after: timeout)
     switch gate.enter(before: deadline) {
     case .entered:
       break
@@ -535,6 +532,12 @@ final class SuiteStore: Sendable {
       if !outside.isEmpty { handler(outside, .otherProcess) }
       if !local.isEmpty { handler(local, .thisProcess) }
     }
+  }
+
+  /// The gate's deadline `timeout` from now.
+  private static func deadline(after timeout: Duration) -> Date {
+    let (seconds, attoseconds) = timeout.components
+    return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
   }
 
   /// How one pass of a commit ended.
