@@ -14,8 +14,8 @@
 //                          (default: group.com.example.shared)
 //
 // It prints "locked PATH (KIND)", then "ready", and waits until SIGTERM or SIGINT. With
-// --release-on-suspend it prints "released PATH for the suspension" and "locked PATH again
-// after the resume". Exit status: 0 on SIGTERM/SIGINT, 64 usage error, 1 refused or failed.
+// --release-on-suspend it prints "suspension notice: N s to get ready", "released PATH for
+// the suspension" and "locked PATH again after the resume". Exit status: 0 on SIGTERM/SIGINT, 64 usage error, 1 refused or failed.
 //
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.cache-writer. Root: APPGROUPS_ROOT, else
 // Containers/ in the current directory.
@@ -127,7 +127,9 @@ if options.releaseOnSuspend {
   // The fixed version: no lock in the group container across a suspension.
   AppLifecycle.start(identity: identity)
   observations.append(
-    AppLifecycle.onSuspend { _ in
+    AppLifecycle.onSuspend { notice in
+      let grace = notice.deadline.timeIntervalSince(notice.received)
+      say("suspension notice: \(Int(grace.rounded(.up))) s to get ready")
       // The last write and the unlock happen on another queue: the background activity
       // keeps the suspension waiting for them.
       let activity = AppLifecycle.beginBackgroundActivity(named: "close the cache")

@@ -126,6 +126,22 @@ struct LifecycleTests {
     #expect(writer.wait() == 0)
   }
 
+  @Test func theAppIsToldTheGracePeriodItsSuspenderGave() throws {
+    let t = try LifecycleRoot()
+    let writer = try t.launchWriter(["--lock", "flock", "--release-on-suspend"])
+    let pid = writer.process.processIdentifier
+
+    let suspend = try t.g.run(["suspend", "--grace", "2", LifecycleRoot.writer])
+    #expect(suspend.status == 0, "\(suspend)")
+    #expect(writer.waitFor("suspension notice: 2 s to get ready"))
+    #expect(writer.waitFor("released \(t.cachePath) for the suspension"))
+
+    try t.g.ok(["resume", String(pid)])
+    #expect(writer.waitFor("locked \(t.cachePath) again after the resume"))
+    writer.signal(SIGTERM)
+    #expect(writer.wait() == 0)
+  }
+
   @Test func aLockFreeWidgetIsSuspendedAndReRendersOnceOnResume() throws {
     let t = try LifecycleRoot()
     let widget = try t.launch(TestRoot.widget, [Product.url("widget").path])

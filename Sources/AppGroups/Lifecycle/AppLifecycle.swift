@@ -6,8 +6,9 @@ internal import Synchronization
 public struct SuspensionNotice: Sendable {
   /// When the notice arrived.
   public let received: Date
-  /// When the suspender inspects the app's locks at the latest: ``received`` plus the grace
-  /// period the library assumes (``AppLifecycle/gracePeriod``).
+  /// When the suspender inspects the app's locks at the latest: the end of the grace period
+  /// `groupctl suspend --grace` gave, or ``received`` plus ``AppLifecycle/gracePeriod`` for a
+  /// stop that came from a terminal (Ctrl-Z).
   public let deadline: Date
 }
 
@@ -67,7 +68,9 @@ public enum AppLifecycle {
   /// SIGCONT; its state is the process id.
   public static let didResumeNotification = "appgroups.lifecycle.did-resume"
 
-  /// The grace period the library assumes: `groupctl suspend`'s default, 5 seconds.
+  /// `groupctl suspend`'s default grace period, 5 seconds. An app is told the grace period
+  /// its suspender gave (``SuspensionNotice/deadline``); this one applies to a stop that
+  /// comes from a terminal (Ctrl-Z), which says none.
   public static let gracePeriod: Duration = .seconds(5)
 
   /// Starts hearing suspension notices for `identity` in `root`. The first call wins; later
@@ -164,8 +167,9 @@ enum SuspensionHandshake {
     folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).ready"
   }
 
-  /// Written by the suspender just before its SIGTSTP: a SIGTSTP without it comes from a
-  /// terminal (Ctrl-Z), and the app then stops itself once it is ready.
+  /// Written by the suspender just before its SIGTSTP, with the time it was sent and the
+  /// grace period (``request(sent:grace:)``): a SIGTSTP without it comes from a terminal
+  /// (Ctrl-Z), and the app then stops itself once it is ready.
   static func requestFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
     folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).request"
   }
@@ -191,6 +195,21 @@ enum SuspensionHandshake {
       unlink(temporary)
       throw error
     }
+  }
+
+  /// A request file's text: when the signal was sent and the grace period, both in
+  /// nanoseconds of `CLOCK_MONOTONIC`, which every process of the machine shares.
+  static func request(sent: UInt64, grace: UInt64) -> String { "\(sent) \(grace)\n" }
+
+  /// The suspender's deadline written in a request file (`sent` plus `grace`); `nil` when
+  /// there is no request or it does not read as one.
+  static func requestedDeadline(in path: String) -> UInt64? {
+    guard let data = try? FileSystem.read(path)?.0 else { return nil }
+    let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+    guard fields.count == 2, let sent = UInt64(fields[0]), let grace = UInt64(fields[1]) else {
+      return nil
+    }
+    return sent &+ grace
   }
 
   /// The notice time written in a ready file; `nil` when there is none.
@@ -339,9 +358,6 @@ final class Lifecycle: @unchecked Sendable {
   /// Handles one suspension notice, on `queue`, and then waits for the resume.
   private func handleNotice() {
     let received = FileSystem.monotonicNanoseconds()
-    let grace = UInt64(AppLifecycle.gracePeriod.components.seconds) * 1_000_000_000
-    let notice = SuspensionNotice(
-      received: Date(), deadline: Date(timeIntervalSinceNow: Double(grace) / 1e9))
     condition.lock()
     suspending = true
     let handlers = suspendHandlers.map(\.1)
@@ -363,22 +379,31 @@ final class Lifecycle: @unchecked Sendable {
       }
     }
     let requested = files.map { access($0.request, F_OK) == 0 } ?? false
+    // The suspender's deadline when it said one (`--grace`), else the default grace period.
+    let deadline =
+      files.flatMap { SuspensionHandshake.requestedDeadline(in: $0.request) }
+      ?? received &+ UInt64(AppLifecycle.gracePeriod.components.seconds) * 1_000_000_000
+    let grace = deadline > received ? deadline - received : 0
+    let notice = SuspensionNotice(
+      received: Date(), deadline: Date(timeIntervalSinceNow: Double(grace) / 1e9))
 
     for handler in handlers { handler(notice) }
 
-    // Background activities first, with a second left to expire the late ones.
-    let expiry = received &+ grace &- 1_000_000_000
+    // Background activities first, with a fifth of the grace (a second at most) left to
+    // expire the late ones and half of that to let them end.
+    let margin = min(grace / 5, 1_000_000_000)
+    let expiry = deadline &- margin
     if !waitForActivities(until: expiry) {
       condition.lock()
       let expirations = activities.values.compactMap(\.expiration)
       condition.unlock()
       for expire in expirations { expire() }
-      _ = waitForActivities(until: expiry &+ 500_000_000)
+      _ = waitForActivities(until: expiry &+ margin / 2)
     }
 
     // GroupDefaults: what is pending lands now, and no commit takes the lock until resume.
     ProcessLifecycle.flushAll()
-    let drained = SuspensionBarrier.closeAndDrain(until: received &+ grace &- 200_000_000)
+    let drained = SuspensionBarrier.closeAndDrain(until: deadline &- margin / 5)
     if !drained {
       Diagnostics.report(
         "suspension: a lock of the library was still held at the end of the grace period")

@@ -289,15 +289,15 @@ public struct Device: Sendable {
     var acknowledged = false
     if listening {
       let request = SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: pid)
+      let (seconds, attoseconds) = grace.components
+      let span =
+        UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
       do {
-        try SuspensionHandshake.write("\(sent)\n", to: request)
+        try SuspensionHandshake.write(SuspensionHandshake.request(sent: sent, grace: span), to: request)
       } catch {
         throw AppGroupsError(io: error, "asking \(bundle) (\(pid)) to get ready")
       }
       try signal(pid, SIGTSTP, "suspending \(bundle)")
-      let (seconds, attoseconds) = grace.components
-      let span =
-        UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
       _ = SuspensionHandshake.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
         guard let status = ProcessStatus(pid: pid) else { return true }
         return status.isStopped
