@@ -40,7 +40,7 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// Empty when the process is gone or its descriptors cannot be read.
   public static func locks(heldBy pid: Int32, root: ContainerRoot) -> [HeldLock] {
     let shared = root.url.appendingPathComponent("Shared/AppGroup").path
-    let prefix = (ContainerRoot.realPath(shared) ?? shared) + "/"
+    let prefix = (Paths.realPath(shared) ?? shared) + "/"
     guard let stream = opendir("/proc/\(pid)/fdinfo") else { return [] }
     defer { closedir(stream) }
     var found: [HeldLock] = []
@@ -56,7 +56,7 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
         .filter { $0.hasPrefix("lock:") && !$0.contains("->") }
       guard !lines.isEmpty else { continue }
       let link = "/proc/\(pid)/fd/\(fd)"
-      guard let path = ContainerRoot.readLink(link), path.hasPrefix(prefix) else { continue }
+      guard let path = Paths.linkContents(link), path.hasPrefix(prefix) else { continue }
       var file = stat()
       guard stat(link, &file) == 0 else { continue }
       let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })

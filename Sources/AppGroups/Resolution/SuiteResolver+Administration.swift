@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 // What an administrator tool (`groupctl` without `--as`) needs beyond what
 // an app may do: name any domain of the root without an entitlement check,
@@ -170,7 +169,7 @@ extension SuiteResolver {
     try root.prepareRoot()
     do {
       try FileSystem.makeDirectory(directory, within: root.path)
-    } catch where error.errno == ELOOP {
+    } catch where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot,
         "\(error.path ?? directory) is a symbolic link; the managed preferences folder must be "
@@ -182,7 +181,7 @@ extension SuiteResolver {
     do {
       lock = try LockedFile(path: path + ".lock", options: .init(makeFolder: root.path))
       try lock.lock(until: FileSystem.deadline(after: .seconds(5)))
-    } catch let error as SystemCallError where error.errno == ELOOP {
+    } catch let error as SystemCallError where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot, "\(path).lock is a symbolic link; nothing was written through it", cause: error)
     } catch let error as SystemCallError {
@@ -205,8 +204,7 @@ extension SuiteResolver {
     if current == nil && values.isEmpty { return values }
     do {
       if values.isEmpty {
-        _ = try valueOrErrno("unlink", path: path) { unlink(path) }
-        try FileSystem.syncDirectory(directory)
+        try FileSystem.removeDurably(path)
       } else {
         let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
         try FileSystem.writeAtomically(
@@ -255,10 +253,7 @@ extension SuiteResolver {
   /// The names of the folders (not links) in `path`.
   private static func realFolders(in path: String) -> [String] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-    return names.filter { name in
-      guard let status = try? FileSystem.linkStatus(path + "/" + name) else { return false }
-      return (status.st_mode & S_IFMT) == S_IFDIR
-    }
+    return names.filter { FileStatus(atPath: path + "/" + $0)?.kind == .folder }
   }
 
   /// The domain names of the `<domain>.plist` regular files in `path`.
@@ -272,8 +267,7 @@ extension SuiteResolver {
   }
 
   private static func isRegularFile(_ path: String) -> Bool {
-    guard let status = try? FileSystem.linkStatus(path) else { return false }
-    return (status.st_mode & S_IFMT) == S_IFREG
+    FileStatus(atPath: path)?.kind == .regularFile
   }
 }
 
