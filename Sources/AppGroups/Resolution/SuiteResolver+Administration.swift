@@ -7,7 +7,12 @@ import Foundation
 // whole, throwing the reason when that is refused.
 
 extension SuiteResolver {
-  /// A preferences domain as an administrator names it, before it is resolved.
+  /// A preferences domain as an administrator names it, before it is resolved: a
+  /// ``SuiteLocation/Kind`` with the names that say which suite of that kind.
+  ///
+  /// Two types, because the kind is public and has no names (apps switch on
+  /// ``SuiteLocation/kind``), while a domain named on a command line carries them, unchecked,
+  /// until ``administratorLocation(for:root:)`` validates them.
   package enum AdministeredDomain: Sendable, Hashable, CustomStringConvertible {
     /// An app's standard suite, in its own container.
     case standard(bundleIdentifier: String)
@@ -51,25 +56,17 @@ extension SuiteResolver {
   ) throws(AppGroupsError) -> SuiteLocation {
     switch domain {
     case .global:
-      return globalLocation(root: root)
+      break
     case .standard(let bundleIdentifier):
       try Names.validateBundleIdentifier(bundleIdentifier)
-      try requireDomainLength(bundleIdentifier, as: "bundle identifier")
-      return SuiteLocation(
-        kind: .standard, domain: bundleIdentifier,
-        containerURL: root.appContainerURL(for: bundleIdentifier),
-        root: root)
+      try requireFileNameLength(bundleIdentifier, as: "bundle identifier")
     case .group(let groupIdentifier):
       try Names.validateGroupIdentifier(groupIdentifier)
-      try requireDomainLength(groupIdentifier, as: "group identifier")
-      return SuiteLocation(
-        kind: .group, domain: groupIdentifier,
-        containerURL: root.groupContainerURL(for: groupIdentifier),
-        root: root)
+      try requireFileNameLength(groupIdentifier, as: "group identifier")
     case .privateSuite(let bundleIdentifier, let suiteName):
       try Names.validateBundleIdentifier(bundleIdentifier)
       try Names.validate(suiteName, as: "suite name")
-      try requireDomainLength(suiteName, as: "suite name")
+      try requireFileNameLength(suiteName, as: "suite name")
       if suiteName.hasPrefix(Names.groupPrefix) {
         throw AppGroupsError(
           .invalidName,
@@ -84,11 +81,8 @@ extension SuiteResolver {
             + (suiteName == bundleIdentifier ? "the app's standard suite" : "the global domain")
             + ", not a private suite")
       }
-      return SuiteLocation(
-        kind: .privateSuite, domain: suiteName,
-        containerURL: root.appContainerURL(for: bundleIdentifier),
-        root: root)
     }
+    return SuiteLocation(domain, root: root)
   }
 
   /// Every domain of `root` that has a preferences file, sorted by name:
@@ -217,16 +211,6 @@ extension SuiteResolver {
   }
 
   // MARK: Helpers
-
-  private static func requireDomainLength(_ name: String, as what: String) throws(AppGroupsError) {
-    let byteCount = name.utf8.count
-    guard byteCount > maximumDomainByteCount else { return }
-    throw AppGroupsError(
-      .invalidName,
-      "invalid \(what) \(Names.quoted(name)): longer than \(maximumDomainByteCount) bytes "
-        + "(\(byteCount)); the suite's files (<name>.plist, its lock and temporary files) must "
-        + "fit in 255 bytes")
-  }
 
   /// The managed file's values and the identity of the version read, or
   /// `nil` when there is no file.
