@@ -12,6 +12,10 @@ package struct FileStatus: Sendable, Equatable {
   package var kind: Kind
   /// The permission bits: `st_mode & 0o7777`.
   package var permissions: UInt32
+  /// The device the file is on (`st_dev`).
+  package var device: UInt64
+  /// The file's inode number (`st_ino`).
+  package var inode: UInt64
 
   /// The status of what `path` names: of a symbolic link itself (`lstat(2)`), or with
   /// `followingLinks`, of what the link leads to (`stat(2)`). `nil` when nothing is there or
@@ -35,5 +39,7 @@ package struct FileStatus: Sendable, Equatable {
     default: kind = .device
     }
     permissions = UInt32(status.st_mode & 0o7777)
+    device = UInt64(status.st_dev)
+    inode = UInt64(status.st_ino)
   }
 }

@@ -4,6 +4,26 @@ import Glibc
 /// The process calls the package and `groupctl` make: who this process is, whether another
 /// one exists, its environment, its signals, and replacing it with another program.
 package enum Processes {
+  /// A signal by name.
+  package struct Signal: RawRepresentable, Hashable, Sendable {
+    package let rawValue: Int32
+
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// `SIGINT`: Ctrl-C.
+    package static let interrupt = Signal(rawValue: SIGINT)
+    /// `SIGTERM`: a request to end.
+    package static let terminate = Signal(rawValue: SIGTERM)
+    /// `SIGKILL`: the end, which no process can refuse.
+    package static let kill = Signal(rawValue: SIGKILL)
+    /// `SIGSTOP`: a stop, which no process can refuse.
+    package static let stop = Signal(rawValue: SIGSTOP)
+    /// `SIGTSTP`: a stop asked for (Ctrl-Z), which a process may take or ignore.
+    package static let terminalStop = Signal(rawValue: SIGTSTP)
+    /// `SIGCONT`: go on after a stop.
+    package static let `continue` = Signal(rawValue: SIGCONT)
+  }
+
   /// This process's id.
   ///
   /// The corresponding system call is `getpid(2)`.
@@ -20,6 +40,39 @@ package enum Processes {
     } catch {
       return error.code == .notPermitted
     }
+  }
+
+  /// Sends `signal` to the process `pid`.
+  ///
+  /// The corresponding system call is `kill(2)` (`ESRCH`: no such process; `EPERM`: another
+  /// user's).
+  static func send(_ signal: Signal, to pid: Int32) throws(SystemCallError) {
+    _ = try valueOrErrno("kill") { kill(pid, signal.rawValue) }
+  }
+
+  /// Calls `handler` on `queue` for each `signal` instead of its default action (or of its
+  /// being ignored), unless the process has a handler of its own for it, which is left alone.
+  ///
+  /// The corresponding C functions are `sigaction(2)` (to look), then `signal(3)` with
+  /// `SIG_IGN` and a Dispatch signal source.
+  ///
+  /// - Returns: the source (cancel it to stop) and whether the signal was at its default
+  ///   action, rather than ignored (a process may inherit an ignored one through `execve(2)`);
+  ///   `nil` when the process handles the signal itself or it cannot be looked at.
+  static func interceptUnlessHandled(
+    _ signal: Signal, on queue: DispatchQueue,
+    _ handler: @escaping @Sendable () -> Void
+  ) -> (source: any DispatchSourceSignal, wasDefault: Bool)? {
+    var current = sigaction()
+    guard sigaction(signal.rawValue, nil, &current) == 0 else { return nil }
+    let action = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+    let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+    guard action == 0 || action == ignored else { return nil }
+    Glibc.signal(signal.rawValue, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
+    source.setEventHandler(handler: handler)
+    source.resume()
+    return (source, action == 0)
   }
 
   /// Sets the environment variable `name` of this process to `value`.
@@ -39,9 +92,9 @@ package enum Processes {
   package static func interceptInterruptAndTerminate(
     on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
   ) -> [any DispatchSourceSignal] {
-    [SIGINT, SIGTERM].map { number in
-      signal(number, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+    [Signal.interrupt, .terminate].map { signal in
+      Glibc.signal(signal.rawValue, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
       source.setEventHandler(handler: handler)
       source.resume()
       return source
