@@ -68,11 +68,18 @@ package enum Processes {
     let action = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
     let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
     guard action == 0 || action == ignored else { return nil }
+    return (take(signal, on: queue, handler), action == 0)
+  }
+
+  /// Ignores `signal`'s default action and hears it through a Dispatch source instead.
+  private static func take(
+    _ signal: Signal, on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
+  ) -> any DispatchSourceSignal {
     Glibc.signal(signal.rawValue, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
     source.setEventHandler(handler: handler)
     source.resume()
-    return (source, action == 0)
+    return source
   }
 
   /// Sets the environment variable `name` of this process to `value`.
@@ -92,13 +99,7 @@ package enum Processes {
   package static func interceptInterruptAndTerminate(
     on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
   ) -> [any DispatchSourceSignal] {
-    [Signal.interrupt, .terminate].map { signal in
-      Glibc.signal(signal.rawValue, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
-      source.setEventHandler(handler: handler)
-      source.resume()
-      return source
-    }
+    [Signal.interrupt, .terminate].map { take($0, on: queue, handler) }
   }
 
   /// Replaces this process with the program at `path`, run with `arguments` (the first one
