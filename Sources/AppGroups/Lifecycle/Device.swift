@@ -141,7 +141,8 @@ public struct Device: Sendable {
   ///
   /// - Throws: `.invalidName` for a bad bundle id; `.io` when the process is gone.
   public static func currentRecord(
-    bundleIdentifier: String, executable: String, pid: Int32 = ProcessInfo.processInfo.processIdentifier
+    bundleIdentifier: String, executable: String,
+    pid: Int32 = ProcessInfo.processInfo.processIdentifier
   ) throws(AppGroupsError) -> RunRecord {
     try Names.validateBundleIdentifier(bundleIdentifier)
     guard let status = ProcessStatus(pid: pid) else {
@@ -228,9 +229,8 @@ public struct Device: Sendable {
   /// the process every other one that needs the file waits for.
   public func stoppedProcessesHoldingLocks() -> [(pid: Int32, name: String, locks: [HeldLock])] {
     ProcessStatus.allPIDs().compactMap { pid in
-      guard pid != Processes.currentID, let status = ProcessStatus(pid: pid), status.isStopped else {
-        return nil
-      }
+      guard pid != Processes.currentID, let status = ProcessStatus(pid: pid), status.isStopped
+      else { return nil }
       let locks = HeldLock.locks(heldBy: pid, root: root)
       return locks.isEmpty ? nil : (pid, status.name, locks)
     }

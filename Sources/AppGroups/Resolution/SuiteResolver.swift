@@ -65,7 +65,9 @@ public struct SuiteLocation: Sendable, Hashable {
   }
 
   /// A location; ``SuiteResolver`` makes them.
-  private init(kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot) {
+  private init(
+    kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot
+  ) {
     self.kind = kind
     self.domain = domain
     self.containerURL = containerURL

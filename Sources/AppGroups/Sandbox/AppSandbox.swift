@@ -64,7 +64,8 @@ public enum AppSandbox {
       let reason =
         switch error.code {
         case .noFunction: "this kernel was built without it"
-        case .notSupported: "this kernel has it turned off (add landlock to the lsm= boot parameter)"
+        case .notSupported:
+          "this kernel has it turned off (add landlock to the lsm= boot parameter)"
         default: "\(error)"
         }
       throw AppGroupsError(

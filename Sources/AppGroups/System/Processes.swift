@@ -145,7 +145,8 @@ package enum StandardOutput {
         Result { () throws(SystemCallError) in
           // A closed standard output (EBADF) is the caller's to report, not a bug here.
           try valueOrErrno("write", path: "standard output", closedDescriptorIsBug: false) {
-            Glibc.write(STDOUT_FILENO, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+            Glibc.write(
+              STDOUT_FILENO, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
           }
         }
       }
