@@ -37,7 +37,7 @@ package enum Paths {
   /// folders (`PATH`; an empty entry is the current folder) that may be executed.
   ///
   /// - Throws: `.notFound` saying "cannot run NAME: not found in PATH"; `.io` saying
-  ///   "cannot run NAME: " and the errno text of `access(2)` for a path that may not be run.
+  ///   "cannot run NAME: access: " and the errno text for a path that may not be run.
   package static func executable(
     named name: String, searchPath: String
   ) throws(AppGroupsError) -> String {
@@ -45,7 +45,7 @@ package enum Paths {
       do {
         _ = try valueOrErrno("access", path: name) { access(name, X_OK) }
       } catch {
-        throw AppGroupsError(.io, "cannot run \(name): \(error.code)", cause: error)
+        throw AppGroupsError(.io, "cannot run \(name): access: \(error.code)", cause: error)
       }
       return name
     }
