@@ -1,15 +1,16 @@
 import Glibc
 
 /// An `errno` value by name, so that code outside `System/` tells one failure from another
-/// without the C library's constants. The names are swift-system's.
+/// without the C library's constants, and says it in the C library's words. The names are
+/// swift-system's.
 ///
 /// ```swift
 /// catch where error.code == .tooManySymbolicLinkLevels { … }
 /// ```
-struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-  let rawValue: CInt
+package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  package let rawValue: CInt
 
-  init(rawValue: CInt) { self.rawValue = rawValue }
+  package init(rawValue: CInt) { self.rawValue = rawValue }
 
   /// `EPERM`: the caller may not do this (another user's process, for `kill(2)`).
   static let notPermitted = Errno(rawValue: EPERM)
@@ -29,7 +30,7 @@ struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
   static let notSupported = Errno(rawValue: EOPNOTSUPP)
 
   /// The C library's text for the value (`strerror(3)`), as messages say it.
-  var description: String { String(cString: strerror(rawValue)) }
+  package var description: String { String(cString: strerror(rawValue)) }
 }
 
 extension SystemCallError {

@@ -1,3 +1,4 @@
+import CAppGroupsLinux
 import Glibc
 
 extension FileSystem {
