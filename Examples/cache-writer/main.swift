@@ -15,7 +15,8 @@
 //
 // It prints "locked PATH (KIND)", then "ready", and waits until SIGTERM or SIGINT. With
 // --release-on-suspend it prints "suspension notice: N s to get ready", "released PATH for
-// the suspension" and "locked PATH again after the resume". Exit status: 0 on SIGTERM/SIGINT, 64 usage error, 1 refused or failed.
+// the suspension" and "locked PATH again after the resume". Exit status: 0 on SIGTERM/SIGINT,
+// 64 usage error, 1 refused or failed.
 //
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.cache-writer. Root: APPGROUPS_ROOT, else
 // Containers/ in the current directory.

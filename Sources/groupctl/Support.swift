@@ -245,9 +245,9 @@ func describeFileError(_ error: any Error) -> String {
   if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
     underlying.domain == NSPOSIXErrorDomain
   {
-    return String(cString: strerror(Int32(underlying.code)))
+    return Errno(rawValue: Int32(underlying.code)).description
   }
-  if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+  if nsError.domain == NSPOSIXErrorDomain { return Errno(rawValue: Int32(nsError.code)).description }
   switch CocoaError.Code(rawValue: nsError.code) {
   case .fileReadNoSuchFile, .fileNoSuchFile: return "No such file or directory"
   case .fileReadNoPermission, .fileWriteNoPermission: return "Permission denied"

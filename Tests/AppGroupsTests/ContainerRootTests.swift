@@ -23,7 +23,7 @@ struct ContainerRootTests {
   @Test func layout() throws {
     let sandbox = try Sandbox()
     let root = ContainerRoot(url: sandbox.url)
-    let base = try #require(ContainerRoot.realPath(sandbox.path))
+    let base = try #require(Paths.realPath(sandbox.path))
     #expect(root.path == base)
     #expect(root.description == base)
     #expect(root.manifestURL.path == base + "/Entitlements.plist")
@@ -44,7 +44,7 @@ struct ContainerRootTests {
 
   @Test func pathsAreAbsoluteStandardizedAndResolved() throws {
     let sandbox = try Sandbox()
-    let base = try #require(ContainerRoot.realPath(sandbox.path))
+    let base = try #require(Paths.realPath(sandbox.path))
     // Relative to the current directory, with `.` and `..` removed.
     let relative = ContainerRoot.resolve("a/./b/../c", currentDirectory: base)
     #expect(relative == base + "/a/c")
@@ -129,7 +129,7 @@ struct ContainerRootTests {
     let error = try #require(caught { try root.prepareContainer(at: container) })
     #expect(error.code == .outsideRoot)
     #expect(error.message.contains(container.path))
-    #expect(error.message.contains(try #require(ContainerRoot.realPath(outside))))
+    #expect(error.message.contains(try #require(Paths.realPath(outside))))
     #expect(error.message.contains("outside the root"))
     #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == [])
   }

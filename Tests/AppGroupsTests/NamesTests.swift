@@ -170,7 +170,7 @@ struct AppIdentityTests {
     let identity = try AppIdentity.current(fallback: "com.example.tests")
     let path = try #require(identity.executablePath)
     #expect(path.hasPrefix("/"))
-    #expect(path == ContainerRoot.realPath("/proc/self/exe"))
+    #expect(path == Paths.realPath("/proc/self/exe"))
     if ProcessInfo.processInfo.environment["APPGROUPS_BUNDLE_ID"] == nil {
       #expect(identity.bundleIdentifier == "com.example.tests")
     }

@@ -227,7 +227,7 @@ struct SuiteResolverTests {
     let root = ContainerRoot(url: sandbox.url)
     let binaries = sandbox.path + "/bin"
     try FileManager.default.createDirectory(atPath: binaries, withIntermediateDirectories: false)
-    let real = try #require(ContainerRoot.realPath(binaries)) + "/tool"
+    let real = try #require(Paths.realPath(binaries)) + "/tool"
     #expect(FileManager.default.createFile(atPath: real, contents: Data()))
     try EntitlementManifest.grant(
       "com.example.tool", groups: ["group.t"], executable: real, root: root)

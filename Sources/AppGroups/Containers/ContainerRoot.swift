@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 
 /// The simulated device: one folder holding the entitlement manifest and
 /// every container.
@@ -137,8 +136,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// - Throws: `.io` when a folder cannot be created or a component of the
   ///   path is a file or a symbolic link.
   public func prepareRoot() throws(AppGroupsError) {
-    var s = stat()
-    if stat(path, &s) == 0 && (s.st_mode & S_IFMT) == S_IFDIR { return }
+    if FileStatus(atPath: path, followingLinks: true)?.kind == .folder { return }
     do {
       try FileSystem.makeDirectory(path, within: "")
     } catch {
@@ -180,9 +178,9 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     for folder in [preferences, containerPath + "/Library/Caches"] {
       do {
         try FileSystem.makeDirectory(folder, within: rootPath)
-      } catch where error.errno == ELOOP {
+      } catch where error.code == .tooManySymbolicLinkLevels {
         throw linkRefusal(error.path ?? folder)
-      } catch where error.errno == ENOTDIR {
+      } catch where error.code == .notDirectory {
         throw AppGroupsError(
           .io,
           "\(error.path ?? folder) is not a folder; a container and its Library folders "
@@ -192,7 +190,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
       }
     }
     for folder in [containerPath, preferences] {
-      guard let real = Self.realPath(folder) else {
+      guard let real = Paths.realPath(folder) else {
         throw AppGroupsError(.io, "cannot resolve \(folder) after creating it")
       }
       guard Self.isStrictlyInside(real, rootPath) else {
@@ -205,10 +203,10 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
 
   private func linkRefusal(_ link: String) -> AppGroupsError {
     let rootPath = path
-    let written = Self.readLink(link) ?? "?"
+    let written = Paths.linkContents(link) ?? "?"
     let parent = (link as NSString).deletingLastPathComponent
     let lexical = Self.resolve(written, currentDirectory: parent)
-    let destination = Self.realPath(link) ?? lexical
+    let destination = Paths.realPath(link) ?? lexical
     if Self.isStrictlyInside(destination, rootPath) {
       return AppGroupsError(
         .outsideRoot,
@@ -229,25 +227,6 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     return path.hasPrefix(folder + "/") && path.count > folder.count + 1
   }
 
-  /// `realpath(3)`: the absolute path with every symbolic link resolved,
-  /// or `nil` when it does not exist or cannot be resolved.
-  static func realPath(_ path: String) -> String? {
-    guard let resolved = Glibc.realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
-  }
-
-  /// `readlink(2)`: what a symbolic link contains, or `nil`.
-  static func readLink(_ path: String) -> String? {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let count = buffer.withUnsafeMutableBufferPointer { pointer -> Int in
-      guard let base = pointer.baseAddress else { return -1 }
-      return Glibc.readlink(path, base, Int(PATH_MAX))
-    }
-    guard count >= 0 else { return nil }
-    return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
-
   /// Makes `path` absolute against `currentDirectory`, removes `.`, `..`
   /// and empty components, and resolves the longest existing prefix with
   /// `realpath(3)`, keeping the rest as written.
@@ -260,7 +239,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     var remainder: [String] = []
     while true {
       let candidate = "/" + components.joined(separator: "/")
-      if let real = realPath(candidate) {
+      if let real = Paths.realPath(candidate) {
         return normalize(real, appending: remainder)
       }
       guard let last = components.popLast() else { return normalize("/", appending: remainder) }

@@ -52,7 +52,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     if let scoped = ScopedEnvironment.identity { return scoped }
     return try current(
       environment: ProcessInfo.processInfo.environment,
-      executablePath: ContainerRoot.realPath("/proc/self/exe"),
+      executablePath: Paths.realPath("/proc/self/exe"),
       fallback: fallback)
   }
 
@@ -101,7 +101,7 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     guard let executablePath else { return true }
     if executable.contains("/") {
       if executablePath == executable { return true }
-      return ContainerRoot.realPath(executable) == executablePath
+      return Paths.realPath(executable) == executablePath
     }
     return (executablePath as NSString).lastPathComponent == executable
   }

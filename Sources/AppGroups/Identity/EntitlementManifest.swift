@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 
 /// The entitlement manifest: which app holds which application groups, and
 /// which executable may claim each app's bundle identifier.

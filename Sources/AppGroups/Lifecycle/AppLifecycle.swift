@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 internal import Synchronization
 
 /// What an app is told before it is suspended.
@@ -58,7 +57,7 @@ public struct SuspensionNotice: Sendable {
 /// grace period before it looks at the locks.
 public enum AppLifecycle {
   /// The signal `groupctl suspend` sends before it suspends an app: SIGTSTP.
-  public static let suspensionSignal: Int32 = SIGTSTP
+  public static let suspensionSignal: Int32 = Processes.Signal.terminalStop.rawValue
 
   /// The named notification `groupctl suspend` posts in each of the app's groups before it
   /// sends ``suspensionSignal``; its state is the process id.
@@ -177,24 +176,7 @@ enum SuspensionHandshake {
   /// Writes `text` to `path` through a temporary file renamed over it, so that the suspender
   /// never reads half of it. Not `fsync`ed: the file means nothing after a crash.
   static func write(_ text: String, to path: String) throws(SystemCallError) {
-    let temporary = path + ".tmp-\(getpid())"
-    let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
-    let bytes = Array(text.utf8)
-    let written = bytes.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        try valueOrErrno("write", path: temporary) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
-      }
-    }
-    FileSystem.close(fd)
-    do throws(SystemCallError) {
-      guard try written.get() == bytes.count else {
-        throw SystemCallError(call: "write", path: temporary, errno: EIO)
-      }
-      _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
-    } catch {
-      unlink(temporary)
-      throw error
-    }
+    try FileSystem.replace(path, with: Array(text.utf8))
   }
 
   /// A request file's text: when the signal was sent and the grace period, both in
@@ -219,38 +201,6 @@ enum SuspensionHandshake {
     return UInt64(text)
   }
 
-  /// Waits until `path` exists (`appear`) or is gone (`!appear`), or `deadline`; woken by
-  /// inotify on its folder, and looking again every `recheck` in case an event was missed
-  /// or `stop` says to give up.
-  static func wait(
-    for path: String, toAppear appear: Bool, until deadline: UInt64,
-    recheck: Int32 = 100, stop: () -> Bool = { false }
-  ) -> Bool {
-    let folder = FileSystem.folder(of: path)
-    // See: man 7 inotify; without a watch the loop still looks every `recheck` ms.
-    let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-    defer { if fd >= 0 { close(fd) } }
-    if fd >= 0 {
-      let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM)
-      _ = inotify_add_watch(fd, folder, mask)
-    }
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let exists = access(path, F_OK) == 0
-      if exists == appear { return true }
-      if stop() { return false }
-      let now = FileSystem.monotonicNanoseconds()
-      if now >= deadline { return false }
-      let left = Int32(min((deadline - now) / 1_000_000 + 1, UInt64(recheck)))
-      if fd >= 0 {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&entry, 1, left)
-        _ = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      } else {
-        usleep(useconds_t(left) * 1000)
-      }
-    }
-  }
 }
 
 /// The process's lifecycle state: handlers, activities, and the queue notices are handled on.
@@ -289,19 +239,14 @@ final class Lifecycle: @unchecked Sendable {
     guard self.identity == nil else { return }
     self.identity = identity
     self.root = root
-    var current = sigaction()
-    guard sigaction(SIGTSTP, nil, &current) == 0 else { return }
     // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
     // from a parent that ignored it: the notice is taken, but job control still cannot stop
     // the process.
-    let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
-    let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
-    guard handler == 0 || handler == ignored else { return }
-    stopsOnTerminalNotice = handler == 0
-    signal(SIGTSTP, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
-    source.setEventHandler { [unowned self] in self.handleNotice() }
-    source.resume()
+    guard
+      let (source, wasDefault) = Processes.interceptUnlessHandled(
+        .terminalStop, on: queue, { [unowned self] in self.handleNotice() })
+    else { return }
+    stopsOnTerminalNotice = wasDefault
     self.source = source
   }
 
@@ -371,14 +316,14 @@ final class Lifecycle: @unchecked Sendable {
           folder: SuspensionHandshake.folder(
             root: root, bundleIdentifier: identity.bundleIdentifier),
           request: SuspensionHandshake.requestFile(
-            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: Processes.currentID),
           ready: SuspensionHandshake.readyFile(
-            root: root, bundleIdentifier: identity.bundleIdentifier, pid: getpid()),
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: Processes.currentID),
           root: root.path
         )
       }
     }
-    let requested = files.map { access($0.request, F_OK) == 0 } ?? false
+    let requested = files.map { Paths.exists($0.request) } ?? false
     // The suspender's deadline when it said one (`--grace`), else the default grace period.
     let deadline =
       files.flatMap { SuspensionHandshake.requestedDeadline(in: $0.request) }
@@ -414,10 +359,10 @@ final class Lifecycle: @unchecked Sendable {
     guard let (folder, request, ready, root) = files, requested else {
       // The terminal's (Ctrl-Z) or another job control's. The app is ready: stop as SIGTSTP
       // would have stopped it; the call returns on SIGCONT.
-      if stops { kill(getpid(), SIGSTOP) }
+      if stops { try? Processes.send(.stop, to: Processes.currentID) }
       return finishResume()
     }
-    unlink(request)
+    try? FileSystem.remove(request)
     do throws(SystemCallError) {
       try FileSystem.makeDirectory(folder, within: root)
       try SuspensionHandshake.write("\(received)\n", to: ready)
@@ -426,7 +371,7 @@ final class Lifecycle: @unchecked Sendable {
       return finishResume()
     }
     // Suspended (or about to be): wait for the suspender to take the file away on resume.
-    _ = SuspensionHandshake.wait(
+    _ = FileSystem.wait(
       for: ready, toAppear: false,
       until: FileSystem.monotonicNanoseconds() &+ SuspensionBarrier.closedBound, recheck: 1000)
     finishResume()

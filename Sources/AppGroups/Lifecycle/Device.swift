@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 
 /// What `groupctl run` launched: `<root>/Run/<pid>.plist`.
 ///
@@ -142,12 +141,13 @@ public struct Device: Sendable {
   ///
   /// - Throws: `.invalidName` for a bad bundle id; `.io` when the process is gone.
   public static func currentRecord(
-    bundleIdentifier: String, executable: String, pid: Int32 = getpid()
+    bundleIdentifier: String, executable: String,
+    pid: Int32 = ProcessInfo.processInfo.processIdentifier
   ) throws(AppGroupsError) -> RunRecord {
     try Names.validateBundleIdentifier(bundleIdentifier)
     guard let status = ProcessStatus(pid: pid) else {
       throw AppGroupsError(
-        io: SystemCallError(call: "open", path: "/proc/\(pid)/stat", errno: ESRCH),
+        io: SystemCallError(call: "open", path: "/proc/\(pid)/stat", .noSuchProcess),
         "reading the start time of process \(pid)")
     }
     return RunRecord(
@@ -174,7 +174,7 @@ public struct Device: Sendable {
 
   /// Removes the record of `pid`, if there is one.
   public func removeRecord(pid: Int32) {
-    unlink(recordPath(pid))
+    try? FileSystem.remove(recordPath(pid))
   }
 
   /// Every record in `<root>/Run`, live or stale, sorted by pid.
@@ -229,9 +229,8 @@ public struct Device: Sendable {
   /// the process every other one that needs the file waits for.
   public func stoppedProcessesHoldingLocks() -> [(pid: Int32, name: String, locks: [HeldLock])] {
     ProcessStatus.allPIDs().compactMap { pid in
-      guard pid != getpid(), let status = ProcessStatus(pid: pid), status.isStopped else {
-        return nil
-      }
+      guard pid != Processes.currentID, let status = ProcessStatus(pid: pid), status.isStopped
+      else { return nil }
       let locks = HeldLock.locks(heldBy: pid, root: root)
       return locks.isEmpty ? nil : (pid, status.name, locks)
     }
@@ -279,13 +278,13 @@ public struct Device: Sendable {
     } catch {
       throw AppGroupsError(io: error, "preparing the suspension of \(bundle) (\(pid))")
     }
-    unlink(ready)
+    try? FileSystem.remove(ready)
     post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
 
     let sent = FileSystem.monotonicNanoseconds()
     // A process with no SIGTSTP handler has no library listening: the signal would only stop
     // it (or be dropped, in an orphaned process group), and no answer would come.
-    let listening = ProcessStatus.catches(SIGTSTP, pid: pid)
+    let listening = ProcessStatus.catches(.terminalStop, pid: pid)
     var acknowledged = false
     if listening {
       let request = SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: pid)
@@ -293,17 +292,18 @@ public struct Device: Sendable {
       let span =
         UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
       do {
-        try SuspensionHandshake.write(SuspensionHandshake.request(sent: sent, grace: span), to: request)
+        let text = SuspensionHandshake.request(sent: sent, grace: span)
+        try SuspensionHandshake.write(text, to: request)
       } catch {
         throw AppGroupsError(io: error, "asking \(bundle) (\(pid)) to get ready")
       }
-      try signal(pid, SIGTSTP, "suspending \(bundle)")
-      _ = SuspensionHandshake.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
+      try signal(pid, .terminalStop, "suspending \(bundle)")
+      _ = FileSystem.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
         guard let status = ProcessStatus(pid: pid) else { return true }
         return status.isStopped
       }
       if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
-      unlink(request)
+      try? FileSystem.remove(request)
     }
     let waited = Duration.nanoseconds(Int64(FileSystem.monotonicNanoseconds() &- sent))
 
@@ -316,7 +316,7 @@ public struct Device: Sendable {
         waited: waited, locks: locks, reports: reports)
     }
     guard ProcessStatus(pid: pid) != nil else {
-      unlink(ready)
+      try? FileSystem.remove(ready)
       removeRecord(pid: pid)
       return outcome(.gone)
     }
@@ -328,12 +328,12 @@ public struct Device: Sendable {
     }
     appendToLog(reports)
     if !locks.isEmpty && !reportOnly {
-      try signal(pid, SIGKILL, "terminating \(bundle)")
-      unlink(ready)
+      try signal(pid, .kill, "terminating \(bundle)")
+      try? FileSystem.remove(ready)
       removeRecord(pid: pid)
       return outcome(.terminated, locks, reports)
     }
-    try signal(pid, SIGSTOP, "suspending \(bundle)")
+    try signal(pid, .stop, "suspending \(bundle)")
     _ = ProcessStatus.waitUntilStopped(pid: pid)
     if var record = liveRecord(pid: pid) {
       record.isSuspended = true
@@ -350,9 +350,10 @@ public struct Device: Sendable {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "resuming") }
     let bundle = bundleIdentifier(of: pid)
     if let bundle, (try? Names.validateBundleIdentifier(bundle)) != nil {
-      unlink(SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid))
+      try? FileSystem.remove(
+        SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid))
     }
-    try signal(pid, SIGCONT, "resuming \(bundle ?? "process \(pid)")")
+    try signal(pid, .continue, "resuming \(bundle ?? "process \(pid)")")
     if var record = liveRecord(pid: pid), record.isSuspended {
       record.isSuspended = false
       try self.record(record)
@@ -386,16 +387,14 @@ public struct Device: Sendable {
     let stamp = ISO8601DateFormatter().string(from: Date())
     let text = lines.map { "\(stamp) \($0)\n" }.joined()
     try? FileSystem.makeDirectory(runFolderURL.path, within: root.path)
-    let fd = Glibc.open(logURL.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
-    guard fd >= 0 else { return }
-    defer { Glibc.close(fd) }
-    _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
+    FileSystem.append(text, to: logURL.path)
   }
 
-  private func signal(_ pid: Int32, _ number: Int32, _ what: String) throws(AppGroupsError) {
-    // See: man 2 kill (ESRCH: gone; EPERM: another user's process).
+  private func signal(
+    _ pid: Int32, _ signal: Processes.Signal, _ what: String
+  ) throws(AppGroupsError) {
     do {
-      _ = try valueOrErrno("kill") { kill(pid, number) }
+      try Processes.send(signal, to: pid)
     } catch {
       throw AppGroupsError(io: error, "\(what) (\(pid))")
     }
@@ -403,6 +402,6 @@ public struct Device: Sendable {
 
   private func noSuchProcess(_ pid: Int32, _ what: String) -> AppGroupsError {
     AppGroupsError(
-      io: SystemCallError(call: "kill", path: "/proc/\(pid)", errno: ESRCH), "\(what) \(pid)")
+      io: SystemCallError(call: "kill", path: "/proc/\(pid)", .noSuchProcess), "\(what) \(pid)")
   }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// A lock a process holds on a file inside a group container.
 public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
@@ -40,15 +39,10 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// Empty when the process is gone or its descriptors cannot be read.
   public static func locks(heldBy pid: Int32, root: ContainerRoot) -> [HeldLock] {
     let shared = root.url.appendingPathComponent("Shared/AppGroup").path
-    let prefix = (ContainerRoot.realPath(shared) ?? shared) + "/"
-    guard let stream = opendir("/proc/\(pid)/fdinfo") else { return [] }
-    defer { closedir(stream) }
+    let prefix = (Paths.realPath(shared) ?? shared) + "/"
     var found: [HeldLock] = []
     var seen = Set<String>()
-    while let entry = readdir(stream) {
-      let fd = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-      }
+    for fd in FileSystem.entryNames(in: "/proc/\(pid)/fdinfo") {
       guard Int32(fd) != nil,
         let data = try? FileSystem.read("/proc/\(pid)/fdinfo/\(fd)")?.0
       else { continue }
@@ -56,13 +50,12 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
         .filter { $0.hasPrefix("lock:") && !$0.contains("->") }
       guard !lines.isEmpty else { continue }
       let link = "/proc/\(pid)/fd/\(fd)"
-      guard let path = ContainerRoot.readLink(link), path.hasPrefix(prefix) else { continue }
-      var file = stat()
-      guard stat(link, &file) == 0 else { continue }
+      guard let path = Paths.linkContents(link), path.hasPrefix(prefix) else { continue }
+      guard let file = FileStatus(atPath: link, followingLinks: true) else { continue }
       let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
       for line in lines {
         guard let lock = LockLine(line), lock.matches(file) else { continue }
-        let key = "\(lock.kind) \(file.st_dev) \(file.st_ino)"
+        let key = "\(lock.kind) \(file.device) \(file.inode)"
         guard seen.insert(key).inserted else { continue }
         found.append(
           HeldLock(
@@ -105,10 +98,10 @@ struct LockLine: Equatable {
   }
 
   /// Whether the line is about `file` (device numbers as glibc's `major(3)`/`minor(3)`).
-  func matches(_ file: stat) -> Bool {
-    let device = UInt64(file.st_dev)
+  func matches(_ file: FileStatus) -> Bool {
+    let device = file.device
     let fileMajor = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
     let fileMinor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
-    return fileMajor == major && fileMinor == minor && UInt64(file.st_ino) == inode
+    return fileMajor == major && fileMinor == minor && file.inode == inode
   }
 }

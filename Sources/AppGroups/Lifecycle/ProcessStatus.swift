@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// What `/proc/PID/stat` says of a process.
 ///
@@ -38,16 +37,7 @@ struct ProcessStatus: Sendable, Equatable {
 
   /// Every process id in `/proc`.
   static func allPIDs() -> [Int32] {
-    guard let stream = opendir("/proc") else { return [] }
-    defer { closedir(stream) }
-    var pids: [Int32] = []
-    while let entry = readdir(stream) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-      }
-      if let pid = Int32(name) { pids.append(pid) }
-    }
-    return pids.sorted()
+    FileSystem.entryNames(in: "/proc").compactMap { Int32($0) }.sorted()
   }
 
   /// One variable of the process's environment (`/proc/PID/environ`), when readable.
@@ -62,13 +52,13 @@ struct ProcessStatus: Sendable, Equatable {
 
   /// Whether the process has a handler for `signal` (the `SigCgt` mask of
   /// `/proc/PID/status`, man 5 proc).
-  static func catches(_ signal: Int32, pid: Int32) -> Bool {
+  static func catches(_ signal: Processes.Signal, pid: Int32) -> Bool {
     guard let data = try? FileSystem.read("/proc/\(pid)/status")?.0 else { return false }
     for line in String(decoding: data, as: UTF8.self).split(separator: "\n")
     where line.hasPrefix("SigCgt:") {
       let hex = line.dropFirst(7).trimmingCharacters(in: .whitespaces)
       guard let mask = UInt64(hex, radix: 16) else { return false }
-      return mask & (UInt64(1) << UInt64(signal - 1)) != 0
+      return mask & (UInt64(1) << UInt64(signal.rawValue - 1)) != 0
     }
     return false
   }
@@ -81,7 +71,7 @@ struct ProcessStatus: Sendable, Equatable {
       guard let status = ProcessStatus(pid: pid) else { return false }
       if status.isStopped { return true }
       if FileSystem.monotonicNanoseconds() >= deadline { return false }
-      usleep(500)
+      Thread.sleep(forTimeInterval: 0.000_5)
     }
   }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 // What an administrator tool (`groupctl` without `--as`) needs beyond what
 // an app may do: name any domain of the root without an entitlement check,
@@ -8,7 +7,12 @@ import Glibc
 // whole, throwing the reason when that is refused.
 
 extension SuiteResolver {
-  /// A preferences domain as an administrator names it, before it is resolved.
+  /// A preferences domain as an administrator names it, before it is resolved: a
+  /// ``SuiteLocation/Kind`` with the names that say which suite of that kind.
+  ///
+  /// Two types, because the kind is public and has no names (apps switch on
+  /// ``SuiteLocation/kind``), while a domain named on a command line carries them, unchecked,
+  /// until ``administratorLocation(for:root:)`` validates them.
   package enum AdministeredDomain: Sendable, Hashable, CustomStringConvertible {
     /// An app's standard suite, in its own container.
     case standard(bundleIdentifier: String)
@@ -52,25 +56,17 @@ extension SuiteResolver {
   ) throws(AppGroupsError) -> SuiteLocation {
     switch domain {
     case .global:
-      return globalLocation(root: root)
+      break
     case .standard(let bundleIdentifier):
       try Names.validateBundleIdentifier(bundleIdentifier)
-      try requireDomainLength(bundleIdentifier, as: "bundle identifier")
-      return SuiteLocation(
-        kind: .standard, domain: bundleIdentifier,
-        containerURL: root.appContainerURL(for: bundleIdentifier),
-        root: root)
+      try requireFileNameLength(bundleIdentifier, as: "bundle identifier")
     case .group(let groupIdentifier):
       try Names.validateGroupIdentifier(groupIdentifier)
-      try requireDomainLength(groupIdentifier, as: "group identifier")
-      return SuiteLocation(
-        kind: .group, domain: groupIdentifier,
-        containerURL: root.groupContainerURL(for: groupIdentifier),
-        root: root)
+      try requireFileNameLength(groupIdentifier, as: "group identifier")
     case .privateSuite(let bundleIdentifier, let suiteName):
       try Names.validateBundleIdentifier(bundleIdentifier)
       try Names.validate(suiteName, as: "suite name")
-      try requireDomainLength(suiteName, as: "suite name")
+      try requireFileNameLength(suiteName, as: "suite name")
       if suiteName.hasPrefix(Names.groupPrefix) {
         throw AppGroupsError(
           .invalidName,
@@ -85,11 +81,8 @@ extension SuiteResolver {
             + (suiteName == bundleIdentifier ? "the app's standard suite" : "the global domain")
             + ", not a private suite")
       }
-      return SuiteLocation(
-        kind: .privateSuite, domain: suiteName,
-        containerURL: root.appContainerURL(for: bundleIdentifier),
-        root: root)
     }
+    return SuiteLocation(domain, root: root)
   }
 
   /// Every domain of `root` that has a preferences file, sorted by name:
@@ -170,7 +163,7 @@ extension SuiteResolver {
     try root.prepareRoot()
     do {
       try FileSystem.makeDirectory(directory, within: root.path)
-    } catch where error.errno == ELOOP {
+    } catch where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot,
         "\(error.path ?? directory) is a symbolic link; the managed preferences folder must be "
@@ -182,7 +175,7 @@ extension SuiteResolver {
     do {
       lock = try LockedFile(path: path + ".lock", options: .init(makeFolder: root.path))
       try lock.lock(until: FileSystem.deadline(after: .seconds(5)))
-    } catch let error as SystemCallError where error.errno == ELOOP {
+    } catch let error as SystemCallError where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot, "\(path).lock is a symbolic link; nothing was written through it", cause: error)
     } catch let error as SystemCallError {
@@ -205,8 +198,7 @@ extension SuiteResolver {
     if current == nil && values.isEmpty { return values }
     do {
       if values.isEmpty {
-        _ = try valueOrErrno("unlink", path: path) { unlink(path) }
-        try FileSystem.syncDirectory(directory)
+        try FileSystem.removeDurably(path)
       } else {
         let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
         try FileSystem.writeAtomically(
@@ -219,16 +211,6 @@ extension SuiteResolver {
   }
 
   // MARK: Helpers
-
-  private static func requireDomainLength(_ name: String, as what: String) throws(AppGroupsError) {
-    let byteCount = name.utf8.count
-    guard byteCount > maximumDomainByteCount else { return }
-    throw AppGroupsError(
-      .invalidName,
-      "invalid \(what) \(Names.quoted(name)): longer than \(maximumDomainByteCount) bytes "
-        + "(\(byteCount)); the suite's files (<name>.plist, its lock and temporary files) must "
-        + "fit in 255 bytes")
-  }
 
   /// The managed file's values and the identity of the version read, or
   /// `nil` when there is no file.
@@ -255,10 +237,7 @@ extension SuiteResolver {
   /// The names of the folders (not links) in `path`.
   private static func realFolders(in path: String) -> [String] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-    return names.filter { name in
-      guard let status = try? FileSystem.linkStatus(path + "/" + name) else { return false }
-      return (status.st_mode & S_IFMT) == S_IFDIR
-    }
+    return names.filter { FileStatus(atPath: path + "/" + $0)?.kind == .folder }
   }
 
   /// The domain names of the `<domain>.plist` regular files in `path`.
@@ -272,8 +251,7 @@ extension SuiteResolver {
   }
 
   private static func isRegularFile(_ path: String) -> Bool {
-    guard let status = try? FileSystem.linkStatus(path) else { return false }
-    return (status.st_mode & S_IFMT) == S_IFREG
+    FileStatus(atPath: path)?.kind == .regularFile
   }
 }
 

@@ -34,15 +34,40 @@ public struct SuiteLocation: Sendable, Hashable {
     containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
   }
 
+  /// Where `domain` lives in `root`: the one place that maps a domain to its container and
+  /// file. The names are not checked here; ``SuiteResolver`` checks them first.
+  init(_ domain: SuiteResolver.AdministeredDomain, root: ContainerRoot) {
+    switch domain {
+    case .standard(let bundleIdentifier):
+      self.init(
+        kind: .standard, domain: bundleIdentifier,
+        containerURL: root.appContainerURL(for: bundleIdentifier), root: root)
+    case .group(let groupIdentifier):
+      self.init(
+        kind: .group, domain: groupIdentifier,
+        containerURL: root.groupContainerURL(for: groupIdentifier), root: root)
+    case .privateSuite(let bundleIdentifier, let suiteName):
+      self.init(
+        kind: .privateSuite, domain: suiteName,
+        containerURL: root.appContainerURL(for: bundleIdentifier), root: root)
+    case .global:
+      self.init(
+        kind: .global, domain: GroupDefaults.globalDomain, containerURL: root.globalContainerURL,
+        fileName: root.globalPreferencesURL.lastPathComponent, root: root)
+    }
+  }
+
   /// A location whose file is `<domain>.plist`: every suite's but the global domain's.
-  init(kind: Kind, domain: String, containerURL: URL, root: ContainerRoot) {
+  private init(kind: Kind, domain: String, containerURL: URL, root: ContainerRoot) {
     self.init(
       kind: kind, domain: domain, containerURL: containerURL, fileName: "\(domain).plist",
       root: root)
   }
 
   /// A location; ``SuiteResolver`` makes them.
-  init(kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot) {
+  private init(
+    kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot
+  ) {
     self.kind = kind
     self.domain = domain
     self.containerURL = containerURL
@@ -115,20 +140,15 @@ public struct SuiteResolver: Sendable {
   public func resolve(suiteName: String?) throws(AppGroupsError) -> SuiteLocation {
     let (manifest, present) = try checkedManifest()
     let bundleIdentifier = identity.bundleIdentifier
-    let appContainer = root.appContainerURL(for: bundleIdentifier)
     guard let suiteName else {
-      try requireFileNameLength(bundleIdentifier, as: "bundle identifier")
-      return SuiteLocation(
-        kind: .standard, domain: bundleIdentifier, containerURL: appContainer,
-        root: root)
+      try Self.requireFileNameLength(bundleIdentifier, as: "bundle identifier")
+      return SuiteLocation(.standard(bundleIdentifier: bundleIdentifier), root: root)
     }
     try Names.validate(suiteName, as: "suite name")
-    try requireFileNameLength(suiteName, as: "suite name")
+    try Self.requireFileNameLength(suiteName, as: "suite name")
     if suiteName.hasPrefix(Names.groupPrefix) {
       try requireEntitlement(to: suiteName, manifest: manifest, present: present)
-      return SuiteLocation(
-        kind: .group, domain: suiteName, containerURL: root.groupContainerURL(for: suiteName),
-        root: root)
+      return SuiteLocation(.group(suiteName), root: root)
     }
     if suiteName == bundleIdentifier {
       throw AppGroupsError(
@@ -145,8 +165,7 @@ public struct SuiteResolver: Sendable {
           + "use the standard suite, suite name nil, instead")
     }
     return SuiteLocation(
-      kind: .privateSuite, domain: suiteName, containerURL: appContainer,
-      root: root)
+      .privateSuite(bundleIdentifier: bundleIdentifier, suiteName: suiteName), root: root)
   }
 
   /// The global domain, `NSGlobalDomain`, of this root:
@@ -155,10 +174,7 @@ public struct SuiteResolver: Sendable {
 
   /// The global domain of `root`, for any identity: ``globalDomain()`` without a resolver.
   package static func globalLocation(root: ContainerRoot) -> SuiteLocation {
-    SuiteLocation(
-      kind: .global, domain: GroupDefaults.globalDomain,
-      containerURL: root.globalContainerURL,
-      fileName: root.globalPreferencesURL.lastPathComponent, root: root)
+    SuiteLocation(.global, root: root)
   }
 
   /// The group container of `groupIdentifier` when the identity is entitled
@@ -208,7 +224,8 @@ public struct SuiteResolver: Sendable {
     return (manifest, loaded != nil)
   }
 
-  private func requireFileNameLength(_ domain: String, as what: String) throws(AppGroupsError) {
+  /// Refuses a domain name too long for the suite's file names (see ``maximumDomainByteCount``).
+  static func requireFileNameLength(_ domain: String, as what: String) throws(AppGroupsError) {
     let byteCount = domain.utf8.count
     guard byteCount > Self.maximumDomainByteCount else { return }
     throw AppGroupsError(

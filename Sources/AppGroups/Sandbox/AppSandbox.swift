@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Confines a process to its app's containers with the kernel's Landlock,
 /// as Apple's App Sandbox confines an app on a device.
@@ -63,9 +62,10 @@ public enum AppSandbox {
       return try Landlock.abiVersion()
     } catch {
       let reason =
-        switch error.errno {
-        case ENOSYS: "this kernel was built without it"
-        case EOPNOTSUPP: "this kernel has it turned off (add landlock to the lsm= boot parameter)"
+        switch error.code {
+        case .noFunction: "this kernel was built without it"
+        case .notSupported:
+          "this kernel has it turned off (add landlock to the lsm= boot parameter)"
         default: "\(error)"
         }
       throw AppGroupsError(
@@ -117,11 +117,13 @@ public enum AppSandbox {
           + " a thread")
     }
     _ = try SuiteResolver(identity: identity, root: root).resolve(suiteName: nil)
-    let executable = identity.executablePath ?? ContainerRoot.realPath("/proc/self/exe")
+    let executable = identity.executablePath ?? Paths.realPath("/proc/self/exe")
     let ruleset = try SandboxRuleset.app(
       identity, root: root, executable: executable, readOnly: readOnly, readWrite: readWrite)
     try ruleset.restrictCurrentThread(abi: abi, allThreads: true)
-    if let temporary = ruleset.temporaryDirectory { setenv("TMPDIR", temporary, 1) }
+    if let temporary = ruleset.temporaryDirectory {
+      Processes.setEnvironmentVariable("TMPDIR", to: temporary)
+    }
     return abi
   }
 

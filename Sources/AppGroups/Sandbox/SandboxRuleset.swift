@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// The folders and files a confined process may use, and how: the Landlock
 /// ruleset of an app's sandbox.
@@ -182,7 +181,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     // A folder inside the root is left out: it could be another app's
     // container. A program there is not run (no rule gives it execute).
     if let executable {
-      let real = (ContainerRoot.realPath(executable) ?? executable) as NSString
+      let real = (Paths.realPath(executable) ?? executable) as NSString
       let folder = real.deletingLastPathComponent
       if folder != root.path && !ContainerRoot.isStrictlyInside(folder, root.path) {
         ruleset.allow(.readExecute, folder, purpose: "the executable's folder")
@@ -207,15 +206,14 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// What any program needs to start and run: libraries, the loader's
   /// configuration, `/proc`, a few devices.
   mutating func addSystemRules() {
-    func exists(_ path: String) -> Bool { Glibc.access(path, F_OK) == 0 }
-    for path in ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"] where exists(path)
-    {
+    let systemFolders = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"]
+    for path in systemFolders where Paths.exists(path) {
       allow(.readExecute, path, purpose: "system programs and libraries")
     }
     for folder in Self.loadedLibraryFolders() where !Self.isBelowSystemFolder(folder) {
       allow(.readExecute, folder, purpose: "shared libraries of this process")
     }
-    for path in Self.configurationFiles where exists(path) {
+    for path in Self.configurationFiles where Paths.exists(path) {
       allow(.readOnly, path, purpose: "system configuration")
     }
     // The Swift runtime reads a program's arguments from /proc/self/cmdline
@@ -223,13 +221,13 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     // /proc, for the processes the confined one starts, whose ids are not
     // known yet. Other processes' memory stays closed (Landlock's ptrace rule).
     allow(.readOnly, "/proc", purpose: "process information, /proc/self of every child")
-    if exists("/sys/devices/system/cpu") {
+    if Paths.exists("/sys/devices/system/cpu") {
       allow(.readOnly, "/sys/devices/system/cpu", purpose: "processor count")
     }
-    for path in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] where exists(path) {
+    for path in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] where Paths.exists(path) {
       allow(.readWriteFile, path, purpose: "device")
     }
-    for path in ["/dev/random", "/dev/urandom"] where exists(path) {
+    for path in ["/dev/random", "/dev/urandom"] where Paths.exists(path) {
       allow(.readOnly, path, purpose: "device")
     }
   }

@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 internal import Synchronization
 
 /// One delivery of a named notification to an observer.
@@ -124,7 +123,7 @@ public final class GroupNotificationCenter: Sendable {
     try folder.modify(name, group: groupIdentifier) { record in
       record.postCount &+= 1
       if let state { record.state = state }
-      record.poster = UInt64(getpid())
+      record.poster = UInt64(Processes.currentID)
     }
   }
 
@@ -193,7 +192,7 @@ public final class GroupNotificationCenter: Sendable {
         GroupNotification(
           name: name, groupIdentifier: group, state: record.state, coalescedPosts: posts,
           postCount: record.postCount,
-          origin: record.poster == UInt64(getpid()) ? .thisProcess : .otherProcess))
+          origin: record.poster == UInt64(Processes.currentID) ? .thisProcess : .otherProcess))
     }
     // The watch is armed: from here on every post is heard.
     let start = folder.read(name).postCount
@@ -277,17 +276,12 @@ final class NotificationFolder: Sendable {
 
   /// The record of `name`; an empty one when it does not exist or cannot be read.
   func read(_ name: String) -> Record {
-    let file = path + "/" + name
-    guard let fd = try? FileSystem.open(file, O_RDONLY) else { return Record() }
-    defer { FileSystem.close(fd) }
+    guard let bytes = FileSystem.readPrefix(Self.recordSize, of: path + "/" + name),
+      bytes.count == Self.recordSize
+    else { return Record() }
     var words = [UInt64](repeating: 0, count: Self.recordSize / 8)
-    let count = words.withUnsafeMutableBytes { buffer in
-      (try? valueOrErrno("read", path: file) { Glibc.read(fd, buffer.baseAddress, buffer.count) })
-        ?? 0
-    }
-    guard count == Self.recordSize, UInt64(littleEndian: words[0]) == Self.magic else {
-      return Record()
-    }
+    words.withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
+    guard UInt64(littleEndian: words[0]) == Self.magic else { return Record() }
     return Record(
       postCount: UInt64(littleEndian: words[1]), state: UInt64(littleEndian: words[2]),
       poster: UInt64(littleEndian: words[3]))
@@ -303,25 +297,10 @@ final class NotificationFolder: Sendable {
       var record = read(name)
       body(&record)
       let words = [Self.magic, record.postCount, record.state, record.poster].map(\.littleEndian)
-      let file = path + "/" + name
-      let temporary = path + "/" + FileSystem.temporaryPrefix(for: name)
-        + "\(getpid())-\(UInt32.random(in: 0 ... .max))"
+      let bytes = words.withUnsafeBytes { Array($0) }
       do throws(SystemCallError) {
-        let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-        let written = words.withUnsafeBytes { buffer in
-          Result { () throws(SystemCallError) in
-            try valueOrErrno("write", path: temporary) {
-              Glibc.write(fd, buffer.baseAddress, buffer.count)
-            }
-          }
-        }
-        FileSystem.close(fd)
-        guard try written.get() == Self.recordSize else {
-          throw SystemCallError(call: "write", path: temporary, errno: EIO)
-        }
-        _ = try valueOrErrno("rename", path: file) { rename(temporary, file) }
+        try FileSystem.replace(path + "/" + name, with: bytes)
       } catch {
-        unlink(temporary)
         throw AppGroupsError(io: error, "posting \(name) in \(group)")
       }
     }
@@ -330,13 +309,9 @@ final class NotificationFolder: Sendable {
   /// Removes temporary files left by posters that were killed mid-post.
   private func removeLeftoverTemporaries() {
     try? withLock(doing: "cleaning \(path)") { () throws(AppGroupsError) in
-      guard let stream = opendir(path) else { return }
-      defer { closedir(stream) }
-      while let entry = readdir(stream) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-          String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name.hasPrefix("."), name.contains(".tmp-") { unlink(path + "/" + name) }
+      let names = FileSystem.entryNames(in: path)
+      for name in names where name.hasPrefix(".") && name.contains(".tmp-") {
+        try? FileSystem.remove(path + "/" + name)
       }
     }
   }

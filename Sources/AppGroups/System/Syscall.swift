@@ -25,17 +25,21 @@ struct SystemCallError: Error, Sendable, CustomStringConvertible {
 /// when it was interrupted by a signal (EINTR). The only place that reads `errno`.
 ///
 /// EBADF and EFAULT can only mean a bug in this package (a closed descriptor,
-/// a bad pointer), so they stop the process instead of being thrown.
+/// a bad pointer), so they stop the process instead of being thrown; except EBADF with
+/// `closedDescriptorIsBug: false`, for a descriptor the package did not open (standard output).
 @inline(__always)
 func valueOrErrno<T: FixedWidthInteger>(
-  _ call: String, path: String? = nil, retryOnInterrupt: Bool = true, _ body: () -> T
+  _ call: String, path: String? = nil, retryOnInterrupt: Bool = true,
+  closedDescriptorIsBug: Bool = true, _ body: () -> T
 ) throws(SystemCallError) -> T {
   while true {
     let result = body()
     if result != -1 { return result }
     let code = Glibc.errno
     if code == EINTR && retryOnInterrupt { continue }
-    precondition(code != EBADF && code != EFAULT, "\(call): \(String(cString: strerror(code)))")
+    precondition(
+      (code != EBADF || !closedDescriptorIsBug) && code != EFAULT,
+      "\(call): \(String(cString: strerror(code)))")
     throw SystemCallError(call: call, path: path, errno: code)
   }
 }

@@ -1,6 +1,5 @@
 import AppGroups
 import Foundation
-import Glibc
 
 /// `groupctl doctor [--sharing GROUP-ID BUNDLE-ID BUNDLE-ID...]`
 struct DoctorCommand: ParsableCommand {
@@ -317,7 +316,7 @@ private struct SharingCheck {
   /// Runs this `groupctl` with `arguments` and waits for it.
   static func groupctl(_ arguments: [String]) -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: RunCommand.realPath("/proc/self/exe") ?? "")
+    process.executableURL = URL(fileURLWithPath: Paths.realPath("/proc/self/exe") ?? "")
     process.arguments = arguments
     let output = Pipe()
     let errors = Pipe()
@@ -385,13 +384,13 @@ private struct Doctor {
   // MARK: Checks
 
   mutating func examine() {
-    guard let status = Self.linkStatus(root.path) else {
+    guard let status = FileStatus(atPath: root.path) else {
       add(
         .problem, "the root \(root.path) does not exist",
         "check --root or APPGROUPS_ROOT; grant and write create the root on first use")
       return
     }
-    guard Self.isFolder(status) else {
+    guard status.kind == .folder else {
       add(.problem, "the root \(root.path) is not a folder", "point --root at a folder")
       return
     }
@@ -470,18 +469,18 @@ private struct Doctor {
   mutating func walk(_ tops: [String]) -> (files: Int, folders: Int) {
     var files = 0
     var folders = 0
-    var stack = tops.filter { Self.linkStatus($0) != nil }.reversed().map { $0 }
+    var stack = tops.filter { FileStatus(atPath: $0) != nil }.reversed().map { $0 }
     while let path = stack.popLast() {
-      guard let status = Self.linkStatus(path) else { continue }
-      if Self.isLink(status) {
+      guard let status = FileStatus(atPath: path) else { continue }
+      if status.kind == .symbolicLink {
         checkLink(path)
         continue
       }
-      let mode = status.st_mode & 0o7777
-      if Self.isFolder(status) && isTemporaryFolder(path) {
+      let mode = status.permissions
+      if status.kind == .folder && isTemporaryFolder(path) {
         continue  // groupctl run's TMPDIR: the app's own scratch files, any mode
       }
-      if Self.isFolder(status) {
+      if status.kind == .folder {
         folders += 1
         if mode != 0o700 {
           add(
@@ -581,7 +580,7 @@ private struct Doctor {
       } else if name.hasPrefix("."), let range = name.range(of: ".plist.tmp-") {
         let rest = name[range.upperBound...]
         let pid = rest.split(separator: "-").first.flatMap { Int32($0) }
-        if let pid, kill(pid, 0) == 0 || errno == EPERM {
+        if let pid, Processes.exists(pid) {
           add(.note, "\(path) is being written by process \(pid)")
           continue
         }
@@ -604,14 +603,6 @@ private struct Doctor {
 
   // MARK: File system
 
-  static func linkStatus(_ path: String) -> stat? {
-    var status = stat()
-    return lstat(path, &status) == 0 ? status : nil
-  }
-
-  static func isFolder(_ status: stat) -> Bool { status.st_mode & S_IFMT == S_IFDIR }
-  static func isLink(_ status: stat) -> Bool { status.st_mode & S_IFMT == S_IFLNK }
-
   static func folderEntries(_ path: String) -> [String] {
     (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
   }
@@ -624,7 +615,7 @@ private struct Doctor {
     return data?.allSatisfy { $0 == 0 } ?? true
   }
 
-  static func octal(_ mode: mode_t) -> String {
+  static func octal(_ mode: UInt32) -> String {
     let digits = String(mode, radix: 8)
     return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
   }
@@ -633,7 +624,7 @@ private struct Doctor {
   /// this user may look. (A process with a suite open keeps its lock file open.)
   static func filesOpenByProcesses() -> [String: Int32] {
     var open: [String: Int32] = [:]
-    let me = getpid()
+    let me = Processes.currentID
     for entry in folderEntries("/proc") {
       guard let pid = Int32(entry), pid != me else { continue }
       let folder = "/proc/\(entry)/fd"

@@ -1,6 +1,5 @@
 import AppGroups
 import Foundation
-import Glibc
 
 /// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND …`
 struct RunCommand: ParsableCommand {
@@ -90,7 +89,7 @@ struct RunCommand: ParsableCommand {
     // library checks it in the confined process.
     let claimed = try AppIdentity(
       bundleIdentifier: identity.bundleIdentifier,
-      executablePath: Self.realPath(path) ?? path)
+      executablePath: Paths.realPath(path) ?? path)
     do {
       _ = try SuiteResolver(identity: claimed, root: root).resolve(suiteName: nil)
     } catch {
@@ -101,7 +100,7 @@ struct RunCommand: ParsableCommand {
     let device = Device(root: root)
     device.pruneStaleRecords()
     let record = try Device.currentRecord(
-      bundleIdentifier: identity.bundleIdentifier, executable: Self.realPath(path) ?? path)
+      bundleIdentifier: identity.bundleIdentifier, executable: Paths.realPath(path) ?? path)
     try device.record(record)
     do {
       try Self.confineAndExec(
@@ -145,12 +144,6 @@ struct RunCommand: ParsableCommand {
     environment[ContainerRoot.environmentVariable] = root.path
     if let temporary = ruleset.temporaryDirectory { environment["TMPDIR"] = temporary }
 
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-      for pointer in argv + envp { free(pointer) }
-    }
-    fflush(nil)
     if let abi {
       do {
         try ruleset.restrictCurrentThread(abi: abi)
@@ -159,10 +152,9 @@ struct RunCommand: ParsableCommand {
           "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
       }
     }
-    // See: man 2 execve
-    execve(path, argv, envp)
-    let code = errno
-    throw CommandFailure("cannot run \(path): execve: \(String(cString: strerror(code)))")
+    let failure = Processes.replaceCurrent(
+      with: path, arguments: arguments, environment: environment)
+    throw CommandFailure(failure.message)
   }
 
   static func printRuleset(_ ruleset: SandboxRuleset, abi: Int) {
@@ -186,30 +178,12 @@ struct RunCommand: ParsableCommand {
   /// The program `name` names: itself when it has a `/`, else the first
   /// executable file of that name in `PATH`, as `execvp(3)` looks.
   static func locate(_ name: String) throws -> String {
-    if name.contains("/") {
-      guard access(name, X_OK) == 0 else {
-        throw CommandFailure("cannot run \(name): \(String(cString: strerror(errno)))")
-      }
-      return name
-    }
     let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-    for folder in searchPath.split(separator: ":", omittingEmptySubsequences: false) {
-      let candidate = (folder.isEmpty ? "." : String(folder)) + "/" + name
-      var status = stat()
-      if stat(candidate, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-        access(candidate, X_OK) == 0
-      {
-        return candidate
-      }
+    do {
+      return try Paths.executable(named: name, searchPath: searchPath)
+    } catch {
+      throw CommandFailure(error.message)
     }
-    throw CommandFailure("cannot run \(name): not found in PATH")
-  }
-
-  /// `realpath(3)`, or `nil`.
-  static func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
   }
 }
 

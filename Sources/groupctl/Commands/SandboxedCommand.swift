@@ -37,7 +37,7 @@ struct SandboxedCommand: ParsableCommand {
 
   func run() throws {
     guard let identity = try globals.appIdentity() else { return }
-    guard let groupctl = RunCommand.realPath("/proc/self/exe") else {
+    guard let groupctl = Paths.realPath("/proc/self/exe") else {
       throw CommandFailure("cannot find groupctl's own executable (/proc/self/exe)")
     }
     let root = globals.containerRoot

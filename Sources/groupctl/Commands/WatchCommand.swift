@@ -1,6 +1,5 @@
 import AppGroups
 import Foundation
-import Glibc
 import Synchronization
 
 /// `groupctl watch DOMAIN [KEY...]`
@@ -40,14 +39,7 @@ struct WatchCommand: ParsableCommand {
     // Take SIGINT and SIGTERM before the library opens a suite, so that it
     // leaves them to us: they end the watch with status 0.
     let stop = DispatchSemaphore(value: 0)
-    var sources: [any DispatchSourceSignal] = []
-    for signalNumber in [SIGINT, SIGTERM] {
-      signal(signalNumber, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-      source.setEventHandler { stop.signal() }
-      source.resume()
-      sources.append(source)
-    }
+    let sources = Processes.interceptInterruptAndTerminate(on: .global()) { stop.signal() }
     let defaults = try resolved.open()
     let output = LineWriter()
     let observation = defaults.observe(keys.isEmpty ? nil : keys) { changes in
@@ -73,17 +65,10 @@ private final class LineWriter: Sendable {
 
   func write(_ line: String) {
     lock.withLock { _ in
-      let bytes = Array((line + "\n").utf8)
-      var offset = 0
-      while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { buffer in
-          Glibc.write(STDOUT_FILENO, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-        }
-        if written < 0 {
-          if errno == EINTR { continue }
-          exit(0)
-        }
-        offset += written
+      do {
+        try StandardOutput.write(line + "\n")
+      } catch {
+        exit(0)
       }
     }
   }

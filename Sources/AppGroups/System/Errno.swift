@@ -1,0 +1,44 @@
+import Glibc
+
+/// An `errno` value by name, so that code outside `System/` tells one failure from another
+/// without the C library's constants, and says it in the C library's words. The names are
+/// swift-system's.
+///
+/// ```swift
+/// catch where error.code == .tooManySymbolicLinkLevels { … }
+/// ```
+package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  package let rawValue: CInt
+
+  package init(rawValue: CInt) { self.rawValue = rawValue }
+
+  /// `EPERM`: the caller may not do this (another user's process, for `kill(2)`).
+  static let notPermitted = Errno(rawValue: EPERM)
+  /// `ENOENT`: nothing is at the path.
+  static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+  /// `ESRCH`: no such process.
+  static let noSuchProcess = Errno(rawValue: ESRCH)
+  /// `EIO`: an input/output error (also said of a write that stored fewer bytes than asked).
+  static let ioError = Errno(rawValue: EIO)
+  /// `ENOTDIR`: a component of the path is not a folder.
+  static let notDirectory = Errno(rawValue: ENOTDIR)
+  /// `ENOSYS`: the kernel has no such system call.
+  static let noFunction = Errno(rawValue: ENOSYS)
+  /// `ELOOP`: a symbolic link where none may be followed, or too many of them.
+  static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
+  /// `EOPNOTSUPP`: the kernel has the call but does not support it here.
+  static let notSupported = Errno(rawValue: EOPNOTSUPP)
+
+  /// The C library's text for the value (`strerror(3)`), as messages say it.
+  package var description: String { String(cString: strerror(rawValue)) }
+}
+
+extension SystemCallError {
+  /// A failure of `call` on `path` with `code`.
+  init(call: String, path: String?, _ code: Errno) {
+    self.init(call: call, path: path, errno: code.rawValue)
+  }
+
+  /// The `errno` the call set, by name.
+  var code: Errno { Errno(rawValue: errno) }
+}

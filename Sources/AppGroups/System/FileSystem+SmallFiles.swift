@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+
+// Small files that are not preferences: a named notification's record, a folder's entries.
+// Each call names the system call it makes; every failure is a ``SystemCallError``.
+extension FileSystem {
+  /// Up to `count` bytes from the start of the file at `path`, read with one `read(2)`;
+  /// `nil` when the file cannot be opened, empty when it cannot be read.
+  static func readPrefix(_ count: Int, of path: String) -> [UInt8]? {
+    guard let fd = try? open(path, O_RDONLY) else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: count)
+    let read = bytes.withUnsafeMutableBytes { buffer in
+      (try? valueOrErrno("read", path: path) { Glibc.read(fd, buffer.baseAddress, buffer.count) })
+        ?? 0
+    }
+    return Array(bytes.prefix(read))
+  }
+
+  /// Replaces the file at `path` with `bytes` atomically but not durably: a temporary file
+  /// in the same folder (``temporaryPrefix(for:)``, mode `mode`), one `write(2)`, then
+  /// `rename(2)` over `path`, which a folder's watchers hear as `IN_MOVED_TO`. Nothing is
+  /// `fsync`ed: a crash of the machine may lose the new file. The temporary file is removed
+  /// when a step fails.
+  ///
+  /// - Throws: the failed call; `write` with `EIO` when fewer bytes were written.
+  static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600)
+    throws(SystemCallError)
+  {
+    let temporary =
+      folder(of: path) + "/" + temporaryPrefix(for: (path as NSString).lastPathComponent)
+      + "\(getpid())-\(UInt32.random(in: 0 ... .max))"
+    do throws(SystemCallError) {
+      let fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+      let written = bytes.withUnsafeBytes { buffer in
+        Result { () throws(SystemCallError) in
+          try valueOrErrno("write", path: temporary) {
+            Glibc.write(fd, buffer.baseAddress, buffer.count)
+          }
+        }
+      }
+      close(fd)
+      guard try written.get() == bytes.count else {
+        throw SystemCallError(call: "write", path: temporary, .ioError)
+      }
+      _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+    } catch {
+      unlink(temporary)
+      throw error
+    }
+  }
+
+  /// Removes the file at `path`.
+  ///
+  /// The corresponding system call is `unlink(2)`.
+  static func remove(_ path: String) throws(SystemCallError) {
+    _ = try valueOrErrno("unlink", path: path) { unlink(path) }
+  }
+
+  /// Removes the file at `path` and `fsync(2)`s its folder, so that the removal survives a
+  /// crash.
+  static func removeDurably(_ path: String) throws(SystemCallError) {
+    try remove(path)
+    try syncDirectory(folder(of: path))
+  }
+
+  /// The names of the entries of `directory`, `.` and `..` included, in the order the
+  /// folder gives them; empty when it cannot be opened.
+  ///
+  /// The corresponding C functions are `opendir(3)` and `readdir(3)`.
+  static func entryNames(in directory: String) -> [String] {
+    guard let stream = opendir(directory) else { return [] }
+    defer { closedir(stream) }
+    var names: [String] = []
+    while let entry = readdir(stream) {
+      names.append(
+        withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+          String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        })
+    }
+    return names
+  }
+}

@@ -1,0 +1,160 @@
+package import Dispatch
+import Glibc
+
+/// The process calls the package and `groupctl` make: who this process is, whether another
+/// one exists, its environment, its signals, and replacing it with another program.
+package enum Processes {
+  /// A signal by name.
+  package struct Signal: RawRepresentable, Hashable, Sendable {
+    package let rawValue: Int32
+
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// `SIGINT`: Ctrl-C.
+    package static let interrupt = Signal(rawValue: SIGINT)
+    /// `SIGTERM`: a request to end.
+    package static let terminate = Signal(rawValue: SIGTERM)
+    /// `SIGKILL`: the end, which no process can refuse.
+    package static let kill = Signal(rawValue: SIGKILL)
+    /// `SIGSTOP`: a stop, which no process can refuse.
+    package static let stop = Signal(rawValue: SIGSTOP)
+    /// `SIGTSTP`: a stop asked for (Ctrl-Z), which a process may take or ignore.
+    package static let terminalStop = Signal(rawValue: SIGTSTP)
+    /// `SIGCONT`: go on after a stop.
+    package static let `continue` = Signal(rawValue: SIGCONT)
+  }
+
+  /// This process's id.
+  ///
+  /// The corresponding system call is `getpid(2)`.
+  package static var currentID: Int32 { getpid() }
+
+  /// Whether a process with id `pid` exists, whoever owns it (a zombie counts).
+  ///
+  /// The corresponding system call is `kill(2)` with signal 0: `EPERM` means it exists and
+  /// belongs to another user; any other failure, that there is none.
+  package static func exists(_ pid: Int32) -> Bool {
+    do {
+      _ = try valueOrErrno("kill") { kill(pid, 0) }
+      return true
+    } catch {
+      return error.code == .notPermitted
+    }
+  }
+
+  /// Sends `signal` to the process `pid`.
+  ///
+  /// The corresponding system call is `kill(2)` (`ESRCH`: no such process; `EPERM`: another
+  /// user's).
+  static func send(_ signal: Signal, to pid: Int32) throws(SystemCallError) {
+    _ = try valueOrErrno("kill") { kill(pid, signal.rawValue) }
+  }
+
+  /// Calls `handler` on `queue` for each `signal` instead of its default action (or of its
+  /// being ignored), unless the process has a handler of its own for it, which is left alone.
+  ///
+  /// The corresponding C functions are `sigaction(2)` (to look), then `signal(3)` with
+  /// `SIG_IGN` and a Dispatch signal source.
+  ///
+  /// - Returns: the source (cancel it to stop) and whether the signal was at its default
+  ///   action, rather than ignored (a process may inherit an ignored one through `execve(2)`);
+  ///   `nil` when the process handles the signal itself or it cannot be looked at.
+  static func interceptUnlessHandled(
+    _ signal: Signal, on queue: DispatchQueue,
+    _ handler: @escaping @Sendable () -> Void
+  ) -> (source: any DispatchSourceSignal, wasDefault: Bool)? {
+    var current = sigaction()
+    guard sigaction(signal.rawValue, nil, &current) == 0 else { return nil }
+    let action = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+    let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+    guard action == 0 || action == ignored else { return nil }
+    return (take(signal, on: queue, handler), action == 0)
+  }
+
+  /// Ignores `signal`'s default action and hears it through a Dispatch source instead.
+  private static func take(
+    _ signal: Signal, on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
+  ) -> any DispatchSourceSignal {
+    Glibc.signal(signal.rawValue, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
+    source.setEventHandler(handler: handler)
+    source.resume()
+    return source
+  }
+
+  /// Sets the environment variable `name` of this process to `value`.
+  ///
+  /// The corresponding C function is `setenv(3)`.
+  static func setEnvironmentVariable(_ name: String, to value: String) {
+    setenv(name, value, 1)
+  }
+
+  /// Calls `handler` on `queue` for each SIGINT and SIGTERM instead of letting them end the
+  /// process, until the returned sources are cancelled. Taken before the library opens a
+  /// suite, they are left to the caller (the library installs its own handlers only for
+  /// signals at their default action).
+  ///
+  /// The corresponding C function is `signal(3)` with `SIG_IGN`, then a Dispatch signal
+  /// source for each.
+  package static func interceptInterruptAndTerminate(
+    on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
+  ) -> [any DispatchSourceSignal] {
+    [Signal.interrupt, .terminate].map { take($0, on: queue, handler) }
+  }
+
+  /// Replaces this process with the program at `path`, run with `arguments` (the first one
+  /// is its name) and exactly `environment`. Standard streams are flushed first. Returns
+  /// only when the program cannot be run.
+  ///
+  /// The corresponding system call is `execve(2)`.
+  ///
+  /// - Returns: `.io` saying "cannot run PATH: execve: " and the errno text.
+  package static func replaceCurrent(
+    with path: String, arguments: [String], environment: [String: String]
+  ) -> AppGroupsError {
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for pointer in argv + envp { free(pointer) }
+    }
+    fflush(nil)
+    do {
+      // See: man 2 execve (it returns only on failure; EINTR cannot happen).
+      _ = try valueOrErrno("execve", path: path, retryOnInterrupt: false) {
+        execve(path, argv, envp)
+      }
+    } catch {
+      return AppGroupsError(.io, "cannot run \(path): execve: \(error.code)", cause: error)
+    }
+    return AppGroupsError(.io, "cannot run \(path): execve returned")
+  }
+}
+
+/// This process's standard output, written to directly (not through `stdout`'s buffer).
+package enum StandardOutput {
+  /// Writes `text` whole, retrying after a signal and after a partial write.
+  ///
+  /// The corresponding system call is `write(2)` on descriptor 1.
+  ///
+  /// - Throws: `.io` naming the call and the errno text (`EPIPE` when the reader is gone).
+  package static func write(_ text: String) throws(AppGroupsError) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+      let result: Result<Int, SystemCallError> = bytes.withUnsafeBytes { buffer in
+        Result { () throws(SystemCallError) in
+          // A closed standard output (EBADF) is the caller's to report, not a bug here.
+          try valueOrErrno("write", path: "standard output", closedDescriptorIsBug: false) {
+            Glibc.write(
+              STDOUT_FILENO, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+          }
+        }
+      }
+      do {
+        offset += try result.get()
+      } catch {
+        throw AppGroupsError(io: error, "writing to standard output")
+      }
+    }
+  }
+}
