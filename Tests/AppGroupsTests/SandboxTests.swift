@@ -134,6 +134,22 @@ struct SandboxRunTests {
     #expect(doctor.status == 0, "\(doctor.stdout)")
   }
 
+  @Test func anIdentityTheManifestDoesNotNameRunsWithANote() throws {
+    let s = try SandboxRoot()
+    let stranger = try s.run(as: "com.example.stranger", [], ["/bin/sh", "-c", "echo ran"])
+    #expect(stranger.status == 0, "\(stranger.stderr)")
+    #expect(stranger.stdout == "ran\n")
+    #expect(
+      stranger.stderr
+        == "groupctl: note: com.example.stranger has no entry in \(s.root.manifestURL.path):"
+        + " it runs with its own container and no group container"
+        + " ('groupctl grant com.example.stranger GROUP-ID' entitles it)\n")
+
+    let widget = try s.run(as: TestRoot.widget, [], ["/bin/sh", "-c", "echo ran"])
+    #expect(widget.status == 0)
+    #expect(widget.stderr.isEmpty, "\(widget.stderr)")
+  }
+
   @Test func aGroupDefaultsCycleWorksBetweenTwoSandboxedProcesses() throws {
     let s = try SandboxRoot()
     let widget = try ChildProcess(

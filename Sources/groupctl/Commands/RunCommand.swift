@@ -95,6 +95,16 @@ struct RunCommand: ParsableCommand {
     } catch {
       throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
     }
+    // An identity the manifest does not name is an app with no group (as on a device), and
+    // as often a misspelt one: say so, since its sandbox then holds no group container.
+    if let manifest = try? EntitlementManifest.load(root: root),
+      manifest.entries[identity.bundleIdentifier] == nil
+    {
+      printError(
+        "groupctl: note: \(identity.bundleIdentifier) has no entry in \(root.manifestURL.path):"
+          + " it runs with its own container and no group container"
+          + " ('groupctl grant \(identity.bundleIdentifier) GROUP-ID' entitles it)")
+    }
 
     // The process that runs COMMAND is this one after execve(2): same pid, same start time.
     let device = Device(root: root)
