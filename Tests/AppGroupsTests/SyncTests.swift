@@ -86,6 +86,38 @@ struct SyncTests {
     #expect(d.hasChanged(since: token))
   }
 
+  /// Opening a suite leaves the global domain closed (no lock file, no watch) until a read
+  /// reaches it; that read sees what is on disk then.
+  @Test func theGlobalDomainIsOpenedOnTheFirstReadThatReachesIt() throws {
+    let t = try TestRoot()
+    // The suite holds "own" before it is opened (a set of a new key would read the layers
+    // below it, for the change's old value).
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try editOutside(t.groupSuiteFile) { $0["own"] = "mine" }
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    #expect(d.string(forKey: "own") == "mine")
+    let globalLock = t.root.globalPreferencesURL.path + ".lock"
+    #expect(!FileManager.default.fileExists(atPath: globalLock), "the global domain was opened at once")
+    try editOutside(t.root.globalPreferencesURL) { $0["shared"] = "from global" }
+    #expect(d.string(forKey: "shared") == "from global")
+    #expect(d.source(forKey: "shared") == .global)
+    #expect(FileManager.default.fileExists(atPath: globalLock))
+  }
+
+  /// An observer hears of the global domain's changes although no read reached that layer.
+  @Test func anObserverHearsOfTheGlobalDomainBeforeAnyReadReachesIt() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let observation = d.observe(handler: log.record)
+    defer { observation.cancel() }
+    try editOutside(t.root.globalPreferencesURL) { $0["shared"] = "from global" }
+    let change = log.wait { $0.key == "shared" }
+    #expect(change?.newValue == .string("from global"))
+    #expect(change?.origin == .otherProcess)
+  }
+
   @Test func aManagedValueReachesObserversAndMasksLaterWrites() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)

@@ -77,7 +77,7 @@ extension GroupDefaults {
     if view.suite.hasChangedOnDisk(), !view.suite.refresh().isEmpty {
       changed = true
     }
-    if let global = view.global, global.hasChangedOnDisk(), !global.refresh().isEmpty {
+    if let global = view.openedGlobal, global.hasChangedOnDisk(), !global.refresh().isEmpty {
       changed = true
     }
     if let managed = view.managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {

@@ -62,13 +62,23 @@ final class SuiteStore: Sendable {
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
     var sizeEstimate = 0
-    var lastGeneration: UInt64 = 0
-    var changeHandlers: [UInt64: @Sendable ([StoredChange], ChangeOrigin) -> Void] = [:]
+    /// In the order they were added; an array, not a dictionary: there are a few, and a
+    /// `set` hands them on without building anything.
+    var changeHandlers: [(id: UInt64, handler: ChangeHandler)] = []
     var nextHandlerID: UInt64 = 1
-    var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)? {
-      let handlers = Array(changeHandlers.values)
-      if handlers.isEmpty { return nil }
-      return { changes, origin in for handler in handlers { handler(changes, origin) } }
+    var changeHandler: ChangeHandlers? {
+      changeHandlers.isEmpty ? nil : ChangeHandlers(handlers: changeHandlers)
+    }
+  }
+
+  typealias ChangeHandler = @Sendable ([StoredChange], ChangeOrigin) -> Void
+
+  /// The change handlers of a store at one moment, called in turn.
+  struct ChangeHandlers: Sendable {
+    fileprivate let handlers: [(id: UInt64, handler: ChangeHandler)]
+
+    func callAsFunction(_ changes: [StoredChange], _ origin: ChangeOrigin) {
+      for entry in handlers { entry.handler(changes, origin) }
     }
   }
 
@@ -94,6 +104,10 @@ final class SuiteStore: Sendable {
   /// this store's folder.
   let watchedByKernel = Atomic<Bool>(false)
 
+  /// The token this process last saw (read or moved): an atomic of its own, so that the
+  /// resume check reads it without a lock.
+  private let seenToken = Atomic<UInt64>(0)
+
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
 
@@ -106,37 +120,26 @@ final class SuiteStore: Sendable {
 
   // MARK: Opening
 
-  private static let registry = Mutex<[String: WeakStore]>([:])
-  private struct WeakStore: @unchecked Sendable { weak var store: SuiteStore? }
+  private static let registry = WeakRegistry<SuiteStore>()
 
   /// The store for `path` in this process, opening it on first use.
   static func shared(path: String, options: Options = Options()) throws(AppGroupsError) -> SuiteStore {
     ProcessLifecycle.installOnce()
-    let result: Result<SuiteStore, AppGroupsError> = registry.withLock { stores in
-      if let existing = stores[path]?.store { return .success(existing) }
-      let opened = Result { () throws(AppGroupsError) in try SuiteStore(path: path, options: options) }
-      if case .success(let store) = opened {
-        // Forget stores that are gone, so that a process opening many suites in turn
-        // does not keep an entry for each (amortised: when the table doubles).
-        if stores.count >= 64 && stores.count.nonzeroBitCount == 1 {
-          stores = stores.filter { $0.value.store != nil }
-        }
-        stores[path] = WeakStore(store: store)
-      }
-      return opened
+    return try registry.object(forKey: path) { () throws(AppGroupsError) in
+      try SuiteStore(path: path, options: options)
     }
-    return try result.get()
   }
 
+  /// The store for `path` if this process has it open.
+  static func existing(path: String) -> SuiteStore? { registry.existing(forKey: path) }
+
   /// Every open store, for flushing at exit.
-  static func openStores() -> [SuiteStore] {
-    registry.withLock { stores in stores.values.compactMap(\.store) }
-  }
+  static func openStores() -> [SuiteStore] { registry.all }
 
   private init(path: String, options: Options) throws(AppGroupsError) {
     self.path = path
-    self.directory = (path as NSString).deletingLastPathComponent
-    self.fileName = (path as NSString).lastPathComponent
+    self.directory = FileSystem.folder(of: path)
+    self.fileName = FileSystem.lastComponent(of: path)
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
     if options.readOnly {
@@ -160,28 +163,27 @@ final class SuiteStore: Sendable {
       cs.persisted = loaded
       return loaded
     }
-    let generation = sidecar?.generation ?? 0
+    seenToken.store(sidecar?.token ?? 0, ordering: .releasing)
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
-      $0.lastGeneration = generation
     }
   }
 
   /// Adds a closure told of every change of this store's values, with its
   /// origin. Returns an id for ``removeChangeHandler(_:)``.
   @discardableResult
-  func addChangeHandler(_ handler: @escaping @Sendable ([StoredChange], ChangeOrigin) -> Void) -> UInt64 {
+  func addChangeHandler(_ handler: @escaping ChangeHandler) -> UInt64 {
     state.withLock { st in
       let id = st.nextHandlerID
       st.nextHandlerID &+= 1
-      st.changeHandlers[id] = handler
+      st.changeHandlers.append((id, handler))
       return id
     }
   }
 
   func removeChangeHandler(_ id: UInt64) {
-    state.withLock { _ = $0.changeHandlers.removeValue(forKey: id) }
+    state.withLock { $0.changeHandlers.removeAll { $0.id == id } }
   }
 
   // MARK: Reading
@@ -214,7 +216,7 @@ final class SuiteStore: Sendable {
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
-    let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
+    let outcome: Result<(StoredChange?, Bool, ChangeHandlers?), AppGroupsError> =
       state.withLock { st in
         let old = st.values[key]
         if old == value { return .success((nil, false, nil)) }
@@ -501,7 +503,7 @@ final class SuiteStore: Sendable {
     }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    var handler: ChangeHandlers?
     do {
       defer { gate.leave() }
       var attempt = 1
@@ -553,7 +555,7 @@ final class SuiteStore: Sendable {
     sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
-    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    handler: inout ChangeHandlers?
   ) throws(AppGroupsError) -> CommitOutcome {
     // Snapshot the pending changes; later ones get higher sequences.
     let (pending, replacement) = state.withLock { st in
@@ -681,9 +683,9 @@ final class SuiteStore: Sendable {
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
     extra: [String: PropertyListValue?],
     outside: inout [StoredChange], local: inout [StoredChange],
-    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    handler: inout ChangeHandlers?
   ) {
-    let generation = sidecar?.generation
+    if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       st.lastBatchSize = pending.count
       // Drop what was committed, unless it changed again meanwhile.
@@ -693,7 +695,6 @@ final class SuiteStore: Sendable {
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
       }
-      if let generation { st.lastGeneration = generation }
       if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
@@ -717,21 +718,21 @@ final class SuiteStore: Sendable {
   @discardableResult
   func refresh() -> [StoredChange] {
     var changes: [StoredChange] = []
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    var handler: ChangeHandlers?
     // A lock file removed or replaced under this process: read the token from the new one.
     sidecar?.file.refreshIfReplaced()
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let generation = sidecar?.generation
+      let token = sidecar?.token
       if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
-        if let generation { state.withLock { $0.lastGeneration = generation } }
+        if let token { seenToken.store(token, ordering: .releasing) }
         return
       }
       // An unreadable file (perhaps one being written in place right now)
       // leaves the values as they were; the next event reads it again.
       guard let loaded = (try? load(&cs, mode: .refresh)) ?? nil else { return }
       cs.persisted = loaded
-      (changes, handler) = adopt(loaded, generation: generation)
+      (changes, handler) = adopt(loaded, token: token)
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
@@ -740,8 +741,8 @@ final class SuiteStore: Sendable {
   /// Installs freshly read values under this process's pending changes.
   /// Call holding `commit`.
   private func adopt(
-    _ loaded: [String: PropertyListValue], generation: UInt64?
-  ) -> ([StoredChange], (@Sendable ([StoredChange], ChangeOrigin) -> Void)?) {
+    _ loaded: [String: PropertyListValue], token: UInt64?
+  ) -> ([StoredChange], ChangeHandlers?) {
     state.withLock { st in
       var values = loaded
       if let replacement = st.replacement { values = replacement.values }
@@ -749,7 +750,7 @@ final class SuiteStore: Sendable {
       let changes = Self.diff(st.values, values)
       st.values = values
       st.sizeEstimate = Self.estimate(values)
-      if let generation { st.lastGeneration = generation }
+      if let token { seenToken.store(token, ordering: .releasing) }
       return (changes, st.changeHandler)
     }
   }
@@ -758,8 +759,8 @@ final class SuiteStore: Sendable {
   /// wrote it: one token read from shared memory, and a `stat(2)` only when
   /// no kernel watch covers the folder; no parsing.
   func hasChangedOnDisk() -> Bool {
-    let seen = state.withLock { $0.lastGeneration }
-    if let sidecar, sidecar.generation != seen { return true }
+    let seen = seenToken.load(ordering: .acquiring)
+    if let sidecar, sidecar.token != seen { return true }
     // Every commit moves the token. An outside edit does not, but while a
     // kernel watch covers the folder the change monitor hears of it and
     // re-reads by itself: no stat(2) is needed here.
@@ -786,7 +787,7 @@ final class SuiteStore: Sendable {
         return repairToken(sidecar) ?? lastSeenToken
       }
       let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current { return record.generation }
+      if record.identity == current { return record.token }
       // The file is not the version the token describes: an outside edit (or
       // a commit in flight). Move the token if no commit is in flight.
       // The file lock is shared by this process's threads: only with the gate may it be taken.
@@ -797,12 +798,12 @@ final class SuiteStore: Sendable {
         defer { sidecar.file.unlock() }
         guard let again = sidecar.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
-        if again.identity == now { return again.generation }
+        if again.identity == now { return again.token }
         return sidecar.advance(to: now)
       }()
       if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
+      if FileSystem.monotonicNanoseconds() >= deadline { return record.token }
       var request = timespec(tv_sec: 0, tv_nsec: pause)
       _ = nanosleep(&request, nil)
       pause = min(pause * 2, 1_000_000)
@@ -819,14 +820,20 @@ final class SuiteStore: Sendable {
     defer { gate.leave() }
     guard sidecar.file.tryLock() else { return nil }
     defer { sidecar.file.unlock() }
-    if let record = sidecar.read() { return record.generation }
-    let generation = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
-    state.withLock { $0.lastGeneration = max($0.lastGeneration, generation) }
-    return generation
+    if let record = sidecar.read() { return record.token }
+    let token = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    var seen = seenToken.load(ordering: .acquiring)
+    while seen < token {
+      let (exchanged, now) = seenToken.compareExchange(
+        expected: seen, desired: token, ordering: .acquiringAndReleasing)
+      if exchanged { break }
+      seen = now
+    }
+    return token
   }
 
   /// The token this process last saw.
-  var lastSeenToken: UInt64 { state.withLock { $0.lastGeneration } }
+  var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
 
   // MARK: Loading and quarantine
 
