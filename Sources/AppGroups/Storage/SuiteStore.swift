@@ -10,14 +10,6 @@ struct StoredChange: Sendable, Equatable {
   var new: PropertyListValue?
 }
 
-/// Where a change came from.
-public enum ChangeOrigin: Sendable, Hashable {
-  /// A call in this process.
-  case thisProcess
-  /// A commit by another process, or an edit of the file from outside.
-  case otherProcess
-}
-
 /// The per-process store of one property-list file: the in-memory cache, the
 /// changes not yet on disk, the commit that merges them key by key into the
 /// file under the suite's lock, and the last-update token.
@@ -190,7 +182,8 @@ final class SuiteStore: Sendable {
 
   /// The current value (committed or pending) of `key`.
   func value(forKey key: String) -> PropertyListValue? {
-    state.withLock { $0.values[key] }
+    // An empty layer (managed and global mostly are) answers without hashing the key.
+    state.withLock { $0.values.isEmpty ? nil : $0.values[key] }
   }
 
   /// Every key and value, as this process sees them now.
@@ -220,8 +213,8 @@ final class SuiteStore: Sendable {
       state.withLock { st in
         let old = st.values[key]
         if old == value { return .success((nil, false, nil)) }
-        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-        let newSize = value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
         let size = st.sizeEstimate - oldSize + newSize
         if newSize > oldSize && size > options.sizeLimit {
           return .failure(
@@ -339,7 +332,7 @@ final class SuiteStore: Sendable {
   /// - Returns: `true` when nothing was pending any more: every change is on disk.
   @discardableResult
   func discardPendingChanges() -> Bool {
-    let entry = gate.enter(before: Self.deadline(after: options.lockTimeout))
+    let entry = gate.enter(before: FileSystem.deadline(after: options.lockTimeout))
     let persisted = commit.withLock { $0.persisted }
     let (changes, handler, landed) = state.withLock { st in
       let landed = st.pending.isEmpty && st.replacement == nil
@@ -410,8 +403,8 @@ final class SuiteStore: Sendable {
           return [:]
         }
         let old = current[key]
-        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-        let newSize = result.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: result)
         if newSize > oldSize {
           let size = Self.estimate(current) - oldSize + newSize
           if size > self.options.sizeLimit {
@@ -461,8 +454,8 @@ final class SuiteStore: Sendable {
             bodyError = self.unstorable(key, reason)
             return [:]
           }
-          size -= current[key].map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-          size += value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+          size -= PropertyListValue.estimatedEntrySize(key: key, value: current[key])
+          size += PropertyListValue.estimatedEntrySize(key: key, value: value)
         }
         if size > self.options.sizeLimit && size > Self.estimate(current) {
           bodyError = AppGroupsError(
@@ -488,7 +481,7 @@ final class SuiteStore: Sendable {
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
-    let deadline = Self.deadline(after: timeout)
+    let deadline = FileSystem.deadline(after: timeout)
     switch gate.enter(before: deadline) {
     case .entered:
       break
@@ -536,12 +529,6 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// The gate's deadline `timeout` from now.
-  private static func deadline(after timeout: Duration) -> Date {
-    let (seconds, attoseconds) = timeout.components
-    return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-  }
-
   /// How one pass of a commit ended.
   private enum CommitOutcome {
     /// The changes are on disk (or there was nothing to write).
@@ -552,7 +539,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -565,10 +552,9 @@ final class SuiteStore: Sendable {
     guard !pending.isEmpty || replacement != nil || extra != nil else { return .committed }
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
-    let remaining = UInt64(max(0, deadline.timeIntervalSinceNow * 1e9))
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: waitStart &+ remaining)
+      try sidecar.file.lock(until: deadline)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -627,6 +613,8 @@ final class SuiteStore: Sendable {
     // 2. This process's changes, key by key, on top; then the atomic update's, computed from
     //    them without holding `commit`, so that the closure may read the store.
     var next = replacement?.values ?? reloaded
+    // One allocation for the merged domain, not a rehash each time it doubles.
+    next.reserveCapacity(next.count + pending.count)
     var differs = replacement != nil && replacement?.values != reloaded
     for (key, change) in pending where next[key] != change.value {
       next[key] = change.value
@@ -944,7 +932,7 @@ final class SuiteStore: Sendable {
   // MARK: Helpers
 
   static func estimate(_ values: [String: PropertyListValue]) -> Int {
-    values.reduce(8) { $0 + $1.key.utf8.count + 6 + $1.value.estimatedEncodedSize }
+    values.reduce(8) { $0 + PropertyListValue.estimatedEntrySize(key: $1.key, value: $1.value) }
   }
 
   static func diff(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> [StoredChange] {
