@@ -86,6 +86,31 @@ struct SyncTests {
     #expect(d.hasChanged(since: token))
   }
 
+  /// A burst that sets one key twice posts its changed keys sorted and each once.
+  @Test func aBurstPostsItsChangedKeysSortedAndEachOnce() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let posted = Locked<[[String]]>([])
+    let arrived = DispatchSemaphore(value: 0)
+    let observer = NotificationCenter.default.addObserver(
+      forName: GroupDefaults.didChangeNotification, object: d, queue: nil
+    ) { note in
+      posted.withLock { $0.append(note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]) }
+      arrived.signal()
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    for (key, value) in [("b", 1), ("a", 1), ("b", 2), ("c", 1), ("a", 2)] { d.set(value, forKey: key) }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while Set(posted.withLock { $0.joined() }) != ["a", "b", "c"], ContinuousClock.now < deadline {
+      _ = arrived.wait(timeout: .now() + .milliseconds(100))
+    }
+    let batches = posted.withLock { $0 }
+    #expect(Set(batches.joined()) == ["a", "b", "c"])
+    for keys in batches {
+      #expect(keys == Array(Set(keys)).sorted(), "\(keys)")
+    }
+  }
+
   /// Opening a suite leaves the global domain closed (no lock file, no watch) until a read
   /// reaches it; that read sees what is on disk then.
   @Test func theGlobalDomainIsOpenedOnTheFirstReadThatReachesIt() throws {

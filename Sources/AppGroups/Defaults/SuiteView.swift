@@ -322,10 +322,24 @@ internal import Synchronization
   ) -> [AnyHashable: Any] {
     [
       GroupDefaults.suiteNameKey: domain,
-      GroupDefaults.changedKeysKey: Array(Set(changes.map(\.key))).sorted(),
+      GroupDefaults.changedKeysKey: sortedKeys(changes),
       GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
       GroupDefaults.changesKey: changes,
     ]
+  }
+
+  /// The changed keys, sorted, each once: sorted first, then adjacent repeats dropped (no set
+  /// of the keys is built: a burst of 10,000 `set`s posts one notification with them all).
+  private static func sortedKeys(_ changes: [GroupDefaults.Change]) -> [String] {
+    var keys = changes.map(\.key)
+    keys.sort()
+    var kept = 0
+    for index in keys.indices where kept == 0 || keys[index] != keys[kept - 1] {
+      if index != kept { keys.swapAt(index, kept) }
+      kept += 1
+    }
+    keys.removeLast(keys.count - kept)
+    return keys
   }
 
   /// Posts the notifications of persistent-domain calls in the order the calls were made.
