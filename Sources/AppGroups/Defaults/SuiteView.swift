@@ -15,7 +15,11 @@ internal import Synchronization
   /// suite itself.
   private let globalPath: String?
   private let options: SuiteStore.Options
+  /// Set once, and held (strongly) until the view goes.
   private let globalStore = Mutex<SuiteStore?>(nil)
+  /// The same store's address, for reads without a lock on every `set` and resume check
+  /// (`AtomicLazyReference.load()` costs hundreds of instructions, unspecialized).
+  private let globalAddress = Atomic<UInt>(0)
 
   private struct Cache: Sendable {
     var entries: [CacheKey: Entry] = [:]
@@ -124,7 +128,12 @@ internal import Synchronization
   }
 
   /// The global domain's store if it is open; what was never opened has nothing cached.
-  var openedGlobal: SuiteStore? { globalStore.withLock { $0 } }
+  var openedGlobal: SuiteStore? {
+    let address = globalAddress.load(ordering: .acquiring)
+    guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+    // Alive: `globalStore` holds it as long as this view.
+    return Unmanaged<SuiteStore>.fromOpaque(pointer).takeUnretainedValue()
+  }
 
   /// Makes `store` this view's global layer (once): its changes reach this view, the change
   /// monitor watches it, and the cache forgets what it resolved before.
@@ -135,6 +144,7 @@ internal import Synchronization
       return true
     }
     guard first else { return }
+    globalAddress.store(UInt(bitPattern: Unmanaged.passUnretained(store).toOpaque()), ordering: .releasing)
     let id = store.addChangeHandler { [weak self] changes, origin in
       self?.layerChanged(.global, changes, origin: origin)
     }

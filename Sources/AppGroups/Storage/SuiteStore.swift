@@ -545,9 +545,11 @@ final class SuiteStore: Sendable {
     handler: inout ChangeHandlers?
   ) throws(AppGroupsError) -> CommitOutcome {
     // Snapshot the pending changes; later ones get higher sequences.
-    let (pending, replacement) = state.withLock { st in
+    // `through`: the last sequence handed out; every change in the snapshot has one up to it,
+    // every later change a higher one.
+    let (pending, replacement, through) = state.withLock { st in
       st.flushScheduled = false
-      return (st.pending, st.replacement)
+      return (st.pending, st.replacement, st.nextSequence &- 1)
     }
     guard !pending.isEmpty || replacement != nil || extra != nil else { return .committed }
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
@@ -661,13 +663,14 @@ final class SuiteStore: Sendable {
       throw error
     }
     finishCommit(
-      next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
-      extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+      next: next, didReload: before != reloaded, pending: pending, through: through,
+      replacement: replacement, extra: extraChanges, outside: &outside, local: &local,
+      handler: &handler)
     return .committed
   }
 
   private func finishCommit(
-    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending],
+    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
     extra: [String: PropertyListValue?],
     outside: inout [StoredChange], local: inout [StoredChange],
@@ -676,9 +679,13 @@ final class SuiteStore: Sendable {
     if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       st.lastBatchSize = pending.count
-      // Drop what was committed, unless it changed again meanwhile.
-      for (key, change) in pending where st.pending[key]?.sequence == change.sequence {
-        st.pending.removeValue(forKey: key)
+      // Drop what was committed, unless it changed again meanwhile: what is left is what
+      // came after the snapshot. Nothing, at the end of a burst; else the few late ones,
+      // kept without a hash and a delete per committed key.
+      if st.nextSequence &- 1 == through {
+        st.pending.removeAll()
+      } else {
+        st.pending = st.pending.filter { $0.value.sequence > through }
       }
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
