@@ -209,30 +209,34 @@ final class SuiteStore: Sendable {
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
-    let outcome: Result<(StoredChange?, Bool, ChangeHandlers?), AppGroupsError> =
-      state.withLock { st in
-        let old = st.values[key]
-        if old == value { return .success((nil, false, nil)) }
-        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
-        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
-        let size = st.sizeEstimate - oldSize + newSize
-        if newSize > oldSize && size > options.sizeLimit {
-          return .failure(
-            AppGroupsError(
-              .sizeLimitExceeded,
-              "setting \(key.debugDescription) would make \(path) about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
-            ))
-        }
-        st.sizeEstimate = size
-        st.values[key] = value
-        st.pending[key] = Pending(value: value, sequence: st.nextSequence)
-        st.nextSequence &+= 1
-        let schedule = !st.flushScheduled
-        st.flushScheduled = true
-        return .success((StoredChange(key: key, old: old, new: value), schedule, st.changeHandler))
-      }
-    let (change, schedule, handler) = try outcome.get()
-    if schedule { scheduleFlush(after: burstDelay()) }
+    // One pass under the lock, which builds no error (a refusal's size is returned and said
+    // outside it) and also reads whether a burst is going on.
+    let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
+      st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
+      let old = st.values[key]
+      if old == value { return (nil, false, false, nil, nil) }
+      let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+      let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
+      let size = st.sizeEstimate - oldSize + newSize
+      if newSize > oldSize && size > options.sizeLimit { return (nil, false, false, nil, size) }
+      st.sizeEstimate = size
+      st.values[key] = value
+      st.pending[key] = Pending(value: value, sequence: st.nextSequence)
+      st.nextSequence &+= 1
+      let schedule = !st.flushScheduled
+      st.flushScheduled = true
+      return (
+        StoredChange(key: key, old: old, new: value), schedule,
+        st.lastBatchSize >= Self.burstBatchSize, st.changeHandler, nil
+      )
+    }
+    if let refusedSize {
+      throw AppGroupsError(
+        .sizeLimitExceeded,
+        "setting \(key.debugDescription) would make \(path) about \(refusedSize) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
+      )
+    }
+    if schedule { scheduleFlush(after: inBurst ? Self.burstPause : nil) }
     if let change, let handler { handler([change], .thisProcess) }
     return change
   }
@@ -272,13 +276,12 @@ final class SuiteStore: Sendable {
       "the value for \(key.debugDescription) cannot be stored in \(path): \(reason); nothing was changed")
   }
 
-  /// While a burst of writes is going on (the last commit carried many
-  /// changes), the next commit waits a moment to gather more: a burst costs
-  /// a few file writes, not one per commit's worth of `set` calls. A lone
-  /// write is committed at once.
-  private func burstDelay() -> Duration? {
-    state.withLock { $0.lastBatchSize } >= 64 ? .milliseconds(2) : nil
-  }
+  /// While a burst of writes is going on (the last commit carried at least this many
+  /// changes), the next commit waits ``burstPause`` to gather more: a burst costs a few file
+  /// writes, not one per commit's worth of `set` calls. A lone write is committed at once.
+  private static let burstBatchSize = 64
+  /// How long the next commit of a burst waits to gather more changes.
+  private static let burstPause: Duration = .milliseconds(2)
 
   /// After a failed commit (lock busy past the bound, disk error): the
   /// changes stay pending and a retry is scheduled, backing off to 1 s.
