@@ -111,23 +111,41 @@ struct SyncTests {
     }
   }
 
-  /// Opening a suite leaves the global domain closed (no lock file, no watch) until a read
-  /// reaches it; that read sees what is on disk then.
+  /// Opening a suite leaves the global domain closed (its lock file ready, from an earlier
+  /// process) until a read reaches it; that read sees what is on disk then.
   @Test func theGlobalDomainIsOpenedOnTheFirstReadThatReachesIt() throws {
     let t = try TestRoot()
     // The suite holds "own" before it is opened (a set of a new key would read the layers
-    // below it, for the change's old value).
+    // below it, for the change's old value), and the global lock file is there.
     try FileManager.default.createDirectory(
       at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true)
     try editOutside(t.groupSuiteFile) { $0["own"] = "mine" }
+    let globalPath = t.root.globalPreferencesURL.path
+    try FileManager.default.createDirectory(
+      at: t.root.globalPreferencesURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+    #expect(FileManager.default.createFile(atPath: globalPath + ".lock", contents: Data(count: 4096)))
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
     #expect(d.string(forKey: "own") == "mine")
-    let globalLock = t.root.globalPreferencesURL.path + ".lock"
-    #expect(!FileManager.default.fileExists(atPath: globalLock), "the global domain was opened at once")
+    #expect(SuiteStore.existing(path: globalPath) == nil, "the global domain was opened at once")
     try editOutside(t.root.globalPreferencesURL) { $0["shared"] = "from global" }
     #expect(d.string(forKey: "shared") == "from global")
     #expect(d.source(forKey: "shared") == .global)
-    #expect(FileManager.default.fileExists(atPath: globalLock))
+    #expect(SuiteStore.existing(path: globalPath) != nil)
+  }
+
+  /// A global lock file that is a symbolic link refuses the suite at open, as it did before
+  /// the global domain was opened lazily, and nothing is created through the link.
+  @Test func aGlobalLockFileThatIsALinkRefusesTheSuiteAtOpen() throws {
+    let t = try TestRoot()
+    let globalLock = t.root.globalPreferencesURL.path + ".lock"
+    try FileManager.default.createDirectory(
+      at: t.root.globalPreferencesURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+    let target = t.root.url.deletingLastPathComponent()
+      .appendingPathComponent("outside-\(UUID().uuidString).lock").path
+    defer { unlink(target) }
+    #expect(symlink(target, globalLock) == 0)
+    #expect(throws: AppGroupsError.self) { _ = try t.defaults(TestRoot.group, as: TestRoot.widget) }
+    #expect(!FileManager.default.fileExists(atPath: target))
   }
 
   /// An observer hears of the global domain's changes although no read reached that layer.

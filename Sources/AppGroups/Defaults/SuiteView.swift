@@ -62,12 +62,13 @@ internal import Synchronization
   ) throws(AppGroupsError) -> SuiteView {
     try registry.object(forKey: suitePath) { () throws(AppGroupsError) -> SuiteView in
       let suite = try SuiteStore.shared(path: suitePath, options: options)
-      // The global domain is opened now only when it is open in this process already or its
-      // lock file is not a plain file (then opening it refuses the suite, as it must);
-      // otherwise on the first read that reaches it.
+      // The global domain is opened on the first read that reaches it when its lock file is
+      // there, a page long, readable and writable: opening it later cannot fail then but by a
+      // race. Otherwise (or when this process has it open already) now, so that whatever
+      // refuses the suite at open (a link, a folder it cannot write) still does.
       let global = try globalPath.flatMap { path throws(AppGroupsError) -> SuiteStore? in
         if let open = SuiteStore.existing(path: path) { return open }
-        guard FileSystem.isMissingOrRegularFile(path + ".lock") else {
+        guard FileSystem.isReadyLockFile(path + ".lock", size: LockedFile.pageSize) else {
           return try SuiteStore.shared(path: path, options: options)
         }
         return nil

@@ -263,12 +263,15 @@ enum FileSystem {
     }
   }
 
-  /// Whether nothing is at `path`, or a regular file (a link is not followed). Any doubt
-  /// (another error) answers `false`.
-  static func isMissingOrRegularFile(_ path: String) -> Bool {
+  /// Whether a regular file (not a link) of at least `size` bytes is at `path`, and this
+  /// process may read and write it: a lock file that opening will not need to create or
+  /// grow. Any doubt answers `false`.
+  static func isReadyLockFile(_ path: String, size: Int) -> Bool {
     var s = stat()
-    if lstat(path, &s) != 0 { return errno == ENOENT }
-    return (s.st_mode & S_IFMT) == S_IFREG
+    guard lstat(path, &s) == 0, (s.st_mode & S_IFMT) == S_IFREG, Int(s.st_size) >= size else {
+      return false
+    }
+    return access(path, R_OK | W_OK) == 0
   }
 
   /// The last component of `path`: everything after its last `/`.
