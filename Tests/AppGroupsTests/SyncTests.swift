@@ -95,11 +95,14 @@ struct SyncTests {
     let observer = NotificationCenter.default.addObserver(
       forName: GroupDefaults.didChangeNotification, object: d, queue: nil
     ) { note in
-      posted.withLock { $0.append(note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]) }
+      let keys = note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]
+      posted.withLock { $0.append(keys) }
       arrived.signal()
     }
     defer { NotificationCenter.default.removeObserver(observer) }
-    for (key, value) in [("b", 1), ("a", 1), ("b", 2), ("c", 1), ("a", 2)] { d.set(value, forKey: key) }
+    for (key, value) in [("b", 1), ("a", 1), ("b", 2), ("c", 1), ("a", 2)] {
+      d.set(value, forKey: key)
+    }
     let deadline = ContinuousClock.now + .seconds(10)
     while Set(posted.withLock { $0.joined() }) != ["a", "b", "c"], ContinuousClock.now < deadline {
       _ = arrived.wait(timeout: .now() + .milliseconds(100))
@@ -121,9 +124,10 @@ struct SyncTests {
       at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true)
     try editOutside(t.groupSuiteFile) { $0["own"] = "mine" }
     let globalPath = t.root.globalPreferencesURL.path
-    try FileManager.default.createDirectory(
-      at: t.root.globalPreferencesURL.deletingLastPathComponent(), withIntermediateDirectories: true)
-    #expect(FileManager.default.createFile(atPath: globalPath + ".lock", contents: Data(count: 4096)))
+    let globalFolder = t.root.globalPreferencesURL.deletingLastPathComponent()
+    try FileManager.default.createDirectory(at: globalFolder, withIntermediateDirectories: true)
+    let lockPage = Data(count: 4096)
+    #expect(FileManager.default.createFile(atPath: globalPath + ".lock", contents: lockPage))
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
     #expect(d.string(forKey: "own") == "mine")
     #expect(SuiteStore.existing(path: globalPath) == nil, "the global domain was opened at once")
@@ -138,8 +142,8 @@ struct SyncTests {
   @Test func aGlobalLockFileThatIsALinkRefusesTheSuiteAtOpen() throws {
     let t = try TestRoot()
     let globalLock = t.root.globalPreferencesURL.path + ".lock"
-    try FileManager.default.createDirectory(
-      at: t.root.globalPreferencesURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+    let globalFolder = t.root.globalPreferencesURL.deletingLastPathComponent()
+    try FileManager.default.createDirectory(at: globalFolder, withIntermediateDirectories: true)
     let target = t.root.url.deletingLastPathComponent()
       .appendingPathComponent("outside-\(UUID().uuidString).lock").path
     defer { unlink(target) }

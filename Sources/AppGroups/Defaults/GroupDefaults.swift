@@ -375,7 +375,9 @@ public final class GroupDefaults: Sendable {
   @discardableResult
   public func synchronize() -> Bool {
     var landed = view.suite.flush()
-    if let global = view.openedGlobal, global.hasPendingChanges { landed = global.flush() && landed }
+    if let global = view.openedGlobal, global.hasPendingChanges {
+      landed = global.flush() && landed
+    }
     view.suite.refresh()
     view.openedGlobal?.refresh()
     view.managed?.refresh()

@@ -145,7 +145,8 @@ internal import Synchronization
       return true
     }
     guard first else { return }
-    globalAddress.store(UInt(bitPattern: Unmanaged.passUnretained(store).toOpaque()), ordering: .releasing)
+    let address = UInt(bitPattern: Unmanaged.passUnretained(store).toOpaque())
+    globalAddress.store(address, ordering: .releasing)
     let id = store.addChangeHandler { [weak self] changes, origin in
       self?.layerChanged(.global, changes, origin: origin)
     }
@@ -169,7 +170,9 @@ internal import Synchronization
   }
 
   func detach(_ defaults: GroupDefaults) {
-    observers.withLock { obs in obs.handles.removeAll { $0.object == nil || $0.object === defaults } }
+    observers.withLock { obs in
+      obs.handles.removeAll { $0.object == nil || $0.object === defaults }
+    }
   }
 
   // MARK: Reading
