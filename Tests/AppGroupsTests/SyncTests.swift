@@ -86,6 +86,85 @@ struct SyncTests {
     #expect(d.hasChanged(since: token))
   }
 
+  /// A burst that sets one key twice posts its changed keys sorted and each once.
+  @Test func aBurstPostsItsChangedKeysSortedAndEachOnce() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let posted = Locked<[[String]]>([])
+    let arrived = DispatchSemaphore(value: 0)
+    let observer = NotificationCenter.default.addObserver(
+      forName: GroupDefaults.didChangeNotification, object: d, queue: nil
+    ) { note in
+      let keys = note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]
+      posted.withLock { $0.append(keys) }
+      arrived.signal()
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    for (key, value) in [("b", 1), ("a", 1), ("b", 2), ("c", 1), ("a", 2)] {
+      d.set(value, forKey: key)
+    }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while Set(posted.withLock { $0.joined() }) != ["a", "b", "c"], ContinuousClock.now < deadline {
+      _ = arrived.wait(timeout: .now() + .milliseconds(100))
+    }
+    let batches = posted.withLock { $0 }
+    #expect(Set(batches.joined()) == ["a", "b", "c"])
+    for keys in batches {
+      #expect(keys == Array(Set(keys)).sorted(), "\(keys)")
+    }
+  }
+
+  /// Opening a suite leaves the global domain closed (its lock file ready, from an earlier
+  /// process) until a read reaches it; that read sees what is on disk then.
+  @Test func theGlobalDomainIsOpenedOnTheFirstReadThatReachesIt() throws {
+    let t = try TestRoot()
+    // The suite holds "own" before it is opened (a set of a new key would read the layers
+    // below it, for the change's old value), and the global lock file is there.
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try editOutside(t.groupSuiteFile) { $0["own"] = "mine" }
+    let globalPath = t.root.globalPreferencesURL.path
+    let globalFolder = t.root.globalPreferencesURL.deletingLastPathComponent()
+    try FileManager.default.createDirectory(at: globalFolder, withIntermediateDirectories: true)
+    let lockPage = Data(count: 4096)
+    #expect(FileManager.default.createFile(atPath: globalPath + ".lock", contents: lockPage))
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    #expect(d.string(forKey: "own") == "mine")
+    #expect(SuiteStore.existing(path: globalPath) == nil, "the global domain was opened at once")
+    try editOutside(t.root.globalPreferencesURL) { $0["shared"] = "from global" }
+    #expect(d.string(forKey: "shared") == "from global")
+    #expect(d.source(forKey: "shared") == .global)
+    #expect(SuiteStore.existing(path: globalPath) != nil)
+  }
+
+  /// A global lock file that is a symbolic link refuses the suite at open, as it did before
+  /// the global domain was opened lazily, and nothing is created through the link.
+  @Test func aGlobalLockFileThatIsALinkRefusesTheSuiteAtOpen() throws {
+    let t = try TestRoot()
+    let globalLock = t.root.globalPreferencesURL.path + ".lock"
+    let globalFolder = t.root.globalPreferencesURL.deletingLastPathComponent()
+    try FileManager.default.createDirectory(at: globalFolder, withIntermediateDirectories: true)
+    let target = t.root.url.deletingLastPathComponent()
+      .appendingPathComponent("outside-\(UUID().uuidString).lock").path
+    defer { unlink(target) }
+    #expect(symlink(target, globalLock) == 0)
+    #expect(throws: AppGroupsError.self) { _ = try t.defaults(TestRoot.group, as: TestRoot.widget) }
+    #expect(!FileManager.default.fileExists(atPath: target))
+  }
+
+  /// An observer hears of the global domain's changes although no read reached that layer.
+  @Test func anObserverHearsOfTheGlobalDomainBeforeAnyReadReachesIt() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let log = ChangeLog()
+    let observation = d.observe(handler: log.record)
+    defer { observation.cancel() }
+    try editOutside(t.root.globalPreferencesURL) { $0["shared"] = "from global" }
+    let change = log.wait { $0.key == "shared" }
+    #expect(change?.newValue == .string("from global"))
+    #expect(change?.origin == .otherProcess)
+  }
+
   @Test func aManagedValueReachesObserversAndMasksLaterWrites() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)

@@ -73,6 +73,8 @@ struct XMLPropertyListTests {
     #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><string>a&bogus;</string></plist>"#,
     #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict></plist>"#,
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><string>a\rb</string></plist>",
+    // A white space that is not XML's (U+0085) inside base64: Foundation reads it its own way.
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><data>AAE\u{85}C</data></plist>",
   ])
   func whatItDoesNotTakeIsLeftToFoundation(_ text: String) {
     #expect(XMLPropertyList.decode(Data(text.utf8)) == nil)

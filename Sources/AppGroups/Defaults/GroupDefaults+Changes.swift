@@ -48,17 +48,20 @@ extension GroupDefaults {
   /// observer, it is the token of the change the observer was told of.
   public var changeToken: ChangeToken { ChangeToken(rawValue: view.suite.token()) }
 
-  /// Whether the suite changed on disk since `token` was read: one token
-  /// read, no parsing. A consumer records ``changeToken`` with what it shows
-  /// and, when it resumes, re-reads only if this is `true`.
+  /// Whether the suite changed on disk since `token` was read: one token read and one
+  /// `stat(2)` (an edit of the file from outside shows at once, before the change monitor
+  /// hears of it), no parsing. A consumer records ``changeToken`` with what it shows and,
+  /// when it resumes, re-reads only if this is `true`; ``refreshIfChanged()`` answers without
+  /// the `stat(2)` while a kernel watch covers the folder.
   public func hasChanged(since token: ChangeToken) -> Bool {
     changeToken != token
   }
 
   /// For a consumer that was suspended: re-reads the suite only if its
   /// token or file moved since this process last read or wrote it, and
-  /// tells observers what changed. When nothing moved it costs a token read
-  /// and a `stat(2)` per layer (suite, global, managed): a few microseconds.
+  /// tells observers what changed. When nothing moved it costs a token read from shared
+  /// memory per open layer (suite, managed, and global once a read reached it), and no
+  /// system call while a kernel watch covers their folders (else a `stat(2)` each).
   ///
   /// ```swift
   /// // on resume (SIGCONT, a lifecycle event)
@@ -77,7 +80,7 @@ extension GroupDefaults {
     if view.suite.hasChangedOnDisk(), !view.suite.refresh().isEmpty {
       changed = true
     }
-    if let global = view.global, global.hasChangedOnDisk(), !global.refresh().isEmpty {
+    if let global = view.openedGlobal, global.hasChangedOnDisk(), !global.refresh().isEmpty {
       changed = true
     }
     if let managed = view.managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {

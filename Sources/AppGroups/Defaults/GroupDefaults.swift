@@ -375,9 +375,11 @@ public final class GroupDefaults: Sendable {
   @discardableResult
   public func synchronize() -> Bool {
     var landed = view.suite.flush()
-    if let global = view.global, global.hasPendingChanges { landed = global.flush() && landed }
+    if let global = view.openedGlobal, global.hasPendingChanges {
+      landed = global.flush() && landed
+    }
     view.suite.refresh()
-    view.global?.refresh()
+    view.openedGlobal?.refresh()
     view.managed?.refresh()
     return landed
   }
@@ -390,7 +392,7 @@ public final class GroupDefaults: Sendable {
   ///   the system call, the path and the errno text when the disk refused the write.
   package func synchronizeOrThrow() throws(AppGroupsError) {
     try view.suite.commitPending(timeout: view.suite.options.lockTimeout)
-    if let global = view.global, global.hasPendingChanges {
+    if let global = view.openedGlobal, global.hasPendingChanges {
       try global.commitPending(timeout: global.options.lockTimeout)
     }
     view.suite.refresh()
@@ -407,7 +409,7 @@ public final class GroupDefaults: Sendable {
   @discardableResult
   package func discardPendingChanges() -> Bool {
     let suiteLanded = view.suite.discardPendingChanges()
-    let globalLanded = view.global?.discardPendingChanges() ?? true
+    let globalLanded = view.openedGlobal?.discardPendingChanges() ?? true
     return suiteLanded && globalLanded
   }
 

@@ -15,12 +15,13 @@ enum ProcessDomains {
 
   private static let state = Mutex(State())
 
+  // An empty domain (the usual case) answers without hashing the key.
   static func registered(_ key: String) -> PropertyListValue? {
-    state.withLock { $0.registration[key] }
+    state.withLock { $0.registration.isEmpty ? nil : $0.registration[key] }
   }
 
   static func argument(_ key: String) -> PropertyListValue? {
-    state.withLock { $0.arguments[key] }
+    state.withLock { $0.arguments.isEmpty ? nil : $0.arguments[key] }
   }
 
   static var registration: [String: PropertyListValue] { state.withLock { $0.registration } }

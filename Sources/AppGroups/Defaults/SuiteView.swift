@@ -10,8 +10,16 @@ internal import Synchronization
 @usableFromInline final class SuiteView: Sendable {
   let domain: String
   let suite: SuiteStore
-  let global: SuiteStore?
   let managed: SuiteStore?
+  /// The global domain's file, opened on first use (see ``global``); `nil` for the global
+  /// suite itself.
+  private let globalPath: String?
+  private let options: SuiteStore.Options
+  /// Set once, and held (strongly) until the view goes.
+  private let globalStore = Mutex<SuiteStore?>(nil)
+  /// The same store's address, for reads without a lock on every `set` and resume check
+  /// (`AtomicLazyReference.load()` costs hundreds of instructions, unspecialized).
+  private let globalAddress = Atomic<UInt>(0)
 
   private struct Cache: Sendable {
     var entries: [CacheKey: Entry] = [:]
@@ -33,7 +41,9 @@ internal import Synchronization
   private struct Observers: Sendable {
     var byID: [UInt64: (keys: Set<String>?, handler: @Sendable ([GroupDefaults.Change]) -> Void)] = [:]
     var nextID: UInt64 = 1
-    var handles: [ObjectIdentifier: WeakReference<GroupDefaults>] = [:]
+    /// The handles on this view (a few): an array, not a dictionary keyed by
+    /// `ObjectIdentifier`, whose first use costs a process a conformance lookup at launch.
+    var handles: [WeakReference<GroupDefaults>] = []
   }
 
   private let cache = Mutex(Cache())
@@ -52,16 +62,26 @@ internal import Synchronization
   ) throws(AppGroupsError) -> SuiteView {
     try registry.object(forKey: suitePath) { () throws(AppGroupsError) -> SuiteView in
       let suite = try SuiteStore.shared(path: suitePath, options: options)
-      let global = try globalPath.map { path throws(AppGroupsError) in
-        try SuiteStore.shared(path: path, options: options)
+      // The global domain is opened on the first read that reaches it when its lock file is
+      // there, a page long, readable and writable: opening it later cannot fail then but by a
+      // race. Otherwise (or when this process has it open already) now, so that whatever
+      // refuses the suite at open (a link, a folder it cannot write) still does.
+      let global = try globalPath.flatMap { path throws(AppGroupsError) -> SuiteStore? in
+        if let open = SuiteStore.existing(path: path) { return open }
+        guard FileSystem.isReadyLockFile(path + ".lock", size: LockedFile.pageSize) else {
+          return try SuiteStore.shared(path: path, options: options)
+        }
+        return nil
       }
       var managedOptions = options
       managedOptions.readOnly = true
       let managed = try managedPath.map { path throws(AppGroupsError) in
         try SuiteStore.shared(path: path, options: managedOptions)
       }
-      let view = SuiteView(domain: domain, suite: suite, global: global, managed: managed)
-      ChangeMonitor.shared.watch([view.suite, view.global, view.managed].compactMap { $0 })
+      let view = SuiteView(
+        domain: domain, suite: suite, managed: managed, globalPath: globalPath, options: options)
+      ChangeMonitor.shared.watch([view.suite, view.managed].compactMap { $0 })
+      if let global { view.adoptGlobal(global) }
       return view
     }
   }
@@ -70,15 +90,17 @@ internal import Synchronization
     registry.all
   }
 
-  private init(domain: String, suite: SuiteStore, global: SuiteStore?, managed: SuiteStore?) {
+  private init(
+    domain: String, suite: SuiteStore, managed: SuiteStore?, globalPath: String?,
+    options: SuiteStore.Options
+  ) {
     self.domain = domain
     self.suite = suite
-    self.global = global
     self.managed = managed
+    self.globalPath = globalPath
+    self.options = options
     var ids: [(SuiteStore, UInt64)] = []
-    let layers: [(SuiteStore?, GroupDefaults.Domain)] = [
-      (suite, .application), (global, .global), (managed, .managed),
-    ]
+    let layers: [(SuiteStore?, GroupDefaults.Domain)] = [(suite, .application), (managed, .managed)]
     for case let (store?, layer) in layers {
       let id = store.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(layer, changes, origin: origin)
@@ -88,16 +110,69 @@ internal import Synchronization
     handlerIDs.withLock { $0 = ids }
   }
 
+  /// The global domain's store, opened on first use: most processes read keys their suite
+  /// holds and never need it, and opening it costs a lock file, a mapped page, a read and a
+  /// kernel watch. `nil` for the global suite itself, and (said once on stderr) when it
+  /// cannot be opened: then the layer reads as empty, and the next use tries again.
+  var global: SuiteStore? {
+    if let opened = openedGlobal { return opened }
+    guard let globalPath else { return nil }
+    let store: SuiteStore
+    do {
+      store = try SuiteStore.shared(path: globalPath, options: options)
+    } catch {
+      GroupDefaults.reportRefusalOnce(error)
+      return nil
+    }
+    adoptGlobal(store)
+    return store
+  }
+
+  /// The global domain's store if it is open; what was never opened has nothing cached.
+  var openedGlobal: SuiteStore? {
+    let address = globalAddress.load(ordering: .acquiring)
+    guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+    // Alive: `globalStore` holds it as long as this view.
+    return Unmanaged<SuiteStore>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// Makes `store` this view's global layer (once): its changes reach this view, the change
+  /// monitor watches it, and the cache forgets what it resolved before.
+  private func adoptGlobal(_ store: SuiteStore) {
+    let first = globalStore.withLock { slot in
+      if slot != nil { return false }
+      slot = store
+      return true
+    }
+    guard first else { return }
+    let address = UInt(bitPattern: Unmanaged.passUnretained(store).toOpaque())
+    globalAddress.store(address, ordering: .releasing)
+    let id = store.addChangeHandler { [weak self] changes, origin in
+      self?.layerChanged(.global, changes, origin: origin)
+    }
+    handlerIDs.withLock { $0.append((store, id)) }
+    // A change of the store heard between its opening and the handler above (another view
+    // shares it) reached no handler of this view: forget every resolved entry.
+    cache.withLock { cache in
+      cache.epoch &+= 1
+      cache.entries.removeAll(keepingCapacity: true)
+      cache.holdsNonASCIIKeys = false
+    }
+    ChangeMonitor.shared.watch(store)
+  }
+
   deinit {
     for (store, id) in handlerIDs.withLock({ $0 }) { store.removeChangeHandler(id) }
   }
 
   func attach(_ defaults: GroupDefaults) {
-    observers.withLock { $0.handles[ObjectIdentifier(defaults)] = WeakReference(defaults) }
+    observers.withLock { $0.handles.append(WeakReference(defaults)) }
   }
 
   func detach(_ defaults: GroupDefaults) {
-    observers.withLock { _ = $0.handles.removeValue(forKey: ObjectIdentifier(defaults)) }
+    observers.withLock { obs in
+      obs.handles.removeAll { $0.object == nil || $0.object === defaults }
+    }
   }
 
   // MARK: Reading
@@ -243,7 +318,7 @@ internal import Synchronization
   /// `origin` in `userInfo` is never a guess for a mixed burst.
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
-    let handles = observers.withLock { $0.handles.values.compactMap(\.object) }
+    let handles = observers.withLock { $0.handles.compactMap(\.object) }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
       let batch = changes.filter { $0.origin == origin }
       guard !batch.isEmpty else { continue }
@@ -261,10 +336,24 @@ internal import Synchronization
   ) -> [AnyHashable: Any] {
     [
       GroupDefaults.suiteNameKey: domain,
-      GroupDefaults.changedKeysKey: Array(Set(changes.map(\.key))).sorted(),
+      GroupDefaults.changedKeysKey: sortedKeys(changes),
       GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
       GroupDefaults.changesKey: changes,
     ]
+  }
+
+  /// The changed keys, sorted, each once: sorted first, then adjacent repeats dropped (no set
+  /// of the keys is built: a burst of 10,000 `set`s posts one notification with them all).
+  private static func sortedKeys(_ changes: [GroupDefaults.Change]) -> [String] {
+    var keys = changes.map(\.key)
+    keys.sort()
+    var kept = 0
+    for index in keys.indices where kept == 0 || keys[index] != keys[kept - 1] {
+      if index != kept { keys.swapAt(index, kept) }
+      kept += 1
+    }
+    keys.removeLast(keys.count - kept)
+    return keys
   }
 
   /// Posts the notifications of persistent-domain calls in the order the calls were made.
@@ -294,7 +383,9 @@ internal import Synchronization
   func addObserver(
     keys: Set<String>?, _ handler: @escaping @Sendable ([GroupDefaults.Change]) -> Void
   ) -> UInt64 {
-    observers.withLock { obs in
+    // An observer hears of the global layer's changes too: that layer must be open.
+    _ = global
+    return observers.withLock { obs in
       let id = obs.nextID
       obs.nextID &+= 1
       obs.byID[id] = (keys, handler)

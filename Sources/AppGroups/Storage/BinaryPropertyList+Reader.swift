@@ -208,7 +208,10 @@ struct BinaryPropertyListReader {
           switch try begin(object: ref, depth: depth &+ stack.count &+ 1) {
           case .value(let value):
             // A duplicate key: the first one wins, as in CoreFoundation.
-            if current.entries[key] == nil { current.entries[key] = value }
+            // One hash per key; the rare duplicate puts the first value back.
+            if let first = current.entries.updateValue(value, forKey: key) {
+              current.entries[key] = first
+            }
             current.next &+= 1
           case .container(let child):
             current.key = key

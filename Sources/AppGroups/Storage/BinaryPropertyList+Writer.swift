@@ -3,44 +3,40 @@ internal import Foundation
 // The writer of ``BinaryPropertyList``: the value flattened into objects (strings uniqued)
 // written into a buffer this file owns, then the offset table and the trailer.
 
-/// Bytes being written, in memory this type owns. Appends check capacity
-/// once per call, not per byte.
+/// Bytes being written: an ``UnsafeList`` of bytes, the writer's one growable buffer, with
+/// the stores of the format on top. Appends check capacity once per call, not per byte.
 private struct ByteBuffer: ~Copyable {
-  private(set) var base: UnsafeMutableRawPointer
-  private(set) var capacity: Int
-  var count = 0
+  private var bytes: UnsafeList<UInt8>
 
   init(capacity: Int) {
-    self.capacity = Swift.max(capacity, 256)
-    base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+    bytes = UnsafeList(capacity: Swift.max(capacity, 256))
   }
 
-  deinit { base.deallocate() }
+  var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bytes.base) }
+  /// The bytes written; set lower to take back what was written since.
+  var count: Int {
+    get { bytes.count }
+    set { bytes.truncate(to: newValue) }
+  }
 
-  /// Makes room for `extra` more bytes.
   /// Makes room for `extra` more bytes, and 8 more: `appendBigEndian`
   /// stores whole words and `hash` loads them.
   @inline(__always)
   mutating func reserve(_ extra: Int) {
-    if capacity &- count &- 8 < extra { grow(extra &+ 8) }
+    bytes.reserve(extra &+ 8)
   }
 
-  @inline(never)
-  private mutating func grow(_ extra: Int) {
-    var newCapacity = capacity &* 2
-    while newCapacity &- count < extra { newCapacity &*= 2 }
-    let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
-    newBase.copyMemory(from: base, byteCount: count)
-    base.deallocate()
-    base = newBase
-    capacity = newCapacity
+  /// Counts `n` more bytes, stored already in the room ``reserve(_:)`` made.
+  @inline(__always)
+  private mutating func advance(_ n: Int) {
+    bytes.advance(n)
   }
 
   @inline(__always)
   mutating func append(_ byte: UInt8) {
     reserve(1)
     base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-    count &+= 1
+    advance(1)
   }
 
   @inline(__always)
@@ -48,7 +44,7 @@ private struct ByteBuffer: ~Copyable {
     guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
     reserve(bytes.count)
     (base + count).copyMemory(from: source, byteCount: bytes.count)
-    count &+= bytes.count
+    advance(bytes.count)
   }
 
   /// The low `width` (1 to 8) bytes of `value`, most significant first.
@@ -58,7 +54,7 @@ private struct ByteBuffer: ~Copyable {
     // Store all 8 bytes with the wanted ones first, then keep `width` of them.
     let shifted = value &<< UInt64(64 &- width &* 8)
     base.storeBytes(of: shifted.bigEndian, toByteOffset: count, as: UInt64.self)
-    count &+= width
+    advance(width)
   }
 
   /// A marker with the count in its low nibble, or 0xF and an integer object.
@@ -88,11 +84,10 @@ private struct ByteBuffer: ~Copyable {
 
   /// Hands the bytes over as `Data` without copying them.
   consuming func finish() -> Data {
-    let data = Data(
-      bytesNoCopy: base, count: count,
+    let (base, count) = bytes.release()
+    return Data(
+      bytesNoCopy: UnsafeMutableRawPointer(base), count: count,
       deallocator: .custom { pointer, _ in pointer.deallocate() })
-    discard self
-    return data
   }
 }
 
@@ -151,6 +146,25 @@ private struct UnsafeList<Element: BitwiseCopyable>: ~Copyable {
   @inline(__always)
   mutating func removeLast() {
     count &-= 1
+  }
+
+  /// Forgets the elements from `newCount` on.
+  @inline(__always)
+  mutating func truncate(to newCount: Int) {
+    count = newCount
+  }
+
+  /// Counts `n` more elements, initialized already in the room ``reserve(_:)`` made.
+  @inline(__always)
+  mutating func advance(_ n: Int) {
+    count &+= n
+  }
+
+  /// Gives up the memory (the caller deallocates it) and its count.
+  consuming func release() -> (UnsafeMutablePointer<Element>, Int) {
+    let result = (base, count)
+    discard self
+    return result
   }
 }
 

@@ -31,8 +31,10 @@ final class CommitGate: @unchecked Sendable {
     case reentered
   }
 
-  /// Enters the gate, waiting until `deadline` at most.
-  func enter(before deadline: Date) -> Entry {
+  /// Enters the gate, waiting until `deadline` at most: a ``FileSystem/monotonicNanoseconds()``
+  /// instant, the clock the file lock's wait uses too, so that a change of the wall clock
+  /// neither stretches nor cuts the bound.
+  func enter(before deadline: UInt64) -> Entry {
     let me = pthread_self()
     condition.lock()
     defer { condition.unlock() }
@@ -40,8 +42,16 @@ final class CommitGate: @unchecked Sendable {
       if pthread_equal(owner, me) != 0 { return .reentered }
       if ownerHoldsFileLock {
         condition.wait()
-      } else if !condition.wait(until: deadline), self.owner != nil, !ownerHoldsFileLock {
-        return .timedOut
+        continue
+      }
+      // NSCondition waits until a wall-clock date: wait for what is left of the monotonic
+      // bound, and measure again on waking.
+      let now = FileSystem.monotonicNanoseconds()
+      let left = deadline > now ? deadline - now : 0
+      if left == 0 || !condition.wait(until: Date(timeIntervalSinceNow: Double(left) / 1e9)) {
+        if self.owner != nil, !ownerHoldsFileLock, FileSystem.monotonicNanoseconds() >= deadline {
+          return .timedOut
+        }
       }
     }
     owner = me

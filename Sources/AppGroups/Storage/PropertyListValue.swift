@@ -211,7 +211,14 @@ extension PropertyListValue {
     case .data(let v): return v.count + 4
     case .array(let v): return v.reduce(4) { $0 + $1.estimatedEncodedSize + 2 }
     case .dictionary(let v):
-      return v.reduce(4) { $0 + $1.key.utf8.count + 6 + $1.value.estimatedEncodedSize }
+      return v.reduce(4) { $0 + Self.estimatedEntrySize(key: $1.key, value: $1.value) }
     }
+  }
+
+  /// The estimated bytes of one dictionary entry, its key and its value (0 for no value):
+  /// the one formula behind a dictionary's ``estimatedEncodedSize`` and a suite's size limit.
+  static func estimatedEntrySize(key: String, value: PropertyListValue?) -> Int {
+    guard let value else { return 0 }
+    return key.utf8.count + 6 + value.estimatedEncodedSize
   }
 }

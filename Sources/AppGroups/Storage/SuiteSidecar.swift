@@ -10,7 +10,7 @@ import Glibc
 /// it even again; a reader retries while it is odd or moved. Nothing
 /// private is ever written into the property list itself.
 ///
-/// Layout (64-bit words): magic, sequence, generation, has-identity,
+/// Layout (64-bit words): magic, sequence, token, has-identity,
 /// device, inode, size, modified-ns, changed-ns; the page's last word is
 /// ``LockedFile``'s retired mark.
 final class SuiteSidecar: Sendable {
@@ -21,7 +21,7 @@ final class SuiteSidecar: Sendable {
   /// The record a committer leaves: the token, and which version of the
   /// plist it describes.
   struct Record: Equatable, Sendable {
-    var generation: UInt64
+    var token: UInt64
     var identity: FileIdentity?
   }
 
@@ -50,7 +50,7 @@ final class SuiteSidecar: Sendable {
       let before = load(1)
       if before & 1 == 1 { continue }
       let record = Record(
-        generation: load(2),
+        token: load(2),
         identity: load(3) == 0
           ? nil
           : FileIdentity(
@@ -61,8 +61,19 @@ final class SuiteSidecar: Sendable {
     return nil
   }
 
-  /// The token alone: one sequence-checked read.
-  var generation: UInt64? { read()?.generation }
+  /// The token alone: one sequence-checked read of three words (no identity is built).
+  /// `nil` as for ``read()``.
+  var token: UInt64? {
+    let handle = handle()
+    guard let words = handle.page else { return nil }
+    for _ in 0..<10_000 {
+      let before = cappgroups_atomic_load_u64(words + 1)
+      if before & 1 == 1 { continue }
+      let token = cappgroups_atomic_load_u64(words + 2)
+      if cappgroups_atomic_load_u64(words + 1) == before { return token }
+    }
+    return nil
+  }
 
   /// Moves the token forward and records which version of the plist it
   /// describes. Call only while holding the lock of ``file``.
@@ -75,15 +86,15 @@ final class SuiteSidecar: Sendable {
     var sequence = load(1)
     if sequence & 1 == 0 { sequence &+= 1 }  // odd: update in progress
     store(1, sequence)
-    var generation = load(2)
+    var token = load(2)
     if load(0) != Self.magic {
       // A new sidecar (or one deleted by hand) starts from the clock, so the
       // token never goes backwards across its re-creation.
-      generation = max(generation, UInt64(max(FileSystem.nowNanoseconds(), 0)))
+      token = max(token, UInt64(max(FileSystem.nowNanoseconds(), 0)))
       store(0, Self.magic)
     }
-    generation &+= 1
-    store(2, generation)
+    token &+= 1
+    store(2, token)
     store(3, identity == nil ? 0 : 1)
     store(4, identity?.device ?? 0)
     store(5, identity?.inode ?? 0)
@@ -91,6 +102,6 @@ final class SuiteSidecar: Sendable {
     store(7, UInt64(bitPattern: identity?.modified ?? 0))
     store(8, UInt64(bitPattern: identity?.changed ?? 0))
     store(1, sequence &+ 1)
-    return generation
+    return token
   }
 }

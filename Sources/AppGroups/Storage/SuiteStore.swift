@@ -10,14 +10,6 @@ struct StoredChange: Sendable, Equatable {
   var new: PropertyListValue?
 }
 
-/// Where a change came from.
-public enum ChangeOrigin: Sendable, Hashable {
-  /// A call in this process.
-  case thisProcess
-  /// A commit by another process, or an edit of the file from outside.
-  case otherProcess
-}
-
 /// The per-process store of one property-list file: the in-memory cache, the
 /// changes not yet on disk, the commit that merges them key by key into the
 /// file under the suite's lock, and the last-update token.
@@ -62,13 +54,23 @@ final class SuiteStore: Sendable {
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
     var sizeEstimate = 0
-    var lastGeneration: UInt64 = 0
-    var changeHandlers: [UInt64: @Sendable ([StoredChange], ChangeOrigin) -> Void] = [:]
+    /// In the order they were added; an array, not a dictionary: there are a few, and a
+    /// `set` hands them on without building anything.
+    var changeHandlers: [(id: UInt64, handler: ChangeHandler)] = []
     var nextHandlerID: UInt64 = 1
-    var changeHandler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)? {
-      let handlers = Array(changeHandlers.values)
-      if handlers.isEmpty { return nil }
-      return { changes, origin in for handler in handlers { handler(changes, origin) } }
+    var changeHandler: ChangeHandlers? {
+      changeHandlers.isEmpty ? nil : ChangeHandlers(handlers: changeHandlers)
+    }
+  }
+
+  typealias ChangeHandler = @Sendable ([StoredChange], ChangeOrigin) -> Void
+
+  /// The change handlers of a store at one moment, called in turn.
+  struct ChangeHandlers: Sendable {
+    fileprivate let handlers: [(id: UInt64, handler: ChangeHandler)]
+
+    func callAsFunction(_ changes: [StoredChange], _ origin: ChangeOrigin) {
+      for entry in handlers { entry.handler(changes, origin) }
     }
   }
 
@@ -94,6 +96,10 @@ final class SuiteStore: Sendable {
   /// this store's folder.
   let watchedByKernel = Atomic<Bool>(false)
 
+  /// The token this process last saw (read or moved): an atomic of its own, so that the
+  /// resume check reads it without a lock.
+  private let seenToken = Atomic<UInt64>(0)
+
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
 
@@ -106,37 +112,26 @@ final class SuiteStore: Sendable {
 
   // MARK: Opening
 
-  private static let registry = Mutex<[String: WeakStore]>([:])
-  private struct WeakStore: @unchecked Sendable { weak var store: SuiteStore? }
+  private static let registry = WeakRegistry<SuiteStore>()
 
   /// The store for `path` in this process, opening it on first use.
   static func shared(path: String, options: Options = Options()) throws(AppGroupsError) -> SuiteStore {
     ProcessLifecycle.installOnce()
-    let result: Result<SuiteStore, AppGroupsError> = registry.withLock { stores in
-      if let existing = stores[path]?.store { return .success(existing) }
-      let opened = Result { () throws(AppGroupsError) in try SuiteStore(path: path, options: options) }
-      if case .success(let store) = opened {
-        // Forget stores that are gone, so that a process opening many suites in turn
-        // does not keep an entry for each (amortised: when the table doubles).
-        if stores.count >= 64 && stores.count.nonzeroBitCount == 1 {
-          stores = stores.filter { $0.value.store != nil }
-        }
-        stores[path] = WeakStore(store: store)
-      }
-      return opened
+    return try registry.object(forKey: path) { () throws(AppGroupsError) in
+      try SuiteStore(path: path, options: options)
     }
-    return try result.get()
   }
 
+  /// The store for `path` if this process has it open.
+  static func existing(path: String) -> SuiteStore? { registry.existing(forKey: path) }
+
   /// Every open store, for flushing at exit.
-  static func openStores() -> [SuiteStore] {
-    registry.withLock { stores in stores.values.compactMap(\.store) }
-  }
+  static func openStores() -> [SuiteStore] { registry.all }
 
   private init(path: String, options: Options) throws(AppGroupsError) {
     self.path = path
-    self.directory = (path as NSString).deletingLastPathComponent
-    self.fileName = (path as NSString).lastPathComponent
+    self.directory = FileSystem.folder(of: path)
+    self.fileName = FileSystem.lastComponent(of: path)
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
     if options.readOnly {
@@ -160,35 +155,35 @@ final class SuiteStore: Sendable {
       cs.persisted = loaded
       return loaded
     }
-    let generation = sidecar?.generation ?? 0
+    seenToken.store(sidecar?.token ?? 0, ordering: .releasing)
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
-      $0.lastGeneration = generation
     }
   }
 
   /// Adds a closure told of every change of this store's values, with its
   /// origin. Returns an id for ``removeChangeHandler(_:)``.
   @discardableResult
-  func addChangeHandler(_ handler: @escaping @Sendable ([StoredChange], ChangeOrigin) -> Void) -> UInt64 {
+  func addChangeHandler(_ handler: @escaping ChangeHandler) -> UInt64 {
     state.withLock { st in
       let id = st.nextHandlerID
       st.nextHandlerID &+= 1
-      st.changeHandlers[id] = handler
+      st.changeHandlers.append((id, handler))
       return id
     }
   }
 
   func removeChangeHandler(_ id: UInt64) {
-    state.withLock { _ = $0.changeHandlers.removeValue(forKey: id) }
+    state.withLock { $0.changeHandlers.removeAll { $0.id == id } }
   }
 
   // MARK: Reading
 
   /// The current value (committed or pending) of `key`.
   func value(forKey key: String) -> PropertyListValue? {
-    state.withLock { $0.values[key] }
+    // An empty layer (managed and global mostly are) answers without hashing the key.
+    state.withLock { $0.values.isEmpty ? nil : $0.values[key] }
   }
 
   /// Every key and value, as this process sees them now.
@@ -214,30 +209,34 @@ final class SuiteStore: Sendable {
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
-    let outcome: Result<(StoredChange?, Bool, (@Sendable ([StoredChange], ChangeOrigin) -> Void)?), AppGroupsError> =
-      state.withLock { st in
-        let old = st.values[key]
-        if old == value { return .success((nil, false, nil)) }
-        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-        let newSize = value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-        let size = st.sizeEstimate - oldSize + newSize
-        if newSize > oldSize && size > options.sizeLimit {
-          return .failure(
-            AppGroupsError(
-              .sizeLimitExceeded,
-              "setting \(key.debugDescription) would make \(path) about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
-            ))
-        }
-        st.sizeEstimate = size
-        st.values[key] = value
-        st.pending[key] = Pending(value: value, sequence: st.nextSequence)
-        st.nextSequence &+= 1
-        let schedule = !st.flushScheduled
-        st.flushScheduled = true
-        return .success((StoredChange(key: key, old: old, new: value), schedule, st.changeHandler))
-      }
-    let (change, schedule, handler) = try outcome.get()
-    if schedule { scheduleFlush(after: burstDelay()) }
+    // One pass under the lock, which builds no error (a refusal's size is returned and said
+    // outside it) and also reads whether a burst is going on.
+    let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
+      st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
+      let old = st.values[key]
+      if old == value { return (nil, false, false, nil, nil) }
+      let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+      let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
+      let size = st.sizeEstimate - oldSize + newSize
+      if newSize > oldSize && size > options.sizeLimit { return (nil, false, false, nil, size) }
+      st.sizeEstimate = size
+      st.values[key] = value
+      st.pending[key] = Pending(value: value, sequence: st.nextSequence)
+      st.nextSequence &+= 1
+      let schedule = !st.flushScheduled
+      st.flushScheduled = true
+      return (
+        StoredChange(key: key, old: old, new: value), schedule,
+        st.lastBatchSize >= Self.burstBatchSize, st.changeHandler, nil
+      )
+    }
+    if let refusedSize {
+      throw AppGroupsError(
+        .sizeLimitExceeded,
+        "setting \(key.debugDescription) would make \(path) about \(refusedSize) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
+      )
+    }
+    if schedule { scheduleFlush(after: inBurst ? Self.burstPause : nil) }
     if let change, let handler { handler([change], .thisProcess) }
     return change
   }
@@ -277,13 +276,12 @@ final class SuiteStore: Sendable {
       "the value for \(key.debugDescription) cannot be stored in \(path): \(reason); nothing was changed")
   }
 
-  /// While a burst of writes is going on (the last commit carried many
-  /// changes), the next commit waits a moment to gather more: a burst costs
-  /// a few file writes, not one per commit's worth of `set` calls. A lone
-  /// write is committed at once.
-  private func burstDelay() -> Duration? {
-    state.withLock { $0.lastBatchSize } >= 64 ? .milliseconds(2) : nil
-  }
+  /// While a burst of writes is going on (the last commit carried at least this many
+  /// changes), the next commit waits ``burstPause`` to gather more: a burst costs a few file
+  /// writes, not one per commit's worth of `set` calls. A lone write is committed at once.
+  private static let burstBatchSize = 64
+  /// How long the next commit of a burst waits to gather more changes.
+  private static let burstPause: Duration = .milliseconds(2)
 
   /// After a failed commit (lock busy past the bound, disk error): the
   /// changes stay pending and a retry is scheduled, backing off to 1 s.
@@ -337,7 +335,7 @@ final class SuiteStore: Sendable {
   /// - Returns: `true` when nothing was pending any more: every change is on disk.
   @discardableResult
   func discardPendingChanges() -> Bool {
-    let entry = gate.enter(before: Self.deadline(after: options.lockTimeout))
+    let entry = gate.enter(before: FileSystem.deadline(after: options.lockTimeout))
     let persisted = commit.withLock { $0.persisted }
     let (changes, handler, landed) = state.withLock { st in
       let landed = st.pending.isEmpty && st.replacement == nil
@@ -408,8 +406,8 @@ final class SuiteStore: Sendable {
           return [:]
         }
         let old = current[key]
-        let oldSize = old.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-        let newSize = result.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: result)
         if newSize > oldSize {
           let size = Self.estimate(current) - oldSize + newSize
           if size > self.options.sizeLimit {
@@ -459,8 +457,8 @@ final class SuiteStore: Sendable {
             bodyError = self.unstorable(key, reason)
             return [:]
           }
-          size -= current[key].map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
-          size += value.map { $0.estimatedEncodedSize + key.utf8.count + 6 } ?? 0
+          size -= PropertyListValue.estimatedEntrySize(key: key, value: current[key])
+          size += PropertyListValue.estimatedEntrySize(key: key, value: value)
         }
         if size > self.options.sizeLimit && size > Self.estimate(current) {
           bodyError = AppGroupsError(
@@ -486,7 +484,7 @@ final class SuiteStore: Sendable {
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
-    let deadline = Self.deadline(after: timeout)
+    let deadline = FileSystem.deadline(after: timeout)
     switch gate.enter(before: deadline) {
     case .entered:
       break
@@ -501,7 +499,7 @@ final class SuiteStore: Sendable {
     }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    var handler: ChangeHandlers?
     do {
       defer { gate.leave() }
       var attempt = 1
@@ -534,12 +532,6 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// The gate's deadline `timeout` from now.
-  private static func deadline(after timeout: Duration) -> Date {
-    let (seconds, attoseconds) = timeout.components
-    return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-  }
-
   /// How one pass of a commit ended.
   private enum CommitOutcome {
     /// The changes are on disk (or there was nothing to write).
@@ -550,23 +542,24 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: Date, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
-    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    handler: inout ChangeHandlers?
   ) throws(AppGroupsError) -> CommitOutcome {
     // Snapshot the pending changes; later ones get higher sequences.
-    let (pending, replacement) = state.withLock { st in
+    // `through`: the last sequence handed out; every change in the snapshot has one up to it,
+    // every later change a higher one.
+    let (pending, replacement, through) = state.withLock { st in
       st.flushScheduled = false
-      return (st.pending, st.replacement)
+      return (st.pending, st.replacement, st.nextSequence &- 1)
     }
     guard !pending.isEmpty || replacement != nil || extra != nil else { return .committed }
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
-    let remaining = UInt64(max(0, deadline.timeIntervalSinceNow * 1e9))
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: waitStart &+ remaining)
+      try sidecar.file.lock(until: deadline)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -625,6 +618,8 @@ final class SuiteStore: Sendable {
     // 2. This process's changes, key by key, on top; then the atomic update's, computed from
     //    them without holding `commit`, so that the closure may read the store.
     var next = replacement?.values ?? reloaded
+    // One allocation for the merged domain, not a rehash each time it doubles.
+    next.reserveCapacity(next.count + pending.count)
     var differs = replacement != nil && replacement?.values != reloaded
     for (key, change) in pending where next[key] != change.value {
       next[key] = change.value
@@ -671,29 +666,33 @@ final class SuiteStore: Sendable {
       throw error
     }
     finishCommit(
-      next: next, didReload: before != reloaded, pending: pending, replacement: replacement,
-      extra: extraChanges, outside: &outside, local: &local, handler: &handler)
+      next: next, didReload: before != reloaded, pending: pending, through: through,
+      replacement: replacement, extra: extraChanges, outside: &outside, local: &local,
+      handler: &handler)
     return .committed
   }
 
   private func finishCommit(
-    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending],
+    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
     extra: [String: PropertyListValue?],
     outside: inout [StoredChange], local: inout [StoredChange],
-    handler: inout (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    handler: inout ChangeHandlers?
   ) {
-    let generation = sidecar?.generation
+    if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       st.lastBatchSize = pending.count
-      // Drop what was committed, unless it changed again meanwhile.
-      for (key, change) in pending where st.pending[key]?.sequence == change.sequence {
-        st.pending.removeValue(forKey: key)
+      // Drop what was committed, unless it changed again meanwhile: what is left is what
+      // came after the snapshot. Nothing, at the end of a burst; else the few late ones,
+      // kept without a hash and a delete per committed key.
+      if st.nextSequence &- 1 == through {
+        st.pending.removeAll()
+      } else {
+        st.pending = st.pending.filter { $0.value.sequence > through }
       }
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
       }
-      if let generation { st.lastGeneration = generation }
       if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
@@ -717,21 +716,21 @@ final class SuiteStore: Sendable {
   @discardableResult
   func refresh() -> [StoredChange] {
     var changes: [StoredChange] = []
-    var handler: (@Sendable ([StoredChange], ChangeOrigin) -> Void)?
+    var handler: ChangeHandlers?
     // A lock file removed or replaced under this process: read the token from the new one.
     sidecar?.file.refreshIfReplaced()
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let generation = sidecar?.generation
+      let token = sidecar?.token
       if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
-        if let generation { state.withLock { $0.lastGeneration = generation } }
+        if let token { seenToken.store(token, ordering: .releasing) }
         return
       }
       // An unreadable file (perhaps one being written in place right now)
       // leaves the values as they were; the next event reads it again.
       guard let loaded = (try? load(&cs, mode: .refresh)) ?? nil else { return }
       cs.persisted = loaded
-      (changes, handler) = adopt(loaded, generation: generation)
+      (changes, handler) = adopt(loaded, token: token)
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
@@ -740,8 +739,8 @@ final class SuiteStore: Sendable {
   /// Installs freshly read values under this process's pending changes.
   /// Call holding `commit`.
   private func adopt(
-    _ loaded: [String: PropertyListValue], generation: UInt64?
-  ) -> ([StoredChange], (@Sendable ([StoredChange], ChangeOrigin) -> Void)?) {
+    _ loaded: [String: PropertyListValue], token: UInt64?
+  ) -> ([StoredChange], ChangeHandlers?) {
     state.withLock { st in
       var values = loaded
       if let replacement = st.replacement { values = replacement.values }
@@ -749,7 +748,7 @@ final class SuiteStore: Sendable {
       let changes = Self.diff(st.values, values)
       st.values = values
       st.sizeEstimate = Self.estimate(values)
-      if let generation { st.lastGeneration = generation }
+      if let token { seenToken.store(token, ordering: .releasing) }
       return (changes, st.changeHandler)
     }
   }
@@ -758,8 +757,8 @@ final class SuiteStore: Sendable {
   /// wrote it: one token read from shared memory, and a `stat(2)` only when
   /// no kernel watch covers the folder; no parsing.
   func hasChangedOnDisk() -> Bool {
-    let seen = state.withLock { $0.lastGeneration }
-    if let sidecar, sidecar.generation != seen { return true }
+    let seen = seenToken.load(ordering: .acquiring)
+    if let sidecar, sidecar.token != seen { return true }
     // Every commit moves the token. An outside edit does not, but while a
     // kernel watch covers the folder the change monitor hears of it and
     // re-reads by itself: no stat(2) is needed here.
@@ -786,7 +785,7 @@ final class SuiteStore: Sendable {
         return repairToken(sidecar) ?? lastSeenToken
       }
       let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current { return record.generation }
+      if record.identity == current { return record.token }
       // The file is not the version the token describes: an outside edit (or
       // a commit in flight). Move the token if no commit is in flight.
       // The file lock is shared by this process's threads: only with the gate may it be taken.
@@ -797,12 +796,12 @@ final class SuiteStore: Sendable {
         defer { sidecar.file.unlock() }
         guard let again = sidecar.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
-        if again.identity == now { return again.generation }
+        if again.identity == now { return again.token }
         return sidecar.advance(to: now)
       }()
       if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline { return record.generation }
+      if FileSystem.monotonicNanoseconds() >= deadline { return record.token }
       var request = timespec(tv_sec: 0, tv_nsec: pause)
       _ = nanosleep(&request, nil)
       pause = min(pause * 2, 1_000_000)
@@ -819,14 +818,20 @@ final class SuiteStore: Sendable {
     defer { gate.leave() }
     guard sidecar.file.tryLock() else { return nil }
     defer { sidecar.file.unlock() }
-    if let record = sidecar.read() { return record.generation }
-    let generation = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
-    state.withLock { $0.lastGeneration = max($0.lastGeneration, generation) }
-    return generation
+    if let record = sidecar.read() { return record.token }
+    let token = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    var seen = seenToken.load(ordering: .acquiring)
+    while seen < token {
+      let (exchanged, now) = seenToken.compareExchange(
+        expected: seen, desired: token, ordering: .acquiringAndReleasing)
+      if exchanged { break }
+      seen = now
+    }
+    return token
   }
 
   /// The token this process last saw.
-  var lastSeenToken: UInt64 { state.withLock { $0.lastGeneration } }
+  var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
 
   // MARK: Loading and quarantine
 
@@ -937,7 +942,7 @@ final class SuiteStore: Sendable {
   // MARK: Helpers
 
   static func estimate(_ values: [String: PropertyListValue]) -> Int {
-    values.reduce(8) { $0 + $1.key.utf8.count + 6 + $1.value.estimatedEncodedSize }
+    values.reduce(8) { $0 + PropertyListValue.estimatedEntrySize(key: $1.key, value: $1.value) }
   }
 
   static func diff(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> [StoredChange] {

@@ -244,7 +244,9 @@ enum XMLPropertyList {
     }
 
     static func data(_ text: String) -> PropertyListValue? {
-      let compact = String(text.unicodeScalars.filter { !$0.properties.isWhitespace })
+      // XML's own white space only: anything else (U+0085, a no-break space…) makes the
+      // base64 invalid here, and the document goes to Foundation, which reads it its way.
+      let compact = String(text.unicodeScalars.filter { !" \t\n\r".unicodeScalars.contains($0) })
       return Data(base64Encoded: compact).map { .data($0) }
     }
   }

@@ -228,12 +228,19 @@ enum FileSystem {
 
   /// Creates a folder and any missing parents with mode 0700. Refuses to
   /// follow a symbolic link for any component below `within`.
+  ///
+  /// A folder that is already there costs one `lstat(2)`, not a `mkdir(2)` that fails with
+  /// `EEXIST` and then the `lstat(2)`: opening a suite walks folders that exist.
   static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
     var current = root
-    let relative = path.hasPrefix(root) ? String(path.dropFirst(root.count)) : path
+    let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
     for component in relative.split(separator: "/") {
-      current += "/" + component
-      // See: man 2 mkdir (EEXIST: something is there already; what it is is checked below).
+      current = current + "/" + String(component)
+      if let s = try linkStatus(current) {
+        try requireFolder(s, current)
+        continue
+      }
+      // See: man 2 mkdir (EEXIST: something was made there since the lstat; checked below).
       do {
         _ = try valueOrErrno("mkdir", path: current) { mkdir(current, 0o700) }
         continue
@@ -241,13 +248,36 @@ enum FileSystem {
       guard let s = try linkStatus(current) else {
         throw SystemCallError(call: "mkdir", path: current, errno: ENOENT)
       }
-      if (s.st_mode & S_IFMT) == S_IFLNK {
-        throw SystemCallError(call: "mkdir", path: current, errno: ELOOP)
-      }
-      if (s.st_mode & S_IFMT) != S_IFDIR {
-        throw SystemCallError(call: "mkdir", path: current, errno: ENOTDIR)
-      }
+      try requireFolder(s, current)
     }
+  }
+
+  /// Refuses what `makeDirectory` finds on its way that is not a folder: a link (`ELOOP`, never
+  /// followed) or anything else (`ENOTDIR`).
+  private static func requireFolder(_ s: stat, _ path: String) throws(SystemCallError) {
+    if (s.st_mode & S_IFMT) == S_IFLNK {
+      throw SystemCallError(call: "mkdir", path: path, errno: ELOOP)
+    }
+    if (s.st_mode & S_IFMT) != S_IFDIR {
+      throw SystemCallError(call: "mkdir", path: path, errno: ENOTDIR)
+    }
+  }
+
+  /// Whether a regular file (not a link) of at least `size` bytes is at `path`, and this
+  /// process may read and write it: a lock file that opening will not need to create or
+  /// grow. Any doubt answers `false`.
+  static func isReadyLockFile(_ path: String, size: Int) -> Bool {
+    var s = stat()
+    guard lstat(path, &s) == 0, (s.st_mode & S_IFMT) == S_IFREG, Int(s.st_size) >= size else {
+      return false
+    }
+    return access(path, R_OK | W_OK) == 0
+  }
+
+  /// The last component of `path`: everything after its last `/`.
+  static func lastComponent(of path: String) -> String {
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+    return String(path[path.utf8.index(after: slash)...])
   }
 
   /// The folder that holds `path`: everything before its last `/` (`/` for a file at the top).

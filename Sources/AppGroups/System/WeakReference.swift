@@ -49,6 +49,9 @@ final class WeakRegistry<Object: AnyObject & Sendable>: Sendable {
     return try result.get()
   }
 
+  /// The live object for `key`, if there is one; opens nothing.
+  func existing(forKey key: String) -> Object? { entries.withLock { $0[key]?.object } }
+
   /// Every live object.
   var all: [Object] { entries.withLock { $0.values.compactMap(\.object) } }
 }
