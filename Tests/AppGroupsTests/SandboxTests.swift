@@ -181,6 +181,36 @@ struct SandboxRunTests {
     #expect(try s.g.ok(["read", TestRoot.group, "reply"]) == "thanks\n")
   }
 
+  @Test func aContainerCreatedAgainOutsideTheSandboxIsSaidOnce() throws {
+    let s = try SandboxRoot()
+    let widget = try ChildProcess(
+      "groupctl",
+      [
+        "--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "repl",
+        TestRoot.group,
+      ])
+    defer { widget.signal(SIGKILL) }
+    widget.send("get shared")
+    #expect(widget.waitFor("value yes"))
+
+    // Landlock's rule holds the container the sandbox was built with; the folder made again
+    // by the next write is another one, which the widget may no longer read.
+    try FileManager.default.removeItem(at: s.root.groupContainerURL(for: TestRoot.group))
+    try s.g.ok(["write", TestRoot.group, "greeting", "again"])
+    let said = widget.waitForErrorLine { line in
+      line.contains("cannot be read again") && line.contains("Permission denied")
+        && line.contains("created again after the process started")
+    }
+    #expect(said != nil, "\(widget.standardError)")
+    try s.g.ok(["write", TestRoot.group, "greeting", "once more"])
+    widget.send("sync")
+    #expect(widget.waitForLine { $0.hasPrefix("sync") } != nil)
+    widget.send("quit")
+    #expect(widget.wait() == 0)
+    let times = widget.standardError.components(separatedBy: "cannot be read again").count - 1
+    #expect(times == 1, "\(widget.standardError)")
+  }
+
   @Test func anUnentitledSuiteIsRefusedByTheLibraryFirst() throws {
     let s = try SandboxRoot()
     let result = try Product.run(

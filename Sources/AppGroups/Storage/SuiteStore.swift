@@ -83,6 +83,8 @@ final class SuiteStore: Sendable {
     var unreadableIdentity: FileIdentity?
     /// The identity of the last file read only in part, whose copy is kept aside.
     var salvagedIdentity: FileIdentity?
+    /// Why the last re-read failed, said once until a re-read succeeds or the reason changes.
+    var refreshFailure: String?
   }
 
   private struct RetryState: Sendable {
@@ -728,12 +730,36 @@ final class SuiteStore: Sendable {
       }
       // An unreadable file (perhaps one being written in place right now)
       // leaves the values as they were; the next event reads it again.
-      guard let loaded = (try? load(&cs, mode: .refresh)) ?? nil else { return }
+      let read: [String: PropertyListValue]?
+      do throws(AppGroupsError) {
+        read = try load(&cs, mode: .refresh)
+      } catch {
+        reportRefreshFailure(error, &cs)
+        return
+      }
+      cs.refreshFailure = nil
+      guard let loaded = read else { return }
       cs.persisted = loaded
       (changes, handler) = adopt(loaded, token: token)
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
+  }
+
+  /// Says once why the file cannot be read again (until a re-read succeeds or the reason
+  /// changes): the values read before stay, and so would go unnoticed. Call holding `commit`.
+  private func reportRefreshFailure(_ error: AppGroupsError, _ cs: inout CommitState) {
+    let reason = error.cause.map { "\($0)" } ?? error.message
+    guard cs.refreshFailure != reason else { return }
+    cs.refreshFailure = reason
+    var text = "a suite's file cannot be read again: \(reason); keeping the values read before"
+    if let cause = error.cause as? SystemCallError, cause.errno == EACCES {
+      // Landlock's rules hold folders, not paths: a container removed and made again is
+      // outside a sandbox built before, for the rest of the process's life.
+      text += "; in a sandbox (groupctl run), a container removed and created again after"
+        + " the process started stays outside it until the process is started again"
+    }
+    Diagnostics.report(text)
   }
 
   /// Installs freshly read values under this process's pending changes.
