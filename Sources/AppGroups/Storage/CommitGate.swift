@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Lets one thread of this process commit a suite at a time, with a bounded wait.
 ///
@@ -19,7 +18,7 @@ import Glibc
 final class CommitGate: @unchecked Sendable {
   // `owner` and `ownerHoldsFileLock` are read and written only while `condition` is locked.
   private let condition = NSCondition()
-  private var owner: pthread_t?
+  private var owner: Threads.Identity?
   private var ownerHoldsFileLock = false
 
   enum Entry {
@@ -35,11 +34,11 @@ final class CommitGate: @unchecked Sendable {
   /// instant, the clock the file lock's wait uses too, so that a change of the wall clock
   /// neither stretches nor cuts the bound.
   func enter(before deadline: UInt64) -> Entry {
-    let me = pthread_self()
+    let me = Threads.Identity.current
     condition.lock()
     defer { condition.unlock() }
     while let owner {
-      if pthread_equal(owner, me) != 0 { return .reentered }
+      if owner == me { return .reentered }
       if ownerHoldsFileLock {
         condition.wait()
         continue
@@ -70,7 +69,7 @@ final class CommitGate: @unchecked Sendable {
     condition.lock()
     defer { condition.unlock() }
     guard owner == nil else { return false }
-    owner = pthread_self()
+    owner = .current
     return true
   }
 
@@ -79,7 +78,7 @@ final class CommitGate: @unchecked Sendable {
     condition.lock()
     defer { condition.unlock() }
     guard let owner else { return false }
-    return pthread_equal(owner, pthread_self()) != 0
+    return owner == .current
   }
 
   func leave() {

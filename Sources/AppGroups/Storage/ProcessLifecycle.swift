@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 internal import Synchronization
 
 /// Makes pending changes land when the process ends normally (`exit`, the
@@ -22,24 +21,17 @@ enum ProcessLifecycle {
       return !done
     }
     guard first else { return }
-    atexit {
+    Processes.atExit {
       ProcessLifecycle.flushAll()
     }
     guard handlesSignals.withLock({ $0 }) else { return }
-    for signalNumber in [SIGTERM, SIGINT] {
-      var current = sigaction()
-      guard sigaction(signalNumber, nil, &current) == 0 else { continue }
+    for signal in [Processes.Signal.terminate, .interrupt] {
       // Only take over a signal nobody else handles or ignores.
-      guard unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 0 else { continue }
-      signal(signalNumber, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-      source.setEventHandler {
+      let source = Processes.interceptIfDefault(signal, on: .global()) {
         ProcessLifecycle.flushAll()
-        signal(signalNumber, SIG_DFL)
-        raise(signalNumber)
+        Processes.raiseWithDefaultAction(signal)
       }
-      source.resume()
-      signalSources.append(source)
+      if let source { signalSources.append(source) }
     }
   }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// One property-list file of preferences on disk: reading it (only a regular file, screened,
 /// its root a dictionary), moving an unreadable one aside, and writing a new version durably.
@@ -29,8 +28,8 @@ enum PropertyListFile {
   /// unreadable, without being followed or opened.
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
   static func read(_ path: String) throws(SystemCallError) -> Contents {
-    if let s = try FileSystem.linkStatus(path), s.st_mode & S_IFMT != S_IFREG {
-      return .unreadable(reason: "it is \(FileSystem.kind(of: s)), not a regular file", FileIdentity(s))
+    if let entry = try FileSystem.linkEntry(path), !entry.isRegularFile {
+      return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }
     guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
     let strictFailure: String
@@ -68,7 +67,7 @@ enum PropertyListFile {
   /// - Throws: the failed `rename(2)` (or the folder's `fsync(2)`).
   static func moveAside(_ path: String) throws(SystemCallError) -> String {
     let aside = asidePath(for: path)
-    _ = try valueOrErrno("rename", path: path) { rename(path, aside) }
+    try FileSystem.rename(path, to: aside)
     try FileSystem.syncDirectory(FileSystem.folder(of: path))
     return aside
   }
@@ -94,15 +93,10 @@ enum PropertyListFile {
   }
 
   private static func asidePath(for path: String) -> String {
-    var time = time_t(Glibc.time(nil))
-    var parts = tm()
-    gmtime_r(&time, &parts)
-    let stamp = String(
-      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-      parts.tm_hour, parts.tm_min, parts.tm_sec)
+    let stamp = FileSystem.utcStamp()
     var candidate = "\(path).unreadable-\(stamp)"
     var counter = 1
-    while access(candidate, F_OK) == 0 {
+    while Paths.exists(candidate) {
       counter += 1
       candidate = "\(path).unreadable-\(stamp)-\(counter)"
     }

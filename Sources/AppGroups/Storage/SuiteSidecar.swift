@@ -1,5 +1,4 @@
 import CAppGroupsLinux
-import Glibc
 
 /// A suite's sidecar file, `<suite>.plist.lock`: the commit lock, and the
 /// last-update token readable by every process without parsing the plist.

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 internal import Synchronization
 
 /// One key's change as a store saw it: the value before and after.
@@ -141,7 +140,7 @@ final class SuiteStore: Sendable {
     } else {
       do {
         sidecar = try SuiteSidecar(path: path + ".lock", makeFolder: options.makeFolder)
-      } catch where error.errno == ELOOP {
+      } catch where error.code == .tooManySymbolicLinkLevels {
         throw AppGroupsError(
           .outsideRoot,
           "\(path).lock is a symbolic link; a suite's lock file must be a regular file, so the suite is refused and nothing was created through the link",
@@ -649,7 +648,7 @@ final class SuiteStore: Sendable {
         } else if try FileSystem.identity(ofPath: path) != expected {
           race = "\(path) was replaced during the commit by a writer that did not take the lock"
         }
-        if race != nil { throw SystemCallError(call: "rename", path: path, errno: EAGAIN) }
+        if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
@@ -753,7 +752,7 @@ final class SuiteStore: Sendable {
     guard cs.refreshFailure != reason else { return }
     cs.refreshFailure = reason
     var text = "a suite's file cannot be read again: \(reason); keeping the values read before"
-    if let cause = error.cause as? SystemCallError, cause.errno == EACCES {
+    if let cause = error.cause as? SystemCallError, cause.code == .permissionDenied {
       // Landlock's rules hold folders, not paths: a container removed and made again is
       // outside a sandbox built before, for the rest of the process's life.
       text += "; in a sandbox (groupctl run), a container removed and created again after"
@@ -828,8 +827,7 @@ final class SuiteStore: Sendable {
       if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
       if FileSystem.monotonicNanoseconds() >= deadline { return record.token }
-      var request = timespec(tv_sec: 0, tv_nsec: pause)
-      _ = nanosleep(&request, nil)
+      Threads.pause(nanoseconds: pause)
       pause = min(pause * 2, 1_000_000)
     }
   }

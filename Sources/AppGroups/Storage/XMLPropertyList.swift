@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// A reader of plain XML property lists (Apple's `plist` 1.0), for the files people and
 /// administrators write: the entitlement manifest, hand-edited preferences.
@@ -172,8 +171,9 @@ enum XMLPropertyList {
 
     func peek(_ literal: StaticString) -> Bool {
       let count = literal.utf8CodeUnitCount
-      guard bytes.count - at >= count, let base = bytes.baseAddress else { return false }
-      return memcmp(base + at, literal.utf8Start, count) == 0
+      guard bytes.count - at >= count else { return false }
+      let wanted = UnsafeBufferPointer(start: literal.utf8Start, count: count)
+      return bytes[at..<(at + count)].elementsEqual(wanted)
     }
 
     mutating func consume(_ literal: String) -> Bool {

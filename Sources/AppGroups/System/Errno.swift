@@ -16,6 +16,10 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   static let notPermitted = Errno(rawValue: EPERM)
   /// `ENOENT`: nothing is at the path.
   static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+  /// `EACCES`: the caller may not open or search this path (its modes, or a sandbox).
+  static let permissionDenied = Errno(rawValue: EACCES)
+  /// `EAGAIN`: try again (here: a race that the caller starts over).
+  static let resourceTemporarilyUnavailable = Errno(rawValue: EAGAIN)
   /// `ESRCH`: no such process.
   static let noSuchProcess = Errno(rawValue: ESRCH)
   /// `EIO`: an input/output error (also said of a write that stored fewer bytes than asked).

@@ -43,7 +43,7 @@ extension FileSystem {
       guard try written.get() == bytes.count else {
         throw SystemCallError(call: "write", path: temporary, .ioError)
       }
-      _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+      _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     } catch {
       unlink(temporary)
       throw error

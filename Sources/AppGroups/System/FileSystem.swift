@@ -64,6 +64,32 @@ enum FileSystem {
     }
   }
 
+  /// What `path` is, without following a link (`lstat(2)`): whether it is a regular file,
+  /// what it is in words ("a fifo"), and its identity; `nil` when nothing is there.
+  static func linkEntry(
+    _ path: String
+  ) throws(SystemCallError) -> (isRegularFile: Bool, kind: String, identity: FileIdentity)? {
+    guard let s = try linkStatus(path) else { return nil }
+    return (s.st_mode & S_IFMT == S_IFREG, kind(of: s), FileIdentity(s))
+  }
+
+  /// Renames `path` to `newPath`, replacing what is there.
+  /// The corresponding system call is `rename(2)`.
+  static func rename(_ path: String, to newPath: String) throws(SystemCallError) {
+    _ = try valueOrErrno("rename", path: path) { Glibc.rename(path, newPath) }
+  }
+
+  /// This instant in UTC as `YYYYMMDDTHHMMSSZ`, for names of files kept aside.
+  /// The corresponding C functions are `time(2)` and `gmtime_r(3)`.
+  static func utcStamp() -> String {
+    var time = time_t(Glibc.time(nil))
+    var parts = tm()
+    gmtime_r(&time, &parts)
+    return String(
+      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+      parts.tm_hour, parts.tm_min, parts.tm_sec)
+  }
+
   /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
   static func linkStatus(_ path: String) throws(SystemCallError) -> stat? {
     var s = stat()
@@ -182,7 +208,7 @@ enum FileSystem {
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
     try beforeRename()
-    _ = try valueOrErrno("rename", path: path) { rename(temporary, path) }
+    _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true
     var s = stat()
     _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }

@@ -63,12 +63,46 @@ package enum Processes {
     _ signal: Signal, on queue: DispatchQueue,
     _ handler: @escaping @Sendable () -> Void
   ) -> (source: any DispatchSourceSignal, wasDefault: Bool)? {
-    var current = sigaction()
-    guard sigaction(signal.rawValue, nil, &current) == 0 else { return nil }
-    let action = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+    guard let action = action(of: signal) else { return nil }
     let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
     guard action == 0 || action == ignored else { return nil }
     return (take(signal, on: queue, handler), action == 0)
+  }
+
+  /// Like ``interceptUnlessHandled(_:on:_:)``, but only for a signal at its default action:
+  /// one the process ignores stays ignored.
+  static func interceptIfDefault(
+    _ signal: Signal, on queue: DispatchQueue,
+    _ handler: @escaping @Sendable () -> Void
+  ) -> (any DispatchSourceSignal)? {
+    guard action(of: signal) == 0 else { return nil }
+    return take(signal, on: queue, handler)
+  }
+
+  /// The signal's disposition as a number (0: the default action); `nil` when it cannot be
+  /// looked at. The corresponding system call is `sigaction(2)`.
+  private static func action(of signal: Signal) -> Int? {
+    var current = sigaction()
+    guard sigaction(signal.rawValue, nil, &current) == 0 else { return nil }
+    return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+  }
+
+  /// Ends this process as `signal`'s default action does: the disposition is set back to the
+  /// default, then the signal is raised. Returns only for a signal whose default does not end
+  /// the process.
+  ///
+  /// The corresponding C functions are `signal(3)` with `SIG_DFL` and `raise(3)`.
+  static func raiseWithDefaultAction(_ signal: Signal) {
+    Glibc.signal(signal.rawValue, SIG_DFL)
+    raise(signal.rawValue)
+  }
+
+  /// Calls `body` when the process exits normally (`exit(3)`, the end of `main`), after the
+  /// functions registered later.
+  ///
+  /// The corresponding C function is `atexit(3)`.
+  static func atExit(_ body: @escaping @convention(c) () -> Void) {
+    atexit(body)
   }
 
   /// Ignores `signal`'s default action and hears it through a Dispatch source instead.
