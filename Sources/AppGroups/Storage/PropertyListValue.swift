@@ -199,7 +199,7 @@ extension PropertyListValue {
 
   /// An estimate of the bytes the value takes in a binary property list,
   /// used for the size limit without encoding the whole domain on every write.
-  public var estimatedEncodedSize: Int {
+  var estimatedEncodedSize: Int {
     switch self {
     case .string(let v): return v.utf8.count + 4
     case .integer: return 9
