@@ -35,6 +35,13 @@ struct SandboxRoot {
     root.groupContainerURL(for: group).path + "/Library/Preferences"
   }
 
+  /// The worker's `repl` on `suite`, running in `bundleID`'s sandbox.
+  func repl(as bundleID: String, _ suite: String) throws -> ChildProcess {
+    try ChildProcess(
+      "groupctl",
+      ["--root", path, "run", "--as", bundleID, "--", Self.worker, "repl", suite])
+  }
+
   /// `groupctl run --as bundleID [options] -- COMMAND…`
   func run(
     as bundleID: String, _ options: [String] = [], _ command: [String],
@@ -152,12 +159,7 @@ struct SandboxRunTests {
 
   @Test func aGroupDefaultsCycleWorksBetweenTwoSandboxedProcesses() throws {
     let s = try SandboxRoot()
-    let widget = try ChildProcess(
-      "groupctl",
-      [
-        "--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "repl",
-        TestRoot.group,
-      ])
+    let widget = try s.repl(as: TestRoot.widget, TestRoot.group)
     defer { widget.signal(SIGKILL) }
     widget.send("get shared")
     #expect(widget.waitFor("value yes"))
@@ -183,12 +185,7 @@ struct SandboxRunTests {
 
   @Test func aContainerCreatedAgainOutsideTheSandboxIsSaidOnce() throws {
     let s = try SandboxRoot()
-    let widget = try ChildProcess(
-      "groupctl",
-      [
-        "--root", s.path, "run", "--as", TestRoot.widget, "--", SandboxRoot.worker, "repl",
-        TestRoot.group,
-      ])
+    let widget = try s.repl(as: TestRoot.widget, TestRoot.group)
     defer { widget.signal(SIGKILL) }
     widget.send("get shared")
     #expect(widget.waitFor("value yes"))

@@ -323,10 +323,12 @@ final class Lifecycle: @unchecked Sendable {
         )
       }
     }
-    let requested = files.map { Paths.exists($0.request) } ?? false
-    // The suspender's deadline when it said one (`--grace`), else the default grace period.
+    // groupctl's request carries its deadline (`--grace`); a terminal's stop has none, and
+    // gets the default grace period.
+    let requestedDeadline = files.flatMap { SuspensionHandshake.requestedDeadline(in: $0.request) }
+    let requested = requestedDeadline != nil
     let deadline =
-      files.flatMap { SuspensionHandshake.requestedDeadline(in: $0.request) }
+      requestedDeadline
       ?? received &+ UInt64(AppLifecycle.gracePeriod.components.seconds) * 1_000_000_000
     let grace = deadline > received ? deadline - received : 0
     let notice = SuspensionNotice(

@@ -209,7 +209,7 @@ public struct SuiteResolver: Sendable {
 
   /// The manifest, whether its file exists, after checking the identity's
   /// executable binding.
-  private func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
+  package func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
     let loaded = try EntitlementManifest.loadIfPresent(from: root.manifestURL)
     let manifest = loaded?.manifest ?? EntitlementManifest()
     let bundleIdentifier = identity.bundleIdentifier
@@ -225,7 +225,9 @@ public struct SuiteResolver: Sendable {
   }
 
   /// Refuses a domain name too long for the suite's file names (see ``maximumDomainByteCount``).
-  static func requireFileNameLength(_ domain: String, as what: String) throws(AppGroupsError) {
+  package static func requireFileNameLength(
+    _ domain: String, as what: String
+  ) throws(AppGroupsError) {
     let byteCount = domain.utf8.count
     guard byteCount > Self.maximumDomainByteCount else { return }
     throw AppGroupsError(

@@ -90,16 +90,17 @@ struct RunCommand: ParsableCommand {
     let claimed = try AppIdentity(
       bundleIdentifier: identity.bundleIdentifier,
       executablePath: Paths.realPath(path) ?? path)
+    let manifest: EntitlementManifest
+    let present: Bool
     do {
-      _ = try SuiteResolver(identity: claimed, root: root).resolve(suiteName: nil)
+      (manifest, present) = try SuiteResolver(identity: claimed, root: root).checkedManifest()
+      try SuiteResolver.requireFileNameLength(identity.bundleIdentifier, as: "bundle identifier")
     } catch {
       throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
     }
     // An identity the manifest does not name is an app with no group (as on a device), and
     // as often a misspelt one: say so, since its sandbox then holds no group container.
-    if let manifest = try? EntitlementManifest.load(root: root),
-      manifest.entries[identity.bundleIdentifier] == nil
-    {
+    if present, manifest.entries[identity.bundleIdentifier] == nil {
       printError(
         "groupctl: note: \(identity.bundleIdentifier) has no entry in \(root.manifestURL.path):"
           + " it runs with its own container and no group container"
