@@ -95,8 +95,11 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     self.cause = cause
   }
 
+  /// The message, then the cause in brackets unless the message already says it (the
+  /// package's own errors put the failed call and its errno text in the message).
   public var description: String {
-    if let cause { return "\(message) (\(cause))" }
-    return message
+    guard let cause else { return message }
+    let said = "\(cause)"
+    return message.contains(said) ? message : "\(message) (\(said))"
   }
 }

@@ -10,6 +10,16 @@ struct FailureReportingTests {
   static let isRoot = getuid() == 0
   static let setpriv = "/usr/bin/setpriv"
 
+  @Test func anErrorSaysItsCauseOnce() {
+    struct Cause: Error, CustomStringConvertible {
+      var description: String { "open(/x): Permission denied" }
+    }
+    let said = AppGroupsError(.io, "reading /x: open(/x): Permission denied", cause: Cause())
+    #expect(said.description == "reading /x: open(/x): Permission denied")
+    let unsaid = AppGroupsError(.io, "reading /x", cause: Cause())
+    #expect(unsaid.description == "reading /x (open(/x): Permission denied)")
+  }
+
   @Test(
     .enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: setpriv),
       "needs root and setpriv(1) to act as an unprivileged user"))
