@@ -76,4 +76,40 @@ struct EffectiveValueCacheTests {
     d.setPersistentDomain(Dictionary(uniqueKeysWithValues: (0..<100).map { ("key-\($0)", $0 * 2) }), forName: TestRoot.group)
     for i in 0..<100 { #expect(d.integer(forKey: "key-\(i)") == i * 2) }
   }
+
+  /// The cache's own table (linear probing, entries moved back on removal) against a
+  /// `Dictionary`, through random sets, removals and clears: every key reads what the
+  /// dictionary holds, including keys whose probe runs cross the end of the table.
+  @Test func theCacheTableAgreesWithADictionary() {
+    var generator = SeededGenerator(seed: 0x5EED)
+    let seed = UInt64.random(in: .min ... .max, using: &generator)
+    // Few distinct keys for the table's size: long probe runs and many collisions.
+    let keys = (0..<64).map { CacheKey("k\($0)", seed: seed) }
+    var table = CacheTable<Int>()
+    var reference: [String: Int] = [:]
+    for step in 0..<20_000 {
+      let key = keys[Int.random(in: 0..<keys.count, using: &generator)]
+      switch Int.random(in: 0..<10, using: &generator) {
+      case 0..<5:
+        table.set(step, for: key)
+        reference[key.string] = step
+      case 5..<9:
+        table.remove(key)
+        reference[key.string] = nil
+      default:
+        if step % 50 == 0 {
+          table.removeAll()
+          reference.removeAll()
+        }
+      }
+      #expect(table.count == reference.count)
+      if step % 97 == 0 {
+        for key in keys where table[key] != reference[key.string] {
+          Issue.record("step \(step): \(key.string) reads \(String(describing: table[key])), not \(String(describing: reference[key.string]))")
+        }
+      }
+    }
+    for key in keys { #expect(table[key] == reference[key.string]) }
+  }
 }
+

@@ -29,12 +29,12 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// The manifest's file name inside the root: `Entitlements.plist`.
   public static let manifestFileName = "Entitlements.plist"
 
-  /// The root folder: absolute, standardized, with the symbolic links of the
-  /// part of the path that exists resolved (`realpath(3)`).
-  public let url: URL
+  /// The root folder's path: absolute, standardized, with the symbolic links
+  /// of the part of the path that exists resolved (`realpath(3)`).
+  public let path: String
 
-  /// The root folder's path.
-  public var path: String { url.path }
+  /// The root folder.
+  public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
 
   /// A root at `url`. A relative path is taken against the current directory;
   /// `.` and `..` are removed and the existing part of the path is resolved
@@ -47,17 +47,14 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// directory; `.` and `..` are removed and the existing part of the path
   /// is resolved with `realpath(3)`. Nothing is created: see ``prepareRoot()``.
   public init(path: String) {
-    let resolved = Self.resolve(path, currentDirectory: FileManager.default.currentDirectoryPath)
-    url = URL(fileURLWithPath: resolved, isDirectory: true)
+    self.path = Self.resolve(path, currentDirectory: Paths.currentDirectory())
   }
 
   /// The root that `environment` chooses: `APPGROUPS_ROOT` when it is set and
   /// not empty, else `Containers` in `currentDirectory`.
   init(environment: [String: String], currentDirectory: String) {
     let chosen = environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-    let path = chosen ?? Self.defaultFolderName
-    url = URL(
-      fileURLWithPath: Self.resolve(path, currentDirectory: currentDirectory), isDirectory: true)
+    path = Self.resolve(chosen ?? Self.defaultFolderName, currentDirectory: currentDirectory)
   }
 
   /// The default root: `APPGROUPS_ROOT` when it is set and not empty, else
@@ -68,7 +65,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     if let scoped = ScopedEnvironment.root { return scoped }
     return ContainerRoot(
       environment: ProcessInfo.processInfo.environment,
-      currentDirectory: FileManager.default.currentDirectoryPath)
+      currentDirectory: Paths.currentDirectory())
   }
 
   /// The root's path.
@@ -82,17 +79,14 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   // MARK: Layout
 
   /// The entitlement manifest: `<root>/Entitlements.plist`.
-  public var manifestURL: URL {
-    url.appendingPathComponent(Self.manifestFileName, isDirectory: false)
-  }
+  public var manifestURL: URL { URL(fileURLWithPath: manifestPath, isDirectory: false) }
 
   /// An app's own container: `<root>/Data/Application/<bundle id>`.
   ///
   /// The identifier is not validated here; ``SuiteResolver`` validates every
   /// name before it asks for a path. Pass only a validated identifier.
   public func appContainerURL(for bundleIdentifier: String) -> URL {
-    url.appendingPathComponent("Data/Application", isDirectory: true)
-      .appendingPathComponent(bundleIdentifier, isDirectory: true)
+    URL(fileURLWithPath: appContainerPath(for: bundleIdentifier), isDirectory: true)
   }
 
   /// A group container: `<root>/Shared/AppGroup/<group id>`.
@@ -101,31 +95,49 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// ``SuiteResolver/container(forSecurityApplicationGroupIdentifier:)`` does
   /// both. Pass only a validated identifier.
   public func groupContainerURL(for groupIdentifier: String) -> URL {
-    url.appendingPathComponent("Shared/AppGroup", isDirectory: true)
-      .appendingPathComponent(groupIdentifier, isDirectory: true)
+    URL(fileURLWithPath: groupContainerPath(for: groupIdentifier), isDirectory: true)
   }
 
   /// The global domain's container: `<root>/Global`.
   public var globalContainerURL: URL {
-    url.appendingPathComponent("Global", isDirectory: true)
+    URL(fileURLWithPath: globalContainerPath, isDirectory: true)
   }
 
   /// The global domain's file:
   /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
   public var globalPreferencesURL: URL {
-    globalContainerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
-      .appendingPathComponent(".GlobalPreferences.plist", isDirectory: false)
+    URL(fileURLWithPath: globalContainerPath + "/" + Self.globalFileSubpath, isDirectory: false)
   }
 
   /// The folder of administrator-forced values: `<root>/Managed`.
   public var managedPreferencesDirectoryURL: URL {
-    url.appendingPathComponent("Managed", isDirectory: true)
+    URL(fileURLWithPath: managedPreferencesDirectoryPath, isDirectory: true)
   }
 
   /// A domain's administrator-forced values: `<root>/Managed/<domain>.plist`.
   /// The domain is not validated here; pass only a validated name.
   public func managedPreferencesURL(forDomain domain: String) -> URL {
-    managedPreferencesDirectoryURL.appendingPathComponent("\(domain).plist", isDirectory: false)
+    URL(fileURLWithPath: managedPreferencesPath(forDomain: domain), isDirectory: false)
+  }
+
+  // The same places as paths: what the library itself uses (a `URL`'s first
+  // `path` costs a new process more than the rest of opening a suite).
+
+  /// The global domain's file name: `.GlobalPreferences.plist`.
+  static let globalFileName = ".GlobalPreferences.plist"
+  static let globalFileSubpath = "Library/Preferences/" + globalFileName
+
+  var manifestPath: String { path + "/" + Self.manifestFileName }
+  func appContainerPath(for bundleIdentifier: String) -> String {
+    path + "/Data/Application/" + bundleIdentifier
+  }
+  func groupContainerPath(for groupIdentifier: String) -> String {
+    path + "/Shared/AppGroup/" + groupIdentifier
+  }
+  var globalContainerPath: String { path + "/Global" }
+  var managedPreferencesDirectoryPath: String { path + "/Managed" }
+  func managedPreferencesPath(forDomain domain: String) -> String {
+    managedPreferencesDirectoryPath + "/" + domain + ".plist"
   }
 
   // MARK: Creation
@@ -151,9 +163,10 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// the container, are created with mode 0700; existing ones are left as
   /// they are. Symbolic links are never followed: when the container, a
   /// folder above it under the root, or one inside it is a symbolic link,
-  /// it is refused and nothing is created through it. The container and its
-  /// `Library/Preferences` are then verified to resolve (`realpath(3)`)
-  /// inside the root. Used for app, group and global containers alike.
+  /// it is refused and nothing is created through it: each level from the
+  /// root down is checked with `lstat(2)` to be a real folder, so the
+  /// container and its folders are inside the root. Used for app, group and
+  /// global containers alike.
   ///
   /// - Parameter container: a folder under the root, such as
   ///   ``groupContainerURL(for:)`` or ``globalContainerURL``.
@@ -164,41 +177,47 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   ///   folder cannot be created or a file stands where a folder should be.
   @discardableResult
   public func prepareContainer(at container: URL) throws(AppGroupsError) -> URL {
+    URL(fileURLWithPath: try prepareContainer(atPath: container.path), isDirectory: true)
+  }
+
+  /// ``prepareContainer(at:)`` for a path: returns the path of the container's
+  /// `Library/Preferences` folder.
+  @discardableResult
+  func prepareContainer(atPath container: String) throws(AppGroupsError) -> String {
     let rootPath = path
     // Lexically only: a link in the container's own path must be seen, not followed.
-    let containerPath = Self.lexicallyStandardized(container.path, currentDirectory: rootPath)
+    let containerPath = Self.lexicallyStandardized(container, currentDirectory: rootPath)
     guard Self.isStrictlyInside(containerPath, rootPath) else {
       throw AppGroupsError(
         .outsideRoot, "container \(containerPath) is not inside the root \(rootPath)")
     }
     try prepareRoot()
-    let preferences = containerPath + "/Library/Preferences"
-    // makeDirectory walks down from the root and stops at the first link
-    // without following it, so nothing is ever created through one.
-    for folder in [preferences, containerPath + "/Library/Caches"] {
-      do {
-        try FileSystem.makeDirectory(folder, within: rootPath)
-      } catch where error.code == .tooManySymbolicLinkLevels {
-        throw linkRefusal(error.path ?? folder)
-      } catch where error.code == .notDirectory {
-        throw AppGroupsError(
-          .io,
-          "\(error.path ?? folder) is not a folder; a container and its Library folders "
-            + "must be folders", cause: error)
-      } catch {
-        throw AppGroupsError(io: error, "cannot create \(folder)")
-      }
+    let library = containerPath + "/Library"
+    let preferences = library + "/Preferences"
+    // makeDirectory walks down from `within` with lstat(2) and stops at the first link
+    // without following it, so nothing is ever created through one, and a folder it passes
+    // is a real folder: once these succeed, the container and its folders are inside the
+    // root. The levels down to `Library` are walked once, not once per folder in it.
+    try makeFolder(library, within: rootPath)
+    try makeFolder(preferences, within: library)
+    try makeFolder(library + "/Caches", within: library)
+    return preferences
+  }
+
+  /// `FileSystem.makeDirectory`, its refusals said for a container.
+  private func makeFolder(_ folder: String, within: String) throws(AppGroupsError) {
+    do {
+      try FileSystem.makeDirectory(folder, within: within)
+    } catch where error.code == .tooManySymbolicLinkLevels {
+      throw linkRefusal(error.path ?? folder)
+    } catch where error.code == .notDirectory {
+      throw AppGroupsError(
+        .io,
+        "\(error.path ?? folder) is not a folder; a container and its Library folders "
+          + "must be folders", cause: error)
+    } catch {
+      throw AppGroupsError(io: error, "cannot create \(folder)")
     }
-    for folder in [containerPath, preferences] {
-      guard let real = Paths.realPath(folder) else {
-        throw AppGroupsError(.io, "cannot resolve \(folder) after creating it")
-      }
-      guard Self.isStrictlyInside(real, rootPath) else {
-        throw AppGroupsError(
-          .outsideRoot, "\(folder) leads to \(real), outside the root \(rootPath)")
-      }
-    }
-    return URL(fileURLWithPath: preferences, isDirectory: true)
   }
 
   private func linkRefusal(_ link: String) -> AppGroupsError {
@@ -234,16 +253,14 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
     // Find the longest prefix that realpath resolves, component by component
     // from the end, so that `..` after a link follows the link as the kernel does.
-    var components = absolute.split(separator: "/", omittingEmptySubsequences: true).map(
-      String.init)
-    var remainder: [String] = []
+    let parts = components(absolute)
+    var kept = parts.count
     while true {
-      let candidate = "/" + components.joined(separator: "/")
-      if let real = Paths.realPath(candidate) {
-        return normalize(real, appending: remainder)
+      if let real = Paths.realPath(joined(parts[..<kept])) {
+        return normalize(real, appending: parts[kept...])
       }
-      guard let last = components.popLast() else { return normalize("/", appending: remainder) }
-      remainder.insert(last, at: 0)
+      guard kept > 0 else { return normalize("/", appending: parts[...]) }
+      kept -= 1
     }
   }
 
@@ -251,20 +268,36 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// and empty components, without looking at the file system.
   static func lexicallyStandardized(_ path: String, currentDirectory: String) -> String {
     let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
-    return normalize("/", appending: absolute.split(separator: "/").map(String.init))
+    return normalize("/", appending: components(absolute)[...])
   }
 
   /// Appends `components` to the absolute `base`, lexically removing `.`,
   /// `..` and empty components.
-  private static func normalize(_ base: String, appending components: [String]) -> String {
-    var parts = base.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-    for component in components {
+  private static func normalize(_ base: String, appending more: ArraySlice<Substring>) -> String {
+    var parts = components(base)
+    for component in more {
       switch component {
-      case "", ".": continue
+      case ".": continue
       case "..": _ = parts.popLast()
       default: parts.append(component)
       }
     }
-    return "/" + parts.joined(separator: "/")
+    return joined(parts[...])
+  }
+
+  /// The non-empty components of `path`, split at each `/` (by its byte).
+  private static func components(_ path: String) -> [Substring] {
+    path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
+  }
+
+  /// `/` followed by `parts` separated by `/`.
+  private static func joined(_ parts: ArraySlice<Substring>) -> String {
+    if parts.isEmpty { return "/" }
+    var path = ""
+    for part in parts {
+      path.append("/")
+      path.append(contentsOf: part)
+    }
+    return path
   }
 }

@@ -77,3 +77,96 @@ struct CacheKey: Hashable, Sendable {
     return Int(bitPattern: UInt(z ^ (z >> 31)))
   }
 }
+
+/// The effective-value cache's table: open addressing with linear probing on
+/// ``CacheKey``'s bits.
+///
+/// Not a `Dictionary`: the first `Dictionary` keyed by a type costs a new
+/// process a search of every protocol conformance it has loaded (the
+/// runtime checks the key's `Hashable` when it makes the storage's type, and
+/// that search was a tenth of opening a suite and reading it once), and a
+/// probe here needs no second mix of the hash.
+struct CacheTable<Value: Sendable>: Sendable {
+  private struct Slot: Sendable {
+    let key: CacheKey
+    let value: Value
+  }
+
+  /// A power of two long, or empty; never more than three quarters full.
+  private var slots: [Slot?] = []
+  /// How many slots hold an entry.
+  private(set) var count = 0
+
+  @inline(__always)
+  private func home(of key: CacheKey) -> Int {
+    // The key's bits mixed once more: their high half decides the slot.
+    Int(truncatingIfNeeded: (key.bits &* 0x9E37_79B9_7F4A_7C15) >> 32) & (slots.count &- 1)
+  }
+
+  /// The value cached for `key`, if any.
+  subscript(key: CacheKey) -> Value? {
+    guard count > 0 else { return nil }
+    let mask = slots.count &- 1
+    var index = home(of: key)
+    while let slot = slots[index] {
+      if slot.key == key { return slot.value }
+      index = (index &+ 1) & mask
+    }
+    return nil
+  }
+
+  /// Caches `value` for `key`, replacing what was cached for it.
+  mutating func set(_ value: Value, for key: CacheKey) {
+    if (count + 1) * 4 > slots.count * 3 { grow() }
+    let mask = slots.count &- 1
+    var index = home(of: key)
+    while let slot = slots[index] {
+      if slot.key == key {
+        slots[index] = Slot(key: key, value: value)
+        return
+      }
+      index = (index &+ 1) & mask
+    }
+    slots[index] = Slot(key: key, value: value)
+    count += 1
+  }
+
+  /// Forgets what was cached for `key`.
+  mutating func remove(_ key: CacheKey) {
+    guard count > 0 else { return }
+    let mask = slots.count &- 1
+    var hole = home(of: key)
+    while true {
+      guard let slot = slots[hole] else { return }
+      if slot.key == key { break }
+      hole = (hole &+ 1) & mask
+    }
+    slots[hole] = nil
+    count -= 1
+    // Close the gap: move back each later entry of the run that may sit in
+    // the hole (its home is not strictly between the hole and where it is).
+    var index = (hole &+ 1) & mask
+    while let slot = slots[index] {
+      if (index &- home(of: slot.key)) & mask >= (index &- hole) & mask {
+        slots[hole] = slot
+        slots[index] = nil
+        hole = index
+      }
+      index = (index &+ 1) & mask
+    }
+  }
+
+  /// Forgets everything, keeping the room.
+  mutating func removeAll() {
+    guard count > 0 else { return }
+    for index in slots.indices { slots[index] = nil }
+    count = 0
+  }
+
+  private mutating func grow() {
+    let old = slots
+    slots = Array(repeating: nil, count: Swift.max(16, old.count * 2))
+    count = 0
+    for case let slot? in old { set(slot.value, for: slot.key) }
+  }
+}

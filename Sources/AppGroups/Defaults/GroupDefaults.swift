@@ -80,11 +80,12 @@ public final class GroupDefaults: Sendable {
   /// Whether the library commits pending changes on SIGTERM and SIGINT and then ends the
   /// process as the signal would (default `true`).
   ///
-  /// The library takes over only a signal still at its default disposition, when the first
-  /// suite opens. An app that waits for these signals itself (with `sigwait(3)` or a signal
-  /// source) sets this to `false` before it opens a suite, and calls ``synchronizeAll()``
-  /// before it exits; pending changes are still written at a normal exit. Setting it after
-  /// the first suite opened changes nothing.
+  /// The library takes over only a signal still at its default disposition, when the
+  /// process first changes a value (a process that only reads is left alone). An app that
+  /// waits for these signals itself (with `sigwait(3)` or a signal source) sets this to
+  /// `false` before it writes, and calls ``synchronizeAll()`` before it exits; pending
+  /// changes are still written at a normal exit. Setting it after the first change changes
+  /// nothing.
   public static var handlesTerminationSignals: Bool {
     get { ProcessLifecycle.handlesSignals.withLock { $0 } }
     set { ProcessLifecycle.handlesSignals.withLock { $0 = newValue } }
@@ -188,27 +189,26 @@ public final class GroupDefaults: Sendable {
 
   private init(location: SuiteLocation, identity: AppIdentity?, options: Options) throws(AppGroupsError) {
     let root = location.root
-    try root.prepareContainer(at: location.containerURL)
+    try root.prepareContainer(atPath: location.containerPath)
     let global = SuiteResolver.globalLocation(root: root)
     var globalPath: String? = nil
     if location.kind != .global {
-      try root.prepareContainer(at: global.containerURL)
-      globalPath = global.fileURL.path
+      try root.prepareContainer(atPath: global.containerPath)
+      globalPath = global.filePath
     }
-    let managedURL = root.managedPreferencesURL(forDomain: location.domain)
     do {
-      try FileSystem.makeDirectory(managedURL.deletingLastPathComponent().path, within: root.path)
+      try FileSystem.makeDirectory(root.managedPreferencesDirectoryPath, within: root.path)
     } catch {
       throw AppGroupsError(io: error, "creating the managed preferences folder of \(root.path)")
     }
-    let managedPath = managedURL.path
+    let managedPath = root.managedPreferencesPath(forDomain: location.domain)
     // A suite's folder removed under a running process is made again, inside the root only.
     let storeOptions = SuiteStore.Options(
       lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit, makeFolder: root.path)
     self.location = location
     self.identity = identity
     self.view = try SuiteView.shared(
-      domain: location.domain, suitePath: location.fileURL.path, globalPath: globalPath,
+      domain: location.domain, suitePath: location.filePath, globalPath: globalPath,
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
     // An app's commits are kept out of its suspensions (see AppLifecycle).
@@ -259,7 +259,7 @@ public final class GroupDefaults: Sendable {
   /// Whether an administrator forces `key` in the domain `domain`.
   public func objectIsForced(forKey key: String, inDomain domain: String) -> Bool {
     if domain == location.domain { return view.isForced(key) }
-    let path = location.root.managedPreferencesURL(forDomain: domain).path
+    let path = location.root.managedPreferencesPath(forDomain: domain)
     guard let data = FileManager.default.contents(atPath: path),
       case .dictionary(let values)? = try? PropertyListValue(propertyListData: data)
     else { return false }
@@ -339,7 +339,7 @@ public final class GroupDefaults: Sendable {
     if view.isForced(key) {
       throw AppGroupsError(
         .forcedValue,
-        "\(suiteName): \(key.debugDescription) is forced by an administrator (\(location.root.managedPreferencesURL(forDomain: suiteName).path)) and cannot be changed")
+        "\(suiteName): \(key.debugDescription) is forced by an administrator (\(location.root.managedPreferencesPath(forDomain: suiteName))) and cannot be changed")
     }
     do {
       try view.suite.set(value, forKey: key)

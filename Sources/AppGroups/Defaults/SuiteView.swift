@@ -22,7 +22,7 @@ internal import Synchronization
   private let globalAddress = Atomic<UInt>(0)
 
   private struct Cache: Sendable {
-    var entries: [CacheKey: Entry] = [:]
+    var entries = CacheTable<Entry>()
     var epoch: UInt64 = 0
     /// Whether some cached key is not ASCII (see ``CacheKey``).
     var holdsNonASCIIKeys = false
@@ -155,7 +155,7 @@ internal import Synchronization
     // shares it) reached no handler of this view: forget every resolved entry.
     cache.withLock { cache in
       cache.epoch &+= 1
-      cache.entries.removeAll(keepingCapacity: true)
+      cache.entries.removeAll()
       cache.holdsNonASCIIKeys = false
     }
     ChangeMonitor.shared.watch(store)
@@ -185,7 +185,7 @@ internal import Synchronization
     let entry = resolve(key)
     cache.withLock { cache in
       guard cache.epoch == epoch else { return }
-      cache.entries[cacheKey] = entry
+      cache.entries.set(entry, for: cacheKey)
       if !cacheKey.isASCII { cache.holdsNonASCIIKeys = true }
     }
     return entry
@@ -272,11 +272,11 @@ internal import Synchronization
             clearAll = true
             break
           }
-          cache.entries.removeValue(forKey: key)
+          cache.entries.remove(key)
         }
       }
       if clearAll {
-        cache.entries.removeAll(keepingCapacity: true)
+        cache.entries.removeAll()
         cache.holdsNonASCIIKeys = false
       }
     }

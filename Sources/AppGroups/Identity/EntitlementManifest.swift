@@ -87,7 +87,14 @@ public struct EntitlementManifest: Sendable, Equatable {
   static func loadIfPresent(
     from url: URL
   ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: Any])? {
-    let path = url.path
+    try loadIfPresent(atPath: url.path)
+  }
+
+  /// The manifest at `path` and its raw property list, or `nil` when there
+  /// is no file.
+  static func loadIfPresent(
+    atPath path: String
+  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: Any])? {
     let data: Data
     do {
       guard let (contents, _) = try FileSystem.read(path) else { return nil }
@@ -307,7 +314,7 @@ public struct EntitlementManifest: Sendable, Equatable {
     _ body: (inout EntitlementManifest) throws(AppGroupsError) -> Void
   ) throws(AppGroupsError) -> EntitlementManifest {
     try root.prepareRoot()
-    let path = root.manifestURL.path
+    let path = root.manifestPath
     let lockPath = path + ".lock"
     let lock: LockedFile
     do {
@@ -327,7 +334,7 @@ public struct EntitlementManifest: Sendable, Equatable {
     }
     defer { lock.unlock() }
     FileSystem.removeLeftoverTemporaries(for: ContainerRoot.manifestFileName, in: root.path)
-    let current = try loadIfPresent(from: root.manifestURL)
+    let current = try loadIfPresent(atPath: root.manifestPath)
     var manifest = current?.manifest ?? EntitlementManifest()
     try body(&manifest)
     if let current, current.manifest == manifest { return manifest }
@@ -380,7 +387,7 @@ public struct EntitlementManifest: Sendable, Equatable {
   ) throws(AppGroupsError) -> EntitlementManifest {
     try Names.validateBundleIdentifier(bundleIdentifier)
     for group in groups { try Names.validateGroupIdentifier(group) }
-    let path = root.manifestURL.path
+    let path = root.manifestPath
     return try update(root: root, timeout: lockTimeout) { manifest throws(AppGroupsError) in
       guard var entry = manifest.entries[bundleIdentifier] else {
         throw AppGroupsError(.notFound, "\(bundleIdentifier) has no entry in \(path)")

@@ -54,6 +54,22 @@ enum Names {
     if byteCount > maximumByteCount {
       return "longer than \(maximumByteCount) bytes (\(byteCount))"
     }
+    // One pass over the bytes settles every valid name (a manifest holds
+    // many, and a process checks them all when it opens a suite); only a
+    // refused one goes on to the slower walk that names the reason.
+    var previous: UInt8 = 0
+    var plain = true
+    for byte in name.utf8 {
+      switch byte {
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x5F, 0x2D: break
+      case 0x2E where previous != 0x2E: break
+      default: plain = false
+      }
+      if !plain { break }
+      previous = byte
+    }
+    let first = name.utf8.first!
+    if plain && first != 0x2E && first != 0x2D { return nil }
     var offset = 0
     for scalar in name.unicodeScalars {
       switch scalar.value {

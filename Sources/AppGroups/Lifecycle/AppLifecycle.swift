@@ -159,7 +159,7 @@ public final class BackgroundActivity: Sendable {
 /// the app, waiting for that removal, then takes its locks again.
 enum SuspensionHandshake {
   static func folder(root: ContainerRoot, bundleIdentifier: String) -> String {
-    root.appContainerURL(for: bundleIdentifier).appendingPathComponent("Library/Lifecycle").path
+    root.appContainerPath(for: bundleIdentifier) + "/Library/Lifecycle"
   }
 
   static func readyFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {

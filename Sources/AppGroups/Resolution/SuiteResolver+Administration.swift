@@ -115,7 +115,7 @@ extension SuiteResolver {
         domains.append(.group(groupIdentifier))
       }
     }
-    if isRegularFile(root.globalPreferencesURL.path) { domains.append(.global) }
+    if isRegularFile((root.globalContainerPath + "/" + ContainerRoot.globalFileSubpath)) { domains.append(.global) }
     return domains.sorted { $0.description < $1.description }
   }
 
@@ -129,7 +129,7 @@ extension SuiteResolver {
   package static func managedValues(
     for location: SuiteLocation
   ) throws(AppGroupsError) -> [String: PropertyListValue] {
-    let path = location.root.managedPreferencesURL(forDomain: location.domain).path
+    let path = location.root.managedPreferencesPath(forDomain: location.domain)
     return try readManaged(path)?.values ?? [:]
   }
 
@@ -158,8 +158,8 @@ extension SuiteResolver {
     for location: SuiteLocation, _ body: (inout [String: PropertyListValue]) throws -> Void
   ) throws -> [String: PropertyListValue] {
     let root = location.root
-    let directory = root.managedPreferencesDirectoryURL.path
-    let path = root.managedPreferencesURL(forDomain: location.domain).path
+    let directory = root.managedPreferencesDirectoryPath
+    let path = root.managedPreferencesPath(forDomain: location.domain)
     try root.prepareRoot()
     do {
       try FileSystem.makeDirectory(directory, within: root.path)

@@ -22,16 +22,20 @@ public struct SuiteLocation: Sendable, Hashable {
   /// and `NSGlobalDomain` for ``Kind/global``.
   public let domain: String
   /// The container the suite lives in: the app's, the group's, or `<root>/Global`.
-  public let containerURL: URL
+  public var containerURL: URL { URL(fileURLWithPath: containerPath, isDirectory: true) }
   /// The property-list file: `<preferencesDirectory>/<domain>.plist`, or
   /// `.GlobalPreferences.plist` for the global domain.
-  public let fileURL: URL
+  public var fileURL: URL { URL(fileURLWithPath: filePath, isDirectory: false) }
   /// The root the container is in.
   public let root: ContainerRoot
+  /// ``containerURL``'s path.
+  package let containerPath: String
+  /// ``fileURL``'s path.
+  package let filePath: String
 
   /// The folder holding the file: `<container>/Library/Preferences`.
   public var preferencesDirectory: URL {
-    containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
+    URL(fileURLWithPath: containerPath + "/Library/Preferences", isDirectory: true)
   }
 
   /// Where `domain` lives in `root`: the one place that maps a domain to its container and
@@ -41,39 +45,39 @@ public struct SuiteLocation: Sendable, Hashable {
     case .standard(let bundleIdentifier):
       self.init(
         kind: .standard, domain: bundleIdentifier,
-        containerURL: root.appContainerURL(for: bundleIdentifier), root: root)
+        containerPath: root.appContainerPath(for: bundleIdentifier), root: root)
     case .group(let groupIdentifier):
       self.init(
         kind: .group, domain: groupIdentifier,
-        containerURL: root.groupContainerURL(for: groupIdentifier), root: root)
+        containerPath: root.groupContainerPath(for: groupIdentifier), root: root)
     case .privateSuite(let bundleIdentifier, let suiteName):
       self.init(
         kind: .privateSuite, domain: suiteName,
-        containerURL: root.appContainerURL(for: bundleIdentifier), root: root)
+        containerPath: root.appContainerPath(for: bundleIdentifier), root: root)
     case .global:
       self.init(
-        kind: .global, domain: GroupDefaults.globalDomain, containerURL: root.globalContainerURL,
-        fileName: root.globalPreferencesURL.lastPathComponent, root: root)
+        kind: .global, domain: GroupDefaults.globalDomain,
+        containerPath: root.globalContainerPath, fileName: ContainerRoot.globalFileName,
+        root: root)
     }
   }
 
   /// A location whose file is `<domain>.plist`: every suite's but the global domain's.
-  private init(kind: Kind, domain: String, containerURL: URL, root: ContainerRoot) {
+  private init(kind: Kind, domain: String, containerPath: String, root: ContainerRoot) {
     self.init(
-      kind: kind, domain: domain, containerURL: containerURL, fileName: "\(domain).plist",
+      kind: kind, domain: domain, containerPath: containerPath, fileName: domain + ".plist",
       root: root)
   }
 
   /// A location; ``SuiteResolver`` makes them.
   private init(
-    kind: Kind, domain: String, containerURL: URL, fileName: String, root: ContainerRoot
+    kind: Kind, domain: String, containerPath: String, fileName: String, root: ContainerRoot
   ) {
     self.kind = kind
     self.domain = domain
-    self.containerURL = containerURL
+    self.containerPath = containerPath
     self.root = root
-    self.fileURL = containerURL.appendingPathComponent("Library/Preferences", isDirectory: true)
-      .appendingPathComponent(fileName, isDirectory: false)
+    self.filePath = containerPath + "/Library/Preferences/" + fileName
   }
 }
 
@@ -210,7 +214,7 @@ public struct SuiteResolver: Sendable {
   /// The manifest, whether its file exists, after checking the identity's
   /// executable binding.
   package func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
-    let loaded = try EntitlementManifest.loadIfPresent(from: root.manifestURL)
+    let loaded = try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)
     let manifest = loaded?.manifest ?? EntitlementManifest()
     let bundleIdentifier = identity.bundleIdentifier
     if let bound = manifest.entries[bundleIdentifier]?.executable,
@@ -218,7 +222,7 @@ public struct SuiteResolver: Sendable {
     {
       throw AppGroupsError(
         .executableMismatch,
-        "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestURL.path) "
+        "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestPath) "
           + "but this process runs \(running)")
     }
     return (manifest, loaded != nil)
@@ -243,7 +247,7 @@ public struct SuiteResolver: Sendable {
     try Names.validateGroupIdentifier(groupIdentifier)
     let bundleIdentifier = identity.bundleIdentifier
     if manifest.isEntitled(bundleIdentifier, to: groupIdentifier) { return }
-    let manifestPath = root.manifestURL.path
+    let manifestPath = root.manifestPath
     let source = present ? "manifest: \(manifestPath)" : "no manifest at \(manifestPath)"
     throw AppGroupsError(
       .notEntitled, "\(bundleIdentifier) is not entitled to \(groupIdentifier) (\(source))")

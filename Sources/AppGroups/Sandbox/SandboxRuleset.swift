@@ -128,7 +128,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ) throws(AppGroupsError) -> SandboxRuleset {
     var ruleset = SandboxRuleset()
     let manifest =
-      try EntitlementManifest.loadIfPresent(from: root.manifestURL)?.manifest
+      try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)?.manifest
       ?? EntitlementManifest()
     let bundleIdentifier = identity.bundleIdentifier
 
@@ -149,22 +149,22 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
       ruleset.allow(.readWrite, container.path, purpose: "group container of \(group)")
     }
 
-    if FileManager.default.fileExists(atPath: root.manifestURL.path) {
-      ruleset.allow(.readOnly, root.manifestURL.path, purpose: "the manifest")
+    if FileManager.default.fileExists(atPath: root.manifestPath) {
+      ruleset.allow(.readOnly, root.manifestPath, purpose: "the manifest")
     }
     try root.prepareContainer(at: root.globalContainerURL)
     ruleset.allow(.readOnly, root.globalContainerURL.path, purpose: "global preferences")
     // Every process that reads the global domain maps its lock file's token
     // page and may take its lock: the file is made here, once, and allowed
     // alone, so the folder (and the preferences file) stays read-only.
-    let globalLock = root.globalPreferencesURL.path + ".lock"
+    let globalLock = (root.globalContainerPath + "/" + ContainerRoot.globalFileSubpath) + ".lock"
     do throws(SystemCallError) {
       _ = try SuiteSidecar(path: globalLock, makeFolder: nil)
     } catch {
       throw AppGroupsError(io: error, "cannot create the global preferences' lock file")
     }
     ruleset.allow(.readWriteFile, globalLock, purpose: "the global preferences' lock file")
-    let managed = root.managedPreferencesDirectoryURL.path
+    let managed = root.managedPreferencesDirectoryPath
     do {
       try FileSystem.makeDirectory(managed, within: root.path)
     } catch {

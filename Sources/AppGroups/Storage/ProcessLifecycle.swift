@@ -11,11 +11,22 @@ internal import Synchronization
 /// call `GroupDefaults.synchronizeAll()` in it).
 enum ProcessLifecycle {
   private static let installed = Mutex(false)
+  /// Set once installed: what every `set` reads (a lock each time would cost a write burst).
+  private static let isInstalled = Atomic(false)
   /// Whether `installOnce()` takes over SIGTERM and SIGINT.
   static let handlesSignals = Mutex(true)
   nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
 
+  /// Installs the handlers, once: called before a process's first change is pending (a
+  /// process that only reads has nothing to land and never takes over its signals).
+  @inline(__always)
   static func installOnce() {
+    if isInstalled.load(ordering: .acquiring) { return }
+    install()
+  }
+
+  private static func install() {
+    defer { isInstalled.store(true, ordering: .releasing) }
     let first = installed.withLock { done in
       defer { done = true }
       return !done

@@ -117,8 +117,7 @@ final class SuiteStore: Sendable {
 
   /// The store for `path` in this process, opening it on first use.
   static func shared(path: String, options: Options = Options()) throws(AppGroupsError) -> SuiteStore {
-    ProcessLifecycle.installOnce()
-    return try registry.object(forKey: path) { () throws(AppGroupsError) in
+    try registry.object(forKey: path) { () throws(AppGroupsError) in
       try SuiteStore(path: path, options: options)
     }
   }
@@ -210,6 +209,8 @@ final class SuiteStore: Sendable {
   func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
+    // Before the first change is pending (a process that only reads never needs it).
+    ProcessLifecycle.installOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
     let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
@@ -250,6 +251,7 @@ final class SuiteStore: Sendable {
     for (key, value) in values {
       if let reason = value.unstorableReason { throw unstorable(key, reason) }
     }
+    ProcessLifecycle.installOnce()
     let size = Self.estimate(values)
     if size > options.sizeLimit {
       throw AppGroupsError(

@@ -260,13 +260,43 @@ private final class WatcherEngine: Sendable {
     var isUnused: Bool { owners.isEmpty && waiters.isEmpty && guarded.isEmpty }
   }
 
+  /// The kernel watches by descriptor: a few per process, so a list searched in order (a
+  /// `Dictionary` keyed by `CInt` would cost a new process a search of every protocol
+  /// conformance it has loaded, to check `CInt`'s `Hashable`, when it opens its first suite).
+  struct KernelWatches {
+    private var entries: [(wd: CInt, watch: KernelWatch)] = []
+
+    subscript(wd: CInt) -> KernelWatch? {
+      get { entries.first { $0.wd == wd }?.watch }
+      set {
+        let index = entries.firstIndex { $0.wd == wd }
+        switch (index, newValue) {
+        case (let index?, let watch?): entries[index].watch = watch
+        case (let index?, nil): entries.remove(at: index)
+        case (nil, let watch?): entries.append((wd, watch))
+        case (nil, nil): break
+        }
+      }
+    }
+
+    subscript(wd: CInt, default value: @autoclosure () -> KernelWatch) -> KernelWatch {
+      get { self[wd] ?? value() }
+      set { self[wd] = newValue }
+    }
+
+    mutating func removeValue(forKey wd: CInt) -> KernelWatch? {
+      guard let index = entries.firstIndex(where: { $0.wd == wd }) else { return nil }
+      return entries.remove(at: index).watch
+    }
+  }
+
   struct State {
     var closed = false
     var thread: pthread_t?
     var eventFD: CInt?
     var nextID: UInt64 = 1
     var directories: [String: Directory] = [:]
-    var kernel: [CInt: KernelWatch] = [:]
+    var kernel = KernelWatches()
 
     var isPolling: Bool { directories.values.contains { $0.isPolled } }
   }
@@ -369,7 +399,7 @@ private final class WatcherEngine: Sendable {
       state.directories[directory] = Directory(
         id: id, references: 1, mode: .kernel(wd: wd, guardWD: nil))
       // Guard it with a watch on its parent (see `resolve`).
-      _ = resolve(directory, &state)
+      _ = resolve(directory, &state, justAdded: wd)
       return .watching(Target(directory: directory, id: id))
     }
     switch outcome {
@@ -493,7 +523,9 @@ private final class WatcherEngine: Sendable {
   ///   was watched and is not (or is another directory now), then
   ///   ``DirectoryWatcher/Event/Kind-swift.enum/directoryBack`` when a directory at the path
   ///   is newly watched.
-  private func resolve(_ path: String, _ state: inout State) -> [DirectoryWatcher.Event] {
+  private func resolve(
+    _ path: String, _ state: inout State, justAdded: CInt? = nil
+  ) -> [DirectoryWatcher.Event] {
     guard let inotifyFD, var directory = state.directories[path], !directory.isPolled else {
       return []
     }
@@ -523,7 +555,8 @@ private final class WatcherEngine: Sendable {
     var steps = 0
     while steps < Self.armingSteps, level < chain.count, refusal == nil {
       steps += 1
-      guard let wd = add(level) else {
+      // The watch `add` has just put on the path itself is not asked for a second time.
+      guard let wd = steps == 1 && level == 0 && justAdded != nil ? justAdded : add(level) else {
         level += 1
         continue
       }
@@ -828,11 +861,15 @@ private final class WatcherEngine: Sendable {
 
   /// The parent of a path: `/a/b` → `/a`, `/a` → `/`, `/` → `nil`.
   static func parent(of path: String) -> String? {
-    var trimmed = Substring(path)
-    while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-    guard trimmed != "/", let slash = trimmed.lastIndex(of: "/") else { return nil }
-    if slash == trimmed.startIndex { return "/" }
-    return String(trimmed[..<slash])
+    // By bytes: `/` is one byte in UTF-8 and never part of another character's.
+    let slash = UInt8(ascii: "/")
+    var trimmed = Substring(path).utf8
+    while trimmed.count > 1, trimmed.last == slash { trimmed = trimmed.dropLast() }
+    guard !(trimmed.count == 1 && trimmed.first == slash),
+      let index = trimmed.lastIndex(of: slash)
+    else { return nil }
+    if index == trimmed.startIndex { return "/" }
+    return String(Substring(trimmed[..<index]))
   }
 
   /// The last component of a path: `/a/b/` → `b`.

@@ -260,8 +260,9 @@ enum FileSystem {
   static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
     var current = root
     let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
-    for component in relative.split(separator: "/") {
-      current = current + "/" + String(component)
+    for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
+      current.append("/")
+      current.append(contentsOf: Substring(component))
       if let s = try linkStatus(current) {
         try requireFolder(s, current)
         continue

@@ -13,6 +13,16 @@ package enum Paths {
     return String(cString: resolved)
   }
 
+  /// The current directory, or `/` when it cannot be read (it was removed, or is longer than
+  /// `PATH_MAX`).
+  ///
+  /// The corresponding system call is `getcwd(2)`.
+  package static func currentDirectory() -> String {
+    guard let path = getcwd(nil, 0) else { return "/" }
+    defer { free(path) }
+    return String(cString: path)
+  }
+
   /// What the symbolic link at `path` holds, as written, or `nil` when it is not a link or
   /// cannot be read.
   ///
