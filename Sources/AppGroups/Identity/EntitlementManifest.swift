@@ -86,7 +86,7 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// is no file.
   static func loadIfPresent(
     from url: URL
-  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: Any])? {
+  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: PropertyListValue])? {
     try loadIfPresent(atPath: url.path)
   }
 
@@ -94,7 +94,7 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// is no file.
   static func loadIfPresent(
     atPath path: String
-  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: Any])? {
+  ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: PropertyListValue])? {
     let data: Data
     do {
       guard let (contents, _) = try FileSystem.read(path) else { return nil }
@@ -105,17 +105,25 @@ public struct EntitlementManifest: Sendable, Equatable {
     if let problem = PropertyListScreen.problem(with: data) {
       throw AppGroupsError(.invalidManifest, "\(path): not a property list of entitlements: \(problem)")
     }
-    let raw: [String: Any]
+    let raw: [String: PropertyListValue]
     do {
       // The package's own XML reader first: Foundation's parser (and the bridging of what it
       // returns) was most of a new process's time to open a group suite.
-      let object =
-        try XMLPropertyList.decode(data)?.foundationValue
-        ?? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-      guard let dictionary = object as? [String: Any] else {
+      let value: PropertyListValue
+      if let decoded = XMLPropertyList.decode(data) {
+        value = decoded
+      } else {
+        let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        guard let converted = PropertyListValue(object) else {
+          throw AppGroupsError(
+            .invalidManifest, "\(path): not a property list of entitlements: holds a \(typeName(object))")
+        }
+        value = converted
+      }
+      guard case .dictionary(let dictionary) = value else {
         throw AppGroupsError(
           .invalidManifest,
-          "\(path): the root must be a dictionary of bundle identifiers, found \(typeName(object))")
+          "\(path): the root must be a dictionary of bundle identifiers, found \(kindName(value))")
       }
       raw = dictionary
     } catch let error as AppGroupsError {
@@ -125,6 +133,7 @@ public struct EntitlementManifest: Sendable, Equatable {
         .invalidManifest, "\(path): not a property list (\(error.localizedDescription))")
     }
     var entries: [String: Entry] = [:]
+    entries.reserveCapacity(raw.count)
     for (bundleIdentifier, value) in raw {
       let entryName = Names.quotedIfNeeded(bundleIdentifier)
       func invalid(_ reason: String) -> AppGroupsError {
@@ -133,32 +142,38 @@ public struct EntitlementManifest: Sendable, Equatable {
       if let reason = Names.problem(with: bundleIdentifier) {
         throw invalid("invalid bundle identifier: \(reason)")
       }
-      guard let fields = value as? [String: Any] else {
-        throw invalid("must be a dictionary, found \(typeName(value))")
+      guard case .dictionary(let fields) = value else {
+        throw invalid("must be a dictionary, found \(kindName(value))")
       }
       var groups: [String] = []
       if let list = fields[applicationGroupsKey] {
-        guard let array = list as? [Any] else {
+        guard case .array(let array) = list else {
           throw invalid(
-            "\(applicationGroupsKey) must be an array of strings, found \(typeName(list))")
+            "\(applicationGroupsKey) must be an array of strings, found \(kindName(list))")
         }
+        groups.reserveCapacity(array.count)
         for (index, element) in array.enumerated() {
-          guard let group = element as? String else {
+          guard case .string(let group) = element else {
             throw invalid(
               "\(applicationGroupsKey) must be an array of strings, "
-                + "found \(typeName(element)) at index \(index)")
+                + "found \(kindName(element)) at index \(index)")
           }
           if let reason = Names.groupIdentifierProblem(with: group) {
             throw invalid(
               "\(applicationGroupsKey): invalid group identifier \(Names.quoted(group)): \(reason)")
           }
-          if !groups.contains(group) { groups.append(group) }
+          groups.append(group)
+        }
+        // Each group once, in the order first written.
+        if groups.count > 1 {
+          var seen = Set<String>(minimumCapacity: groups.count)
+          groups = groups.filter { seen.insert($0).inserted }
         }
       }
       var executable: String?
       if let value = fields[executableKey] {
-        guard let string = value as? String else {
-          throw invalid("\(executableKey) must be a string, found \(typeName(value))")
+        guard case .string(let string) = value else {
+          throw invalid("\(executableKey) must be a string, found \(kindName(value))")
         }
         if let reason = Names.executableProblem(with: string) {
           throw invalid("\(executableKey) \(Names.quoted(string)): \(reason)")
@@ -171,6 +186,14 @@ public struct EntitlementManifest: Sendable, Equatable {
   }
 
   /// The property-list type name of a decoded value, for messages.
+  /// The manifest's name for a value's type, as ``typeName(_:)`` says it.
+  static func kindName(_ value: PropertyListValue) -> String {
+    switch value {
+    case .real, .float: "real"
+    default: value.typeName
+    }
+  }
+
   static func typeName(_ value: Any) -> String {
     switch value {
     case is String: return "string"
@@ -236,11 +259,11 @@ public struct EntitlementManifest: Sendable, Equatable {
   }
 
   /// The XML property list, keeping the unknown keys of each entry in `raw`.
-  func propertyListData(keeping raw: [String: Any]) throws(AppGroupsError) -> Data {
+  func propertyListData(keeping raw: [String: PropertyListValue]) throws(AppGroupsError) -> Data {
     try validate()
     var root: [String: Any] = [:]
     for (bundleIdentifier, entry) in entries {
-      var fields = raw[bundleIdentifier] as? [String: Any] ?? [:]
+      var fields = raw[bundleIdentifier]?.foundationValue as? [String: Any] ?? [:]
       var groups: [String] = []
       for group in entry.applicationGroups where !groups.contains(group) { groups.append(group) }
       fields[Self.applicationGroupsKey] = groups
