@@ -46,6 +46,34 @@ struct GroupDefaultsTests {
     #expect(dict["one"] == .integer(1))
   }
 
+  /// Pending changes are a log, compacted as it grows: many sets of a few keys before a
+  /// commit land the last value of each, and a key changed and changed back lands nothing.
+  @Test func manySetsOfAFewKeysLandTheLastValueOfEach() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    d.set("kept", forKey: "steady")
+    #expect(d.synchronize())
+    let before = d.changeToken
+    d.set("changed", forKey: "steady")
+    d.set("kept", forKey: "steady")
+    #expect(d.synchronize())
+    #expect(d.changeToken == before, "a key changed and changed back wrote the file")
+    for i in 0..<5_000 {
+      d.set(i, forKey: "counter")
+      d.set("v\(i)", forKey: "key-\(i % 7)")
+      if i % 1_000 == 999 { d.removeObject(forKey: "key-3") }
+    }
+    #expect(d.synchronize())
+    let plist = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(plist["counter"] as? Int == 4_999)
+    for k in 0..<7 where k != 3 {
+      let last = (0..<5_000).last { $0 % 7 == k }!
+      #expect(plist["key-\(k)"] as? String == "v\(last)")
+    }
+    #expect(plist["key-3"] == nil)
+    #expect(plist["steady"] as? String == "kept")
+  }
+
   @Test func writingTheSameValueDoesNothing() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group)

@@ -23,10 +23,30 @@ struct CacheKey: Hashable, Sendable {
   ///   other must have the same.
   init(_ string: String, seed: UInt64) {
     self.string = string
-    let hashed =
-      string.utf8.withContiguousStorageIfAvailable { Self.hash($0, seed: seed) }
-      ?? Array(string.utf8).withUnsafeBufferPointer { Self.hash($0, seed: seed) }
-    (bits, isASCII) = hashed
+    (bits, isASCII) = Self.hash(of: string, seed: seed)
+  }
+
+  /// A key whose hash ``hash(of:seed:)`` has already given.
+  init(_ string: String, bits: UInt64, isASCII: Bool) {
+    self.string = string
+    self.bits = bits
+    self.isASCII = isASCII
+  }
+
+  /// The bits and ASCII-ness of `string`'s key, without making the key (which would keep a
+  /// copy of the string: a retain and a release on every cached read).
+  @inline(__always)
+  static func hash(of string: String, seed: UInt64) -> (bits: UInt64, isASCII: Bool) {
+    string.utf8.withContiguousStorageIfAvailable { hash($0, seed: seed) }
+      ?? Array(string.utf8).withUnsafeBufferPointer { hash($0, seed: seed) }
+  }
+
+  /// Whether this key is `string`'s, given `string`'s hash: as `==`, without a second key.
+  @inline(__always)
+  func matches(_ string: String, bits: UInt64, isASCII: Bool) -> Bool {
+    guard self.bits == bits, self.isASCII == isASCII else { return false }
+    if isASCII { return self.string == string }
+    return self.string.utf8.elementsEqual(string.utf8)
   }
 
   @inline(__always)
@@ -98,18 +118,27 @@ struct CacheTable<Value: Sendable>: Sendable {
   private(set) var count = 0
 
   @inline(__always)
-  private func home(of key: CacheKey) -> Int {
+  private func home(of bits: UInt64) -> Int {
     // The key's bits mixed once more: their high half decides the slot.
-    Int(truncatingIfNeeded: (key.bits &* 0x9E37_79B9_7F4A_7C15) >> 32) & (slots.count &- 1)
+    Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> 32) & (slots.count &- 1)
   }
+
+  @inline(__always)
+  private func home(of key: CacheKey) -> Int { home(of: key.bits) }
 
   /// The value cached for `key`, if any.
   subscript(key: CacheKey) -> Value? {
+    self[key.string, bits: key.bits, isASCII: key.isASCII]
+  }
+
+  /// The value cached for `string`, whose hash is `bits` and `isASCII`
+  /// (``CacheKey/hash(of:seed:)``), if any: a read makes no key.
+  subscript(string: String, bits bits: UInt64, isASCII isASCII: Bool) -> Value? {
     guard count > 0 else { return nil }
     let mask = slots.count &- 1
-    var index = home(of: key)
+    var index = home(of: bits)
     while let slot = slots[index] {
-      if slot.key == key { return slot.value }
+      if slot.key.matches(string, bits: bits, isASCII: isASCII) { return slot.value }
       index = (index &+ 1) & mask
     }
     return nil

@@ -179,9 +179,12 @@ internal import Synchronization
 
   /// The effective value of `key` and the domain that supplied it.
   @usableFromInline func lookup(_ key: String) -> Entry {
-    let cacheKey = CacheKey(key, seed: keySeed)
-    let (cached, epoch) = cache.withLock { ($0.entries[cacheKey], $0.epoch) }
+    let (bits, isASCII) = CacheKey.hash(of: key, seed: keySeed)
+    let (cached, epoch) = cache.withLock {
+      ($0.entries[key, bits: bits, isASCII: isASCII], $0.epoch)
+    }
     if let cached { return cached }
+    let cacheKey = CacheKey(key, bits: bits, isASCII: isASCII)
     let entry = resolve(key)
     cache.withLock { cache in
       guard cache.epoch == epoch else { return }

@@ -37,14 +37,18 @@ final class SuiteStore: Sendable {
   private let sidecar: SuiteSidecar?
   private let queue: DispatchQueue
 
+  /// One change not yet on disk. The pending changes are a log in the order they were made
+  /// (later ones win when it is applied), not a dictionary: a `set` appends, without hashing
+  /// the key a second time or growing a table.
   private struct Pending: Sendable {
+    var key: String
     var value: PropertyListValue?
     var sequence: UInt64
   }
 
   private struct State: Sendable {
     var values: [String: PropertyListValue] = [:]
-    var pending: [String: Pending] = [:]
+    var pending: [Pending] = []
     /// A whole-domain replacement (setPersistentDomain / removePersistentDomain)
     /// waiting to be committed, applied before `pending`.
     var replacement: (values: [String: PropertyListValue], sequence: UInt64)?
@@ -215,16 +219,22 @@ final class SuiteStore: Sendable {
     // outside it) and also reads whether a burst is going on.
     let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
       st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
-      let old = st.values[key]
+      // One hash of the key: the value goes in at once, and comes out again if refused.
+      let old: PropertyListValue?
+      if let value { old = st.values.updateValue(value, forKey: key) } else { old = st.values.removeValue(forKey: key) }
       if old == value { return (nil, false, false, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
-      if newSize > oldSize && size > options.sizeLimit { return (nil, false, false, nil, size) }
+      if newSize > oldSize && size > options.sizeLimit {
+        st.values[key] = old
+        return (nil, false, false, nil, size)
+      }
       st.sizeEstimate = size
-      st.values[key] = value
-      st.pending[key] = Pending(value: value, sequence: st.nextSequence)
+      st.pending.append(Pending(key: key, value: value, sequence: st.nextSequence))
       st.nextSequence &+= 1
+      // A key set again and again before a commit: keep the log within reach of the domain.
+      if st.pending.count > 2 &* st.values.count &+ 64 { Self.compact(&st.pending) }
       let schedule = !st.flushScheduled
       st.flushScheduled = true
       return (
@@ -271,6 +281,14 @@ final class SuiteStore: Sendable {
     }
     if schedule { scheduleFlush() }
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+  }
+
+  /// Keeps the last change of each key, in order.
+  private static func compact(_ log: inout [Pending]) {
+    var seen = Set<String>(minimumCapacity: log.count)
+    var kept: [Pending] = []
+    for change in log.reversed() where seen.insert(change.key).inserted { kept.append(change) }
+    log = kept.reversed()
   }
 
   private func unstorable(_ key: String, _ reason: String) -> AppGroupsError {
@@ -620,14 +638,15 @@ final class SuiteStore: Sendable {
 
     // 2. This process's changes, key by key, on top; then the atomic update's, computed from
     //    them without holding `commit`, so that the closure may read the store.
-    var next = replacement?.values ?? reloaded
+    let base = replacement?.values ?? reloaded
+    var next = base
     // One allocation for the merged domain, not a rehash each time it doubles.
     next.reserveCapacity(next.count + pending.count)
-    var differs = replacement != nil && replacement?.values != reloaded
-    for (key, change) in pending where next[key] != change.value {
-      next[key] = change.value
-      differs = true
-    }
+    for change in pending { next[change.key] = change.value }
+    // Whether this commit changes the file (usually found at the first change).
+    var differs =
+      (replacement != nil && replacement?.values != reloaded)
+      || pending.contains { next[$0.key] != base[$0.key] }
     let extraChanges = extra?(next) ?? [:]
     for (key, value) in extraChanges where next[key] != value {
       next[key] = value
@@ -676,7 +695,7 @@ final class SuiteStore: Sendable {
   }
 
   private func finishCommit(
-    next: [String: PropertyListValue], didReload: Bool, pending: [String: Pending], through: UInt64,
+    next: [String: PropertyListValue], didReload: Bool, pending: [Pending], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
     extra: [String: PropertyListValue?],
     outside: inout [StoredChange], local: inout [StoredChange],
@@ -691,7 +710,7 @@ final class SuiteStore: Sendable {
       if st.nextSequence &- 1 == through {
         st.pending.removeAll()
       } else {
-        st.pending = st.pending.filter { $0.value.sequence > through }
+        st.pending.removeAll { $0.sequence <= through }
       }
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
@@ -700,7 +719,7 @@ final class SuiteStore: Sendable {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
         var values = st.replacement?.values ?? next
-        for (key, change) in st.pending { values[key] = change.value }
+        for change in st.pending { values[change.key] = change.value }
         for change in Self.diff(st.values, values) {
           if extra.keys.contains(change.key) { local.append(change) } else { outside.append(change) }
         }
@@ -771,7 +790,7 @@ final class SuiteStore: Sendable {
     state.withLock { st in
       var values = loaded
       if let replacement = st.replacement { values = replacement.values }
-      for (key, change) in st.pending { values[key] = change.value }
+      for change in st.pending { values[change.key] = change.value }
       let changes = Self.diff(st.values, values)
       st.values = values
       st.sizeEstimate = Self.estimate(values)
