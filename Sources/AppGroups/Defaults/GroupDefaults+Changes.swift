@@ -73,20 +73,7 @@ extension GroupDefaults {
   /// - Returns: `true` when it re-read a layer and found values that changed.
   @discardableResult
   public func refreshIfChanged() -> Bool {
-    // Three plain checks, not a loop over an array of the stores: the
-    // arrays' allocation and reference counting cost more than the checks'
-    // own user-space work.
-    var changed = false
-    if view.suite.hasChangedOnDisk(), !view.suite.refresh().isEmpty {
-      changed = true
-    }
-    if let global = view.openedGlobal, global.hasChangedOnDisk(), !global.refresh().isEmpty {
-      changed = true
-    }
-    if let managed = view.managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {
-      changed = true
-    }
-    return changed
+    view.refreshIfChanged()
   }
 
   // MARK: Observation

@@ -128,6 +128,29 @@ internal import Synchronization
     return store
   }
 
+  /// ``GroupDefaults/refreshIfChanged()``: re-reads each open layer whose token or file
+  /// moved. Three plain checks, not a loop over an array of the stores, and each store used
+  /// without a reference of its own: the stores are weakly registered, so each retain and
+  /// release of one takes the runtime's slow path, which cost more than the checks.
+  func refreshIfChanged() -> Bool {
+    var changed = false
+    if suite.hasChangedOnDisk(), !suite.refresh().isEmpty { changed = true }
+    let address = globalAddress.load(ordering: .acquiring)
+    if let pointer = UnsafeRawPointer(bitPattern: address) {
+      // Alive: `globalStore` holds it as long as this view.
+      let global = Unmanaged<SuiteStore>.fromOpaque(pointer)
+      if global._withUnsafeGuaranteedRef({ $0.hasChangedOnDisk() }),
+        !global.takeUnretainedValue().refresh().isEmpty
+      {
+        changed = true
+      }
+    }
+    if managed != nil, let managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {
+      changed = true
+    }
+    return changed
+  }
+
   /// The global domain's store if it is open; what was never opened has nothing cached.
   var openedGlobal: SuiteStore? {
     let address = globalAddress.load(ordering: .acquiring)

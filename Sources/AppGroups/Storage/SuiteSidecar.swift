@@ -29,21 +29,11 @@ final class SuiteSidecar: Sendable {
     file = try LockedFile(path: path, options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder))
   }
 
-  /// The page to read: the one of the file this process holds locked, else the current one,
-  /// looked for again at the path when a holder retired it.
-  private func handle() -> LockedFile.Handle {
-    let handle = file.page
-    guard handle.isRetired else { return handle }
-    file.refreshIfReplaced()
-    return file.page
-  }
-
   /// The current record, read without the lock. `nil` only if a writer is
   /// in the middle of an update for the whole bounded retry (it was stopped
   /// or killed there); callers then treat the suite as changed.
   func read() -> Record? {
-    let handle = handle()
-    guard let words = handle.page else { return nil }
+    guard let words = file.pageWords() else { return nil }
     func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
     for _ in 0..<10_000 {
       let before = load(1)
@@ -63,8 +53,8 @@ final class SuiteSidecar: Sendable {
   /// The token alone: one sequence-checked read of three words (no identity is built).
   /// `nil` as for ``read()``.
   var token: UInt64? {
-    let handle = handle()
-    guard let words = handle.page else { return nil }
+    // No lock and no reference: a resume check reads this on every call.
+    guard let words = file.pageWords() else { return nil }
     for _ in 0..<10_000 {
       let before = cappgroups_atomic_load_u64(words + 1)
       if before & 1 == 1 { continue }

@@ -1,5 +1,6 @@
 import CAppGroupsLinux
 import Glibc
+internal import Synchronization
 
 /// A lock file shared by processes: its exclusive lock, and optionally the shared page at its
 /// start. Every read-modify-write of a locked file in the package goes through one.
@@ -43,6 +44,9 @@ final class LockedFile: @unchecked Sendable {
     let inode: UInt64
     /// The first page, mapped shared; `nil` when the file is not mapped.
     let page: UnsafeMutablePointer<UInt64>?
+    /// Set when the file is replaced: the page then stays mapped until the ``LockedFile``
+    /// goes, as a reader may have its address (``LockedFile/pageWords()``).
+    fileprivate var keepsPageMapped = false
 
     fileprivate init(descriptor: CInt, device: UInt64, inode: UInt64, page: UnsafeMutablePointer<UInt64>?) {
       self.descriptor = descriptor
@@ -52,7 +56,7 @@ final class LockedFile: @unchecked Sendable {
     }
 
     deinit {
-      if let page { munmap(page, LockedFile.pageSize) }
+      if let page, !keepsPageMapped { munmap(page, LockedFile.pageSize) }
       FileSystem.close(descriptor)
     }
 
@@ -85,11 +89,26 @@ final class LockedFile: @unchecked Sendable {
   let options: Options
 
   private struct State {
-    var current: Handle
+    var current: Handle {
+      didSet {
+        if oldValue !== current, let page = oldValue.page {
+          oldValue.keepsPageMapped = true
+          retiredPages.append(page)
+        }
+      }
+    }
     /// The handle whose lock this process holds, between ``lock(until:)`` and ``unlock()``.
     var held: Handle?
+    /// The pages of files replaced at the path, unmapped only when this goes.
+    var retiredPages: [UnsafeMutablePointer<UInt64>] = []
+
+    /// The page ``page`` reads, as an address for ``LockedFile/pageAddress``.
+    var pageAddress: UInt { UInt(bitPattern: (held ?? current).page) }
   }
   private let state: Mutex<State>
+  /// The address of the page ``page`` gives, read without the lock (a resume check reads the
+  /// token on every call): every page this file ever mapped stays mapped while it lives.
+  private let pageAddress: Atomic<UInt>
 
   /// Opens (creating, mode 0600) the lock file at `path`.
   ///
@@ -98,7 +117,24 @@ final class LockedFile: @unchecked Sendable {
   init(path: String, options: Options = Options()) throws(SystemCallError) {
     self.path = path
     self.options = options
-    state = Mutex(State(current: try Self.open(path, options)))
+    let handle = try Self.open(path, options)
+    pageAddress = Atomic(UInt(bitPattern: handle.page))
+    state = Mutex(State(current: handle))
+  }
+
+  deinit {
+    for page in state.withLock({ $0.retiredPages }) { munmap(page, Self.pageSize) }
+  }
+
+  /// The words of the page ``page`` gives, without a lock or a reference: the file now at the
+  /// path once a holder marked the read one retired (``refreshIfReplaced()``). `nil` when the
+  /// file is not mapped. The page stays mapped as long as this file.
+  func pageWords() -> UnsafeMutablePointer<UInt64>? {
+    guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
+    else { return nil }
+    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return page }
+    refreshIfReplaced()
+    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring))
   }
 
   /// The handle of the file this process reads the page of.
@@ -135,7 +171,10 @@ final class LockedFile: @unchecked Sendable {
         throw .failed(error)
       }
       guard let replacement else {
-        state.withLock { $0.held = handle }
+        state.withLock {
+          $0.held = handle
+          pageAddress.store($0.pageAddress, ordering: .releasing)
+        }
         locked = true
         return
       }
@@ -143,7 +182,10 @@ final class LockedFile: @unchecked Sendable {
       // let it go, and lock the file that is there now.
       handle.retire()
       _ = flock(handle.descriptor, LOCK_UN)
-      state.withLock { $0.current = replacement }
+      state.withLock {
+        $0.current = replacement
+        pageAddress.store($0.pageAddress, ordering: .releasing)
+      }
     }
   }
 
@@ -165,7 +207,10 @@ final class LockedFile: @unchecked Sendable {
   /// Releases the lock.
   func unlock() {
     let held = state.withLock { state -> Handle? in
-      defer { state.held = nil }
+      defer {
+        state.held = nil
+        pageAddress.store(state.pageAddress, ordering: .releasing)
+      }
       return state.held
     }
     if let held {
@@ -183,7 +228,10 @@ final class LockedFile: @unchecked Sendable {
   func refreshIfReplaced() -> Bool {
     let handle = state.withLock { $0.current }
     guard let replacement = try? replacementIfMoved(handle, create: false) else { return false }
-    state.withLock { $0.current = replacement }
+    state.withLock {
+      $0.current = replacement
+      pageAddress.store($0.pageAddress, ordering: .releasing)
+    }
     return true
   }
 
