@@ -31,6 +31,7 @@ enum AppGroupsSide {
     case "resume": resumeCheck(p)
     case "notify": notifyDriver(p)
     case "watch": watch(p)
+    case "pings": pings(p)
     case "contend": contendDriver(p)
     case "increments": increments(p)
     case "migrate": migrate(p)
@@ -230,6 +231,17 @@ enum AppGroupsSide {
     }
     for watcher in watchers {
       guard watcher.finish() == 0 else { fail("notify: a watcher failed") }
+    }
+  }
+
+  /// For profiling a watcher by hand (`--keep`, then a `watch` child under a profiler): `count`
+  /// writes of `ping`, each synchronized, `gapMicros` apart.
+  static func pings(_ p: Parameters) {
+    let defaults = open(p.suite)
+    for i in 0..<p.int("count") {
+      usleep(UInt32(p.int("gapMicros")))
+      defaults.set(1_000_000 + i, forKey: "ping")
+      guard defaults.synchronize() else { fail("pings: synchronize() failed") }
     }
   }
 
