@@ -380,6 +380,20 @@ internal import Synchronization
     }
   }
 
+  /// Whether this process paid the one-time costs of posting a change (see
+  /// ``prepareNotificationPosting()``).
+  private static let notificationPostingPrepared = Atomic<Bool>(false)
+
+  /// Pays once per process, when an observer is first added, what the first
+  /// ``GroupDefaults/didChangeNotification`` would otherwise pay when the first change arrives:
+  /// the runtime's first look-ups (each a scan of every protocol conformance record) of
+  /// building its `userInfo`, about 0.4 million instructions. Paid then, they are not paid by a
+  /// process told of another's write while every other watching process is being told too.
+  static func prepareNotificationPosting() {
+    guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
+    _ = userInfo(domain: "", origin: .otherProcess, changes: [])
+  }
+
   func addObserver(
     keys: Set<String>?, _ handler: @escaping @Sendable ([GroupDefaults.Change]) -> Void
   ) -> UInt64 {
