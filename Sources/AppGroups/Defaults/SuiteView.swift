@@ -293,16 +293,28 @@ internal import Synchronization
         target.handler(changes)
       }
     }
-    // NotificationCenter: one notification per burst, posted off the caller's thread.
-    let schedule = notificationPending.withLock { pending in
-      if pending == nil {
-        pending = changes
-        return true
+    // NotificationCenter: one notification per burst, posted off the caller's thread. The
+    // change monitor's thread is no caller's, and what it tells (one re-read of a file) is a
+    // burst already: it posts at once, unless an earlier burst of this process's own is still
+    // waiting to be posted (that one goes first, with these changes after it). A hop to
+    // another thread would cost every watching process a second wake-up per change heard.
+    let onMonitorThread =
+      changes.first?.origin == .otherProcess && ChangeMonitor.shared.isCurrentThread
+    let posting = notificationPending.withLock { pending -> NotificationPosting in
+      if pending != nil {
+        pending?.append(contentsOf: changes)
+        return .joined
       }
-      pending?.append(contentsOf: changes)
-      return false
+      if onMonitorThread { return .now }
+      pending = changes
+      return .scheduled
     }
-    if schedule {
+    switch posting {
+    case .joined:
+      break
+    case .now:
+      postNotification(changes)
+    case .scheduled:
       DispatchQueue.global().async { [self] in
         let batch = notificationPending.withLock { pending in
           defer { pending = nil }
@@ -311,6 +323,16 @@ internal import Synchronization
         postNotification(batch)
       }
     }
+  }
+
+  /// How ``deliver(_:)`` posts a burst's notification.
+  private enum NotificationPosting {
+    /// On this thread, now.
+    case now
+    /// On a global queue, with whatever joins it meanwhile.
+    case scheduled
+    /// With the burst already scheduled.
+    case joined
   }
 
   /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:

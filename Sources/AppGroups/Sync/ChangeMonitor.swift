@@ -59,6 +59,9 @@ final class ChangeMonitor: Sendable {
     box.object = self
   }
 
+  /// Whether the caller runs on the monitor's thread, telling of changes it heard.
+  var isCurrentThread: Bool { watcher.isCurrentThread }
+
   // MARK: Stores
 
   /// Watches the folder of each store, as `watch(_ store:)` does.
