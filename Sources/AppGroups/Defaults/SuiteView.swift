@@ -293,29 +293,24 @@ internal import Synchronization
         target.handler(changes)
       }
     }
-    // NotificationCenter: one notification per burst, posted off the caller's thread. The
-    // change monitor's thread is no caller's, and what it tells (one re-read of a file) is a
-    // burst already: it posts at once, unless an earlier burst of this process's own is still
-    // waiting to be posted (that one goes first, with these changes after it). A hop to
-    // another thread would cost every watching process a second wake-up per change heard.
-    let onMonitorThread =
+    // NotificationCenter: one notification per burst, posted off the caller's thread. What
+    // the change monitor heard from another process is posted at background priority (a
+    // global queue of that class runs at nice 10): the observers above were told already, and
+    // when one write is heard by many processes at once, each one's posting (the first one in
+    // a process costs about a million instructions of the runtime's type look-ups) must not
+    // hold up the others' observers.
+    let background =
       changes.first?.origin == .otherProcess && ChangeMonitor.shared.isCurrentThread
-    let posting = notificationPending.withLock { pending -> NotificationPosting in
-      if pending != nil {
-        pending?.append(contentsOf: changes)
-        return .joined
+    let schedule = notificationPending.withLock { pending in
+      if pending == nil {
+        pending = changes
+        return true
       }
-      if onMonitorThread { return .now }
-      pending = changes
-      return .scheduled
+      pending?.append(contentsOf: changes)
+      return false
     }
-    switch posting {
-    case .joined:
-      break
-    case .now:
-      postNotification(changes)
-    case .scheduled:
-      DispatchQueue.global().async { [self] in
+    if schedule {
+      DispatchQueue.global(qos: background ? .background : .default).async { [self] in
         let batch = notificationPending.withLock { pending in
           defer { pending = nil }
           return pending ?? []
@@ -323,16 +318,6 @@ internal import Synchronization
         postNotification(batch)
       }
     }
-  }
-
-  /// How ``deliver(_:)`` posts a burst's notification.
-  private enum NotificationPosting {
-    /// On this thread, now.
-    case now
-    /// On a global queue, with whatever joins it meanwhile.
-    case scheduled
-    /// With the burst already scheduled.
-    case joined
   }
 
   /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:
