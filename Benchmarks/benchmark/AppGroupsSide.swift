@@ -36,6 +36,7 @@ enum AppGroupsSide {
     case "resume": resumeCheck(p)
     case "notify": notifyDriver(p)
     case "watch": watch(p)
+    case "pings": pings(p)
     case "contend": contendDriver(p)
     case "increments": increments(p)
     case "migrate": migrate(p)
@@ -237,6 +238,19 @@ enum AppGroupsSide {
     }
     for watcher in watchers {
       guard watcher.finish() == 0 else { fail("notify: a watcher failed") }
+    }
+  }
+
+  /// For profiling a watcher by hand (`--keep`, then a `watch` child under a profiler): `count`
+  /// writes of `ping`, each synchronized, `gapMicros` apart.
+  static func pings(_ p: Parameters) {
+    let defaults = open(p.suite)
+    // Values never written before: writing the value already there does nothing.
+    let base = Int(truncatingIfNeeded: monotonicNanoseconds())
+    for i in 0..<p.int("count") {
+      usleep(UInt32(p.int("gapMicros")))
+      defaults.set(base + i, forKey: "ping")
+      guard defaults.synchronize() else { fail("pings: synchronize() failed") }
     }
   }
 

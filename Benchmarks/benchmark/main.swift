@@ -4,6 +4,7 @@
 //   swift build -c release --product benchmark && .build/release/benchmark
 //   .build/release/benchmark --quick        # the CI smoke test: well under a minute
 //   .build/release/benchmark --rounds N     # more or fewer rounds
+//   Benchmarks/watcher-wake-cost.sh         # P5/P8's watcher: instructions per change heard
 //
 // Every measure runs in a fresh child process (this binary, re-executed in a
 // hidden mode: `benchmark __child <side> <mode> name=value…`) so that each

@@ -28,6 +28,33 @@ struct DirectoryWatcherTests {
     #expect(kinds == [.created, .closeWrite, .movedFrom])
   }
 
+  @Test func anAtomicWriteSaysNothingAfterItsRename() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    try FileSystem.writeAtomically(Data("v1".utf8), to: path)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+
+    try FileSystem.writeAtomically(Data("v2".utf8), to: path, notBefore: 0)
+    try writeFile(sandbox.path + "/sentinel", "s")
+
+    // One queue, in order: what the write reported came before the sentinel. A watcher wakes
+    // for the rename and for nothing after it (a file written through a descriptor still open
+    // at the rename reports its closing under the new name: a second wake-up for one commit).
+    let sentinel = Event(directory: sandbox.path, name: "sentinel", kind: .closeWrite)
+    #expect(log.wait { $0.contains(sentinel) })
+    let events = log.events.filter { $0.name != "sentinel" }
+    let rename = try #require(events.firstIndex { $0.name == "suite.plist" && $0.kind == .movedTo })
+    #expect(events[(rename + 1)...].isEmpty, "after the rename: \(events[(rename + 1)...])")
+    // The temporary file is written and closed before the rename, all of it before the
+    // `fsync(2)`'s wait for the disk.
+    let temporary = events.filter { $0.name != "suite.plist" }.map(\.kind)
+    #expect(temporary == [.created, .attrib, .closeWrite, .movedFrom])
+  }
+
   @Test func writingInPlaceIsCloseWrite() throws {
     let sandbox = try Sandbox()
     let path = sandbox.path + "/data"

@@ -56,6 +56,8 @@ public final class GroupDefaults: Sendable {
   /// and ``removePersistentDomain(forName:)`` call, as Foundation posts it (see
   /// ``replacePersistentDomain(_:with:)``). The object is the `GroupDefaults`;
   /// `userInfo` holds ``suiteNameKey``, ``changedKeysKey``, ``originKey`` and ``changesKey``.
+  /// Changes heard from other processes are posted at background priority, after the
+  /// observers (``observe(_:handler:)``) were called.
   public static let didChangeNotification = Notification.Name("GroupDefaultsDidChangeNotification")
   /// Posted when a write was refused because the domain would pass its size limit.
   public static let sizeLimitExceededNotification = Notification.Name(

@@ -59,6 +59,9 @@ final class ChangeMonitor: Sendable {
     box.object = self
   }
 
+  /// Whether the caller runs on the monitor's thread, telling of changes it heard.
+  var isCurrentThread: Bool { watcher.isCurrentThread }
+
   // MARK: Stores
 
   /// Watches the folder of each store, as `watch(_ store:)` does.
@@ -151,12 +154,18 @@ final class ChangeMonitor: Sendable {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
     #endif
-    var stores: [ObjectIdentifier: SuiteStore] = [:]
+    // An array, not a set keyed by `ObjectIdentifier`: a batch names one store or a few, and a
+    // process's first use of such a set costs its hashing conformance's lookup (a scan of every
+    // conformance record), which the first change heard would pay.
+    var stores: [SuiteStore] = []
+    func add(_ store: SuiteStore) {
+      if !stores.contains(where: { $0 === store }) { stores.append(store) }
+    }
     var notes: [(@Sendable (String) -> Void, String)] = []
     state.withLock { st in
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          if let store = entry.object { stores[ObjectIdentifier(store)] = store }
+          if let store = entry.object { add(store) }
         }
       }
       for event in events {
@@ -179,7 +188,7 @@ final class ChangeMonitor: Sendable {
           }
         default:
           if let store = st.directories[event.directory]?.stores[event.name]?.object {
-            stores[ObjectIdentifier(store)] = store
+            add(store)
           }
           for listener in st.listeners.values
           where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
@@ -188,7 +197,7 @@ final class ChangeMonitor: Sendable {
         }
       }
     }
-    for store in stores.values { store.refresh() }
+    for store in stores { store.refresh() }
     for (handler, name) in notes { handler(name) }
     // A folder that went with no open store left in it is not waited for: its watch would
     // sit on an ancestor (as far up as `/tmp`) for stores nobody uses.

@@ -194,6 +194,9 @@ final class DirectoryWatcher: Sendable {
     closing.withLock { _ in engine.close() }
   }
 
+  /// Whether the caller runs on this watcher's thread (inside the handler).
+  var isCurrentThread: Bool { engine.isWatcherThread }
+
   /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
   /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
   var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }

@@ -178,10 +178,13 @@ enum FileSystem {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
     let temporary = directory + "/" + temporaryName(for: name)
-    let fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+    var fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+    // Closed once written, before the `fsync(2)` (see below); -1 then.
+    var writer = fd
     var renamed = false
     defer {
-      close(fd)
+      if writer >= 0 { close(writer) }
+      if fd != writer { close(fd) }
       if !renamed { unlink(temporary) }
     }
     let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
@@ -206,7 +209,24 @@ enum FileSystem {
       var times = [time, time]
       _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
     }
-    _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
+    // The rest goes through a read-only descriptor, and the writing one is closed now: a
+    // watcher of the folder hears the temporary file's last event (`IN_CLOSE_WRITE`) together
+    // with its creation, while the `fsync(2)` below waits on the disk, and nothing after the
+    // rename; closing a written file after the rename would report it under the new name, a
+    // second wake-up of every watcher for one commit. (`fsync(2)` flushes the file, whichever
+    // descriptor names it.)
+    let reader = try open(temporary, O_RDONLY | O_NOFOLLOW)
+    fd = reader
+    var original = stat()
+    var reopened = stat()
+    _ = try valueOrErrno("fstat", path: temporary) { fstat(writer, &original) }
+    _ = try valueOrErrno("fstat", path: temporary) { fstat(reader, &reopened) }
+    guard original.st_dev == reopened.st_dev, original.st_ino == reopened.st_ino else {
+      throw SystemCallError(call: "open", path: temporary, .resourceTemporarilyUnavailable)
+    }
+    close(writer)
+    writer = -1
+    _ = try valueOrErrno("fsync", path: temporary) { fsync(reader) }
     try beforeRename()
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true

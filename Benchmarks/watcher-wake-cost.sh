@@ -1,0 +1,51 @@
+#!/bin/bash
+# The user-space cost of one change heard by a watching process (P5/P8's watcher), counted in
+# instructions by valgrind's callgrind, which this noisy machine cannot disturb.
+#
+#   swift build -c release --product benchmark && Benchmarks/watcher-wake-cost.sh [N]
+#
+# A `watch` child runs under callgrind while a `pings` child (another process) commits N
+# changes of the watched key, 100 ms apart so that each is heard on its own; the same again
+# with 1 change and with none. Printed: the first change's cost (the runtime's first uses
+# included) and the cost per change after it, from the inotify event to the observer's
+# callback returning and what follows (the notification), every thread of the watcher.
+set -euo pipefail
+count=${1:-100}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/appgroups-wake-cost-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+# valgrind cannot read the release build's debug information: a copy without it.
+cp "$here/.build/release/benchmark" "$work/benchmark"
+strip -g "$work/benchmark"
+kept=$("$work/benchmark" --only P5 --rounds 1 --no-dconf --keep 2>&1 | sed -n 's/.*kept \([^ ]*\) .*/\1/p')
+[ -d "$kept" ] || { echo "watcher-wake-cost: the benchmark kept no folder" >&2; exit 1; }
+trap 'rm -rf "$work" "$kept"' EXIT
+export BENCH_ROOT=$kept/root HOME=$kept/home-appgroups XDG_CONFIG_HOME=$kept/home-appgroups/.config
+suite=group.bench.notify  # P5's suite, which --only P5 prepared
+
+# Instructions of a watcher that hears $1 changes.
+instructions() {
+  local out=$work/watch.out
+  : > "$out"
+  coproc WATCHER {
+    valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.$1" \
+      "$work/benchmark" __child appgroups watch suite=$suite > "$out" 2> "$work/watch.err"
+  }
+  for _ in $(seq 600); do grep -q ready "$out" && break; sleep 0.1; done
+  grep -q ready "$out" || { echo "watcher-wake-cost: the watcher did not start" >&2; exit 1; }
+  "$work/benchmark" __child appgroups pings suite=$suite count="$1" gapMicros=100000 > /dev/null
+  # Until the watcher has told of every change (it runs slowly under callgrind).
+  for _ in $(seq 600); do [ "$(grep -c '^got' "$out")" -ge "$1" ] && break; sleep 0.1; done
+  local heard
+  heard=$(grep -c '^got' "$out" || true)
+  [ "$heard" -eq "$1" ] || { echo "watcher-wake-cost: heard $heard of $1 changes" >&2; exit 1; }
+  eval "exec ${WATCHER[1]}>&-"
+  wait "$WATCHER_PID"
+  callgrind_annotate "$work/callgrind.$1" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+
+none=$(instructions 0)
+one=$(instructions 1)
+many=$(instructions $((count + 1)))
+echo "first change heard: $(( (one - none) / 1000 ))k instructions"
+echo "each change after it (n = $count): $(( (many - one) / count / 1000 ))k instructions"
