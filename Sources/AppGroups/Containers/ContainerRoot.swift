@@ -106,7 +106,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// The global domain's file:
   /// `<root>/Global/Library/Preferences/.GlobalPreferences.plist`.
   public var globalPreferencesURL: URL {
-    URL(fileURLWithPath: globalContainerPath + "/" + Self.globalFileSubpath, isDirectory: false)
+    URL(fileURLWithPath: globalPreferencesPath, isDirectory: false)
   }
 
   /// The folder of administrator-forced values: `<root>/Managed`.
@@ -121,11 +121,10 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   }
 
   // The same places as paths: what the library itself uses (a `URL`'s first
-  // `path` costs a new process more than the rest of opening a suite).
+  // `path` costs a new process a search of every protocol conformance it has loaded).
 
   /// The global domain's file name: `.GlobalPreferences.plist`.
   static let globalFileName = ".GlobalPreferences.plist"
-  static let globalFileSubpath = "Library/Preferences/" + globalFileName
 
   var manifestPath: String { path + "/" + Self.manifestFileName }
   func appContainerPath(for bundleIdentifier: String) -> String {
@@ -135,6 +134,9 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     path + "/Shared/AppGroup/" + groupIdentifier
   }
   var globalContainerPath: String { path + "/Global" }
+  var globalPreferencesPath: String {
+    globalContainerPath + "/Library/Preferences/" + Self.globalFileName
+  }
   var managedPreferencesDirectoryPath: String { path + "/Managed" }
   func managedPreferencesPath(forDomain domain: String) -> String {
     managedPreferencesDirectoryPath + "/" + domain + ".plist"

@@ -68,8 +68,7 @@ enum Names {
       if !plain { break }
       previous = byte
     }
-    let first = name.utf8.first!
-    if plain && first != 0x2E && first != 0x2D { return nil }
+    if plain, let first = name.utf8.first, first != 0x2E, first != 0x2D { return nil }
     var offset = 0
     for scalar in name.unicodeScalars {
       switch scalar.value {

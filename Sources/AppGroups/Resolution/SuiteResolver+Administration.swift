@@ -115,7 +115,7 @@ extension SuiteResolver {
         domains.append(.group(groupIdentifier))
       }
     }
-    if isRegularFile((root.globalContainerPath + "/" + ContainerRoot.globalFileSubpath)) { domains.append(.global) }
+    if isRegularFile(root.globalPreferencesPath) { domains.append(.global) }
     return domains.sorted { $0.description < $1.description }
   }
 

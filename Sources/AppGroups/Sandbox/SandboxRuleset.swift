@@ -157,7 +157,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     // Every process that reads the global domain maps its lock file's token
     // page and may take its lock: the file is made here, once, and allowed
     // alone, so the folder (and the preferences file) stays read-only.
-    let globalLock = (root.globalContainerPath + "/" + ContainerRoot.globalFileSubpath) + ".lock"
+    let globalLock = root.globalPreferencesPath + ".lock"
     do throws(SystemCallError) {
       _ = try SuiteSidecar(path: globalLock, makeFolder: nil)
     } catch {

@@ -221,7 +221,11 @@ final class SuiteStore: Sendable {
       st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
       // One hash of the key: the value goes in at once, and comes out again if refused.
       let old: PropertyListValue?
-      if let value { old = st.values.updateValue(value, forKey: key) } else { old = st.values.removeValue(forKey: key) }
+      if let value {
+        old = st.values.updateValue(value, forKey: key)
+      } else {
+        old = st.values.removeValue(forKey: key)
+      }
       if old == value { return (nil, false, false, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
