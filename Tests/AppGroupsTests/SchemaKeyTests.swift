@@ -59,6 +59,26 @@ struct SchemaKeyTests {
     #expect(layout["compact"] as? Bool == true)
   }
 
+  /// The subscript's fast path for a plain `Int`, `Bool`, `Double` or `String` key gives what
+  /// the full read gives, whatever is stored; a `Codable` key of the same type keeps its own
+  /// decoding.
+  @Test func theSubscriptReadsWhatTheFullReadReads() throws {
+    let s = try SchemaSuite()
+    let d = try s.open()
+    let stored: [PropertyListValue] = [
+      .integer(7), .bool(true), .real(2.5), .string("12"), .string("x"), .data(Data([1])),
+    ]
+    for value in stored {
+      try d.stage(value, forKey: "k")
+      #expect(d[PreferenceKey<Int>("k", default: -1)] == d.read(PreferenceKey<Int>("k", default: -1)).value)
+      #expect(d[PreferenceKey<Bool>("k", default: false)] == d.read(PreferenceKey<Bool>("k", default: false)).value)
+      #expect(d[PreferenceKey<Double>("k", default: -1)] == d.read(PreferenceKey<Double>("k", default: -1)).value)
+      #expect(d[PreferenceKey<String>("k", default: "?")] == d.read(PreferenceKey<String>("k", default: "?")).value)
+      let codable = PreferenceKey<Int>(codable: "k", default: -1)
+      #expect(d[codable] == d.read(codable).value)
+    }
+  }
+
   @Test func theDefaultIsARegistrationValueNeverWrittenToDisk() throws {
     let s = try SchemaSuite()
     let d = try s.open()

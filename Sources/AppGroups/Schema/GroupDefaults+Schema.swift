@@ -44,8 +44,25 @@ extension GroupDefaults {
   @inlinable
   func currentValue<Value>(_ key: PreferenceKey<Value>) -> Value {
     guard case .found(let stored, _) = view.lookup(key.name) else { return key.defaultValue }
-    if key.checkRange == nil, case .exact(let value) = key.decodeValue(stored) { return value }
+    if key.checkRange == nil {
+      if key.decodesPlainly, let value = Self.plainValue(stored, as: Value.self) { return value }
+      if case .exact(let value) = key.decodeValue(stored) { return value }
+    }
     return read(key).value
+  }
+
+  /// A stored `Int`, `Bool`, `Double` or `String` as the key's type when it is that type,
+  /// what `Value.decode` gives as exact, without the call: where the read is specialised, the
+  /// type checks are decided at compile time.
+  @inlinable
+  static func plainValue<Value>(_ stored: PropertyListValue, as type: Value.Type) -> Value? {
+    switch stored {
+    case .integer(let v) where Value.self == Int.self: return v as? Value
+    case .bool(let v) where Value.self == Bool.self: return v as? Value
+    case .real(let v) where Value.self == Double.self: return v as? Value
+    case .string(let v) where Value.self == String.self: return v as? Value
+    default: return nil
+    }
   }
 
   /// Reads a typed key through the search list and validates the stored value.

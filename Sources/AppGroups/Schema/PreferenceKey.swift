@@ -81,6 +81,10 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
   @usableFromInline let decodeValue: @Sendable (PropertyListValue) -> DecodedPreference<Value>
   /// Whether the value is in range; if not, the bound to use (clamp) or a rejection.
   @usableFromInline let checkRange: (@Sendable (Value) -> RangeCheck<Value>)?
+  /// Whether a stored value of the key's own property-list type is the value itself (a
+  /// `Bool`, `Int`, `Double` or `String` key declared as a ``PreferenceValue``): then a read
+  /// takes it without calling ``decodeValue``.
+  @usableFromInline let decodesPlainly: Bool
   /// What a read gives when no domain holds the key, or its value is of the wrong type or
   /// outside a rejecting range. Registered, never written to disk.
   public let defaultValue: Value
@@ -98,7 +102,7 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
     rangeDescription: String?,
     encode: @escaping @Sendable (Value) throws(AppGroupsError) -> PropertyListValue,
     decode: @escaping @Sendable (PropertyListValue) -> DecodedPreference<Value>,
-    checkRange: (@Sendable (Value) -> RangeCheck<Value>)?
+    checkRange: (@Sendable (Value) -> RangeCheck<Value>)?, decodesPlainly: Bool = false
   ) {
     precondition(!name.isEmpty, "a preference key's name cannot be empty")
     precondition(
@@ -110,6 +114,7 @@ public struct PreferenceKey<Value: Sendable>: SchemaKey {
     self.encodeValue = encode
     self.decodeValue = decode
     self.checkRange = checkRange
+    self.decodesPlainly = decodesPlainly
     self.defaultValue = defaultValue
     self.fallback = fallback
   }
@@ -178,7 +183,7 @@ extension PreferenceKey where Value: PreferenceValue {
       name: name, defaultValue: defaultValue, fallback: defaultValue,
       typeDescription: "\(Value.self)", rangeDescription: nil,
       encode: { v throws(AppGroupsError) in v.propertyListValue }, decode: Value.decode,
-      checkRange: nil)
+      checkRange: nil, decodesPlainly: true)
   }
 }
 
