@@ -151,6 +151,20 @@ internal import Synchronization
     return changed
   }
 
+  /// The global layer's value for `key`, the layer opened on first use, the store used
+  /// without a reference of its own (a retain of a weakly registered store takes the
+  /// runtime's slow path: a few hundred instructions on every `set` of a new key).
+  private func globalValue(forKey key: String) -> PropertyListValue? {
+    let address = globalAddress.load(ordering: .acquiring)
+    guard let pointer = UnsafeRawPointer(bitPattern: address) else {
+      return global?.value(forKey: key)
+    }
+    // Alive: `globalStore` holds it as long as this view.
+    return Unmanaged<SuiteStore>.fromOpaque(pointer)._withUnsafeGuaranteedRef {
+      $0.value(forKey: key)
+    }
+  }
+
   /// The global domain's store if it is open; what was never opened has nothing cached.
   var openedGlobal: SuiteStore? {
     let address = globalAddress.load(ordering: .acquiring)
@@ -227,7 +241,7 @@ internal import Synchronization
       if layer == .application { return false }
       if suite.value(forKey: key) != nil { return true }
       if layer == .global { return false }
-      return global?.value(forKey: key) != nil
+      return globalValue(forKey: key) != nil
     }
   }
 
@@ -235,11 +249,11 @@ internal import Synchronization
   private func resolve(_ key: String, below layer: GroupDefaults.Domain) -> PropertyListValue? {
     switch layer {
     case .managed:
-      return ProcessDomains.argument(key) ?? suite.value(forKey: key) ?? global?.value(forKey: key)
+      return ProcessDomains.argument(key) ?? suite.value(forKey: key) ?? globalValue(forKey: key)
         ?? ProcessDomains.registered(key)
     case .argument:
-      return suite.value(forKey: key) ?? global?.value(forKey: key) ?? ProcessDomains.registered(key)
-    case .application: return global?.value(forKey: key) ?? ProcessDomains.registered(key)
+      return suite.value(forKey: key) ?? globalValue(forKey: key) ?? ProcessDomains.registered(key)
+    case .application: return globalValue(forKey: key) ?? ProcessDomains.registered(key)
     case .global: return ProcessDomains.registered(key)
     case .registration: return nil
     }
@@ -250,7 +264,7 @@ internal import Synchronization
     if let v = managed?.value(forKey: key) { return .found(v, .managed) }
     if let v = ProcessDomains.argument(key) { return .found(v, .argument) }
     if let v = suite.value(forKey: key) { return .found(v, .application) }
-    if let v = global?.value(forKey: key) { return .found(v, .global) }
+    if let v = globalValue(forKey: key) { return .found(v, .global) }
     if let v = ProcessDomains.registered(key) { return .found(v, .registration) }
     return .absent
   }
