@@ -45,6 +45,7 @@ struct CacheKey: Hashable, Sendable {
   @inline(__always)
   func matches(_ string: String, bits: UInt64, isASCII: Bool) -> Bool {
     guard self.bits == bits, self.isASCII == isASCII else { return false }
+    // For ASCII, String's equality is byte equality (and has fast paths).
     if isASCII { return self.string == string }
     return self.string.utf8.elementsEqual(string.utf8)
   }
@@ -80,10 +81,7 @@ struct CacheKey: Hashable, Sendable {
   }
 
   static func == (a: CacheKey, b: CacheKey) -> Bool {
-    guard a.bits == b.bits, a.isASCII == b.isASCII else { return false }
-    // For ASCII, String's equality is byte equality (and has fast paths).
-    if a.isASCII { return a.string == b.string }
-    return a.string.utf8.elementsEqual(b.string.utf8)
+    a.matches(b.string, bits: b.bits, isASCII: b.isASCII)
   }
 
   func hash(into hasher: inout Hasher) { hasher.combine(bits) }

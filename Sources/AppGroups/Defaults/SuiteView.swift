@@ -135,17 +135,10 @@ internal import Synchronization
   func refreshIfChanged() -> Bool {
     var changed = false
     if suite.hasChangedOnDisk(), !suite.refresh().isEmpty { changed = true }
-    let address = globalAddress.load(ordering: .acquiring)
-    if let pointer = UnsafeRawPointer(bitPattern: address) {
-      // Alive: `globalStore` holds it as long as this view.
-      let global = Unmanaged<SuiteStore>.fromOpaque(pointer)
-      if global._withUnsafeGuaranteedRef({ $0.hasChangedOnDisk() }),
-        !global.takeUnretainedValue().refresh().isEmpty
-      {
-        changed = true
-      }
+    if withOpenedGlobal({ $0.hasChangedOnDisk() && !$0.refresh().isEmpty }) == true {
+      changed = true
     }
-    if managed != nil, let managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {
+    if let managed, managed.hasChangedOnDisk(), !managed.refresh().isEmpty {
       changed = true
     }
     return changed
@@ -155,23 +148,23 @@ internal import Synchronization
   /// without a reference of its own (a retain of a weakly registered store takes the
   /// runtime's slow path: a few hundred instructions on every `set` of a new key).
   private func globalValue(forKey key: String) -> PropertyListValue? {
-    let address = globalAddress.load(ordering: .acquiring)
-    guard let pointer = UnsafeRawPointer(bitPattern: address) else {
-      return global?.value(forKey: key)
-    }
-    // Alive: `globalStore` holds it as long as this view.
-    return Unmanaged<SuiteStore>.fromOpaque(pointer)._withUnsafeGuaranteedRef {
-      $0.value(forKey: key)
+    switch withOpenedGlobal({ $0.value(forKey: key) }) {
+    case .some(let value): return value
+    case .none: return global?.value(forKey: key)
     }
   }
 
-  /// The global domain's store if it is open; what was never opened has nothing cached.
-  var openedGlobal: SuiteStore? {
+  /// `body`'s result with the global layer's store, if it is open, used without a reference
+  /// of its own; `nil` when it was never opened.
+  private func withOpenedGlobal<Result>(_ body: (SuiteStore) -> Result) -> Result? {
     let address = globalAddress.load(ordering: .acquiring)
     guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
     // Alive: `globalStore` holds it as long as this view.
-    return Unmanaged<SuiteStore>.fromOpaque(pointer).takeUnretainedValue()
+    return Unmanaged<SuiteStore>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
   }
+
+  /// The global domain's store if it is open; what was never opened has nothing cached.
+  var openedGlobal: SuiteStore? { withOpenedGlobal { $0 } }
 
   /// Makes `store` this view's global layer (once): its changes reach this view, the change
   /// monitor watches it, and the cache forgets what it resolved before.

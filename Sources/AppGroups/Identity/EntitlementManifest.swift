@@ -116,7 +116,7 @@ public struct EntitlementManifest: Sendable, Equatable {
         let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
         guard let converted = PropertyListValue(object) else {
           throw AppGroupsError(
-            .invalidManifest, "\(path): not a property list of entitlements: holds a \(typeName(object))")
+            .invalidManifest, "\(path): not a property list of entitlements: holds a \(type(of: object))")
         }
         value = converted
       }
@@ -185,28 +185,12 @@ public struct EntitlementManifest: Sendable, Equatable {
     return (EntitlementManifest(entries: entries), raw)
   }
 
-  /// The property-list type name of a decoded value, for messages.
-  /// The manifest's name for a value's type, as ``typeName(_:)`` says it.
+  /// The property-list type name of a decoded value, for messages (`real` for a
+  /// floating-point number, as the manifest's XML names it).
   static func kindName(_ value: PropertyListValue) -> String {
     switch value {
     case .real, .float: "real"
     default: value.typeName
-    }
-  }
-
-  static func typeName(_ value: Any) -> String {
-    switch value {
-    case is String: return "string"
-    case let number as NSNumber:
-      // A decoded <true/> arrives as Bool; an NSNumber also answers `is Bool`.
-      if type(of: value) == Bool.self { return "boolean" }
-      let kind = String(cString: number.objCType)
-      return kind == "d" || kind == "f" ? "real" : "integer"
-    case is Date: return "date"
-    case is Data: return "data"
-    case is [Any]: return "array"
-    case is [AnyHashable: Any]: return "dictionary"
-    default: return "\(type(of: value))"
     }
   }
 

@@ -10,9 +10,9 @@ internal import Synchronization
 /// true: an app that handles SIGTERM itself keeps its handler (and should
 /// call `GroupDefaults.synchronizeAll()` in it).
 enum ProcessLifecycle {
-  private static let installed = Mutex(false)
-  /// Set once installed: what every `set` reads (a lock each time would cost a write burst).
-  private static let isInstalled = Atomic(false)
+  /// Set by the first `installOnce()`: what every `set` reads (a lock each time would cost
+  /// a write burst).
+  private static let installed = Atomic(false)
   /// Whether `installOnce()` takes over SIGTERM and SIGINT.
   static let handlesSignals = Mutex(true)
   nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
@@ -21,17 +21,13 @@ enum ProcessLifecycle {
   /// process that only reads has nothing to land and never takes over its signals).
   @inline(__always)
   static func installOnce() {
-    if isInstalled.load(ordering: .acquiring) { return }
+    if installed.load(ordering: .acquiring) { return }
     install()
   }
 
   private static func install() {
-    defer { isInstalled.store(true, ordering: .releasing) }
-    let first = installed.withLock { done in
-      defer { done = true }
-      return !done
-    }
-    guard first else { return }
+    guard installed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
     Processes.atExit {
       ProcessLifecycle.flushAll()
     }

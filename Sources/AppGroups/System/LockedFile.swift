@@ -126,6 +126,15 @@ final class LockedFile: @unchecked Sendable {
     for page in state.withLock({ $0.retiredPages }) { munmap(page, Self.pageSize) }
   }
 
+  /// Changes the state under its lock, then publishes the address of the page ``page`` gives
+  /// now, for ``pageWords()``.
+  private func update(_ body: (inout State) -> Void) {
+    state.withLock { state in
+      body(&state)
+      pageAddress.store(state.pageAddress, ordering: .releasing)
+    }
+  }
+
   /// The words of the page ``page`` gives, without a lock or a reference: the file now at the
   /// path once a holder marked the read one retired (``refreshIfReplaced()``). `nil` when the
   /// file is not mapped. The page stays mapped as long as this file.
@@ -171,10 +180,7 @@ final class LockedFile: @unchecked Sendable {
         throw .failed(error)
       }
       guard let replacement else {
-        state.withLock {
-          $0.held = handle
-          pageAddress.store($0.pageAddress, ordering: .releasing)
-        }
+        update { $0.held = handle }
         locked = true
         return
       }
@@ -182,10 +188,7 @@ final class LockedFile: @unchecked Sendable {
       // let it go, and lock the file that is there now.
       handle.retire()
       _ = flock(handle.descriptor, LOCK_UN)
-      state.withLock {
-        $0.current = replacement
-        pageAddress.store($0.pageAddress, ordering: .releasing)
-      }
+      update { $0.current = replacement }
     }
   }
 
@@ -206,12 +209,10 @@ final class LockedFile: @unchecked Sendable {
 
   /// Releases the lock.
   func unlock() {
-    let held = state.withLock { state -> Handle? in
-      defer {
-        state.held = nil
-        pageAddress.store(state.pageAddress, ordering: .releasing)
-      }
-      return state.held
+    var held: Handle?
+    update { state in
+      held = state.held
+      state.held = nil
     }
     if let held {
       _ = flock(held.descriptor, LOCK_UN)
@@ -228,10 +229,7 @@ final class LockedFile: @unchecked Sendable {
   func refreshIfReplaced() -> Bool {
     let handle = state.withLock { $0.current }
     guard let replacement = try? replacementIfMoved(handle, create: false) else { return false }
-    state.withLock {
-      $0.current = replacement
-      pageAddress.store($0.pageAddress, ordering: .releasing)
-    }
+    update { $0.current = replacement }
     return true
   }
 
