@@ -39,6 +39,22 @@ public struct TestRoot: Sendable {
       .appendingPathComponent("Library/Preferences/\(Self.group).plist")
   }
 
+  /// The group suite's values whose keys start with `prefix`, each as text, as a new process
+  /// (`appgroups-worker dump`, acting as `bundleID`) reads them through AppGroups: the plist
+  /// and the journal of a large suite's last small commits. `nil` when the process failed.
+  public func readGroupSuite(prefix: String, as bundleID: String = TestRoot.widget) throws -> [String: String]? {
+    let run = try Product.run(
+      "appgroups-worker", ["dump", Self.group, prefix],
+      environment: environment(as: bundleID).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    var values: [String: String] = [:]
+    for line in run.stdout.split(separator: "\n") where line.hasPrefix("entry ") {
+      let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+      if parts.count == 3 { values[parts[1]] = parts[2] }
+    }
+    guard run.status == 0, run.stdout.contains("dumped \(values.count)\n") else { return nil }
+    return values
+  }
+
   /// Reads a property-list file with Foundation, not with AppGroups.
   public static func readPlist(_ url: URL) throws -> [String: Any] {
     let data = try Data(contentsOf: url)

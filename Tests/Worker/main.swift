@@ -307,6 +307,15 @@ case "get":
   waitForGo()
   say(defaults.string(forKey: args[2]) ?? "(nil)")
 
+case "dump":
+  // dump SUITE PREFIX: "entry KEY VALUE" for each key starting with PREFIX, then "dumped N".
+  guard args.count >= 3 else { fail("dump SUITE PREFIX") }
+  let defaults = open(suiteArgument())
+  waitForGo()
+  let entries = defaults.dictionaryRepresentation().filter { $0.key.hasPrefix(args[2]) }
+  for (key, value) in entries.sorted(by: { $0.key < $1.key }) { say("entry \(key) \(value)") }
+  say("dumped \(entries.count)")
+
 case "write-loop":
   guard args.count >= 3 else { fail("write-loop SUITE PREFIX [SLOTS]") }
   let slots = args.count > 3 ? Int(args[3]) ?? 1 : 1

@@ -10,8 +10,9 @@ import CAppGroupsLinux
 /// private is ever written into the property list itself.
 ///
 /// Layout (64-bit words): magic, sequence, token, has-identity,
-/// device, inode, size, modified-ns, changed-ns; the page's last word is
-/// ``LockedFile``'s retired mark.
+/// device, inode, size, modified-ns, changed-ns, the journal's published
+/// length (see ``SuiteJournal``); the page's last word is ``LockedFile``'s
+/// retired mark.
 final class SuiteSidecar: Sendable {
   /// The lock file: its lock, and the page the token lives in (see ``LockedFile``).
   let file: LockedFile
@@ -22,6 +23,8 @@ final class SuiteSidecar: Sendable {
   struct Record: Equatable, Sendable {
     var token: UInt64
     var identity: FileIdentity?
+    /// How many bytes of the journal of that version are durable: a reader applies no more.
+    var journalLength: Int
   }
 
   /// Opens (creating) the sidecar at `path`; `makeFolder` as in ``LockedFile/Options``.
@@ -44,7 +47,8 @@ final class SuiteSidecar: Sendable {
           ? nil
           : FileIdentity(
             device: load(4), inode: load(5), size: Int64(bitPattern: load(6)),
-            modified: Int64(bitPattern: load(7)), changed: Int64(bitPattern: load(8))))
+            modified: Int64(bitPattern: load(7)), changed: Int64(bitPattern: load(8))),
+        journalLength: Int(truncatingIfNeeded: load(9)))
       if load(1) == before { return record }
     }
     return nil
@@ -65,9 +69,10 @@ final class SuiteSidecar: Sendable {
   }
 
   /// Moves the token forward and records which version of the plist it
-  /// describes. Call only while holding the lock of ``file``.
+  /// describes, and how much of that version's journal is durable (`nil`: as
+  /// before). Call only while holding the lock of ``file``.
   @discardableResult
-  func advance(to identity: FileIdentity?) -> UInt64 {
+  func advance(to identity: FileIdentity?, journalLength: Int? = nil) -> UInt64 {
     let handle = file.page
     guard let words = handle.page else { return 0 }
     func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
@@ -90,6 +95,7 @@ final class SuiteSidecar: Sendable {
     store(6, UInt64(bitPattern: identity?.size ?? 0))
     store(7, UInt64(bitPattern: identity?.modified ?? 0))
     store(8, UInt64(bitPattern: identity?.changed ?? 0))
+    if let journalLength { store(9, UInt64(journalLength)) }
     store(1, sequence &+ 1)
     return token
   }

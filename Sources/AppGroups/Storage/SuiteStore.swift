@@ -28,6 +28,10 @@ final class SuiteStore: Sendable {
     /// The folder within which the store may create its own folder again when it was
     /// removed under it (no symbolic link followed below it); `nil`: it may not.
     var makeFolder: String? = nil
+    /// The plist size from which a small commit appends its changes to the suite's journal
+    /// (``SuiteJournal``) instead of rewriting the whole domain: below it, a rewrite costs
+    /// about what the append does.
+    var journalThreshold = 32 * 1024
   }
 
   let path: String
@@ -88,6 +92,11 @@ final class SuiteStore: Sendable {
     var salvagedIdentity: FileIdentity?
     /// Why the last re-read failed, said once until a re-read succeeds or the reason changes.
     var refreshFailure: String?
+    /// How far the journal of the plist version read has been applied; `nil`: no journal.
+    var journal: SuiteJournal.Position?
+    /// Whether bytes of that journal within its published length are not records: the next
+    /// commit compacts, and keeps the journal aside rather than append after them.
+    var journalUnparsed = false
   }
 
   private struct RetryState: Sendable {
@@ -618,52 +627,77 @@ final class SuiteStore: Sendable {
 
     // 1. The file as it is now: another process may have committed.
     typealias Values = [String: PropertyListValue]
-    let reread: Result<(before: Values, reloaded: Values), AppGroupsError> = commit.withLock { cs in
-      let before = cs.persisted
+    let reread: Result<Bool, AppGroupsError> = commit.withLock { cs in
       let current: FileIdentity?
       do throws(SystemCallError) {
         current = try FileSystem.identity(ofPath: path)
       } catch {
         return .failure(AppGroupsError(io: error, "reading \(path)"))
       }
-      if current != cs.identity || cs.unreadableIdentity != nil {
-        do throws(AppGroupsError) {
-          cs.persisted = try load(&cs, mode: .commit) ?? [:]
-        } catch {
-          return .failure(error)
+      do throws(AppGroupsError) {
+        // The same version of the plist: only what others appended to its journal is read.
+        if current == cs.identity && cs.unreadableIdentity == nil, let appended = try catchUpJournal(&cs) {
+          return .success(!appended.isEmpty)
         }
+        let before = cs.persisted
+        cs.persisted = try load(&cs, mode: .commit) ?? [:]
+        return .success(before != cs.persisted)
+      } catch {
+        return .failure(error)
       }
-      return .success((before, cs.persisted))
     }
-    guard case .success(let (before, reloaded)) = reread else {
+    guard case .success(let didReload) = reread else {
       if case .failure(let error) = reread { throw error }
       return .committed
     }
 
-    // 2. This process's changes, key by key, on top; then the atomic update's, computed from
-    //    them without holding `commit`, so that the closure may read the store.
-    let base = replacement?.values ?? reloaded
-    var next = base
-    // One allocation for the merged domain, not a rehash each time it doubles.
-    next.reserveCapacity(next.count + pending.count)
-    for change in pending { next[change.key] = change.value }
-    // Whether this commit changes the file (usually found at the first change).
-    var differs =
-      (replacement != nil && replacement?.values != reloaded)
-      || pending.contains { next[$0.key] != base[$0.key] }
-    let extraChanges = extra?(next) ?? [:]
-    for (key, value) in extraChanges where next[key] != value {
-      next[key] = value
-      differs = true
+    // 2. The atomic update's changes, computed from the merged values without holding
+    //    `commit`, so that the closure may read the store.
+    var extraChanges: [String: PropertyListValue?] = [:]
+    if let extra {
+      var merged = commit.withLock { replacement?.values ?? $0.persisted }
+      for change in pending { merged[change.key] = change.value }
+      extraChanges = extra(merged)
     }
 
-    // 3. Write durably, then move the token (skipped when nothing differs). Just before the
-    //    rename, make sure the lock is still the lock of the file at the path and the plist is
-    //    still the version merged: else something that ignores the lock raced this commit,
-    //    and the pass starts over rather than replace what it wrote.
+    // 3. This process's changes, key by key, on top of the values on disk: in place (a small
+    //    commit to a large domain copies nothing), each old value kept to put back if the
+    //    write fails. Then write durably and move the token (skipped when nothing differs).
+    //    Just before the commit point, make sure the lock is still the lock of the file at the
+    //    path and the plist is still the version merged: else something that ignores the lock
+    //    raced this commit, and the pass starts over rather than replace what it wrote.
     var race: String?
-    let written: Result<Void, AppGroupsError> = commit.withLock { cs in
-      guard differs || (cs.identity == nil && !next.isEmpty) else { return .success(()) }
+    let written: Result<Values, AppGroupsError> = commit.withLock { cs in
+      var next: Values
+      var replaced = false
+      if let replacement {
+        replaced = replacement.values != cs.persisted
+        next = replacement.values
+      } else {
+        next = cs.persisted
+        cs.persisted = [:]  // `next` is then the one reference: changed in place
+      }
+      var undo: [(key: String, old: PropertyListValue?)] = []
+      func apply(_ key: String, _ value: PropertyListValue?) {
+        let old = value.map { next.updateValue($0, forKey: key) } ?? next.removeValue(forKey: key)
+        if old != value { undo.append((key, old)) }
+      }
+      for change in pending { apply(change.key, change.value) }
+      for (key, value) in extraChanges { apply(key, value) }
+      // What this commit leaves as it was, when it does not land.
+      func keepPersisted() {
+        guard replacement == nil else { return }
+        for (key, old) in undo.reversed() {
+          if let old { next[key] = old } else { next[key] = nil }
+        }
+        cs.persisted = next
+      }
+      // A key changed and changed back within the commit counts as a change (a rewrite of
+      // the same values): telling that apart would cost a hash of every pending key.
+      guard replaced || !undo.isEmpty || (cs.identity == nil && !next.isEmpty) else {
+        keepPersisted()
+        return .success(next)
+      }
       let expected = cs.identity
       let path = self.path
       let check = { () throws(SystemCallError) -> Void in
@@ -675,24 +709,57 @@ final class SuiteStore: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
+      if replacement == nil, let expected, let record = journalRecord(cs, next: next, undo: undo) {
+        // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
+        var published = false
+        do throws(SystemCallError) {
+          if let position = cs.journal {
+            try check()
+            try SuiteJournal.append(record, journalOf: path, at: position) { position in
+              sidecar.advance(to: expected, journalLength: position.end)
+              cs.journal = position
+            }
+          } else {
+            cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
+              sidecar.advance(to: expected, journalLength: $0)
+              published = true
+            }
+          }
+        } catch {
+          // A length published for a journal that did not take its place names none.
+          if published { sidecar.advance(to: expected, journalLength: 0) }
+          keepPersisted()
+          if race == nil && error.code == .resourceTemporarilyUnavailable {
+            race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
+          }
+          if race != nil { return .success(next) }
+          return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
+        }
+        cs.persisted = next
+        return .success(next)
+      }
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { sidecar.advance(to: $0) })
+          afterRename: { sidecar.advance(to: $0, journalLength: 0) })
         cs.identity = identity
         cs.unreadableIdentity = nil
       } catch {
+        keepPersisted()
         return .failure(error)
       }
       cs.persisted = next
-      return .success(())
+      if cs.journal != nil || cs.journalUnparsed { retireJournal(&cs) }
+      return .success(next)
     }
     if let race { return .raced(race) }
-    if case .failure(let error) = written {
-      throw error
+    let next: Values
+    switch written {
+    case .success(let values): next = values
+    case .failure(let error): throw error
     }
     finishCommit(
-      next: next, didReload: before != reloaded, pending: pending, through: through,
+      next: next, didReload: didReload, pending: pending, through: through,
       replacement: replacement, extra: extraChanges, outside: &outside, local: &local,
       handler: &handler)
     return .committed
@@ -749,8 +816,22 @@ final class SuiteStore: Sendable {
       let current = try? FileSystem.identity(ofPath: path)
       let token = sidecar?.token
       if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
-        if let token { seenToken.store(token, ordering: .releasing) }
-        return
+        // The plist is the version read: only its journal may have grown.
+        let appended: [SuiteJournal.Change]?
+        do throws(AppGroupsError) {
+          appended = try catchUpJournal(&cs)
+        } catch {
+          reportRefreshFailure(error, &cs)
+          return
+        }
+        if let appended {
+          if appended.isEmpty {
+            if let token { seenToken.store(token, ordering: .releasing) }
+          } else {
+            (changes, handler) = adopt(appended, token: token)
+          }
+          return
+        }
       }
       // An unreadable file (perhaps one being written in place right now)
       // leaves the values as they were; the next event reads it again.
@@ -784,6 +865,29 @@ final class SuiteStore: Sendable {
         + " the process started stays outside it until the process is started again"
     }
     Diagnostics.report(text)
+  }
+
+  /// Installs the changes appended to the journal under this process's pending changes.
+  /// Call holding `commit` (`cs.persisted` already holds them).
+  private func adopt(
+    _ appended: [SuiteJournal.Change], token: UInt64?
+  ) -> ([StoredChange], ChangeHandlers?) {
+    state.withLock { st in
+      var changes: [StoredChange] = []
+      if st.replacement == nil {
+        let mine = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
+        for (key, value) in appended where !mine.contains(key) {
+          let old = value == nil ? st.values.removeValue(forKey: key) : st.values.updateValue(value!, forKey: key)
+          guard old != value else { continue }
+          st.sizeEstimate +=
+            PropertyListValue.estimatedEntrySize(key: key, value: value)
+            - PropertyListValue.estimatedEntrySize(key: key, value: old)
+          changes.append(StoredChange(key: key, old: old, new: value))
+        }
+      }
+      if let token { seenToken.store(token, ordering: .releasing) }
+      return (changes, st.changeHandler)
+    }
   }
 
   /// Installs freshly read values under this process's pending changes.
@@ -905,18 +1009,21 @@ final class SuiteStore: Sendable {
       case .missing:
         cs.identity = nil
         cs.unreadableIdentity = nil
+        cs.journal = nil
         return [:]
-      case .values(let values, let read):
+      case .values(var values, let read):
         cs.identity = read
         cs.unreadableIdentity = nil
+        try applyJournal(to: &values, base: read, &cs)
         return values
-      case .salvaged(let values, let read, let skipped, let data):
+      case .salvaged(var values, let read, let skipped, let data):
         cs.identity = read
         cs.unreadableIdentity = nil
         if cs.salvagedIdentity != read {
           cs.salvagedIdentity = read
           keepSalvagedCopy(data, skipped: skipped, keeping: values.count)
         }
+        try applyJournal(to: &values, base: read, &cs)
         return values
       case .unreadable(let why, let read):
         reason = why
@@ -926,6 +1033,7 @@ final class SuiteStore: Sendable {
       throw AppGroupsError(io: error, "reading \(path)")
     }
     cs.identity = identity
+    cs.journal = nil
     if mode == .refresh {
       if cs.unreadableIdentity != identity {
         Diagnostics.report(
@@ -964,10 +1072,101 @@ final class SuiteStore: Sendable {
     } catch {
       throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
     }
-    sidecar.advance(to: nil)
+    sidecar.advance(to: nil, journalLength: 0)
     cs.identity = nil
     cs.unreadableIdentity = nil
     return [:]
+  }
+
+  // MARK: The journal
+
+  /// The record of this commit's changes when it goes to the journal: the plist is large
+  /// (``Options/journalThreshold``), was read whole, and the journal stays within an eighth
+  /// of the plist's size (at least 8 KiB) with it. `nil`: the commit rewrites the plist and
+  /// so compacts the journal. Call holding `commit`.
+  private func journalRecord(
+    _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
+  ) -> [UInt8]? {
+    guard let identity = cs.identity, cs.unreadableIdentity == nil, !cs.journalUnparsed,
+      identity.size >= options.journalThreshold
+    else { return nil }
+    let bound = max(8 * 1024, Int(identity.size) / 8)
+    let used = cs.journal?.end ?? SuiteJournal.headerSize
+    // Each change takes some bytes: a burst that cannot fit is not encoded to find out.
+    guard undo.count < (bound - used) / 8 else { return nil }
+    // Each key once, against its value before the commit (its first old value).
+    var before: [String: PropertyListValue?] = [:]
+    for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
+    var changes: [SuiteJournal.Change] = []
+    for (key, old) in before where next[key] != old { changes.append((key, next[key])) }
+    guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
+      return nil
+    }
+    return record
+  }
+
+  /// Removes the journal once a commit has folded it into a new plist (which the journal's
+  /// header no longer names, so a crash before the removal leaves it ignored). A journal with
+  /// bytes that could not be read is kept aside instead. Call holding `commit` and the lock.
+  private func retireJournal(_ cs: inout CommitState) {
+    let journal = SuiteJournal.path(of: path)
+    if cs.journalUnparsed {
+      do throws(SystemCallError) {
+        let aside = try PropertyListFile.moveAside(journal)
+        Diagnostics.report(
+          "\(journal): some bytes within its durable length are not whole records; the records before them are in \(path) now, and the journal was moved to \(aside)")
+      } catch {
+        Diagnostics.report("\(journal): some bytes could not be read, and moving it aside failed: \(error)")
+      }
+    } else {
+      try? FileSystem.remove(journal)
+    }
+    cs.journal = nil
+    cs.journalUnparsed = false
+  }
+
+  /// Applies the whole journal of plist version `base` onto `values`. Call holding `commit`.
+  private func applyJournal(
+    to values: inout [String: PropertyListValue], base: FileIdentity, _ cs: inout CommitState
+  ) throws(SystemCallError) {
+    cs.journal = nil
+    cs.journalUnparsed = false
+    guard let tail = try readJournal(base: base, after: nil) else { return }
+    for (key, value) in tail.changes { values[key] = value }
+    cs.journal = tail.position
+    cs.journalUnparsed = tail.unparsed
+  }
+
+  /// The changes appended to the journal since this process last read it (applied to
+  /// `cs.persisted`), while the plist is the version it read: empty when there are none;
+  /// `nil` when the journal was replaced, removed or cut, and the whole file must be read
+  /// again. Call holding `commit`.
+  private func catchUpJournal(_ cs: inout CommitState) throws(AppGroupsError) -> [SuiteJournal.Change]? {
+    guard let base = cs.identity else { return [] }
+    let tail: SuiteJournal.Tail?
+    do throws(SystemCallError) {
+      tail = try readJournal(base: base, after: cs.journal)
+    } catch {
+      throw AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))")
+    }
+    guard let tail else { return cs.journal == nil ? [] : nil }
+    // Read from where this process stood, or (a journal new to it) from the start.
+    guard tail.continued == (cs.journal != nil) else { return nil }
+    for (key, value) in tail.changes { cs.persisted[key] = value }
+    cs.journal = tail.position
+    cs.journalUnparsed = tail.unparsed
+    return tail.changes
+  }
+
+  /// Reads the journal of plist version `base`, no further than the token record says is
+  /// durable. Without a record for that version (a lock file made again, or a commit in
+  /// flight), as far as the records check.
+  private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
+    var limit: Int?
+    if let record = sidecar?.read(), SuiteJournal.sameVersion(record.identity, base) {
+      limit = record.journalLength
+    }
+    return try SuiteJournal.read(journalOf: path, base: base, after: after, limit: limit)
   }
 
   /// Says which values of a file read in part were left out, and keeps a copy of the whole

@@ -187,7 +187,11 @@ final class ChangeMonitor: Sendable {
             notes.append((listener.handler, ""))
           }
         default:
-          if let store = st.directories[event.directory]?.stores[event.name]?.object {
+          // A suite's plist, or its journal (see ``SuiteJournal``).
+          let named = st.directories[event.directory]?.stores
+          if let store = named?[event.name]?.object
+            ?? (event.name.hasSuffix(".journal") ? named?[String(event.name.dropLast(8))]?.object : nil)
+          {
             add(store)
           }
           for listener in st.listeners.values

@@ -1,0 +1,213 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// A large suite's small commits go to its journal (`<suite>.plist.journal`): one append and
+/// one `fdatasync(2)` instead of the whole domain rewritten. Other processes read the plist
+/// and the journal; the journal is folded back into the plist as it grows; a torn, forged or
+/// damaged record, and a plist replaced from outside, never show a value that was not
+/// acknowledged, and never cost one that was.
+@Suite("Journal: small commits to a large suite", .processBound)
+struct JournalTests {
+  /// 2,000 keys of about 30 bytes each: well past the 32 KiB from which commits are journaled.
+  private static let baseCount = 2_000
+
+  /// The suite with its base keys in the plist (written by Foundation, so that no commit of
+  /// the base itself went to a journal), opened.
+  private func largeSuite(_ t: TestRoot) throws -> GroupDefaults {
+    var base: [String: Any] = [:]
+    for i in 0..<Self.baseCount { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
+      .write(to: t.groupSuiteFile)
+    let d = try t.defaults(TestRoot.group)
+    #expect(d.string(forKey: "base-0") == "value-0-of-the-large-base")
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.size] as? Int)
+    #expect(size > 32 * 1024)
+    return d
+  }
+
+  private func journal(_ t: TestRoot) -> String { t.groupSuiteFile.path + ".journal" }
+
+  private func size(_ path: String) -> Int? {
+    (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
+  }
+
+  /// The values a new process reads for keys starting with `prefix`.
+  private func read(_ t: TestRoot, _ prefix: String) throws -> [String: String] {
+    try #require(try t.readGroupSuite(prefix: prefix))
+  }
+
+  @Test func aSmallCommitToALargeSuiteIsAppendedAndAnotherProcessReadsIt() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    d.set("new", forKey: "k-0")
+    #expect(d.synchronize())
+    d.set(nil, forKey: "base-7")
+    #expect(d.synchronize())
+    // The plist was not rewritten: the two commits are in the journal.
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist)
+    let journalSize = try #require(size(journal(t)))
+    #expect(journalSize < 1024)
+    #expect(try read(t, "k-") == ["k-0": "new"])
+    let base = try read(t, "base-")
+    #expect(base.count == Self.baseCount - 1)
+    #expect(base["base-7"] == nil)
+    #expect(base["base-8"] == "value-8-of-the-large-base")
+  }
+
+  @Test func theJournalIsFoldedIntoThePlistAsItGrowsAndNoCommitIsLost() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    let first = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.systemFileNumber] as? Int)
+    var compactions = 0
+    var inode = first
+    for i in 0..<400 {
+      d.set("v\(i)", forKey: "k-\(i)")
+      #expect(d.synchronize())
+      let plistSize = try #require(size(t.groupSuiteFile.path))
+      // The journal stays within an eighth of the plist (at least 8 KiB).
+      #expect((size(journal(t)) ?? 0) <= max(8 * 1024, plistSize / 8))
+      let now = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.systemFileNumber] as? Int)
+      if now != inode { compactions += 1 }
+      inode = now
+    }
+    #expect(compactions >= 2, "the journal was never folded into the plist")
+    let seen = try read(t, "k-")
+    #expect(seen.count == 400)
+    #expect((0..<400).allSatisfy { seen["k-\($0)"] == "v\($0)" })
+    // What was folded in is in the plist itself, readable by Foundation.
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk["k-0"] as? String == "v0")
+    #expect(onDisk["base-1999"] as? String == "value-1999-of-the-large-base")
+  }
+
+  @Test func aWatcherInAnotherProcessIsToldOfTheAppendedKeyOnly() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    let watcher = try ChildProcess("appgroups-worker", ["observe", TestRoot.group], environment: t.environment(as: TestRoot.widget))
+    #expect(watcher.waitFor("ready"), "\(watcher.standardError)")
+    var told: [String] = []
+    func waitUntilTold(_ text: String) -> Bool {
+      watcher.waitForLine(timeout: 30) { line in
+        if line.hasPrefix("changed ") { told.append(line) }
+        return line == text
+      } != nil
+    }
+    d.set("one", forKey: "told")
+    #expect(d.synchronize())
+    #expect(waitUntilTold("changed told one"), "\(watcher.standardError)")
+    d.set("two", forKey: "told")
+    d.set(nil, forKey: "base-3")
+    #expect(d.synchronize())
+    // The two changes may come in one batch or two, in either order.
+    let both: Set = ["changed told two", "changed base-3 (nil)"]
+    #expect(
+      watcher.waitForLine(timeout: 30) { line in
+        if line.hasPrefix("changed ") { told.append(line) }
+        return both.isSubset(of: told)
+      } != nil, "\(told) \(watcher.standardError)")
+    watcher.send("get told")
+    #expect(waitUntilTold("value two"), "\(watcher.standardError)")
+    watcher.send("quit")
+    #expect(watcher.wait() == 0)
+    // Only the keys that changed were reported: no base key but the one removed.
+    #expect(Set(told) == ["changed told one", "changed told two", "changed base-3 (nil)"], "\(told)")
+  }
+
+  @Test func aRecordPastThePublishedLengthIsNeverShownAndIsCutOffByTheNextAppend() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    d.set("acked", forKey: "k-acked")
+    #expect(d.synchronize())
+    // A writer that died after its append, before its fdatasync returned and the token moved:
+    // a whole, well-formed record, and then half of another.
+    let forged = try #require(SuiteJournal.record([("k-unacked", .string("never acknowledged"))]))
+    let handle = try #require(FileHandle(forWritingAtPath: journal(t)))
+    try handle.seekToEnd()
+    try handle.write(contentsOf: Data(forged) + Data(forged.prefix(9)))
+    try handle.close()
+    #expect(try read(t, "k-") == ["k-acked": "acked"])
+    // The next commit appends where the published records end.
+    d.set("later", forKey: "k-later")
+    #expect(d.synchronize())
+    #expect(try read(t, "k-") == ["k-acked": "acked", "k-later": "later"])
+  }
+
+  @Test func aDamagedRecordIsKeptAsideAndTheRecordsBeforeItStay() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    for key in ["k-1", "k-2", "k-3"] {
+      d.set(key, forKey: key)
+      #expect(d.synchronize())
+    }
+    // A flipped byte in the second record's payload.
+    var bytes = try Data(contentsOf: URL(fileURLWithPath: journal(t)))
+    let firstLength = Int(bytes[SuiteJournal.headerSize]) | Int(bytes[SuiteJournal.headerSize + 1]) << 8
+    let second = SuiteJournal.headerSize + 12 + firstLength
+    bytes[second + 20] ^= 0xff
+    try bytes.write(to: URL(fileURLWithPath: journal(t)))
+    #expect(try read(t, "k-") == ["k-1": "k-1"])
+    // Another process's next commit folds what it could read into the plist and keeps the
+    // journal aside, saying so.
+    var environment = t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
+    environment["APPGROUPS_WORKER_DIAGNOSTICS"] = "stdout"
+    let run = try Product.run("appgroups-worker", ["set", TestRoot.group, "k-widget", "w"], environment: environment)
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stdout.contains("not whole records"), "\(run.stdout)")
+    let folder = t.groupSuiteFile.deletingLastPathComponent().path
+    let aside = try FileManager.default.contentsOfDirectory(atPath: folder).filter {
+      $0.hasPrefix(TestRoot.group + ".plist.journal.unreadable-")
+    }
+    #expect(aside.count == 1)
+    #expect(!FileManager.default.fileExists(atPath: journal(t)))
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk["k-1"] as? String == "k-1")
+    #expect(onDisk["k-widget"] as? String == "w")
+  }
+
+  @Test func aPlistReplacedFromOutsideLeavesTheJournalOfTheOldOneUnread() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    d.set("journaled", forKey: "k-journaled")
+    #expect(d.synchronize())
+    #expect(FileManager.default.fileExists(atPath: journal(t)))
+    try editOutside(t.groupSuiteFile) { $0 = ["k-outside": "replaced"] }
+    #expect(try read(t, "k-") == ["k-outside": "replaced"])
+    #expect(try read(t, "base-").isEmpty)
+  }
+
+  @Test func sixteenWritersAppendingAtOnceLoseNothing() throws {
+    let t = try TestRoot()
+    _ = try largeSuite(t)
+    let count = 40
+    let writers = try (0..<16).map { n in
+      try ChildProcess(
+        "appgroups-worker", ["acked-sets", TestRoot.group, "w\(n)", String(count)],
+        environment: t.environment(as: n % 2 == 0 ? TestRoot.app : TestRoot.widget))
+    }
+    for writer in writers { #expect(writer.waitFor("ready"), "\(writer.standardError)") }
+    for writer in writers { writer.send("go") }
+    var acked: [String] = []
+    for (n, writer) in writers.enumerated() {
+      var done: String?
+      while done == nil, let line = writer.waitForLine(timeout: 120) {
+        if line.hasPrefix("acked ") { acked.append("w\(n)-" + line.dropFirst(6)) }
+        if line.hasPrefix("done ") { done = line }
+      }
+      #expect(done == "done 0", "\(writer.standardError)")
+      #expect(writer.wait() == 0)
+    }
+    #expect(acked.count == 16 * count)
+    let seen = try read(t, "w")
+    let lost = acked.filter { seen[$0] == nil }
+    #expect(lost == [], "acknowledged but not read back")
+    #expect(try read(t, "base-").count == Self.baseCount)
+  }
+}
