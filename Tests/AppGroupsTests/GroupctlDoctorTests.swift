@@ -61,6 +61,27 @@ struct GroupctlDoctorTests {
       }, message: "could not be read and was moved aside",
       advice: "restore what you need with groupctl import"),
     Damage(
+      testDescription: "journal kept aside",
+      apply: { g in
+        let path = g.t.groupSuiteFile.path + ".journal.unreadable-20260101T000000Z"
+        try #require(
+          FileManager.default.createFile(
+            atPath: path, contents: Data("junk".utf8), attributes: [.posixPermissions: 0o600]))
+        return path
+      }, message: "is a suite's journal with bytes that could not be read, moved aside",
+      advice: "restore what you need with groupctl write"),
+    Damage(
+      testDescription: "temporary journal of a writer that is gone",
+      apply: { g in
+        let path =
+          g.t.groupSuiteFile.deletingLastPathComponent().path
+          + "/.\(TestRoot.group).plist.journal.tmp-99999999-42"
+        try Data("partial".utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
+      }, message: "is a temporary file left by a writer that was stopped mid-write",
+      advice: "rm '"),
+    Damage(
       testDescription: "unreadable preferences file",
       apply: { g in
         try Data("junk <".utf8).write(to: g.t.groupSuiteFile)

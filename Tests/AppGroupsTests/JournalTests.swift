@@ -11,7 +11,7 @@ import Testing
 /// acknowledged, and never cost one that was.
 @Suite("Journal: small commits to a large suite", .processBound)
 struct JournalTests {
-  /// 2,000 keys of about 30 bytes each: well past the 32 KiB from which commits are journaled.
+  /// 2,000 keys of about 30 bytes each: well past the 16 KiB from which commits are journaled.
   private static let baseCount = 2_000
 
   /// The suite with its base keys in the plist (written by Foundation, so that no commit of
@@ -27,7 +27,7 @@ struct JournalTests {
     let d = try t.defaults(TestRoot.group)
     #expect(d.string(forKey: "base-0") == "value-0-of-the-large-base")
     let size = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.size] as? Int)
-    #expect(size > 32 * 1024)
+    #expect(size > 16 * 1024)
     return d
   }
 
@@ -181,6 +181,40 @@ struct JournalTests {
     try editOutside(t.groupSuiteFile) { $0 = ["k-outside": "replaced"] }
     #expect(try read(t, "k-") == ["k-outside": "replaced"])
     #expect(try read(t, "base-").isEmpty)
+  }
+
+  @Test func appendsAcknowledgedWhileTheLockFileIsRemovedAreAllRead() throws {
+    let t = try TestRoot()
+    _ = try largeSuite(t)
+    let count = 120
+    var environment = t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
+    let writers = try (0..<3).map { n in
+      try ChildProcess("appgroups-worker", ["acked-sets", TestRoot.group, "w\(n)", String(count)], environment: environment)
+    }
+    // Partway through, the lock file goes twice under the writers: the new one publishes no
+    // journal length until a commit records one.
+    var acked: [String] = []
+    var done: [String?] = Array(repeating: nil, count: writers.count)
+    for removal in 1...3 {
+      for (n, writer) in writers.enumerated() where done[n] == nil {
+        while let line = writer.waitForLine(timeout: 120) {
+          if line.hasPrefix("acked ") { acked.append("w\(n)-" + line.dropFirst(6)) }
+          if line.hasPrefix("done ") { done[n] = line; break }
+          if removal < 3 && line == "acked \(removal * count / 3)" { break }
+        }
+      }
+      if removal < 3 { try? FileManager.default.removeItem(atPath: t.groupSuiteFile.path + ".lock") }
+    }
+    for (n, writer) in writers.enumerated() {
+      #expect(done[n] == "done 0", "\(writer.standardError)")
+      #expect(writer.wait() == 0)
+    }
+    #expect(acked.count == writers.count * count)
+    let seen = try read(t, "w")
+    #expect(acked.filter { seen[$0] == nil } == [], "acknowledged but not read back")
+    #expect(seen.count == acked.count)
+    #expect(try read(t, "base-").count == Self.baseCount)
   }
 
   @Test func sixteenWritersAppendingAtOnceLoseNothing() throws {

@@ -59,14 +59,15 @@ enum SuiteJournal {
   // MARK: Reading
 
   /// Reads the journal of the plist at `plistPath` for the plist version `base`: from `after`
-  /// when it names the same journal file, else from the start; never past `limit` bytes (the
-  /// published length; `nil`: as far as records check).
+  /// when it names the same journal file, else from the start; never past `limit()` bytes (the
+  /// published length, asked for only when there is a journal; `nil`: as far as records
+  /// check). A position past that length (read when none was published) starts over.
   ///
   /// - Returns: `nil` when there is no journal, or it belongs to another version of the plist
   ///   or is not a journal at all (a file of another kind in its place is not opened).
   /// - Throws: the failed call when the journal exists but cannot be read.
   static func read(
-    journalOf plistPath: String, base: FileIdentity, after: Position?, limit: Int?
+    journalOf plistPath: String, base: FileIdentity, after: Position?, limit: () -> Int?
   ) throws(SystemCallError) -> Tail? {
     let path = path(of: plistPath)
     let fd: CInt
@@ -81,11 +82,11 @@ enum SuiteJournal {
     guard s.st_mode & S_IFMT == S_IFREG else { return nil }
     let inode = UInt64(s.st_ino)
     let size = Int(s.st_size)
-    let end = min(size, limit ?? .max)
+    let end = min(size, limit() ?? .max)
     // The same file as before: its header was checked then (a journal is never rewritten in
     // place; a new one is renamed in), and only what was appended since is read.
     let start: Int
-    if let after, after.inode == inode, after.end >= headerSize, after.end <= size {
+    if let after, after.inode == inode, after.end >= headerSize, after.end <= end {
       start = after.end
     } else {
       start = 0
@@ -217,8 +218,10 @@ enum SuiteJournal {
     append(UInt64(bitPattern: base.modified), width: 8, to: &bytes)
     bytes.append(contentsOf: record)
     let count = bytes.count
+    let journal = path(of: plistPath)
+    FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: journal), in: FileSystem.folder(of: journal))
     let identity = try FileSystem.writeAtomically(
-      Data(bytes), to: path(of: plistPath),
+      Data(bytes), to: journal,
       beforeRename: { () throws(SystemCallError) in
         try beforeRename()
         publish(count)

@@ -31,7 +31,7 @@ final class SuiteStore: Sendable {
     /// The plist size from which a small commit appends its changes to the suite's journal
     /// (``SuiteJournal``) instead of rewriting the whole domain: below it, a rewrite costs
     /// about what the append does.
-    var journalThreshold = 32 * 1024
+    var journalThreshold = 16 * 1024
   }
 
   let path: String
@@ -1162,11 +1162,10 @@ final class SuiteStore: Sendable {
   /// durable. Without a record for that version (a lock file made again, or a commit in
   /// flight), as far as the records check.
   private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
-    var limit: Int?
-    if let record = sidecar?.read(), SuiteJournal.sameVersion(record.identity, base) {
-      limit = record.journalLength
+    try SuiteJournal.read(journalOf: path, base: base, after: after) {
+      guard let record = sidecar?.read(), SuiteJournal.sameVersion(record.identity, base) else { return nil }
+      return record.journalLength
     }
-    return try SuiteJournal.read(journalOf: path, base: base, after: after, limit: limit)
   }
 
   /// Says which values of a file read in part were left out, and keeps a copy of the whole

@@ -17,7 +17,8 @@ struct DoctorCommand: ParsableCommand {
       has mode 0600 (no symbolic links); that every preferences file, forced or not, \
       can be read; and looks for what crashes and failures leave behind: lock files \
       whose preferences file is gone, temporary files of writers that were stopped \
-      mid-write, and unreadable files that were moved aside (*.plist.unreadable-*). \
+      mid-write, and unreadable files that were moved aside (*.plist.unreadable-*, \
+      *.plist.journal.unreadable-*). \
       Each finding says what to do about it. Files that a running process still has \
       open, or is writing, are left alone.
 
@@ -577,7 +578,17 @@ private struct Doctor {
           "\(path) was left behind: \(plist) was written once and is gone now, and no process"
             + " has the suite open; it is harmless",
           "rm '\(path)' to tidy up")
-      } else if name.hasPrefix("."), let range = name.range(of: ".plist.tmp-") {
+      } else if name.hasSuffix(".plist.journal") {
+        // A large suite's journal (Storage/SuiteJournal.swift) names the version of the plist
+        // it belongs to; one whose plist is gone is never read again.
+        let plist = String(name.dropLast(".journal".count))
+        guard !present.contains(plist), openFiles[path] == nil else { continue }
+        add(
+          .note,
+          "\(path) was left behind: \(plist) is gone, and the journal of its last small commits"
+            + " is never read without it; it is harmless",
+          "rm '\(path)' to tidy up")
+      } else if name.hasPrefix("."), let range = name.range(of: ".plist.journal.tmp-") ?? name.range(of: ".plist.tmp-") {
         let rest = name[range.upperBound...]
         let pid = rest.split(separator: "-").first.flatMap { Int32($0) }
         if let pid, Processes.exists(pid) {
@@ -589,6 +600,14 @@ private struct Doctor {
           "\(path) is a temporary file left by a writer that was stopped mid-write;"
             + " \(name.dropFirst().prefix(upTo: range.lowerBound)).plist itself is intact",
           "rm '\(path)' (the next write to the suite removes it too)")
+      } else if let range = name.range(of: ".plist.journal.unreadable-") {
+        let original = folder + "/" + name[..<range.lowerBound] + ".plist"
+        add(
+          .problem,
+          "\(path) is a suite's journal with bytes that could not be read, moved aside; the"
+            + " records before them were folded into \(original), the ones after them were not",
+          "look at it (the records are binary property lists after a 40-byte header), restore"
+            + " what you need with groupctl write, then delete it")
       } else if let range = name.range(of: ".plist.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
         add(
