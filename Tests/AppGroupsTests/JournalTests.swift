@@ -71,8 +71,8 @@ struct JournalTests {
       d.set("v\(i)", forKey: "k-\(i)")
       #expect(d.synchronize())
       let plistSize = try #require(size(t.groupSuiteFile.path))
-      // The journal stays within an eighth of the plist (at least 8 KiB).
-      #expect((size(journal(t)) ?? 0) <= max(8 * 1024, plistSize / 8))
+      // The journal stays within its bound, a sixteenth of the plist.
+      #expect((size(journal(t)) ?? 0) <= SuiteJournal.bound(forPlistSize: plistSize))
       let now = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.systemFileNumber] as? Int)
       if now != inode { compactions += 1 }
       inode = now

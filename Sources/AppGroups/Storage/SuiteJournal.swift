@@ -49,6 +49,13 @@ enum SuiteJournal {
 
   static func path(of plistPath: String) -> String { plistPath + ".journal" }
 
+  /// How large the journal of a plist of `plistSize` bytes may grow before a commit folds it
+  /// into the plist: a sixteenth of it (at least 1 KiB). A record costs a reader more per
+  /// byte than the plist does, so a new process's load grows by a few percent at most; and
+  /// the rewrite, in proportion to the plist, comes once per that many bytes of records, so
+  /// its share of each small commit stays the same at any size.
+  static func bound(forPlistSize plistSize: Int) -> Int { max(1024, plistSize / 16) }
+
   /// Whether `identity` is the plist version a journal's header (or a token record) names:
   /// its inode, size and modification time; a `chmod(2)` of the plist does not orphan it.
   static func sameVersion(_ a: FileIdentity?, _ b: FileIdentity?) -> Bool {
@@ -151,7 +158,7 @@ enum SuiteJournal {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(recordHeaderSize + data.count)
     append(UInt64(data.count), width: 4, to: &bytes)
-    append(checksum(data), width: 8, to: &bytes)
+    append(data.withUnsafeBytes { checksum($0) }, width: 8, to: &bytes)
     bytes.append(contentsOf: data)
     return bytes
   }
@@ -232,7 +239,7 @@ enum SuiteJournal {
   // MARK: Bytes
 
   private static func decode(_ payload: Data) -> [Change]? {
-    guard case .dictionary(let root)? = try? PropertyListValue(propertyListData: payload),
+    guard case .dictionary(let root)? = try? BinaryPropertyList.decode(payload),
       case .dictionary(let set)? = root["s"], case .array(let removed)? = root["r"]
     else { return nil }
     var changes: [Change] = []

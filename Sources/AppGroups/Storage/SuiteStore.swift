@@ -1081,8 +1081,8 @@ final class SuiteStore: Sendable {
   // MARK: The journal
 
   /// The record of this commit's changes when it goes to the journal: the plist is large
-  /// (``Options/journalThreshold``), was read whole, and the journal stays within an eighth
-  /// of the plist's size (at least 8 KiB) with it. `nil`: the commit rewrites the plist and
+  /// (``Options/journalThreshold``), was read whole, and the journal stays within its bound
+  /// (``SuiteJournal/bound(forPlistSize:)``) with it. `nil`: the commit rewrites the plist and
   /// so compacts the journal. Call holding `commit`.
   private func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
@@ -1090,7 +1090,7 @@ final class SuiteStore: Sendable {
     guard let identity = cs.identity, cs.unreadableIdentity == nil, !cs.journalUnparsed,
       identity.size >= options.journalThreshold
     else { return nil }
-    let bound = max(8 * 1024, Int(identity.size) / 8)
+    let bound = SuiteJournal.bound(forPlistSize: Int(identity.size))
     let used = cs.journal?.end ?? SuiteJournal.headerSize
     // Each change takes some bytes: a burst that cannot fit is not encoded to find out.
     guard undo.count < (bound - used) / 8 else { return nil }
