@@ -139,6 +139,36 @@ struct JournalTests {
     #expect(try read(t, "k-") == ["k-acked": "acked", "k-later": "later"])
   }
 
+  @Test(arguments: [false, true])
+  func aWriterStoppedBeforePublishingShowsNothingUntilItDoes(killed: Bool) throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    d.set("first", forKey: "k-first")
+    #expect(d.synchronize())  // the journal exists: the worker's commit is an append
+    let marker = t.sandbox.url.appendingPathComponent("paused-before-publish").path
+    var environment = t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH"] = marker
+    environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
+    let writer = try ChildProcess("appgroups-worker", ["set", TestRoot.group, "k-stopped", "s"], environment: environment)
+    #expect(waitForFile(marker, timeout: 30), "\(writer.standardError)")
+    #expect(waitUntilStopped(writer.process.processIdentifier, timeout: 30))
+    // Its record is in the journal and synced, but not published: no reader shows it.
+    #expect(try read(t, "k-") == ["k-first": "first"])
+    if killed {
+      writer.signal(SIGKILL)
+      #expect(writer.wait() == SIGKILL)  // the status of a process killed by a signal is its number
+      // Never acknowledged, never shown; the next append takes its place.
+      d.set("after", forKey: "k-after")
+      #expect(d.synchronize())
+      #expect(try read(t, "k-") == ["k-first": "first", "k-after": "after"])
+    } else {
+      writer.signal(SIGCONT)
+      #expect(writer.waitFor("set", timeout: 30), "\(writer.standardError)")
+      #expect(writer.wait() == 0)
+      #expect(try read(t, "k-") == ["k-first": "first", "k-stopped": "s"])
+    }
+  }
+
   @Test func aDamagedRecordIsKeptAsideAndTheRecordsBeforeItStay() throws {
     let t = try TestRoot()
     let d = try largeSuite(t)

@@ -202,6 +202,7 @@ enum SuiteJournal {
     }
     try written.get()
     _ = try valueOrErrno("fdatasync", path: path) { fdatasync(fd) }
+    TestHooks.pauseBeforePublish(path: path)
     published(Position(inode: position.inode, end: position.end + record.count))
   }
 

@@ -18,7 +18,20 @@ enum TestHooks {
     #endif
   }
 
+  static func pauseBeforePublish(path: String) {
+    #if DEBUG
+      pause(marker: publishMarker, path: path)
+    #endif
+  }
+
   #if DEBUG
+    /// `APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH=<path>`: a commit appended to a journal, once its
+    /// record is written and synced but its length not yet published in the token record,
+    /// creates `<path>` and raises SIGSTOP on itself, so that a test can look at what other
+    /// processes read then, and kill it there.
+    private static let publishMarker: String? =
+      ProcessInfo.processInfo.environment["APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH"]
+
     /// `APPGROUPS_TEST_PAUSE_IN_COMMIT=<path>`: a commit, once it holds the
     /// lock, creates `<path>` and raises SIGSTOP on itself, so that a test can
     /// observe other processes while this one holds the lock, then SIGCONT it.
