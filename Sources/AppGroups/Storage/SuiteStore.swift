@@ -679,7 +679,12 @@ final class SuiteStore: Sendable {
       }
       var undo: [(key: String, old: PropertyListValue?)] = []
       func apply(_ key: String, _ value: PropertyListValue?) {
-        let old = value.map { next.updateValue($0, forKey: key) } ?? next.removeValue(forKey: key)
+        let old: PropertyListValue?
+        if let value {
+          old = next.updateValue(value, forKey: key)
+        } else {
+          old = next.removeValue(forKey: key)
+        }
         if old != value { undo.append((key, old)) }
       }
       for change in pending { apply(change.key, change.value) }
@@ -815,7 +820,11 @@ final class SuiteStore: Sendable {
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
       let token = sidecar?.token
-      if current == cs.identity && (cs.unreadableIdentity == nil || cs.unreadableIdentity == current) {
+      if cs.unreadableIdentity != nil && cs.unreadableIdentity == current {
+        if let token { seenToken.store(token, ordering: .releasing) }
+        return
+      }
+      if current == cs.identity && cs.unreadableIdentity == nil {
         // The plist is the version read: only its journal may have grown.
         let appended: [SuiteJournal.Change]?
         do throws(AppGroupsError) {
@@ -877,7 +886,12 @@ final class SuiteStore: Sendable {
       if st.replacement == nil {
         let mine = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
         for (key, value) in appended where !mine.contains(key) {
-          let old = value == nil ? st.values.removeValue(forKey: key) : st.values.updateValue(value!, forKey: key)
+          let old: PropertyListValue?
+          if let value {
+            old = st.values.updateValue(value, forKey: key)
+          } else {
+            old = st.values.removeValue(forKey: key)
+          }
           guard old != value else { continue }
           st.sizeEstimate +=
             PropertyListValue.estimatedEntrySize(key: key, value: value)
