@@ -1,6 +1,7 @@
 public import AppGroups
 public import AppGroupsTesting
 public import Foundation
+import Glibc
 
 /// A temporary root with the example identities granted: `com.example.app`
 /// and `com.example.widget` in `group.com.example.shared`. Made by
@@ -52,6 +53,41 @@ public struct TestRoot: Sendable {
       if parts.count == 3 { values[parts[1]] = parts[2] }
     }
     guard run.status == 0, run.stdout.contains("dumped \(values.count)\n") else { return nil }
+    return values
+  }
+
+  /// A suite's values as they are on disk, read with Foundation and not with AppGroups: the
+  /// property list, then, when `<plist>.journal` names this version of it (device, inode,
+  /// size, modification time in its 40-byte header), the journal's records in order, each a
+  /// little-endian `UInt32` length, an 8-byte check and a binary property list
+  /// `{s: {key: value}, r: [key]}`. Records are read as far as they are whole; call this when
+  /// no writer is in the middle of a commit.
+  public static func readOnDisk(_ url: URL) throws -> [String: Any] {
+    var values = try readPlist(url)
+    var s = stat()
+    guard lstat(url.path, &s) == 0,
+      let journal = FileManager.default.contents(atPath: url.path + ".journal"), journal.count >= 40
+    else { return values }
+    let bytes = [UInt8](journal)
+    func word(_ offset: Int, _ width: Int = 8) -> UInt64 {
+      (0..<width).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
+    }
+    let modified = UInt64(bitPattern: Int64(s.st_mtim.tv_sec) * 1_000_000_000 + Int64(s.st_mtim.tv_nsec))
+    guard String(decoding: bytes[0..<8], as: UTF8.self) == "AGJRNL01", word(8) == UInt64(s.st_dev),
+      word(16) == UInt64(s.st_ino), word(24) == UInt64(s.st_size), word(32) == modified
+    else { return values }
+    var offset = 40
+    while offset + 12 <= bytes.count {
+      let length = Int(word(offset, 4))
+      guard length > 0, offset + 12 + length <= bytes.count else { break }
+      let payload = Data(bytes[(offset + 12)..<(offset + 12 + length)])
+      guard let record = try? PropertyListSerialization.propertyList(from: payload, format: nil) as? [String: Any],
+        let set = record["s"] as? [String: Any], let removed = record["r"] as? [String]
+      else { break }
+      for key in removed { values[key] = nil }
+      values.merge(set) { $1 }
+      offset += 12 + length
+    }
     return values
   }
 

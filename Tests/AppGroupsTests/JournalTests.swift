@@ -54,6 +54,11 @@ struct JournalTests {
     #expect(try Data(contentsOf: t.groupSuiteFile) == plist)
     let journalSize = try #require(size(journal(t)))
     #expect(journalSize < 1024)
+    // The journal's format, read with Foundation alone.
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk["k-0"] as? String == "new")
+    #expect(onDisk["base-7"] == nil)
+    #expect(onDisk.count == Self.baseCount)
     #expect(try read(t, "k-") == ["k-0": "new"])
     let base = try read(t, "base-")
     #expect(base.count == Self.baseCount - 1)
@@ -272,6 +277,9 @@ struct JournalTests {
     let seen = try read(t, "w")
     let lost = acked.filter { seen[$0] == nil }
     #expect(lost == [], "acknowledged but not read back")
+    // And read with Foundation alone, the plist and the journal's records.
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(acked.filter { onDisk[$0] == nil } == [], "acknowledged but not on disk")
     #expect(try read(t, "base-").count == Self.baseCount)
   }
 }
