@@ -1019,7 +1019,10 @@ final class SuiteStore: Sendable {
     let identity: FileIdentity
     let reason: String
     do throws(SystemCallError) {
-      switch try PropertyListFile.read(path) {
+      // Consumed, so that the values bound below are the one reference to their storage and
+      // the journal's changes go into it in place, not into a copy of the whole domain.
+      let contents = try PropertyListFile.read(path)
+      switch consume contents {
       case .missing:
         cs.identity = nil
         cs.unreadableIdentity = nil
