@@ -754,7 +754,7 @@ final class SuiteStore: Sendable {
         return .failure(error)
       }
       cs.persisted = next
-      if cs.journal != nil || cs.journalUnparsed { retireJournal(&cs) }
+      retireJournal(&cs)
       return .success(next)
     }
     if let race { return .raced(race) }
@@ -1123,8 +1123,10 @@ final class SuiteStore: Sendable {
   }
 
   /// Removes the journal once a commit has folded it into a new plist (which the journal's
-  /// header no longer names, so a crash before the removal leaves it ignored). A journal with
-  /// bytes that could not be read is kept aside instead. Call holding `commit` and the lock.
+  /// header no longer names, so a crash before the removal leaves it ignored), and any other
+  /// file there (a journal of a plist removed by hand, or the unpublished record of a writer
+  /// that died): a plist written whole leaves no journal. A journal with bytes that could not
+  /// be read is kept aside instead. Call holding `commit` and the lock.
   private func retireJournal(_ cs: inout CommitState) {
     let journal = SuiteJournal.path(of: path)
     if cs.journalUnparsed {
