@@ -80,29 +80,19 @@ struct ResolvedDomain {
   /// The suite's file.
   var path: String { location.fileURL.path }
 
-  /// The values in the suite's file, read without opening the suite (so
-  /// nothing is created and an unreadable file is left as it is); `nil` when
-  /// there is no file.
+  /// The values in the suite's file and its journal, read without opening the suite (so
+  /// nothing is created and an unreadable file is left as it is); `nil` when there is no
+  /// file.
   ///
-  /// - Throws: ``CommandFailure`` naming the file when it cannot be parsed.
+  /// - Throws: ``CommandFailure`` naming the file when it cannot be read or parsed.
   func storedValues() throws -> [String: PropertyListValue]? {
-    let data: Data
     do {
-      guard FileManager.default.fileExists(atPath: path) else { return nil }
-      data = try Data(contentsOf: location.fileURL)
-    } catch {
-      throw CommandFailure("\(domain): cannot read \(path): \(describeFileError(error))")
-    }
-    let value: PropertyListValue
-    do {
-      value = try PropertyListValue(propertyListData: data)
+      return try SuiteJournal.storedValues(ofSuiteAt: path)
+    } catch where error.code == .io {
+      throw CommandFailure("\(domain): cannot read \(path): \(error.message)")
     } catch {
       throw unreadable(error.message)
     }
-    guard case .dictionary(let values) = value else {
-      throw unreadable("its root is a \(value.typeName), not a dictionary")
-    }
-    return values
   }
 
   private func unreadable(_ reason: String) -> CommandFailure {

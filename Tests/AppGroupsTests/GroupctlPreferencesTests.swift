@@ -157,6 +157,30 @@ struct GroupctlPreferencesTests {
     #expect(defaults.string(forKey: "greeting") == "hello")
   }
 
+  @Test func aLargeSuitesJournaledWritesReadBackAndExport() throws {
+    let g = try GroupctlRoot()
+    var base: [String: Any] = [:]
+    for i in 0..<2_000 { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
+    let data = try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
+    try g.ok(["import", Self.group, "-"], stdin: data)
+    let plist = try Data(contentsOf: g.t.groupSuiteFile)
+    try g.ok(["write", Self.group, "added", "yes"])
+    try g.ok(["delete", Self.group, "base-3"])
+    // Small commits to a suite this large go to its journal: the plist is as it was.
+    #expect(try Data(contentsOf: g.t.groupSuiteFile) == plist)
+    #expect(FileManager.default.fileExists(atPath: g.t.groupSuiteFile.path + ".journal"))
+    #expect(try g.ok(["read", Self.group, "added"]) == "yes\n")
+    let missing = try g.run(["read", Self.group, "base-3"])
+    #expect(missing.status != 0)
+    #expect(missing.stderr.contains("(\(Self.group), base-3) does not exist"), "\(missing.stderr)")
+    let exported = try g.run(["export", Self.group, "-", "--xml"])
+    #expect(exported.status == 0, "\(exported.stderr)")
+    let values = try PropertyListSerialization.propertyList(from: Data(exported.stdout.utf8), format: nil) as? [String: Any]
+    #expect(values?["added"] as? String == "yes")
+    #expect(values?["base-3"] == nil)
+    #expect(values?.count == 2_000)
+  }
+
   @Test func addAppendsAndMergesUnderTheLock() throws {
     let g = try GroupctlRoot()
     try g.ok(["write", Self.app, "list", "-array-add", "a"])

@@ -19,7 +19,7 @@ import Glibc
 /// does not check (a writer that died in the middle of an append). How far a reader may go is
 /// the length the suite's token record publishes once the append is durable (see
 /// ``SuiteSidecar``): a value is never shown before it is on disk.
-enum SuiteJournal {
+package enum SuiteJournal {
   /// "AGJRNL01".
   private static let magic: [UInt8] = Array("AGJRNL01".utf8)
   static let headerSize = 40
@@ -140,6 +140,41 @@ enum SuiteJournal {
     }
     bytes.removeLast(count - (try read.get()))
     return bytes
+  }
+
+  /// A suite's stored values as a tool that does not open the suite reads them
+  /// (`groupctl read`, `export`, `explain`): the plist at `plistPath` (a link followed), then
+  /// the records of its journal as far as its lock file publishes them. Nothing is created,
+  /// locked or moved aside.
+  ///
+  /// - Returns: `nil` when there is no plist.
+  /// - Throws: `.io` when the plist or its journal cannot be read, the message the system's
+  ///   reason alone; `.corruptPreferences` when the plist cannot be parsed or its root is not
+  ///   a dictionary, the message the reason.
+  package static func storedValues(ofSuiteAt plistPath: String) throws(AppGroupsError) -> [String: PropertyListValue]? {
+    let read: (Data, FileIdentity)?
+    do {
+      read = try FileSystem.read(plistPath)
+    } catch {
+      throw AppGroupsError(.io, error.reason ?? String(cString: strerror(error.errno)), cause: error)
+    }
+    guard let (data, identity) = read else { return nil }
+    let value = try PropertyListValue(propertyListData: data)
+    guard case .dictionary(var values) = value else {
+      throw AppGroupsError(.corruptPreferences, "its root is a \(value.typeName), not a dictionary")
+    }
+    let tail: Tail?
+    do {
+      tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
+        guard let record = SuiteSidecar.peek(atPath: plistPath + ".lock"), sameVersion(record.identity, identity)
+        else { return nil }
+        return record.journalLength
+      }
+    } catch {
+      throw AppGroupsError(.io, error.reason ?? String(cString: strerror(error.errno)), cause: error)
+    }
+    for (key, value) in tail?.changes ?? [] { values[key] = value }
+    return values
   }
 
   // MARK: Writing

@@ -1,4 +1,5 @@
 import CAppGroupsLinux
+import Glibc
 
 /// A suite's sidecar file, `<suite>.plist.lock`: the commit lock, and the
 /// last-update token readable by every process without parsing the plist.
@@ -50,6 +51,32 @@ final class SuiteSidecar: Sendable {
             modified: Int64(bitPattern: load(7)), changed: Int64(bitPattern: load(8))),
         journalLength: Int(truncatingIfNeeded: load(9)))
       if load(1) == before { return record }
+    }
+    return nil
+  }
+
+  /// The record in the lock file at `path`, read as a tool that does not open the suite reads
+  /// it (`groupctl read`): with `pread(2)`, nothing created, mapped or locked. `nil` when there
+  /// is no record (no file, a page of zeros, or a writer in the middle of an update).
+  static func peek(atPath path: String) -> Record? {
+    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+    defer { FileSystem.close(fd) }
+    var words = [UInt64](repeating: 0, count: 10)
+    var sequence: UInt64 = 0
+    for _ in 0..<100 {
+      let read = words.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+      guard read == words.count * 8, words[0] == magic else { return nil }
+      guard words[1] & 1 == 0,
+        pread(fd, &sequence, 8, 8) == 8, sequence == words[1]
+      else { continue }
+      return Record(
+        token: words[2],
+        identity: words[3] == 0
+          ? nil
+          : FileIdentity(
+            device: words[4], inode: words[5], size: Int64(bitPattern: words[6]),
+            modified: Int64(bitPattern: words[7]), changed: Int64(bitPattern: words[8])),
+        journalLength: Int(truncatingIfNeeded: words[9]))
     }
     return nil
   }
