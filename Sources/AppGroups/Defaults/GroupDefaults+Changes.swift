@@ -87,7 +87,7 @@ extension GroupDefaults {
     _ keys: [String]? = nil, handler: @escaping @Sendable ([Change]) -> Void
   ) -> Observation {
     let view = self.view
-    SuiteView.prepareNotificationPosting()
+    SuiteView.prepareNotificationPosting(for: self)
     let id = view.addObserver(keys: keys.map(Set.init), handler)
     return Observation { view.removeObserver(id) }
   }
