@@ -42,14 +42,7 @@ final class SuiteSidecar: Sendable {
     for _ in 0..<10_000 {
       let before = load(1)
       if before & 1 == 1 { continue }
-      let record = Record(
-        token: load(2),
-        identity: load(3) == 0
-          ? nil
-          : FileIdentity(
-            device: load(4), inode: load(5), size: Int64(bitPattern: load(6)),
-            modified: Int64(bitPattern: load(7)), changed: Int64(bitPattern: load(8))),
-        journalLength: Int(truncatingIfNeeded: load(9)))
+      let record = Self.record(load)
       if load(1) == before { return record }
     }
     return nil
@@ -69,16 +62,21 @@ final class SuiteSidecar: Sendable {
       guard words[1] & 1 == 0,
         pread(fd, &sequence, 8, 8) == 8, sequence == words[1]
       else { continue }
-      return Record(
-        token: words[2],
-        identity: words[3] == 0
-          ? nil
-          : FileIdentity(
-            device: words[4], inode: words[5], size: Int64(bitPattern: words[6]),
-            modified: Int64(bitPattern: words[7]), changed: Int64(bitPattern: words[8])),
-        journalLength: Int(truncatingIfNeeded: words[9]))
+      return record { words[$0] }
     }
     return nil
+  }
+
+  /// The record in words 2 to 9 of the page, as `word(index)` reads them.
+  private static func record(_ word: (Int) -> UInt64) -> Record {
+    Record(
+      token: word(2),
+      identity: word(3) == 0
+        ? nil
+        : FileIdentity(
+          device: word(4), inode: word(5), size: Int64(bitPattern: word(6)),
+          modified: Int64(bitPattern: word(7)), changed: Int64(bitPattern: word(8))),
+      journalLength: Int(truncatingIfNeeded: word(9)))
   }
 
   /// The token alone: one sequence-checked read of three words (no identity is built).
