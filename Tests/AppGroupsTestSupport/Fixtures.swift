@@ -60,8 +60,8 @@ public struct TestRoot: Sendable {
   /// property list, then, when `<plist>.journal` names this version of it (device, inode,
   /// size, modification time in its 40-byte header), the journal's records in order, each a
   /// little-endian `UInt32` length, an 8-byte check and a binary property list
-  /// `{s: {key: value}, r: [key]}`. Records are read as far as they are whole; call this when
-  /// no writer is in the middle of a commit.
+  /// `{s: {key: value}, r: [key]}`, as far as the lock file publishes them durable (and as far
+  /// as they are whole).
   public static func readOnDisk(_ url: URL) throws -> [String: Any] {
     var values = try readPlist(url)
     var s = stat()
@@ -76,10 +76,25 @@ public struct TestRoot: Sendable {
     guard String(decoding: bytes[0..<8], as: UTF8.self) == "AGJRNL01", word(8) == UInt64(s.st_dev),
       word(16) == UInt64(s.st_ino), word(24) == UInt64(s.st_size), word(32) == modified
     else { return values }
+    // How much of it is durable: the length the lock file's page publishes (its words: magic,
+    // sequence, token, has-identity, device, inode, size, modified, changed, length), when
+    // the page describes this version of the plist.
+    var end = bytes.count
+    if let page = FileManager.default.contents(atPath: url.path + ".lock"), page.count >= 80 {
+      let words = [UInt8](page.prefix(80))
+      func pageWord(_ index: Int) -> UInt64 {
+        (0..<8).reduce(0) { $0 | UInt64(words[index * 8 + $1]) << (8 * UInt64($1)) }
+      }
+      if pageWord(0) == 0x3154_4e45_4b4f_5447, pageWord(3) != 0, pageWord(4) == UInt64(s.st_dev),
+        pageWord(5) == UInt64(s.st_ino), pageWord(6) == UInt64(s.st_size), pageWord(7) == modified
+      {
+        end = min(end, Int(pageWord(9)))
+      }
+    }
     var offset = 40
-    while offset + 12 <= bytes.count {
+    while offset + 12 <= end {
       let length = Int(word(offset, 4))
-      guard length > 0, offset + 12 + length <= bytes.count else { break }
+      guard length > 0, offset + 12 + length <= end else { break }
       let payload = Data(bytes[(offset + 12)..<(offset + 12 + length)])
       guard let record = try? PropertyListSerialization.propertyList(from: payload, format: nil) as? [String: Any],
         let set = record["s"] as? [String: Any], let removed = record["r"] as? [String]

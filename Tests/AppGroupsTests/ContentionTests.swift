@@ -59,7 +59,7 @@ struct ContentionTests {
       messages += (try? String(contentsOf: file, encoding: .utf8)) ?? ""
     }
     #expect(failed == [], "\(messages)")
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     var missing: [String] = []
     for w in 0..<writers {
       for i in 0..<writes where onDisk["w\(w)-\(i)"] as? Int != i { missing.append("w\(w)-\(i)") }
@@ -95,6 +95,6 @@ struct ContentionTests {
     #expect(errors == [])
     #expect(values.count == processes * times)
     #expect(Set(values) == Set(1...(processes * times)))
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == processes * times)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? Int == processes * times)
   }
 }

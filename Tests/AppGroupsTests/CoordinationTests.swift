@@ -82,7 +82,7 @@ struct CoordinationTests {
       #expect(!child.standardError.contains("No such file"), "\(child.standardError)")
     }
 
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     var lost: [String] = []
     for (name, values) in acked {
       // Removing the folder deletes what A had written before it: a reset by the user.
@@ -117,7 +117,7 @@ struct CoordinationTests {
     let after = resultA.values + resultB.values
     #expect(Set(after).count == after.count, "a value was handed out twice")
     #expect(beforeA.values.count + after.count == 2 * times)
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["counter"] as? Int == 2 * times - before)
   }
 
@@ -149,7 +149,7 @@ struct CoordinationTests {
     a.signal(SIGCONT)
     #expect(a.waitFor("set", timeout: 30), "\(a.standardError)")
     #expect(a.wait() == 0)
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["fromA"] as? String == "a")
     #expect(onDisk["fromB"] as? String == "b")
     #expect(onDisk["seed"] as? String == "seed")

@@ -163,13 +163,13 @@ struct ExamplesTests {
     try app(t, "read", "a")
     try app(t, "read", "a")
     try app(t, "theme", "light")
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["unreadCount"] as? Int == 1)
     #expect(onDisk["AppGroupsSchemaVersion"] as? Int == 2)
     #expect(onDisk["readItems"] as? [String] == ["a"])
     #expect(onDisk["theme"] as? String == "light")
     try app(t, "reset")
-    #expect(try TestRoot.readPlist(t.groupSuiteFile).isEmpty)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile).isEmpty)
   }
 
   @Test func aSuiteVersion1WroteIsMigratedOnceByWhicheverProcessComesFirst() throws {
@@ -189,7 +189,7 @@ struct ExamplesTests {
     let show = try Product.run("app", ["show"], environment: t.environment(as: TestRoot.app))
     #expect(show.stdout.hasPrefix("unread=4 theme=dark "))
     #expect(!show.stderr.contains("event=migrated"), "the app migrated again: \(show.stderr)")
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["unread"] == nil)
     #expect(onDisk["unreadCount"] as? Int == 4)
     #expect(onDisk["AppGroupsSchemaVersion"] as? Int == 2)

@@ -43,7 +43,7 @@ struct FailureReportingTests {
     #expect(result.stderr.contains("Permission denied"), "\(result.stderr)")
     #expect(result.stderr.contains(folder), "\(result.stderr)")
     #expect(result.stderr.contains("not written"), "\(result.stderr)")
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "old")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["k"] as? String == "old")
   }
 
   @Test(.enabled(if: isRoot, "needs root to mount a small tmpfs"))
@@ -75,7 +75,7 @@ struct FailureReportingTests {
     #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
     #expect(result.stderr.contains("not written"), "\(result.stderr)")
     let file = URL(fileURLWithPath: mount + "/Shared/AppGroup/\(TestRoot.group)/Library/Preferences/\(TestRoot.group).plist")
-    #expect(try TestRoot.readPlist(file)["k"] as? String == "old")
+    #expect(try TestRoot.readOnDisk(file)["k"] as? String == "old")
     // No temporary file is left on the full disk.
     #expect(entries(of: file.deletingLastPathComponent()).filter { $0.contains(".tmp-") } == [])
   }
@@ -102,7 +102,7 @@ struct FailureReportingTests {
     // The next commit must merge on top of the edit, not write the old value back.
     d.set("x", forKey: "other")
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["k"] as? String == "bbbb")
     #expect(onDisk["other"] as? String == "x")
     #expect(d.string(forKey: "k") == "bbbb")
@@ -174,7 +174,7 @@ struct SalvageTests {
     // A later write keeps the other keys on disk.
     d.set("new", forKey: "added")
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(file)
+    let onDisk = try TestRoot.readOnDisk(file)
     #expect(onDisk["name"] as? String == "kept")
     #expect(onDisk["count"] as? Int == 7)
     #expect(onDisk["added"] as? String == "new")

@@ -27,7 +27,7 @@ struct FaultAtomicUpdateTests {
     } catch {
       #expect(error.code == .unsupportedValue)
     }
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Double
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? Double
     #expect(onDisk.map { $0.bitPattern == real.bitPattern || ($0.isNaN && real.isNaN) } == true)
   }
 
@@ -35,14 +35,14 @@ struct FaultAtomicUpdateTests {
     let (t, d) = try suite(holding: ["counter": 2.75])
     #expect(try d.increment(forKey: "counter") == 3)
     #expect(try d.increment(forKey: "counter", by: -5) == -2)
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == -2)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? Int == -2)
   }
 
   @Test func anIncrementThatWouldOverflowThrowsAndChangesNothing() throws {
     let (t, d) = try suite(holding: ["counter": Int.max, "low": Int.min])
     #expect(throws: AppGroupsError.self) { try d.increment(forKey: "counter") }
     #expect(throws: AppGroupsError.self) { try d.increment(forKey: "low", by: -1) }
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["counter"] as? Int == Int.max)
     #expect(onDisk["low"] as? Int == Int.min)
   }
@@ -51,7 +51,7 @@ struct FaultAtomicUpdateTests {
     let (t, d) = try suite(holding: ["counter": "seven"])
     #expect(throws: AppGroupsError.self) { try d.increment(forKey: "counter") }
     #expect(d.string(forKey: "counter") == "seven")
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? String == "seven")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? String == "seven")
   }
 
   @Test func theClosureSeesTheValueOnDiskNotAStaleCopy() throws {
@@ -61,7 +61,7 @@ struct FaultAtomicUpdateTests {
     try PropertyListSerialization.data(fromPropertyList: ["counter": 41], format: .binary, options: 0)
       .write(to: t.groupSuiteFile)
     #expect(try d.increment(forKey: "counter") == 42)
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == 42)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? Int == 42)
   }
 
   @Test func aClosureThatThrowsChangesNothing() throws {
@@ -71,7 +71,7 @@ struct FaultAtomicUpdateTests {
       try d.update(forKey: "k") { _ in throw Refused() }
     }
     #expect(d.string(forKey: "k") == "before")
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "before")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["k"] as? String == "before")
   }
 
   @Test func anUpdatePastTheSizeLimitIsRefused() throws {
@@ -85,7 +85,7 @@ struct FaultAtomicUpdateTests {
     }
     #expect(d.string(forKey: "k") == "small")
     #expect(d.synchronize())
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["k"] as? String == "small")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["k"] as? String == "small")
   }
 
   @Test func anObserverOfAnAtomicUpdateMayUpdateTheStoreInTurn() throws {
@@ -106,7 +106,7 @@ struct FaultAtomicUpdateTests {
     try d.increment(forKey: "a")
     #expect(failures.withLock { $0 } == [])
     #expect(d.integer(forKey: "b") == 2)
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["b"] as? Int == 2)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["b"] as? Int == 2)
   }
 
   @Test func aClosureThatCallsBackIntoTheStoreFailsFastInsteadOfDeadlocking() throws {
@@ -132,7 +132,7 @@ struct FaultAtomicUpdateTests {
     #expect((nested as? AppGroupsError)?.code == .lockTimeout)
     #expect(d.integer(forKey: "k") == 2)
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["k"] as? Int == 2)
     #expect(onDisk["inside"] as? String == "written inside")
   }

@@ -207,7 +207,7 @@ struct FaultHostileInputTests {
     #expect(d.synchronize())
     #expect(snapshot(of: world.outside) == outsideBefore)
     let file = world.groupPreferences.appendingPathComponent("\(TestRoot.group).plist")
-    #expect(try TestRoot.readPlist(file)["k"] as? String == "inside")
+    #expect(try TestRoot.readOnDisk(file)["k"] as? String == "inside")
   }
 
   @Test(arguments: ["lock-victim", "does-not-exist"])

@@ -74,7 +74,7 @@ struct FaultKillTests {
         // The file parses at every moment, whoever was killed where.
         if FileManager.default.fileExists(atPath: t.groupSuiteFile.path) {
           do {
-            _ = try TestRoot.readPlist(t.groupSuiteFile)
+            _ = try TestRoot.readOnDisk(t.groupSuiteFile)
           } catch {
             problems.withLock { $0.append("after killing \(prefix): the file does not parse: \(error)") }
           }
@@ -121,11 +121,11 @@ struct FaultKillTests {
     _ = killed.wait()
     #expect(entries(of: folder).contains { $0.contains(".tmp-\(pid)-") })
     // The old file is intact: the rename never happened.
-    let before = try TestRoot.readPlist(t.groupSuiteFile)
+    let before = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(before["kept"] as? String == "yes")
     #expect(before["lost"] == nil)
     try checkSurvivorCommitAndInvariants(t, [])
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["kept"] as? String == "yes")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["kept"] as? String == "yes")
   }
 
   @Test func aWriterKilledWhileMovingTheTokenLeavesItRepairedNotGoingBack() throws {
@@ -181,7 +181,7 @@ struct FaultKillTests {
       close(fd)
     }
 
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["survivor"] as? String == "landed")
     var lost: [String] = []
     for incarnation in killed where incarnation.lastSynced >= 0 {

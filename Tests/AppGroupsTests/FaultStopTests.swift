@@ -111,7 +111,7 @@ struct FaultStopTests {
     #expect(slowest < Self.lockTimeoutMS / 3)
     #expect(diagnosed(writer, "stay pending"))
     #expect(diagnosed(reader, "stay pending"))
-    let meanwhile = try TestRoot.readPlist(t.groupSuiteFile)
+    let meanwhile = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(meanwhile["during"] == nil && meanwhile["reader"] == nil && meanwhile["holder"] == nil)
 
     // SIGCONT: the holder finishes; the pending writes land on their own (retries).
@@ -125,7 +125,7 @@ struct FaultStopTests {
     #expect(diagnosed(writer, "lock acquired"))
     #expect(ask(writer, "pending", expecting: "pending ") == "pending false")
 
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["before"] as? String == "one")
     #expect(onDisk["during"] as? String == "two")
     #expect(onDisk["reader"] as? String == "three")

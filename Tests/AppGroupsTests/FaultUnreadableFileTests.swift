@@ -196,7 +196,7 @@ struct FaultUnreadableFileTests {
       "appgroups-worker", ["get", TestRoot.group, "other"],
       environment: t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
     #expect(again.stdout == "kept\n", "\(again.stderr)")
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["allowed"] != nil)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["allowed"] != nil)
   }
 
   @Test func aFifoOrAFolderInPlaceOfTheFileIsMovedAsideWithoutHanging() throws {
@@ -248,7 +248,7 @@ struct FaultUnreadableFileTests {
     if let moved = aside.first {
       #expect(FileManager.default.contents(atPath: folder.appendingPathComponent(moved).path) == garbage)
     }
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["after"] as? String == "commit")
     reader.send("quit")
     #expect(reader.wait() == 0)

@@ -340,7 +340,7 @@ struct FoundationConformanceTests {
     let file = t.root.appContainerURL(for: TestRoot.app)
       .appendingPathComponent("Library/Preferences/\(TestRoot.app).plist")
     // Foundation reads it back as a Float-typed number, as Apple writes one.
-    let number = try #require(TestRoot.readPlist(file)["key1"] as? NSNumber)
+    let number = try #require(TestRoot.readOnDisk(file)["key1"] as? NSNumber)
     #expect(String(cString: number.objCType) == "f")
     // The reader that loads the suite gets the Float back, not a widened Double.
     let stored = try PropertyListValue(propertyListData: Data(contentsOf: file))
@@ -428,7 +428,7 @@ struct FoundationConformanceTests {
     // background; the suite of that name is that store, and its synchronize() waits for it.
     #expect(try t.defaults(name).synchronize())
     let file = t.root.appContainerURL(for: TestRoot.app).appendingPathComponent("Library/Preferences/\(name).plist")
-    #expect(try TestRoot.readPlist(file)["A String"] as? String == "Some string")
+    #expect(try TestRoot.readOnDisk(file)["A String"] as? String == "Some string")
 
     d2.removePersistentDomain(forName: name)
     let d3 = try t.defaults(nil)
@@ -562,7 +562,7 @@ struct FoundationConformanceTests {
     #expect(d.synchronize())
     let file = t.root.appContainerURL(for: TestRoot.app)
       .appendingPathComponent("Library/Preferences/\(TestRoot.app).plist")
-    #expect(try TestRoot.readPlist(file)[key] as? Int == 7)
+    #expect(try TestRoot.readOnDisk(file)[key] as? Int == 7)
   }
 
   @Test("An unsigned 64-bit integer reads back exactly; integer(forKey:) truncates it as CFNumberGetValue does")
@@ -594,7 +594,7 @@ struct FoundationConformanceTests {
     #expect(d.string(forKey: "name") == "kept")
     d.set("later", forKey: "other")
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(file)
+    let onDisk = try TestRoot.readOnDisk(file)
     #expect((onDisk["big"] as? NSNumber)?.uint64Value == UInt64.max)
     #expect(onDisk["big"] as? UInt64 == UInt64.max)
     #expect(onDisk["name"] as? String == "kept" && onDisk["other"] as? String == "later")
@@ -619,7 +619,7 @@ struct FoundationConformanceTests {
     #expect(d.synchronize())
     let file = t.root.appContainerURL(for: TestRoot.app)
       .appendingPathComponent("Library/Preferences/\(TestRoot.app).plist")
-    #expect(try TestRoot.readPlist(file)["key1"] as? String == "landed")
+    #expect(try TestRoot.readOnDisk(file)["key1"] as? String == "landed")
   }
 
   @Test("A value that is not a property-list value is refused and the process goes on (Apple raises)")

@@ -59,7 +59,7 @@ struct GroupDefaultsTests {
       if i % 1_000 == 999 { d.removeObject(forKey: "key-3") }
     }
     #expect(d.synchronize())
-    let plist = try TestRoot.readPlist(t.groupSuiteFile)
+    let plist = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(plist["counter"] as? Int == 4_999)
     for k in 0..<7 where k != 3 {
       let last = (0..<5_000).last { $0 % 7 == k }!
@@ -193,7 +193,7 @@ struct GroupDefaultsTests {
     d.register(defaults: [key: 13])
     d.set("v", forKey: "other")
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk[key] == nil)
     #expect(onDisk["other"] as? String == "v")
     let child = try Product.run(
@@ -230,7 +230,7 @@ struct GroupDefaultsTests {
     // The suite goes on.
     d.set("after", forKey: "k")
     #expect(d.synchronize())
-    #expect(try TestRoot.readPlist(file)["k"] as? String == "after")
+    #expect(try TestRoot.readOnDisk(file)["k"] as? String == "after")
   }
 
   @Test func wrongRootTypeIsQuarantinedToo() throws {
@@ -270,11 +270,11 @@ struct GroupDefaultsTests {
     d.setPersistentDomain(["a": 1, "b": "two"], forName: TestRoot.group)
     #expect(d.integer(forKey: "a") == 1)
     #expect(d.synchronize())
-    #expect(try TestRoot.readPlist(t.groupSuiteFile).count == 2)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile).count == 2)
     d.removePersistentDomain(forName: TestRoot.group)
     #expect(d.object(forKey: "a") == nil)
     #expect(d.synchronize())
-    #expect(try TestRoot.readPlist(t.groupSuiteFile).isEmpty)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile).isEmpty)
     d.setVolatileDomain(["v": 1], forName: "Scratch")
     #expect(d.volatileDomain(forName: "Scratch")["v"] as? Int == 1)
     #expect(d.volatileDomainNames.contains("Scratch"))
@@ -312,7 +312,7 @@ struct GroupDefaultsTests {
       for _ in 0..<50 { _ = try? d.increment(forKey: "counter") }
     }
     #expect(d.integer(forKey: "counter") == 200)
-    #expect(try TestRoot.readPlist(t.groupSuiteFile)["counter"] as? Int == 200)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["counter"] as? Int == 200)
   }
 }
 

@@ -46,7 +46,7 @@ struct GroupctlRoot {
   func managedFile(_ domain: String) -> URL { root.managedPreferencesURL(forDomain: domain) }
 
   /// A file's contents, read with Foundation, not with groupctl or AppGroups.
-  func plist(_ url: URL) throws -> [String: Any] { try TestRoot.readPlist(url) }
+  func plist(_ url: URL) throws -> [String: Any] { try TestRoot.readOnDisk(url) }
 }
 
 /// The property-list type of a value decoded by Foundation, named as

@@ -232,7 +232,7 @@ struct LifecycleTests {
     #expect(loop.wait() == 0)
     #expect(t.device.logLines().isEmpty)
     // The commits went on all along: the last one on disk is far past the first.
-    let onDisk = try TestRoot.readPlist(t.g.t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.g.t.groupSuiteFile)
     let last = (0..<4).compactMap { onDisk["k-\($0)"] as? Int }.max() ?? 0
     #expect(last > first + 100, "synced \(first) before, \(last) on disk after")
     #expect(processState(pid) != "T")

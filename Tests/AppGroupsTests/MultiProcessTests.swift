@@ -26,7 +26,7 @@ struct MultiProcessTests {
       #expect(line == "visible \(writers * keysEach)", "\(child.standardError)")
       #expect(child.wait() == 0)
     }
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     for i in 0..<writers {
       for k in 0..<keysEach {
         #expect(onDisk["w\(i)-\(k)"] as? Int == k)

@@ -88,7 +88,7 @@ struct SchemaSuite {
   }
 
   /// The file's values, read with Foundation.
-  func onDisk() throws -> [String: Any] { try TestRoot.readPlist(file) }
+  func onDisk() throws -> [String: Any] { try TestRoot.readOnDisk(file) }
 
   /// Collects the schema events of this suite while `body` runs.
   func events(during body: () throws -> Void) rethrows -> [SchemaEvent] {

@@ -77,7 +77,7 @@ struct StressMultiProcessTests {
       timeouts += line.flatMap { Int($0.dropFirst("done ".count)) } ?? 0
       #expect(child.wait() == 0)
     }
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["counter"] as? Int == processes * times)
     // A lock timeout writes nothing; the worker retries it. Report how often it happened.
     print("increments: \(processes) processes × \(times), lock timeouts retried: \(timeouts)")

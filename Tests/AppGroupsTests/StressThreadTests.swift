@@ -103,7 +103,7 @@ struct StressThreadTests {
 
     #expect(errors.withLock { $0 } == [])
     #expect(d.synchronize())
-    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(onDisk["counter"] as? Int == incrementers * incrementsEach)
     var missing = 0
     for w in 0..<writers {

@@ -10,7 +10,7 @@ import Testing
 func editOutside(
   _ url: URL, atomically: Bool = true, _ change: (inout [String: Any]) -> Void
 ) throws {
-  var values = (try? TestRoot.readPlist(url)) ?? [:]
+  var values = (try? TestRoot.readOnDisk(url)) ?? [:]
   change(&values)
   let data = try PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0)
   try data.write(to: url, options: atomically ? .atomic : [])
