@@ -82,6 +82,11 @@ extension GroupDefaults {
   /// process or another one. With `keys`, only changes of those keys are
   /// delivered. The handler runs on the thread that made or noticed the
   /// change; keep it short.
+  ///
+  /// The first observer a process adds pays what the first change it hears would otherwise
+  /// pay (the runtime's first look-ups of a notification's posting): it posts, once per
+  /// process, a notification named `AppGroups.notificationPostingPrepared` with this suite as
+  /// its object and no `userInfo`, which only an observer of every notification sees.
   /// - Returns: a handle; the observer stops when it is cancelled or released.
   public func observe(
     _ keys: [String]? = nil, handler: @escaping @Sendable ([Change]) -> Void
