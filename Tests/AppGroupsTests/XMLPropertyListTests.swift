@@ -75,6 +75,8 @@ struct XMLPropertyListTests {
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><string>a\rb</string></plist>",
     // A white space that is not XML's (U+0085) inside base64: Foundation reads it its own way.
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><data>AAE\u{85}C</data></plist>",
+    // Padding inside base64 (fuzzing found it): Foundation reads the "=" as a zero digit.
+    #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><data>CMDBCxTYiboEKQ=9</data></plist>"#,
   ])
   func whatItDoesNotTakeIsLeftToFoundation(_ text: String) {
     #expect(XMLPropertyList.decode(Data(text.utf8)) == nil)

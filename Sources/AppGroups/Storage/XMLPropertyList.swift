@@ -247,6 +247,12 @@ enum XMLPropertyList {
       // XML's own white space only: anything else (U+0085, a no-break space…) makes the
       // base64 invalid here, and the document goes to Foundation, which reads it its way.
       let compact = String(text.unicodeScalars.filter { !" \t\n\r".unicodeScalars.contains($0) })
+      // Padding only at the end: Foundation's property-list reader takes an "=" inside the
+      // text as a zero digit and goes on ("…KQ=9" is 12 bytes to it, 11 to `Data`'s decoder):
+      // such a document goes to Foundation.
+      if let padding = compact.firstIndex(of: "="), compact[padding...].contains(where: { $0 != "=" }) {
+        return nil
+      }
       return Data(base64Encoded: compact).map { .data($0) }
     }
   }
