@@ -61,6 +61,23 @@ struct GroupctlDoctorTests {
       }, message: "could not be read and was moved aside",
       advice: "restore what you need with groupctl import"),
     Damage(
+      testDescription: "damaged journal",
+      apply: { g in
+        var base: [String: Any] = [:]
+        for i in 0..<2_000 { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
+        let data = try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
+        try g.ok(["import", TestRoot.group, "-"], stdin: data)
+        try g.ok(["write", TestRoot.group, "first", "1"])
+        try g.ok(["write", TestRoot.group, "second", "2"])
+        // A flipped byte in the last record's payload, within the published length.
+        let journal = g.t.groupSuiteFile.path + ".journal"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: journal))
+        bytes[bytes.count - 5] ^= 0xff
+        try bytes.write(to: URL(fileURLWithPath: journal))
+        return journal
+      }, message: "cannot be read whole (bytes ",
+      advice: "write any key of the suite"),
+    Damage(
       testDescription: "journal kept aside",
       apply: { g in
         let path = g.t.groupSuiteFile.path + ".journal.unreadable-20260101T000000Z"

@@ -177,6 +177,24 @@ package enum SuiteJournal {
     return values
   }
 
+  /// What is wrong with the journal of the suite whose plist is at `plistPath`, for
+  /// `groupctl doctor`: `nil` when there is none, when it belongs to another version of the
+  /// plist or none is published for it, and when every byte within its published length is
+  /// a whole record.
+  package static func damage(ofSuiteAt plistPath: String) -> String? {
+    guard let identity = try? FileSystem.identity(ofPath: plistPath),
+      let record = SuiteSidecar.peek(atPath: plistPath + ".lock"), sameVersion(record.identity, identity)
+    else { return nil }
+    do {
+      guard let tail = try read(journalOf: plistPath, base: identity, after: nil, limit: { record.journalLength }),
+        tail.unparsed
+      else { return nil }
+      return "bytes \(tail.position.end) to \(record.journalLength) of its durable length are not whole records"
+    } catch {
+      return "it cannot be read: \(error)"
+    }
+  }
+
   // MARK: Writing
 
   /// One commit's changes as a record; `nil` when they cannot be encoded.

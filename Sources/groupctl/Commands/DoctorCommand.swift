@@ -541,8 +541,19 @@ private struct Doctor {
     } catch {
       reason = error.message
     }
-    guard let reason else { return }
     let managed = path.hasPrefix(root.managedPreferencesDirectoryURL.path + "/")
+    guard let reason else {
+      if !managed, path != root.manifestURL.path, let damage = SuiteJournal.damage(ofSuiteAt: path) {
+        add(
+          .problem,
+          "\(path).journal, the suite's last small commits, cannot be read whole (\(damage)):"
+            + " the records after the damage are not read; the next write folds the ones before it"
+            + " into the plist and moves the journal aside",
+          "write any key of the suite (groupctl write) to fold it now, then look at the journal"
+            + " kept aside")
+      }
+      return
+    }
     if managed {
       add(
         .problem, "\(path) cannot be read (\(reason)): its forced values are ignored",
