@@ -106,6 +106,17 @@ public struct TestRoot: Sendable {
     return values
   }
 
+  /// How many keys ``largeSuitePlist`` holds.
+  public static let largeSuiteCount = 2_000
+
+  /// A binary property list of 2,000 keys `base-N` = `"value-N-of-the-large-base"`, about
+  /// 70 KiB: well past the 16 KiB from which a suite's small commits go to its journal.
+  public static func largeSuitePlist() throws -> Data {
+    var base: [String: Any] = [:]
+    for i in 0..<largeSuiteCount { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
+    return try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
+  }
+
   /// Reads a property-list file with Foundation, not with AppGroups.
   public static func readPlist(_ url: URL) throws -> [String: Any] {
     let data = try Data(contentsOf: url)

@@ -63,10 +63,7 @@ struct GroupctlDoctorTests {
     Damage(
       testDescription: "damaged journal",
       apply: { g in
-        var base: [String: Any] = [:]
-        for i in 0..<2_000 { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
-        let data = try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
-        try g.ok(["import", TestRoot.group, "-"], stdin: data)
+        try g.ok(["import", TestRoot.group, "-"], stdin: try TestRoot.largeSuitePlist())
         try g.ok(["write", TestRoot.group, "first", "1"])
         try g.ok(["write", TestRoot.group, "second", "2"])
         // A flipped byte in the last record's payload, within the published length.

@@ -159,10 +159,7 @@ struct GroupctlPreferencesTests {
 
   @Test func aLargeSuitesJournaledWritesReadBackAndExport() throws {
     let g = try GroupctlRoot()
-    var base: [String: Any] = [:]
-    for i in 0..<2_000 { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
-    let data = try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
-    try g.ok(["import", Self.group, "-"], stdin: data)
+    try g.ok(["import", Self.group, "-"], stdin: try TestRoot.largeSuitePlist())
     let plist = try Data(contentsOf: g.t.groupSuiteFile)
     try g.ok(["write", Self.group, "added", "yes"])
     try g.ok(["delete", Self.group, "base-3"])
@@ -178,7 +175,7 @@ struct GroupctlPreferencesTests {
     let values = try PropertyListSerialization.propertyList(from: Data(exported.stdout.utf8), format: nil) as? [String: Any]
     #expect(values?["added"] as? String == "yes")
     #expect(values?["base-3"] == nil)
-    #expect(values?.count == 2_000)
+    #expect(values?.count == TestRoot.largeSuiteCount)
   }
 
   @Test func addAppendsAndMergesUnderTheLock() throws {

@@ -11,19 +11,15 @@ import Testing
 /// acknowledged, and never cost one that was.
 @Suite("Journal: small commits to a large suite", .processBound)
 struct JournalTests {
-  /// 2,000 keys of about 30 bytes each: well past the 16 KiB from which commits are journaled.
-  private static let baseCount = 2_000
+  private static let baseCount = TestRoot.largeSuiteCount
 
   /// The suite with its base keys in the plist (written by Foundation, so that no commit of
   /// the base itself went to a journal), opened.
   private func largeSuite(_ t: TestRoot) throws -> GroupDefaults {
-    var base: [String: Any] = [:]
-    for i in 0..<Self.baseCount { base["base-\(i)"] = "value-\(i)-of-the-large-base" }
     try FileManager.default.createDirectory(
       at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
       attributes: [.posixPermissions: 0o700])
-    try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
-      .write(to: t.groupSuiteFile)
+    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
     let d = try t.defaults(TestRoot.group)
     #expect(d.string(forKey: "base-0") == "value-0-of-the-large-base")
     let size = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.size] as? Int)

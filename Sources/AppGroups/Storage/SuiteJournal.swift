@@ -166,9 +166,7 @@ package enum SuiteJournal {
     let tail: Tail?
     do {
       tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
-        guard let record = SuiteSidecar.peek(atPath: plistPath + ".lock"), sameVersion(record.identity, identity)
-        else { return nil }
-        return record.journalLength
+        SuiteSidecar.peek(atPath: plistPath + ".lock")?.journalLength(of: identity)
       }
     } catch {
       throw AppGroupsError(.io, error.reason ?? String(cString: strerror(error.errno)), cause: error)
@@ -183,13 +181,13 @@ package enum SuiteJournal {
   /// a whole record.
   package static func damage(ofSuiteAt plistPath: String) -> String? {
     guard let identity = try? FileSystem.identity(ofPath: plistPath),
-      let record = SuiteSidecar.peek(atPath: plistPath + ".lock"), sameVersion(record.identity, identity)
+      let length = SuiteSidecar.peek(atPath: plistPath + ".lock")?.journalLength(of: identity)
     else { return nil }
     do {
-      guard let tail = try read(journalOf: plistPath, base: identity, after: nil, limit: { record.journalLength }),
+      guard let tail = try read(journalOf: plistPath, base: identity, after: nil, limit: { length }),
         tail.unparsed
       else { return nil }
-      return "bytes \(tail.position.end) to \(record.journalLength) of its durable length are not whole records"
+      return "bytes \(tail.position.end) to \(length) of its durable length are not whole records"
     } catch {
       return "it cannot be read: \(error)"
     }

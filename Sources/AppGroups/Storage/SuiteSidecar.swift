@@ -26,6 +26,12 @@ final class SuiteSidecar: Sendable {
     var identity: FileIdentity?
     /// How many bytes of the journal of that version are durable: a reader applies no more.
     var journalLength: Int
+
+    /// The durable length of the journal of plist version `base`; `nil` when this record
+    /// describes another version (a commit in flight, a lock file made again, an outside edit).
+    func journalLength(of base: FileIdentity) -> Int? {
+      SuiteJournal.sameVersion(identity, base) ? journalLength : nil
+    }
   }
 
   /// Opens (creating) the sidecar at `path`; `makeFolder` as in ``LockedFile/Options``.

@@ -1182,8 +1182,7 @@ final class SuiteStore: Sendable {
   /// flight), as far as the records check.
   private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
     try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      guard let record = sidecar?.read(), SuiteJournal.sameVersion(record.identity, base) else { return nil }
-      return record.journalLength
+      sidecar?.read()?.journalLength(of: base)
     }
   }
 
