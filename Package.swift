@@ -6,6 +6,7 @@ let package = Package(
   products: [
     .library(name: "AppGroups", targets: ["AppGroups"]),
     .library(name: "AppGroupsTesting", targets: ["AppGroupsTesting"]),
+    .library(name: "AppGroupsKeychain", targets: ["AppGroupsKeychain", "AppGroupsKeybag"]),
     .executable(name: "groupctl", targets: ["groupctl"]),
   ],
   targets: [
@@ -18,6 +19,17 @@ let package = Package(
       name: "AppGroups",
       dependencies: ["CAppGroupsLinux"]
     ),
+    // The system's libcrypto (OpenSSL 3), for the keybag and the keychain only: the
+    // preference core never links it.
+    .systemLibrary(
+      name: "CAppGroupsCrypto",
+      pkgConfig: "libcrypto",
+      providers: [.apt(["libssl-dev"])]
+    ),
+    // The device's keybag: class keys wrapped by a key derived from the passcode.
+    .target(name: "AppGroupsKeybag", dependencies: ["AppGroups", "CAppGroupsCrypto"]),
+    // The shared keychain: SecItem calls, access groups, items encrypted per class.
+    .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
     .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
@@ -38,6 +50,7 @@ let package = Package(
       name: "AppGroupsTests",
       dependencies: [
         "AppGroups", "AppGroupsTesting", "AppGroupsTestSupport", "ExampleSchema", "groupctl",
+        "AppGroupsKeybag", "AppGroupsKeychain",
         "app", "widget", "appgroups-worker", "cache-writer",
       ]
     ),
