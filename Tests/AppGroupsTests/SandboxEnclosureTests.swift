@@ -168,4 +168,33 @@ struct SandboxEnclosureTests {
         == ["/home/u/proj/Containers", "/srv/home copy/u/proj/Containers"])
     #expect(SandboxRuleset.mountAliases(of: "/proc/self", mountInfo: mountInfo).isEmpty)
   }
+
+  @Test func descriptorsTheCallerOpenedDoNotCrossTheSandbox() throws {
+    let p = try ProjectLayout()
+    let outside = try Sandbox()
+    let readable = outside.path + "/outside.txt"
+    let appendable = outside.path + "/log.txt"
+    try Data("outside secret\n".utf8).write(to: URL(fileURLWithPath: readable))
+    try Data("first line\n".utf8).write(to: URL(fileURLWithPath: appendable))
+    // As the issue's shell does: descriptors 5 (read) and 6 (append) opened by the caller.
+    let groupctl = Product.url("groupctl").path
+    let script = """
+      exec 5<'\(readable)' 6>>'\(appendable)'
+      '\(groupctl)' --root '\(p.root.path)' run --as com.a -- /bin/sh -c '
+        cat <&5 && echo read-5-ok
+        echo planted >&6 && echo append-6-ok
+        ls /proc/self/fd | tr "\\n" " "; echo
+        echo to-stdout; echo to-stderr >&2'
+      """
+    let result = try Product.run("/bin/sh", ["-c", script])
+    #expect(!result.stdout.contains("outside secret"), "\(result.stdout)")
+    #expect(!result.stdout.contains("read-5-ok"), "\(result.stdout)")
+    #expect(!result.stdout.contains("append-6-ok"), "\(result.stdout)")
+    #expect(result.stderr.contains("Bad file descriptor"), "\(result.stderr)")
+    #expect(try String(contentsOfFile: appendable, encoding: .utf8) == "first line\n")
+    // Standard input, output and error are the caller's, as it opened them; nothing else
+    // (ls's own listing of the folder is the fourth).
+    #expect(result.stdout.contains("0 1 2 3 \nto-stdout\n"), "\(result.stdout)")
+    #expect(result.stderr.hasSuffix("to-stderr\n"), "\(result.stderr)")
+  }
 }
