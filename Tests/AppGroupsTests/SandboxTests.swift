@@ -316,7 +316,9 @@ struct SandboxRunTests {
       #expect(result.status == 1)
       #expect(result.stdout.isEmpty)
       #expect(
-        result.stderr.hasSuffix("groupctl: cannot run \(program): execve: Permission denied\n"))
+        result.stderr.hasSuffix(
+          "groupctl: cannot run \(program): execve: Permission denied: the sandbox runs no"
+            + " program inside the root \(s.path)\n"), "\(result.stderr)")
       #expect(!result.stderr.contains("the executable's folder"), "\(result.stderr)")
     }
   }

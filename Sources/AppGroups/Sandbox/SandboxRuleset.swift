@@ -72,6 +72,15 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// ``allow(_:_:purpose:)``).
   var protectedPaths: [String] = []
 
+  /// The files the program needs to start (itself, its interpreters, its libraries), each
+  /// with why, whether a rule of its own or a folder's allows it; see
+  /// ``refusedProgramFiles()``.
+  public internal(set) var programFiles: [Rule] = []
+
+  /// What the ruleset could not provide for, one sentence each: a library found nowhere, a
+  /// malformed one, a file the program needs that lies inside the root.
+  public internal(set) var notes: [String] = []
+
   /// An empty ruleset: nothing is allowed.
   public init() {}
 
@@ -159,6 +168,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     }
     if let executable { ruleset.addExecutable(executable, root: root) }
     ruleset.addSystemRules()
+    if let executable {
+      try ruleset.addProgramFiles(executable, environment: ProcessInfo.processInfo.environment)
+    }
     return ruleset
   }
 
@@ -244,7 +256,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
             + " manifest entitles it to ('groupctl grant \(bundleIdentifier) GROUP-ID')")
       }
     }
-    allow(access, absolute, purpose: purpose)
+    // What is read outside the root may be a program or an interpreter the program runs.
+    let outside = !protectedPaths.contains { Self.isWithin(real, $0) }
+    allow(access == .readOnly && outside ? .readExecute : access, absolute, purpose: purpose)
   }
 
   /// Read-execute: the folder of `executable` (as `realpath(3)` resolves it); the program
