@@ -86,7 +86,8 @@ enum PropertyListFile {
     FileSystem.removeLeftoverTemporaries(for: (path as NSString).lastPathComponent, in: folder)
     do {
       return try FileSystem.writeAtomically(
-        data, to: path, notBefore: notBefore, beforeRename: beforeRename, afterRename: afterRename)
+        data, to: path, notBefore: notBefore, beforeRename: { _ throws(SystemCallError) in try beforeRename() },
+        afterRename: afterRename)
     } catch {
       throw AppGroupsError(io: error, "writing \(path)")
     }

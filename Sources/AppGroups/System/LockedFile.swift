@@ -220,6 +220,22 @@ final class LockedFile: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` holding a shared lock of the lock file at `path`, taken only if no process
+  /// holds its exclusive lock now (no waiting, nothing created): for a tool that looks at a
+  /// suite's files between commits (`groupctl doctor`) without ever holding up a writer for
+  /// longer than `body`.
+  ///
+  /// The corresponding system call is `flock(2)` with `LOCK_SH | LOCK_NB`.
+  /// - Returns: what `body` returned; `nil` when the file cannot be opened or a commit holds
+  ///   the lock.
+  static func withSharedLockIfFree<Result>(path: String, _ body: () -> Result) -> Result? {
+    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+    defer { FileSystem.close(fd) }
+    guard (try? valueOrErrno("flock", path: path) { flock(fd, LOCK_SH | LOCK_NB) }) != nil else { return nil }
+    defer { _ = flock(fd, LOCK_UN) }
+    return body()
+  }
+
   // MARK: Replacement
 
   /// Opens the file now at the path when it is not the current one (a holder retired the

@@ -546,10 +546,10 @@ private struct Doctor {
       if !managed, path != root.manifestURL.path, let damage = SuiteJournal.damage(ofSuiteAt: path) {
         add(
           .problem,
-          "\(path).journal, the suite's last small commits, cannot be read whole (\(damage)):"
-            + " the records after the damage are not read; the next write folds the ones before it"
-            + " into the plist and moves the journal aside",
-          "write any key of the suite (groupctl write) to fold it now, then look at the journal"
+          "\(path).journal, the suite's last small commits, cannot be read whole: \(damage);"
+            + " the records that can be read are read, and the next write (or the next app that"
+            + " opens the suite) folds them into the plist and moves the journal aside",
+          "write any key of the suite (groupctl write) to fold it now, then look at what was"
             + " kept aside")
       }
       return
@@ -613,10 +613,17 @@ private struct Doctor {
           "rm '\(path)' (the next write to the suite removes it too)")
       } else if let range = name.range(of: ".plist.journal.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
+        guard FileStatus(atPath: path)?.kind == .regularFile else {
+          add(
+            .problem,
+            "\(path) stood where the journal of \(original) belongs, and was moved aside",
+            "look at it, restore what you need with groupctl write, then delete it")
+          continue
+        }
         add(
           .problem,
-          "\(path) is a suite's journal with bytes that could not be read, moved aside; the"
-            + " records before them were folded into \(original), the ones after them were not",
+          "\(path) is a suite's journal that could not be read whole, moved aside; the records"
+            + " that could be read were folded into \(original), the others were not",
           "look at it (the records are binary property lists after a 40-byte header), restore"
             + " what you need with groupctl write, then delete it")
       } else if let range = name.range(of: ".plist.unreadable-") {
