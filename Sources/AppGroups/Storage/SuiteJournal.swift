@@ -242,39 +242,6 @@ package enum SuiteJournal {
       damage: damage)
   }
 
-  /// A suite's stored values as a tool that does not open the suite reads them
-  /// (`groupctl read`, `export`, `explain`): the plist at `plistPath` (a link followed), then
-  /// the records of its journal as far as its lock file publishes them, as the library reads
-  /// them (those behind a damaged header too). Nothing is created, locked or moved aside.
-  ///
-  /// - Returns: `nil` when there is no plist.
-  /// - Throws: `.io` when the plist or its journal cannot be read, the message the system's
-  ///   reason alone; `.corruptPreferences` when the plist cannot be parsed or its root is not
-  ///   a dictionary, the message the reason.
-  package static func storedValues(ofSuiteAt plistPath: String) throws(AppGroupsError) -> [String: PropertyListValue]? {
-    let read: (Data, FileIdentity)?
-    do {
-      read = try FileSystem.read(plistPath)
-    } catch {
-      throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
-    }
-    guard let (data, identity) = read else { return nil }
-    let value = try PropertyListValue(propertyListData: data)
-    guard case .dictionary(var values) = value else {
-      throw AppGroupsError(.corruptPreferences, "its root is a \(value.typeName), not a dictionary")
-    }
-    let tail: Tail?
-    do {
-      tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
-        SuiteSidecar.peek(atPath: plistPath + ".lock")?.journal(of: identity)
-      }
-    } catch {
-      throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
-    }
-    for (key, value) in tail?.changes ?? [] { values[key] = value }
-    return values
-  }
-
   /// What is wrong with the journal of the suite whose plist is at `plistPath`, for
   /// `groupctl doctor`: `nil` when there is none, when it belongs to another version of the
   /// plist, and when every byte within its published length is a whole record.

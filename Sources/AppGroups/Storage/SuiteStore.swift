@@ -1258,7 +1258,7 @@ final class SuiteStore: Sendable {
     do throws(SystemCallError) {
       let copy = try PropertyListFile.keepCopy(data, of: path)
       Diagnostics.report(
-        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy) before anything is written over it")
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy.path)\(copy.existed ? " (kept before)" : "") before anything is written over it")
     } catch {
       Diagnostics.report(
         "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live; keeping a copy of the file failed: \(error)")
