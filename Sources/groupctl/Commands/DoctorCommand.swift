@@ -341,7 +341,7 @@ private struct SharingCheck {
 }
 
 /// The checks of `groupctl doctor` and what they found.
-private struct Doctor {
+struct Doctor {
   enum Severity: String {
     case ok, note, problem
   }
@@ -397,6 +397,7 @@ private struct Doctor {
     }
     let manifest = checkManifest()
     let containers = checkContainers(manifest: manifest)
+    checkKeychain(manifest: manifest)
     let (files, folders) = walk(containers)
     add(
       .ok,
