@@ -82,4 +82,17 @@ int cappgroups_open_path(const char *path);
 /// Other threads are not, unless `flags` holds the kernel's all-threads flag.
 int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 
+// MARK: Descriptors (descriptors.c)
+
+/// Marks every descriptor from `lowest` up close-on-exec, so that an execve(2) closes them
+/// all and the program starts with the ones below `lowest` alone:
+/// close_range(lowest, ~0U, CLOSE_RANGE_CLOEXEC) (Linux 5.11), else each descriptor
+/// /proc/self/fd lists, else every number below RLIMIT_NOFILE, with fcntl(2) (variadic,
+/// which Swift cannot call). Not closed at once: other threads may still be using them, and
+/// when the exec fails they stay open. With `keep_parent_socket`, a Unix socket whose peer
+/// is the parent process (SO_PEERCRED; for a socketpair(2), the process that made it) is
+/// kept: Foundation's Process learns that its child exited when its end closes. Returns 0,
+/// or -1 with errno.
+int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
+
 #endif
