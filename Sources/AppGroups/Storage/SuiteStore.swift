@@ -102,6 +102,10 @@ final class SuiteStore: Sendable {
     var journalDamage: [SuiteJournal.Damage] = []
     /// The journal damage a read-only store last said it ignores, said once.
     var reportedJournalDamage: [SuiteJournal.Damage] = []
+    /// About how many bytes of the plist and its journal hold values that are no longer live
+    /// (replaced or removed by the journal's records): when a commit would leave more of them
+    /// than live ones, it rewrites the plist, so that space is given back.
+    var deadBytes = 0
   }
 
   private struct RetryState: Sendable {
@@ -730,7 +734,7 @@ final class SuiteStore: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      if replacement == nil, let expected, let record = journalRecord(cs, next: next, undo: undo) {
+      if replacement == nil, let expected, let (record, dead) = journalRecord(cs, next: next, undo: undo) {
         // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
         var published = false
         do throws(SystemCallError) {
@@ -757,6 +761,7 @@ final class SuiteStore: Sendable {
           return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
         }
         cs.persisted = next
+        cs.deadBytes = dead
         return .success(next)
       }
       do throws(AppGroupsError) {
@@ -765,6 +770,7 @@ final class SuiteStore: Sendable {
           afterRename: { sidecar.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
+        cs.deadBytes = 0
       } catch {
         keepPersisted()
         return .failure(error)
@@ -1123,7 +1129,7 @@ final class SuiteStore: Sendable {
   /// so compacts the journal. Call holding `commit`.
   private func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
-  ) -> [UInt8]? {
+  ) -> (record: [UInt8], dead: Int)? {
     guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
       identity.size >= options.journalThreshold
     else { return nil }
@@ -1135,11 +1141,18 @@ final class SuiteStore: Sendable {
     var before: [String: PropertyListValue?] = [:]
     for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
     var changes: [SuiteJournal.Change] = []
-    for (key, old) in before where next[key] != old { changes.append((key, next[key])) }
+    var dead = cs.deadBytes
+    for (key, old) in before where next[key] != old {
+      changes.append((key, next[key]))
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
     guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
       return nil
     }
-    return record
+    // A commit that would leave the files holding more dead bytes than live ones (a large
+    // value removed) rewrites the plist instead: the space is given back.
+    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
+    return (record, dead)
   }
 
   /// Clears the journal's path once a commit has folded the journal into a new plist (which
@@ -1212,10 +1225,22 @@ final class SuiteStore: Sendable {
   ) throws(SystemCallError) {
     cs.journal = nil
     cs.journalDamage = []
+    cs.deadBytes = 0
     guard let tail = try readJournal(base: base, after: nil) else { return }
-    for (key, value) in tail.changes { values[key] = value }
+    cs.deadBytes = Self.apply(tail.changes, to: &values)
     cs.journal = tail.position
     cs.journalDamage = tail.damage
+  }
+
+  /// Applies a journal's changes to `values`.
+  /// - Returns: about how many bytes of the files the values they replace or remove hold.
+  private static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
+    var dead = 0
+    for (key, value) in changes {
+      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    return dead
   }
 
   /// The changes appended to the journal since this process last read it (applied to
@@ -1233,7 +1258,7 @@ final class SuiteStore: Sendable {
     guard let tail else { return cs.journal == nil ? [] : nil }
     // Read from where this process stood, or (a journal new to it) from the start.
     guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
-    for (key, value) in tail.changes { cs.persisted[key] = value }
+    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
     cs.journal = tail.position
     return tail.changes
   }
