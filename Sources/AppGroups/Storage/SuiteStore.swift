@@ -18,8 +18,9 @@ struct StoredChange: Sendable, Equatable {
 /// race each other's commits and miss each other's changes.
 final class SuiteStore: Sendable {
   struct Options: Sendable, Hashable {
-    /// How long a commit waits for another process's lock before it keeps
-    /// its changes pending and retries later.
+    /// How long a commit waits for another process's lock while its holder makes no progress
+    /// (stopped, or asleep without using the CPU) before it keeps its changes pending and
+    /// retries later. A holder that makes progress is waited for up to ``progressCeiling``.
     var lockTimeout: Duration = .seconds(1)
     /// The largest estimated encoded size of the domain (4 MiB, as iOS).
     var sizeLimit: Int = 4 * 1024 * 1024
@@ -522,19 +523,28 @@ final class SuiteStore: Sendable {
     return result
   }
 
+  /// How long a commit waits at most for a lock whose holder makes progress all along (see
+  /// ``LockedFile``): a commit of milliseconds slowed down a thousandfold by a loaded machine
+  /// stays well within it, and a holder stuck in a loop under the lock does not hold every
+  /// other writer for ever.
+  static let progressCeiling: Duration = .seconds(30)
+
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.
   ///
-  /// The whole wait, for another thread's commit and then for another
-  /// process's lock, stays within `timeout`.
+  /// The whole wait, for another thread's commit and then for another process's lock, stays
+  /// within `timeout` while no holder makes progress, and within ``progressCeiling`` (or
+  /// `timeout`, when longer) while one does: another thread's commit of this process is waited
+  /// for as long as its own wait lasts.
   private func commitLocked(
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
     let deadline = FileSystem.deadline(after: timeout)
-    switch gate.enter(before: deadline) {
+    let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
+    switch gate.enter(before: ceiling) {
     case .entered:
       break
     case .reentered:
@@ -544,7 +554,7 @@ final class SuiteStore: Sendable {
     case .timedOut:
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
+        "\(path): another commit of this process waited for the lock for more than \(max(timeout, Self.progressCeiling)); the changes stay pending")
     }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
@@ -556,7 +566,7 @@ final class SuiteStore: Sendable {
         let outcome: CommitOutcome
         do {
           outcome = try commitBody(
-            sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+            sidecar: sidecar, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -591,7 +601,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: UInt64, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -608,7 +618,7 @@ final class SuiteStore: Sendable {
 
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: deadline)
+      try sidecar.file.lock(until: deadline, whileHolderProgresses: ceiling)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -620,11 +630,11 @@ final class SuiteStore: Sendable {
       }
       if report {
         Diagnostics.report(
-          "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
+          "\(path): another process has held its lock for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending and will be retried")
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
     }
     defer { sidecar.file.unlock() }
     gate.holdsFileLock()
@@ -1094,7 +1104,9 @@ final class SuiteStore: Sendable {
     }
     if !holdingLock {
       do throws(LockedFile.Failure) {
-        try sidecar.file.lock(until: FileSystem.deadline(after: options.lockTimeout))
+        try sidecar.file.lock(
+          until: FileSystem.deadline(after: options.lockTimeout),
+          whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
       } catch {
         if cs.unreadableIdentity != identity {
           Diagnostics.report(
