@@ -206,3 +206,38 @@ struct JournalDamageTests {
     #expect(after.stdout.contains("stood where the journal of \(t.groupSuiteFile.path) belongs"), "\(after.stdout)")
   }
 }
+
+/// Space is given back: a commit that would leave a large suite's files holding more values
+/// that are gone than live ones rewrites the plist instead of appending to its journal.
+@Suite("Journal: space given back", .processBound)
+struct JournalSpaceTests {
+  private func size(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+  }
+
+  @Test(arguments: [true, false])
+  func aCommitThatRemovesMoreThanItKeepsRewritesThePlist(deleting: Bool) throws {
+    let t = try TestRoot()
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    // The 2,000-key base (about 70 KiB) and a value of 1 MB.
+    var base = try PropertyListSerialization.propertyList(from: TestRoot.largeSuitePlist(), format: nil) as? [String: Any] ?? [:]
+    base["big"] = Data(repeating: 0xA5, count: 1 << 20)
+    try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0).write(to: t.groupSuiteFile)
+    #expect(size(t.groupSuiteFile.path) > 1 << 20)
+
+    let run = try Product.run(
+      "groupctl", ["--root", t.path] + (deleting ? ["delete", TestRoot.group, "big"] : ["write", TestRoot.group, "big", "small now"]))
+    #expect(run.status == 0, "\(run.stderr)")
+    // The megabyte is given back: the plist was rewritten, no journal keeps it alive.
+    #expect(size(t.groupSuiteFile.path) < 200 * 1024, "\(size(t.groupSuiteFile.path)) bytes")
+    let onDisk = try TestRoot.readPlist(t.groupSuiteFile)
+    #expect(onDisk.count == TestRoot.largeSuiteCount + (deleting ? 0 : 1))
+    #expect(onDisk["big"] as? String == (deleting ? nil : "small now"))
+    // A small commit after it still goes to the journal.
+    let small = try Product.run("groupctl", ["--root", t.path, "write", TestRoot.group, "k", "v"])
+    #expect(small.status == 0, "\(small.stderr)")
+    #expect(size(t.groupSuiteFile.path + ".journal") > 0)
+  }
+}

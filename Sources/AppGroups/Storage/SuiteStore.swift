@@ -18,8 +18,9 @@ struct StoredChange: Sendable, Equatable {
 /// race each other's commits and miss each other's changes.
 final class SuiteStore: Sendable {
   struct Options: Sendable, Hashable {
-    /// How long a commit waits for another process's lock before it keeps
-    /// its changes pending and retries later.
+    /// How long a commit waits for another process's lock while its holder makes no progress
+    /// (stopped, or asleep without using the CPU) before it keeps its changes pending and
+    /// retries later. A holder that makes progress is waited for up to ``progressCeiling``.
     var lockTimeout: Duration = .seconds(1)
     /// The largest estimated encoded size of the domain (4 MiB, as iOS).
     var sizeLimit: Int = 4 * 1024 * 1024
@@ -102,6 +103,10 @@ final class SuiteStore: Sendable {
     var journalDamage: [SuiteJournal.Damage] = []
     /// The journal damage a read-only store last said it ignores, said once.
     var reportedJournalDamage: [SuiteJournal.Damage] = []
+    /// About how many bytes of the plist and its journal hold values that are no longer live
+    /// (replaced or removed by the journal's records): when a commit would leave more of them
+    /// than live ones, it rewrites the plist, so that space is given back.
+    var deadBytes = 0
   }
 
   private struct RetryState: Sendable {
@@ -518,19 +523,28 @@ final class SuiteStore: Sendable {
     return result
   }
 
+  /// How long a commit waits at most for a lock whose holder makes progress all along (see
+  /// ``LockedFile``): a commit of milliseconds slowed down a thousandfold by a loaded machine
+  /// stays well within it, and a holder stuck in a loop under the lock does not hold every
+  /// other writer for ever.
+  static let progressCeiling: Duration = .seconds(30)
+
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.
   ///
-  /// The whole wait, for another thread's commit and then for another
-  /// process's lock, stays within `timeout`.
+  /// The whole wait, for another thread's commit and then for another process's lock, stays
+  /// within `timeout` while no holder makes progress, and within ``progressCeiling`` (or
+  /// `timeout`, when longer) while one does: another thread's commit of this process is waited
+  /// for as long as its own wait lasts.
   private func commitLocked(
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
     let deadline = FileSystem.deadline(after: timeout)
-    switch gate.enter(before: deadline) {
+    let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
+    switch gate.enter(before: ceiling) {
     case .entered:
       break
     case .reentered:
@@ -540,7 +554,7 @@ final class SuiteStore: Sendable {
     case .timedOut:
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
+        "\(path): another commit of this process waited for the lock for more than \(max(timeout, Self.progressCeiling)); the changes stay pending")
     }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
@@ -552,7 +566,7 @@ final class SuiteStore: Sendable {
         let outcome: CommitOutcome
         do {
           outcome = try commitBody(
-            sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+            sidecar: sidecar, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -587,7 +601,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: UInt64, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -604,7 +618,7 @@ final class SuiteStore: Sendable {
 
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: deadline)
+      try sidecar.file.lock(until: deadline, whileHolderProgresses: ceiling)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -616,11 +630,11 @@ final class SuiteStore: Sendable {
       }
       if report {
         Diagnostics.report(
-          "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
+          "\(path): another process has held its lock for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending and will be retried")
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
     }
     defer { sidecar.file.unlock() }
     gate.holdsFileLock()
@@ -730,7 +744,7 @@ final class SuiteStore: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      if replacement == nil, let expected, let record = journalRecord(cs, next: next, undo: undo) {
+      if replacement == nil, let expected, let (record, dead) = journalRecord(cs, next: next, undo: undo) {
         // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
         var published = false
         do throws(SystemCallError) {
@@ -757,6 +771,7 @@ final class SuiteStore: Sendable {
           return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
         }
         cs.persisted = next
+        cs.deadBytes = dead
         return .success(next)
       }
       do throws(AppGroupsError) {
@@ -765,6 +780,7 @@ final class SuiteStore: Sendable {
           afterRename: { sidecar.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
+        cs.deadBytes = 0
       } catch {
         keepPersisted()
         return .failure(error)
@@ -1088,7 +1104,9 @@ final class SuiteStore: Sendable {
     }
     if !holdingLock {
       do throws(LockedFile.Failure) {
-        try sidecar.file.lock(until: FileSystem.deadline(after: options.lockTimeout))
+        try sidecar.file.lock(
+          until: FileSystem.deadline(after: options.lockTimeout),
+          whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
       } catch {
         if cs.unreadableIdentity != identity {
           Diagnostics.report(
@@ -1123,7 +1141,7 @@ final class SuiteStore: Sendable {
   /// so compacts the journal. Call holding `commit`.
   private func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
-  ) -> [UInt8]? {
+  ) -> (record: [UInt8], dead: Int)? {
     guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
       identity.size >= options.journalThreshold
     else { return nil }
@@ -1135,11 +1153,18 @@ final class SuiteStore: Sendable {
     var before: [String: PropertyListValue?] = [:]
     for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
     var changes: [SuiteJournal.Change] = []
-    for (key, old) in before where next[key] != old { changes.append((key, next[key])) }
+    var dead = cs.deadBytes
+    for (key, old) in before where next[key] != old {
+      changes.append((key, next[key]))
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
     guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
       return nil
     }
-    return record
+    // A commit that would leave the files holding more dead bytes than live ones (a large
+    // value removed) rewrites the plist instead: the space is given back.
+    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
+    return (record, dead)
   }
 
   /// Clears the journal's path once a commit has folded the journal into a new plist (which
@@ -1212,10 +1237,22 @@ final class SuiteStore: Sendable {
   ) throws(SystemCallError) {
     cs.journal = nil
     cs.journalDamage = []
+    cs.deadBytes = 0
     guard let tail = try readJournal(base: base, after: nil) else { return }
-    for (key, value) in tail.changes { values[key] = value }
+    cs.deadBytes = Self.apply(tail.changes, to: &values)
     cs.journal = tail.position
     cs.journalDamage = tail.damage
+  }
+
+  /// Applies a journal's changes to `values`.
+  /// - Returns: about how many bytes of the files the values they replace or remove hold.
+  private static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
+    var dead = 0
+    for (key, value) in changes {
+      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    return dead
   }
 
   /// The changes appended to the journal since this process last read it (applied to
@@ -1233,7 +1270,7 @@ final class SuiteStore: Sendable {
     guard let tail else { return cs.journal == nil ? [] : nil }
     // Read from where this process stood, or (a journal new to it) from the start.
     guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
-    for (key, value) in tail.changes { cs.persisted[key] = value }
+    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
     cs.journal = tail.position
     return tail.changes
   }

@@ -16,10 +16,14 @@ internal import Synchronization
 ///   against `lstat(2)`); when they differ it opens the file now at the path (creating it, and
 ///   its folder when ``Options/makeFolder`` allows), maps its page, and locks that one. A
 ///   writer checks once more with ``stillLocksPath()`` just before its commit point.
-/// - **Waits are woken by the kernel and bounded.** A waiter blocks in `flock(2)` until the
-///   holder lets go, and a per-thread timer cuts the wait short at the deadline
-///   (`cappgroups_flock_until`): no sleep loop that misses a release. A holder that was
-///   stopped (SIGSTOP) costs others the bound, never a deadlock.
+/// - **Waits are woken by the kernel and bounded by progress.** A waiter blocks in `flock(2)`
+///   until the holder lets go, and a per-thread timer cuts the wait short at the deadline
+///   (`cappgroups_flock_until`): no sleep loop that misses a release. With a mapped page, the
+///   holder records its thread there, and a waiter past the deadline waits on, up to a
+///   ceiling, while that thread makes progress (runs, waits for the disk, or uses CPU time):
+///   a loaded machine that slows a commit of milliseconds down to seconds costs time, never a
+///   failed write. A holder that was stopped (SIGSTOP), or sleeps without using the CPU,
+///   costs others the bound, never a deadlock.
 /// - **A replaced page is noticed.** When a holder finds its file replaced, it marks the old
 ///   page retired, so that every process still reading the old page (the token) knows to
 ///   look at the path again (``refreshIfReplaced()``).
@@ -156,12 +160,13 @@ final class LockedFile: @unchecked Sendable {
   // MARK: Locking
 
   /// Takes the lock, waiting until `deadline` (``FileSystem/monotonicNanoseconds()``) at most,
-  /// and makes sure it is the lock of the file now at the path.
+  /// or on until `ceiling` while the holder makes progress (see ``LockedFile``), and makes
+  /// sure it is the lock of the file now at the path.
   ///
   /// The corresponding system calls are `flock(2)`, then `fstat(2)` and `lstat(2)`.
   /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
   ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
-  func lock(until deadline: UInt64) throws(Failure) {
+  func lock(until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil) throws(Failure) {
     // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
     guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
     var locked = false
@@ -169,14 +174,15 @@ final class LockedFile: @unchecked Sendable {
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
-      let result = cappgroups_flock_until(handle.descriptor, deadline, handle.page, &woken)
+      let result = cappgroups_flock_until(
+        handle.descriptor, deadline, max(ceiling ?? deadline, deadline), handle.page, &woken)
       if result == ETIMEDOUT { throw .timedOut }
       if result != 0 { throw .failed(SystemCallError(call: "flock", path: path, errno: result)) }
       let replacement: Handle?
       do {
         replacement = try replacementIfMoved(handle)
       } catch {
-        _ = flock(handle.descriptor, LOCK_UN)
+        cappgroups_funlock(handle.descriptor, handle.page)
         throw .failed(error)
       }
       guard let replacement else {
@@ -187,7 +193,7 @@ final class LockedFile: @unchecked Sendable {
       // The locked file is no longer the one at the path: tell whoever still reads its page,
       // let it go, and lock the file that is there now.
       handle.retire()
-      _ = flock(handle.descriptor, LOCK_UN)
+      cappgroups_funlock(handle.descriptor, handle.page)
       update { $0.current = replacement }
     }
   }
@@ -215,7 +221,7 @@ final class LockedFile: @unchecked Sendable {
       state.held = nil
     }
     if let held {
-      _ = flock(held.descriptor, LOCK_UN)
+      cappgroups_funlock(held.descriptor, held.page)
       SuspensionBarrier.leave()
     }
   }

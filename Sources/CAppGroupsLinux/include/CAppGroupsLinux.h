@@ -38,10 +38,18 @@ void cappgroups_sanitizer_release(void *address);
 /// the `sigevent` of a per-thread timer (`sigev_notify_thread_id`) that cuts it short, nor
 /// call futex(2). With `page` (the lock file's first page, mapped shared), a waiter that has
 /// waited long claims priority there (words 504-506), so that waits are fair across
-/// processes. Returns 0 when the lock is held, ETIMEDOUT at the deadline, or the errno of
-/// the failure. `*kernel_woken` says whether the wait blocked in the kernel (it polls only
-/// when another part of the process owns the timer's signal, see `cappgroups_lock_signal`).
-int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken);
+/// processes; the holder records its thread there (word 507), and a waiter past
+/// `deadline_ns` waits on, until `ceiling_ns` at most, while that thread makes progress
+/// (running, in a disk wait, or using CPU time: read from /proc). Returns 0 when the lock is
+/// held, ETIMEDOUT at the deadline, or the errno of the failure. `*kernel_woken` says whether
+/// the wait blocked in the kernel (it polls only when another part of the process owns the
+/// timer's signal, see `cappgroups_lock_signal`).
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, uint64_t *page,
+                           int *kernel_woken);
+
+/// Releases a flock taken by `cappgroups_flock_until`, clearing the holder it recorded in
+/// `page` (when mapped) first.
+void cappgroups_funlock(int fd, uint64_t *page);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
