@@ -381,6 +381,9 @@ case "probe":
 case "fs-check", "restrict-self", "restrict-self-late":
   runFileChecks(Array(args.dropFirst()))
 
+case "class-key":
+  runClassKeys(Array(args.dropFirst()))
+
 default:
   fail("unknown mode \(mode)")
 }
