@@ -384,6 +384,9 @@ case "fs-check", "restrict-self", "restrict-self-late":
 case "class-key":
   runClassKeys(Array(args.dropFirst()))
 
+case "device-watch":
+  runDeviceWatch()
+
 default:
   fail("unknown mode \(mode)")
 }

@@ -318,6 +318,26 @@ final class DeviceStatePage: Sendable {
     return DeviceRecord { cappgroups_atomic_load_u64(page + $0) }
   }
 
+  /// Maps the file now at the path when it is not the mapped one: the folder or the file was
+  /// removed and made again, which no writer retired (a writer retires a file it replaces).
+  func remapIfReplaced() {
+    var s = stat()
+    let present = lstat(path, &s) == 0
+    mapping.withLock { mapping in
+      if let current = mapping {
+        var mapped = stat()
+        if present, fstat(current.descriptor, &mapped) == 0, mapped.st_ino == s.st_ino,
+          mapped.st_dev == s.st_dev
+        {
+          return
+        }
+      }
+      guard present, let fresh = Self.map(path) else { return }
+      if let old = mapping { retired.withLock { $0.append(old) } }
+      mapping = fresh
+    }
+  }
+
   /// The mapped page, mapping the file if it appeared or was replaced since.
   private func currentPage() -> UnsafeMutablePointer<UInt64>? {
     mapping.withLock { mapping in

@@ -155,10 +155,14 @@ struct DeviceCommand: ParsableCommand {
       let grace = grace ?? DeviceState.defaultGrace
       if try device.lock(grace: grace) {
         let state = device.state
-        printOut(
-          state.hasPasscode
-            ? "locked; protected data (class complete) stays available for \(Self.spoken(grace))"
-            : "locked; no passcode is set, so every class stays available")
+        if !state.hasPasscode {
+          printOut("locked; no passcode is set, so every class stays available")
+        } else if grace == .zero {
+          printOut("locked; protected data (class complete) is unavailable now")
+        } else {
+          printOut(
+            "locked; protected data (class complete) stays available for \(Self.spoken(grace))")
+        }
       } else {
         printOut("already \(device.state.lockState)")
       }
