@@ -32,7 +32,7 @@ let package = Package(
     .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
-    .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
+    .executableTarget(name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
@@ -40,7 +40,8 @@ let package = Package(
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
-    .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
+    .executableTarget(
+      name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
     .target(
       name: "AppGroupsTestSupport",
       dependencies: ["AppGroups", "AppGroupsTesting"],

@@ -408,6 +408,12 @@ case "probe":
 case "fs-check", "restrict-self", "restrict-self-late":
   runFileChecks(Array(args.dropFirst()))
 
+case "class-key":
+  runClassKeys(Array(args.dropFirst()))
+
+case "device-watch":
+  runDeviceWatch()
+
 default:
   fail("unknown mode \(mode)")
 }

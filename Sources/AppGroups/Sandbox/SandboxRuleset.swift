@@ -105,7 +105,8 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ///   lock files and notification folders included; each of `readWrite`.
   /// - read-only: the manifest, the global preferences container and the
   ///   managed preferences folder (both created if missing, so that a later
-  ///   write by the administrator is seen); `/proc` (a Swift program reads
+  ///   write by the administrator is seen); the device state, `<root>/Device`
+  ///   (``allowDeviceState(root:)``); `/proc` (a Swift program reads
   ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
   ///   the ids of the children it will start are unknown, so it is all of
   ///   `/proc`: other processes' command lines and environments can be read,
@@ -151,6 +152,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     try ruleset.addAppContainers(identity.bundleIdentifier, manifest: manifest, root: root)
     ruleset.protectedPaths = Self.protectedPaths(of: root)
     try ruleset.addManifestAndGlobalPreferences(root: root)
+    try ruleset.allowDeviceState(root: root)
     for path in readOnly {
       try ruleset.allowRequested(.readOnly, path, purpose: "--ro", identity: identity, root: root)
     }
@@ -211,6 +213,15 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
       throw AppGroupsError(io: error, "cannot create the managed preferences folder \(managed)")
     }
     allow(.readOnly, managed, purpose: "managed preferences")
+  }
+
+  /// Read access to the device state, `<root>/Device`: the page every app maps to read the
+  /// lock state, and the folder its change monitor watches to hear a lock, an unlock or a
+  /// reboot (see ``ProtectedData``). The folder and the state file are made first: the app
+  /// could not make them. The keybag (`<root>/Keybag`) stays out of reach.
+  mutating func allowDeviceState(root: ContainerRoot) throws(AppGroupsError) {
+    _ = try DeviceStateFile(root: root)
+    allow(.readOnly, DeviceStateFile.folder(root: root), purpose: "the device state")
   }
 
   /// Adds a rule for a path given by the user (`--ro`, `--rw`), which must exist and must

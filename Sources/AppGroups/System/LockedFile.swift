@@ -87,7 +87,7 @@ final class LockedFile: @unchecked Sendable {
   static let pageSize = 4096
   /// The page's last word: set when a holder found the file replaced at its path.
   static let retiredWord = pageSize / 8 - 1
-  private static let retiredMark: UInt64 = 0x4445_5249_5445_52  // "RETIRED"
+  static let retiredMark: UInt64 = 0x4445_5249_5445_52  // "RETIRED"
 
   let path: String
   let options: Options
