@@ -147,6 +147,13 @@ extension EntitlementManifest {
         + " such as ABCDE12345"
   }
 
+  /// Why `group` cannot name an access group (it names a folder of the keychain), or `nil`
+  /// when it can: 1 to 255 bytes of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`, without
+  /// `..`.
+  public static func accessGroupNameProblem(_ group: String) -> String? {
+    Names.problem(with: group)
+  }
+
   /// The App ID prefix keychain access groups of `entry` must start with: its App ID's, else
   /// its team identifier.
   static func applicationIdentifierPrefix(of entry: Entry) -> String? {

@@ -31,14 +31,19 @@ internal import Synchronization
 /// One `LockedFile` per lock file per process: two descriptors of one file in one process
 /// exclude each other. Locking and unlocking are serialised by the owner; the page may be
 /// read from any thread.
-final class LockedFile: @unchecked Sendable {
-  struct Options: Sendable {
+package final class LockedFile: @unchecked Sendable {
+  package struct Options: Sendable {
     /// Maps the first page of the file, shared, for ``page``.
-    var mapsPage = false
+    package var mapsPage = false
     /// Creates the lock file's folder again when it is gone (it was removed under a running
     /// process), refusing to follow a symbolic link below this folder. `nil`: a missing
     /// folder is an error.
-    var makeFolder: String? = nil
+    package var makeFolder: String? = nil
+
+    package init(mapsPage: Bool = false, makeFolder: String? = nil) {
+      self.mapsPage = mapsPage
+      self.makeFolder = makeFolder
+    }
   }
 
   /// One opened version of the lock file: its descriptor, identity and mapped page.
@@ -77,7 +82,7 @@ final class LockedFile: @unchecked Sendable {
   }
 
   /// Why the lock could not be taken.
-  enum Failure: Error {
+  package enum Failure: Error {
     /// Another process still held it at the deadline.
     case timedOut
     /// A system call failed (the folder is read-only, the disk is full, …).
@@ -118,7 +123,7 @@ final class LockedFile: @unchecked Sendable {
   ///
   /// A symbolic link at `path` is never followed (`ELOOP`): creating or growing a file
   /// through it could touch a file anywhere. Anything but a regular file is refused.
-  init(path: String, options: Options = Options()) throws(SystemCallError) {
+  package init(path: String, options: Options = Options()) throws(SystemCallError) {
     self.path = path
     self.options = options
     let handle = try Self.open(path, options)
@@ -166,7 +171,9 @@ final class LockedFile: @unchecked Sendable {
   /// The corresponding system calls are `flock(2)`, then `fstat(2)` and `lstat(2)`.
   /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
   ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
-  func lock(until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil) throws(Failure) {
+  package func lock(
+    until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
+  ) throws(Failure) {
     // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
     guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
     var locked = false
@@ -206,7 +213,7 @@ final class LockedFile: @unchecked Sendable {
   /// Whether the lock this process holds is still the lock of the file at the path: checked
   /// just before a commit point, so that a lock file replaced during the commit makes the
   /// writer start over instead of writing beside another holder.
-  func stillLocksPath() -> Bool {
+  package func stillLocksPath() -> Bool {
     guard let held = state.withLock({ $0.held }) else { return false }
     var s = stat()
     guard lstat(path, &s) == 0 else { return false }
@@ -214,7 +221,7 @@ final class LockedFile: @unchecked Sendable {
   }
 
   /// Releases the lock.
-  func unlock() {
+  package func unlock() {
     var held: Handle?
     update { state in
       held = state.held
