@@ -25,6 +25,7 @@ enum Groupctl {
           PsCommand.self,
           SuspendCommand.self,
           ResumeCommand.self,
+          DeviceCommand.self,
         ]
       ),
       (

@@ -111,10 +111,12 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// - read-write: the app's own container (created on first use) with its
   ///   `tmp` folder, the private ``temporaryDirectory``; every group
   ///   container the manifest entitles the app to (created on first use),
-  ///   lock files and notification folders included; each of `readWrite`.
+  ///   lock files and notification folders included; the folder of each of its keychain
+  ///   access groups (`<root>/Keychains/<group>`, created on first use); each of `readWrite`.
   /// - read-only: the manifest, the global preferences container and the
   ///   managed preferences folder (both created if missing, so that a later
-  ///   write by the administrator is seen); `/proc` (a Swift program reads
+  ///   write by the administrator is seen); the device state, `<root>/Device`
+  ///   (``allowDeviceState(root:)``); `/proc` (a Swift program reads
   ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
   ///   the ids of the children it will start are unknown, so it is all of
   ///   `/proc`: other processes' command lines and environments can be read,
@@ -160,6 +162,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     try ruleset.addAppContainers(identity.bundleIdentifier, manifest: manifest, root: root)
     ruleset.protectedPaths = Self.protectedPaths(of: root)
     try ruleset.addManifestAndGlobalPreferences(root: root)
+    try ruleset.allowDeviceState(root: root)
     for path in readOnly {
       try ruleset.allowRequested(.readOnly, path, purpose: "--ro", identity: identity, root: root)
     }
@@ -195,6 +198,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
       try root.prepareContainer(at: container)
       allow(.readWrite, container.path, purpose: "group container of \(group)")
     }
+    try allowKeychainAccessGroups(of: bundleIdentifier, manifest: manifest, root: root)
   }
 
   /// Read-only: the manifest, the global preferences and the managed preferences (both
@@ -223,6 +227,32 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
       throw AppGroupsError(io: error, "cannot create the managed preferences folder \(managed)")
     }
     allow(.readOnly, managed, purpose: "managed preferences")
+  }
+
+  /// Read access to the device state, `<root>/Device`: the page every app maps to read the
+  /// lock state, and the folder its change monitor watches to hear a lock, an unlock or a
+  /// reboot (see ``ProtectedData``). The folder and the state file are made first: the app
+  /// could not make them. The keybag (`<root>/Keybag`) stays out of reach.
+  mutating func allowDeviceState(root: ContainerRoot) throws(AppGroupsError) {
+    _ = try DeviceStateFile(root: root)
+    allow(.readOnly, DeviceStateFile.folder(root: root), purpose: "the device state")
+  }
+
+  /// Allows the folder of each of the app's keychain access groups (created if missing),
+  /// `<root>/Keychains/<group>`: the kernel then admits the app to exactly its own groups'
+  /// items, whatever library it uses.
+  mutating func allowKeychainAccessGroups(
+    of bundleIdentifier: String, manifest: EntitlementManifest, root: ContainerRoot
+  ) throws(AppGroupsError) {
+    for group in manifest.keychainAccessGroups(for: bundleIdentifier) {
+      let folder = root.keychainFolderURL(forAccessGroup: group).path
+      do {
+        try FileSystem.makeDirectory(folder, within: root.path)
+      } catch {
+        throw AppGroupsError(io: error, "cannot create the keychain folder \(folder)")
+      }
+      allow(.readWrite, folder, purpose: "keychain access group \(group)")
+    }
   }
 
   /// Adds a rule for a path given by the user (`--ro`, `--rw`), which must exist and must
