@@ -249,15 +249,21 @@ private struct SharingCheck {
         "groupctl grant \(app) \(group) --executable PATH binds it")
       return
     }
-    if executable.hasPrefix("/") {
-      guard FileManager.default.isExecutableFile(atPath: executable) else {
-        fail(
-          app,
-          "\(app) is bound to the executable \(executable), which does not exist or is not"
-            + " executable: no process can claim \(app)",
-          "groupctl grant \(app) \(group) --executable PATH with the right path")
-        return
-      }
+    guard executable.hasPrefix("/") else {
+      fail(
+        app,
+        "\(app) is bound to '\(executable)', a bare file name, which binds no program: no"
+          + " process can claim \(app)",
+        "groupctl grant \(app) --executable PATH binds it to one file")
+      return
+    }
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+      fail(
+        app,
+        "\(app) is bound to the executable \(executable), which does not exist or is not"
+          + " executable: no process can claim \(app)",
+        "groupctl grant \(app) \(group) --executable PATH with the right path")
+      return
     }
     add(
       "ok",
@@ -431,6 +437,16 @@ struct Doctor {
       "manifest \(path): \(manifest.entries.count) \(manifest.entries.count == 1 ? "app" : "apps"),"
         + " \(groups.count) \(groups.count == 1 ? "group" : "groups")")
     for (bundleID, entry) in manifest.entries.sorted(by: { $0.key < $1.key }) {
+      if entry.executableIsBareName, let name = entry.executable {
+        add(
+          .problem,
+          "\(bundleID) is bound to '\(name)', a bare file name, which any program of that name"
+            + " could claim: it binds no program, so every process is refused \(bundleID)"
+            + " until it is bound to one file",
+          "groupctl grant \(bundleID) --executable PATH (a bare name is looked up in PATH and"
+            + " the absolute path kept)")
+        continue
+      }
       guard let executable = entry.executable, executable.hasPrefix("/") else { continue }
       if !FileManager.default.isExecutableFile(atPath: executable) {
         add(
