@@ -113,23 +113,43 @@ extension DoctorCommand {
     let root = globals.containerRoot
     warnIfMissing(root)
     let device = Device(root: root)
-    let names = Dictionary(
-      device.runningApps().map { ($0.record.pid, $0.record.bundleIdentifier) },
-      uniquingKeysWith: { first, _ in first })
+    device.pruneStaleRecords()
+    let apps = device.appsByProcess()
     let hazards = device.stoppedProcessesHoldingLocks()
     for hazard in hazards {
-      let who = names[hazard.pid] ?? hazard.name
+      // A process of an app is named with the app: its first process, which resume takes.
+      let app = apps[hazard.pid]
+      let who =
+        app.map { record in
+          record.pid == hazard.pid
+            ? "\(record.bundleIdentifier) (\(hazard.pid))"
+            : "\(record.bundleIdentifier) (\(record.pid)), its process \(hazard.pid) (\(hazard.name)),"
+        } ?? "\(hazard.name) (\(hazard.pid))"
       for lock in hazard.locks {
         printOut(
-          "problem: \(who) (\(hazard.pid)) is stopped while it holds a lock on \(lock.path) in"
+          "problem: \(who) is stopped while it holds a lock on \(lock.path) in"
             + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
             + " the file waits for it (0xdead10cc on iOS)")
         printOut(
           "  fix: release the lock before the suspension (AppLifecycle.onSuspend), or"
-            + " 'groupctl resume \(hazard.pid)'")
+            + " 'groupctl resume \(app?.pid ?? hazard.pid)'")
       }
     }
-    let count = hazards.reduce(0) { $0 + $1.locks.count }
+    let escaped = device.escapedProcessesHoldingLocks()
+    for stray in escaped {
+      for lock in stray.locks {
+        printOut(
+          "problem: \(stray.bundleIdentifier) is suspended, but process \(stray.process),"
+            + " which carries its identity outside its process tree, runs on holding a lock on"
+            + " \(lock.path) in group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every"
+            + " process that needs the file waits for it")
+        printOut(
+          "  fix: end it ('kill \(stray.process.pid)'), or start it under the app without"
+            + " leaving its tree (a double fork from a process 'groupctl run' did not start)")
+      }
+    }
+    let count =
+      hazards.reduce(0) { $0 + $1.locks.count } + escaped.reduce(0) { $0 + $1.locks.count }
     printOut(
       count == 0
         ? "No stopped process holds a lock in a group container of \(root.path)."

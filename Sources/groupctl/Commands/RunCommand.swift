@@ -185,6 +185,13 @@ struct RunCommand: ParsableCommand {
               : "--ro PATH allows a file or folder outside the root"))
       }
     }
+    // The app is this process and every process it starts: one that double-forks stays in
+    // its tree (groupctl suspend, resume, ps), as a child of the app's first process.
+    do {
+      try Processes.becomeChildSubreaper()
+    } catch {
+      throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
+    }
     let failure = Processes.replaceCurrent(
       with: path, arguments: arguments, environment: environment)
     guard abi != nil, failure.systemErrno == EACCES else {
