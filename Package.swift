@@ -34,6 +34,9 @@ let package = Package(
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
     .executableTarget(name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
+    // The examples' keychain wrapper, written as iOS code is (only its import differs).
+    .target(
+      name: "ExampleKeychain", dependencies: ["AppGroupsKeychain"], path: "Examples/ExampleKeychain"),
     .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
       name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
@@ -42,6 +45,9 @@ let package = Package(
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
     .executableTarget(
       name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
+    .executableTarget(
+      name: "appgroups-keychain-worker",
+      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleKeychain"], path: "Tests/KeychainWorker"),
     .target(
       name: "AppGroupsTestSupport",
       dependencies: ["AppGroups", "AppGroupsTesting"],
@@ -51,8 +57,8 @@ let package = Package(
       name: "AppGroupsTests",
       dependencies: [
         "AppGroups", "AppGroupsTesting", "AppGroupsTestSupport", "ExampleSchema", "groupctl",
-        "AppGroupsKeybag", "AppGroupsKeychain",
-        "app", "widget", "appgroups-worker", "cache-writer",
+        "AppGroupsKeybag", "AppGroupsKeychain", "ExampleKeychain",
+        "app", "widget", "appgroups-worker", "cache-writer", "appgroups-keychain-worker",
       ]
     ),
   ],

@@ -147,6 +147,21 @@ package enum Crypto {
     return key
   }
 
+  /// The SHA-256 digest of `bytes` (32 bytes).
+  ///
+  /// The corresponding libcrypto call is `EVP_Digest(3)`.
+  package static func sha256(_ bytes: [UInt8]) throws(CryptoError) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var size: UInt32 = 0
+    let status = digest.withUnsafeMutableBufferPointer { output in
+      bytes.withUnsafeBufferPointer { input in
+        EVP_Digest(input.baseAddress, input.count, output.baseAddress, &size, EVP_sha256(), nil)
+      }
+    }
+    guard status == 1, size == 32 else { throw CryptoError("EVP_Digest") }
+    return digest
+  }
+
   /// Overwrites `bytes` with zeros in a way the compiler does not remove
   /// (`OPENSSL_cleanse(3)`), then empties it.
   package static func wipe(_ bytes: inout [UInt8]) {

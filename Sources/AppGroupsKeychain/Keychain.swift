@@ -1,6 +1,281 @@
-/// AppGroupsKeychain: the shared keychain of the simulated device (issue 17).
+public import AppGroups
+public import Foundation
+
+/// The shared keychain, shaped for Swift: generic passwords of one service, by key, with
+/// typed errors.
 ///
-/// Items live in the root, encrypted with AES-256-GCM under the keybag's class keys
-/// (``AppGroupsKeybag``); apps reach them through access groups their entitlements name.
-/// This module links the system's libcrypto; the preference core (`AppGroups`) never does.
-enum Keychain {}
+/// ```swift
+/// let keychain = Keychain(service: "com.example.auth", accessGroup: "ABCDE12345.com.example.shared")
+///   .accessibility(.afterFirstUnlock)
+/// try keychain.set(refreshToken, key: "refreshToken")
+///
+/// do {
+///   let token = try keychain.get("refreshToken")          // nil when there is none
+/// } catch KeychainError.Code.interactionNotAllowed {
+///   // Locked: the token is there but cannot be read now.
+/// }
+/// keychain["theme"] = "dark"                              // see the subscript's note
+/// ```
+///
+/// A key is an item's account (`kSecAttrAccount`); the service is its `kSecAttrService`. Each
+/// call is one `SecItem` call (two for ``set(_:key:)-(String,_)``), with the same rules:
+/// access groups as the manifest gives them, accessibility as the device's state allows.
+public struct Keychain: Sendable {
+  /// When an item can be read: the `kSecAttrAccessible…` values, by their raw strings.
+  public enum Accessibility: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// `kSecAttrAccessibleWhenUnlocked`: while the device is unlocked. The default.
+    case whenUnlocked = "ak"
+    /// `kSecAttrAccessibleAfterFirstUnlock`: from the first unlock after a start until the next
+    /// start, even while locked again. For what a background launch or an extension reads.
+    case afterFirstUnlock = "ck"
+    /// `kSecAttrAccessibleAlways`: always. Deprecated by Apple since iOS 12; kept so that old
+    /// code and items behave as they did.
+    case always = "dk"
+    /// `kSecAttrAccessibleWhenUnlockedThisDeviceOnly`.
+    case whenUnlockedThisDeviceOnly = "aku"
+    /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`.
+    case afterFirstUnlockThisDeviceOnly = "cku"
+    /// `kSecAttrAccessibleAlwaysThisDeviceOnly`. Deprecated by Apple.
+    case alwaysThisDeviceOnly = "dku"
+    /// `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly`: while unlocked, and only while the
+    /// device has a passcode; refused without one, deleted when it is removed.
+    case whenPasscodeSetThisDeviceOnly = "akpu"
+
+    /// The name after `kSecAttrAccessible`, lowercased first: `afterFirstUnlock`.
+    public var description: String {
+      switch self {
+      case .whenUnlocked: "whenUnlocked"
+      case .afterFirstUnlock: "afterFirstUnlock"
+      case .always: "always"
+      case .whenUnlockedThisDeviceOnly: "whenUnlockedThisDeviceOnly"
+      case .afterFirstUnlockThisDeviceOnly: "afterFirstUnlockThisDeviceOnly"
+      case .alwaysThisDeviceOnly: "alwaysThisDeviceOnly"
+      case .whenPasscodeSetThisDeviceOnly: "whenPasscodeSetThisDeviceOnly"
+      }
+    }
+
+    /// The value named `name` (``description``), or `nil`.
+    public init?(name: String) {
+      guard let value = Self.allCases.first(where: { $0.description == name }) else { return nil }
+      self = value
+    }
+  }
+
+  /// The items' service (`kSecAttrService`).
+  public let service: String
+  /// The access group items are added to and searched in; `nil`: added to the app's default
+  /// group, searched in all of its groups.
+  public let accessGroup: String?
+  /// The accessibility of items this keychain adds or sets.
+  public let accessibilityValue: Accessibility
+  private let who: Who
+
+  private enum Who: Sendable {
+    case process
+    case app(AppIdentity, ContainerRoot)
+    case administrator(ContainerRoot)
+  }
+
+  /// The keychain of this process (its identity and root, as the `SecItem` calls use them).
+  public init(service: String, accessGroup: String? = nil) {
+    self.init(service: service, accessGroup: accessGroup, accessibility: .whenUnlocked, who: .process)
+  }
+
+  /// The keychain of `identity` in `root`, for tools and tests.
+  public init(service: String, accessGroup: String? = nil, identity: AppIdentity, root: ContainerRoot) {
+    self.init(
+      service: service, accessGroup: accessGroup, accessibility: .whenUnlocked,
+      who: .app(identity, root))
+  }
+
+  /// The administrator's keychain of `root` (`groupctl keychain` without `--as`): every access
+  /// group; adding needs one named.
+  package init(service: String, accessGroup: String?, administratorOf root: ContainerRoot) {
+    self.init(
+      service: service, accessGroup: accessGroup, accessibility: .whenUnlocked,
+      who: .administrator(root))
+  }
+
+  private init(service: String, accessGroup: String?, accessibility: Accessibility, who: Who) {
+    self.service = service
+    self.accessGroup = accessGroup
+    self.accessibilityValue = accessibility
+    self.who = who
+  }
+
+  /// The same keychain, adding and setting items with `accessibility`.
+  public func accessibility(_ accessibility: Accessibility) -> Keychain {
+    Keychain(service: service, accessGroup: accessGroup, accessibility: accessibility, who: who)
+  }
+
+  // MARK: Reading
+
+  /// The string stored for `key`, or `nil` when there is none.
+  ///
+  /// - Throws: ``KeychainError`` (`interactionNotAllowed` when the item exists but the device's
+  ///   state keeps it closed; `decode` when its bytes are not UTF-8 text; `missingEntitlement`).
+  public func get(_ key: String) throws(KeychainError) -> String? {
+    guard let data = try getData(key) else { return nil }
+    guard let string = String(validating: data, as: UTF8.self) else {
+      throw KeychainError(errSecDecode, "the item \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) is not UTF-8 text; read it with getData")
+    }
+    return string
+  }
+
+  /// The bytes stored for `key`, or `nil` when there is none.
+  ///
+  /// - Throws: ``KeychainError``.
+  public func getData(_ key: String) throws(KeychainError) -> Data? {
+    var query = base(key)
+    query[SecKey.ReturnData] = true
+    query[SecKey.MatchLimit] = SecKey.MatchLimitOne
+    do {
+      let object = try perform { (service, caller) throws(KeychainError) in
+        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      }
+      return object as? Data
+    } catch KeychainError.Code.itemNotFound {
+      return nil
+    }
+  }
+
+  /// Whether an item is stored for `key` (its class must be available: the device's state
+  /// is checked as for a read).
+  ///
+  /// - Throws: ``KeychainError``.
+  public func contains(_ key: String) throws(KeychainError) -> Bool {
+    do {
+      _ = try perform { (service, caller) throws(KeychainError) in
+        try service.copyMatching(try ItemQuery.parse(base(key), for: .copyMatching), caller: caller)
+      }
+      return true
+    } catch KeychainError.Code.itemNotFound {
+      return false
+    }
+  }
+
+  /// The keys of the service's items, sorted.
+  ///
+  /// - Throws: ``KeychainError``.
+  public func allKeys() throws(KeychainError) -> [String] {
+    var query = base(nil)
+    query[SecKey.ReturnAttributes] = true
+    query[SecKey.MatchLimit] = SecKey.MatchLimitAll
+    do {
+      let object = try perform { (service, caller) throws(KeychainError) in
+        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      }
+      let items = object as? [[String: Any]] ?? []
+      return items.compactMap { $0[SecKey.AttrAccount] as? String }.sorted()
+    } catch KeychainError.Code.itemNotFound {
+      return []
+    }
+  }
+
+  // MARK: Writing
+
+  /// Stores `value` for `key`, replacing what was there, durably: when it returns, it is on
+  /// disk.
+  ///
+  /// - Throws: ``KeychainError`` (`interactionNotAllowed`: the class of the item is unavailable
+  ///   now; `missingEntitlement`; `authFailed` for `whenPasscodeSetThisDeviceOnly` without a
+  ///   passcode).
+  public func set(_ value: String, key: String) throws(KeychainError) {
+    try set(Data(value.utf8), key: key)
+  }
+
+  /// Stores `value` for `key`, replacing what was there, durably.
+  ///
+  /// - Throws: ``KeychainError``.
+  public func set(_ value: Data, key: String) throws(KeychainError) {
+    // Update what is there, else add; an add that loses a race to another process's add
+    // updates what it added.
+    for _ in 0..<3 {
+      do {
+        try perform { (service, caller) throws(KeychainError) in
+          let changes = ItemChanges(accessibility: accessibilityValue, secret: value)
+          try service.update(try ItemQuery.parse(base(key), for: .update), changes, caller: caller)
+        }
+        return
+      } catch KeychainError.Code.itemNotFound {
+      }
+      var item = base(key)
+      item[SecKey.ValueData] = value
+      item[SecKey.AttrAccessible] = accessibilityValue.rawValue
+      do {
+        _ = try perform { (service, caller) throws(KeychainError) in
+          try service.add(try ItemQuery.parse(item, for: .add), caller: caller)
+        }
+        return
+      } catch KeychainError.Code.duplicateItem {
+      }
+    }
+    throw KeychainError(
+      errSecIO, "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
+  }
+
+  /// Removes the item stored for `key`; nothing happens when there is none.
+  ///
+  /// - Throws: ``KeychainError`` (not `itemNotFound`).
+  public func remove(_ key: String) throws(KeychainError) {
+    do {
+      try perform { (service, caller) throws(KeychainError) in
+        try service.delete(try ItemQuery.parse(base(key), for: .delete), caller: caller)
+      }
+    } catch KeychainError.Code.itemNotFound {
+    }
+  }
+
+  /// Removes every item of the service.
+  ///
+  /// - Throws: ``KeychainError`` (not `itemNotFound`).
+  public func removeAll() throws(KeychainError) {
+    do {
+      try perform { (service, caller) throws(KeychainError) in
+        try service.delete(try ItemQuery.parse(base(nil), for: .delete), caller: caller)
+      }
+    } catch KeychainError.Code.itemNotFound {
+    }
+  }
+
+  /// The string stored for `key`, read and written as ``get(_:)`` and ``set(_:key:)-(String,_)``
+  /// do; assigning `nil` removes it.
+  ///
+  /// A subscript cannot throw: reading gives `nil` for every failure (a locked device
+  /// included), and a write that fails is reported on stderr (its status and why, never the
+  /// value). Use ``get(_:)`` and ``set(_:key:)-(String,_)`` to know.
+  public subscript(key: String) -> String? {
+    get { (try? get(key)) ?? nil }
+    nonmutating set {
+      do {
+        if let newValue { try set(newValue, key: key) } else { try remove(key) }
+      } catch {
+        AccessGroupFile.report("keychain: writing \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) failed: \(error)")
+      }
+    }
+  }
+
+  // MARK: Helpers
+
+  /// The query of the service's items, of `key` when given.
+  private func base(_ key: String?) -> [String: Any] {
+    var query: [String: Any] = [SecKey.Class: SecKey.ClassGenericPassword, SecKey.AttrService: service]
+    if let key { query[SecKey.AttrAccount] = key }
+    if let accessGroup { query[SecKey.AttrAccessGroup] = accessGroup }
+    return query
+  }
+
+  private func perform<Result>(
+    _ body: (KeychainService, KeychainCaller) throws(KeychainError) -> Result
+  ) throws(KeychainError) -> Result {
+    switch who {
+    case .process:
+      let (service, caller) = try KeychainCall.current()
+      return try body(service, caller)
+    case .app(let identity, let root):
+      return try body(KeychainService.shared(root: root), .app(identity))
+    case .administrator(let root):
+      return try body(KeychainService.shared(root: root), .administrator)
+    }
+  }
+}

@@ -486,6 +486,8 @@ struct SandboxRulesetTests {
       inRoot.map { "\($0.access) \($0.path)" } == [
         "read-write \(s.root.appContainerURL(for: TestRoot.widget).path)",
         "read-write \(s.root.groupContainerURL(for: TestRoot.group).path)",
+        // Its application group is a keychain access group too.
+        "read-write \(s.root.keychainFolderURL(forAccessGroup: TestRoot.group).path)",
         "read-only \(s.root.manifestURL.path)",
         "read-only \(s.root.globalContainerURL.path)",
         "read-write-file \(s.root.globalPreferencesURL.path).lock",

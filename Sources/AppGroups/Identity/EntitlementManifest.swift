@@ -22,7 +22,10 @@ public import Foundation
 /// ```
 ///
 /// An `executable` with a `/` is an absolute path; a bare name matches any
-/// executable with that file name. Other keys in an entry (Xcode
+/// executable with that file name. The keychain's entitlements
+/// (`keychain-access-groups`, `application-identifier`,
+/// `com.apple.developer.team-identifier`) are read and checked too (see
+/// `EntitlementManifest+Keychain.swift`). Other keys in an entry (Xcode
 /// entitlements carry many) are ignored when reading and kept when
 /// ``update(root:_:)`` rewrites the file.
 public struct EntitlementManifest: Sendable, Equatable {
@@ -40,12 +43,28 @@ public struct EntitlementManifest: Sendable, Equatable {
     /// The executable bound to the app's bundle identifier: a bare file name
     /// or an absolute path; `nil` when any executable may claim it.
     public var executable: String?
+    /// The keychain access groups the app holds (`keychain-access-groups`), team-prefixed
+    /// (`ABCDE12345.com.example.shared`), in the manifest's order.
+    public var keychainAccessGroups: [String]
+    /// The app's App ID (`application-identifier`): its App ID prefix, a dot and its
+    /// bundle identifier, `ABCDE12345.com.example.app`; `nil` when the entry has none.
+    public var applicationIdentifier: String?
+    /// The app's team (`com.apple.developer.team-identifier`): ten characters of `A-Z` and
+    /// `0-9`; `nil` when the entry has none.
+    public var teamIdentifier: String?
 
-    /// An entry holding `applicationGroups`, bound to `executable` when given.
-    /// Names are validated when the manifest is written.
-    public init(applicationGroups: [String] = [], executable: String? = nil) {
+    /// An entry holding `applicationGroups`, bound to `executable` when given, with the
+    /// keychain entitlements given. Names are validated when the manifest is written.
+    public init(
+      applicationGroups: [String] = [], executable: String? = nil,
+      keychainAccessGroups: [String] = [], applicationIdentifier: String? = nil,
+      teamIdentifier: String? = nil
+    ) {
       self.applicationGroups = applicationGroups
       self.executable = executable
+      self.keychainAccessGroups = keychainAccessGroups
+      self.applicationIdentifier = applicationIdentifier
+      self.teamIdentifier = teamIdentifier
     }
   }
 
@@ -180,7 +199,11 @@ public struct EntitlementManifest: Sendable, Equatable {
         }
         executable = string
       }
-      entries[bundleIdentifier] = Entry(applicationGroups: groups, executable: executable)
+      var entry = Entry(applicationGroups: groups, executable: executable)
+      if let reason = readKeychainEntitlements(fields, bundleIdentifier, into: &entry) {
+        throw invalid(reason)
+      }
+      entries[bundleIdentifier] = entry
     }
     return (EntitlementManifest(entries: entries), raw)
   }
@@ -239,6 +262,10 @@ public struct EntitlementManifest: Sendable, Equatable {
             .invalidName, "entry \(Names.quotedIfNeeded(bundleIdentifier)): \(error.message)")
         }
       }
+      if let reason = Self.keychainEntitlementProblem(entry, bundleIdentifier) {
+        throw AppGroupsError(
+          .invalidName, "entry \(Names.quotedIfNeeded(bundleIdentifier)): \(reason)")
+      }
     }
   }
 
@@ -256,6 +283,7 @@ public struct EntitlementManifest: Sendable, Equatable {
       } else {
         fields.removeValue(forKey: Self.executableKey)
       }
+      Self.writeKeychainEntitlements(entry, into: &fields)
       root[bundleIdentifier] = fields
     }
     do {

@@ -53,7 +53,7 @@ extension FileSystem {
   /// Removes the file at `path`.
   ///
   /// The corresponding system call is `unlink(2)`.
-  static func remove(_ path: String) throws(SystemCallError) {
+  package static func remove(_ path: String) throws(SystemCallError) {
     _ = try valueOrErrno("unlink", path: path) { unlink(path) }
   }
 

@@ -11,12 +11,12 @@ import Glibc
 /// counts too: an edit in place that keeps the size and sets the modification
 /// time back (`touch -r`, a restore) still moves it. A `chmod(2)` moves it as
 /// well, which costs one needless re-read, never a missed change.
-struct FileIdentity: Hashable, Sendable {
-  var device: UInt64
-  var inode: UInt64
-  var size: Int64
-  var modified: Int64  // nanoseconds since 1970
-  var changed: Int64  // nanoseconds since 1970
+package struct FileIdentity: Hashable, Sendable {
+  package var device: UInt64
+  package var inode: UInt64
+  package var size: Int64
+  package var modified: Int64  // nanoseconds since 1970
+  package var changed: Int64  // nanoseconds since 1970
 
   init(_ s: stat) {
     device = UInt64(s.st_dev)
@@ -37,11 +37,11 @@ struct FileIdentity: Hashable, Sendable {
 
 /// Thin wrappers over the file calls the stores make. Each one names the
 /// system call it makes; every failure is a ``SystemCallError``.
-enum FileSystem {
+package enum FileSystem {
   /// The identity of the file at `path`, or `nil` when there is none; of the link itself
   /// when `path` is a symbolic link (a link is never followed to the file it names).
   /// The corresponding system call is `lstat(2)`.
-  static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
+  package static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
     var s = stat()
     do {
       _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
@@ -75,7 +75,7 @@ enum FileSystem {
 
   /// Renames `path` to `newPath`, replacing what is there.
   /// The corresponding system call is `rename(2)`.
-  static func rename(_ path: String, to newPath: String) throws(SystemCallError) {
+  package static func rename(_ path: String, to newPath: String) throws(SystemCallError) {
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(path, newPath) }
   }
 
@@ -164,15 +164,15 @@ enum FileSystem {
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
-  /// commit point; what it throws abandons the write (the temporary file is
-  /// removed). `afterRename` is called with the new identity as soon as the new file is
+  /// commit point, with the temporary file's identity (its inode is the one the file keeps
+  /// at `path`); what it throws abandons the write (the temporary file is removed). `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
   /// new file from then on, so a token describing it must move then.
   /// - Returns: the identity of the file now at `path`.
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    beforeRename: () throws(SystemCallError) -> Void = {},
+    beforeRename: (FileIdentity) throws(SystemCallError) -> Void = { _ in },
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
@@ -227,7 +227,7 @@ enum FileSystem {
     close(writer)
     writer = -1
     _ = try valueOrErrno("fsync", path: temporary) { fsync(reader) }
-    try beforeRename()
+    try beforeRename(FileIdentity(reopened))
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true
     var s = stat()
@@ -238,7 +238,7 @@ enum FileSystem {
   }
 
   /// `fsync(2)` of a folder, so that a rename in it survives a crash.
-  static func syncDirectory(_ directory: String) throws(SystemCallError) {
+  package static func syncDirectory(_ directory: String) throws(SystemCallError) {
     let dfd = try open(directory, O_RDONLY | O_DIRECTORY)
     defer { close(dfd) }
     _ = try valueOrErrno("fsync", path: directory) { fsync(dfd) }
@@ -256,7 +256,7 @@ enum FileSystem {
   /// were killed mid-write. Call only while holding the lock that serialises
   /// those writers. Returns how many were removed.
   @discardableResult
-  static func removeLeftoverTemporaries(for name: String, in directory: String) -> Int {
+  package static func removeLeftoverTemporaries(for name: String, in directory: String) -> Int {
     let prefix = temporaryPrefix(for: name)
     guard let dir = opendir(directory) else { return 0 }
     defer { closedir(dir) }
@@ -277,7 +277,7 @@ enum FileSystem {
   ///
   /// A folder that is already there costs one `lstat(2)`, not a `mkdir(2)` that fails with
   /// `EEXIST` and then the `lstat(2)`: opening a suite walks folders that exist.
-  static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
+  package static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
     var current = root
     let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
     for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
@@ -342,14 +342,14 @@ enum FileSystem {
   }
 
   /// The ``monotonicNanoseconds()`` at which `duration` from now has passed.
-  static func deadline(after duration: Duration) -> UInt64 {
+  package static func deadline(after duration: Duration) -> UInt64 {
     let (seconds, attoseconds) = duration.components
     let span = UInt64(max(seconds, 0)) &* 1_000_000_000 &+ UInt64(max(attoseconds, 0) / 1_000_000_000)
     return monotonicNanoseconds() &+ span
   }
 
   /// A monotonic clock in nanoseconds, for deadlines.
-  static func monotonicNanoseconds() -> UInt64 {
+  package static func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)

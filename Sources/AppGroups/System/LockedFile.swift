@@ -16,10 +16,14 @@ internal import Synchronization
 ///   against `lstat(2)`); when they differ it opens the file now at the path (creating it, and
 ///   its folder when ``Options/makeFolder`` allows), maps its page, and locks that one. A
 ///   writer checks once more with ``stillLocksPath()`` just before its commit point.
-/// - **Waits are woken by the kernel and bounded.** A waiter blocks in `flock(2)` until the
-///   holder lets go, and a per-thread timer cuts the wait short at the deadline
-///   (`cappgroups_flock_until`): no sleep loop that misses a release. A holder that was
-///   stopped (SIGSTOP) costs others the bound, never a deadlock.
+/// - **Waits are woken by the kernel and bounded by progress.** A waiter blocks in `flock(2)`
+///   until the holder lets go, and a per-thread timer cuts the wait short at the deadline
+///   (`cappgroups_flock_until`): no sleep loop that misses a release. With a mapped page, the
+///   holder records its thread there, and a waiter past the deadline waits on, up to a
+///   ceiling, while that thread makes progress (runs, waits for the disk, or uses CPU time):
+///   a loaded machine that slows a commit of milliseconds down to seconds costs time, never a
+///   failed write. A holder that was stopped (SIGSTOP), or sleeps without using the CPU,
+///   costs others the bound, never a deadlock.
 /// - **A replaced page is noticed.** When a holder finds its file replaced, it marks the old
 ///   page retired, so that every process still reading the old page (the token) knows to
 ///   look at the path again (``refreshIfReplaced()``).
@@ -27,14 +31,19 @@ internal import Synchronization
 /// One `LockedFile` per lock file per process: two descriptors of one file in one process
 /// exclude each other. Locking and unlocking are serialised by the owner; the page may be
 /// read from any thread.
-final class LockedFile: @unchecked Sendable {
-  struct Options: Sendable {
+package final class LockedFile: @unchecked Sendable {
+  package struct Options: Sendable {
     /// Maps the first page of the file, shared, for ``page``.
-    var mapsPage = false
+    package var mapsPage = false
     /// Creates the lock file's folder again when it is gone (it was removed under a running
     /// process), refusing to follow a symbolic link below this folder. `nil`: a missing
     /// folder is an error.
-    var makeFolder: String? = nil
+    package var makeFolder: String? = nil
+
+    package init(mapsPage: Bool = false, makeFolder: String? = nil) {
+      self.mapsPage = mapsPage
+      self.makeFolder = makeFolder
+    }
   }
 
   /// One opened version of the lock file: its descriptor, identity and mapped page.
@@ -73,7 +82,7 @@ final class LockedFile: @unchecked Sendable {
   }
 
   /// Why the lock could not be taken.
-  enum Failure: Error {
+  package enum Failure: Error {
     /// Another process still held it at the deadline.
     case timedOut
     /// A system call failed (the folder is read-only, the disk is full, …).
@@ -114,7 +123,7 @@ final class LockedFile: @unchecked Sendable {
   ///
   /// A symbolic link at `path` is never followed (`ELOOP`): creating or growing a file
   /// through it could touch a file anywhere. Anything but a regular file is refused.
-  init(path: String, options: Options = Options()) throws(SystemCallError) {
+  package init(path: String, options: Options = Options()) throws(SystemCallError) {
     self.path = path
     self.options = options
     let handle = try Self.open(path, options)
@@ -156,12 +165,15 @@ final class LockedFile: @unchecked Sendable {
   // MARK: Locking
 
   /// Takes the lock, waiting until `deadline` (``FileSystem/monotonicNanoseconds()``) at most,
-  /// and makes sure it is the lock of the file now at the path.
+  /// or on until `ceiling` while the holder makes progress (see ``LockedFile``), and makes
+  /// sure it is the lock of the file now at the path.
   ///
   /// The corresponding system calls are `flock(2)`, then `fstat(2)` and `lstat(2)`.
   /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
   ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
-  func lock(until deadline: UInt64) throws(Failure) {
+  package func lock(
+    until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
+  ) throws(Failure) {
     // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
     guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
     var locked = false
@@ -169,14 +181,15 @@ final class LockedFile: @unchecked Sendable {
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
-      let result = cappgroups_flock_until(handle.descriptor, deadline, handle.page, &woken)
+      let result = cappgroups_flock_until(
+        handle.descriptor, deadline, max(ceiling ?? deadline, deadline), handle.page, &woken)
       if result == ETIMEDOUT { throw .timedOut }
       if result != 0 { throw .failed(SystemCallError(call: "flock", path: path, errno: result)) }
       let replacement: Handle?
       do {
         replacement = try replacementIfMoved(handle)
       } catch {
-        _ = flock(handle.descriptor, LOCK_UN)
+        cappgroups_funlock(handle.descriptor, handle.page)
         throw .failed(error)
       }
       guard let replacement else {
@@ -187,7 +200,7 @@ final class LockedFile: @unchecked Sendable {
       // The locked file is no longer the one at the path: tell whoever still reads its page,
       // let it go, and lock the file that is there now.
       handle.retire()
-      _ = flock(handle.descriptor, LOCK_UN)
+      cappgroups_funlock(handle.descriptor, handle.page)
       update { $0.current = replacement }
     }
   }
@@ -200,7 +213,7 @@ final class LockedFile: @unchecked Sendable {
   /// Whether the lock this process holds is still the lock of the file at the path: checked
   /// just before a commit point, so that a lock file replaced during the commit makes the
   /// writer start over instead of writing beside another holder.
-  func stillLocksPath() -> Bool {
+  package func stillLocksPath() -> Bool {
     guard let held = state.withLock({ $0.held }) else { return false }
     var s = stat()
     guard lstat(path, &s) == 0 else { return false }
@@ -208,16 +221,32 @@ final class LockedFile: @unchecked Sendable {
   }
 
   /// Releases the lock.
-  func unlock() {
+  package func unlock() {
     var held: Handle?
     update { state in
       held = state.held
       state.held = nil
     }
     if let held {
-      _ = flock(held.descriptor, LOCK_UN)
+      cappgroups_funlock(held.descriptor, held.page)
       SuspensionBarrier.leave()
     }
+  }
+
+  /// Runs `body` holding a shared lock of the lock file at `path`, taken only if no process
+  /// holds its exclusive lock now (no waiting, nothing created): for a tool that looks at a
+  /// suite's files between commits (`groupctl doctor`) without ever holding up a writer for
+  /// longer than `body`.
+  ///
+  /// The corresponding system call is `flock(2)` with `LOCK_SH | LOCK_NB`.
+  /// - Returns: what `body` returned; `nil` when the file cannot be opened or a commit holds
+  ///   the lock.
+  static func withSharedLockIfFree<Result>(path: String, _ body: () -> Result) -> Result? {
+    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+    defer { FileSystem.close(fd) }
+    guard (try? valueOrErrno("flock", path: path) { flock(fd, LOCK_SH | LOCK_NB) }) != nil else { return nil }
+    defer { _ = flock(fd, LOCK_UN) }
+    return body()
   }
 
   // MARK: Replacement

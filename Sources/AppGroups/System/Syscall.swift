@@ -4,15 +4,22 @@ import Glibc
 /// A failed system call: which call, on what, and the `errno` it set.
 ///
 /// Internal: the public face of every failure is ``AppGroupsError``.
-struct SystemCallError: Error, Sendable, CustomStringConvertible {
-  let call: String
-  let path: String?
-  let errno: CInt
+package struct SystemCallError: Error, Sendable, CustomStringConvertible {
+  package let call: String
+  package let path: String?
+  package let errno: CInt
   /// Said instead of `strerror(errno)` when the call succeeded but its result was refused
   /// (a fifo where a regular file must be).
   var reason: String? = nil
 
-  var description: String {
+  package init(call: String, path: String?, errno: CInt, reason: String? = nil) {
+    self.call = call
+    self.path = path
+    self.errno = errno
+    self.reason = reason
+  }
+
+  package var description: String {
     let reason = self.reason ?? String(cString: strerror(errno))
     if let path { return "\(call)(\(path)): \(reason)" }
     return "\(call): \(reason)"

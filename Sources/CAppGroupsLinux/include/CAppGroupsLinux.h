@@ -41,10 +41,18 @@ void cappgroups_sanitizer_release(void *address);
 /// the `sigevent` of a per-thread timer (`sigev_notify_thread_id`) that cuts it short, nor
 /// call futex(2). With `page` (the lock file's first page, mapped shared), a waiter that has
 /// waited long claims priority there (words 504-506), so that waits are fair across
-/// processes. Returns 0 when the lock is held, ETIMEDOUT at the deadline, or the errno of
-/// the failure. `*kernel_woken` says whether the wait blocked in the kernel (it polls only
-/// when another part of the process owns the timer's signal, see `cappgroups_lock_signal`).
-int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken);
+/// processes; the holder records its thread there (word 507), and a waiter past
+/// `deadline_ns` waits on, until `ceiling_ns` at most, while that thread makes progress
+/// (running, in a disk wait, or using CPU time: read from /proc). Returns 0 when the lock is
+/// held, ETIMEDOUT at the deadline, or the errno of the failure. `*kernel_woken` says whether
+/// the wait blocked in the kernel (it polls only when another part of the process owns the
+/// timer's signal, see `cappgroups_lock_signal`).
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, uint64_t *page,
+                           int *kernel_woken);
+
+/// Releases a flock taken by `cappgroups_flock_until`, clearing the holder it recorded in
+/// `page` (when mapped) first.
+void cappgroups_funlock(int fd, uint64_t *page);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
@@ -84,6 +92,19 @@ int cappgroups_open_path(const char *path);
 /// processes it creates afterwards, are confined by the ruleset from now on.
 /// Other threads are not, unless `flags` holds the kernel's all-threads flag.
 int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
+
+// MARK: Descriptors (descriptors.c)
+
+/// Marks every descriptor from `lowest` up close-on-exec, so that an execve(2) closes them
+/// all and the program starts with the ones below `lowest` alone:
+/// close_range(lowest, ~0U, CLOSE_RANGE_CLOEXEC) (Linux 5.11), else each descriptor
+/// /proc/self/fd lists, else every number below RLIMIT_NOFILE, with fcntl(2) (variadic,
+/// which Swift cannot call). Not closed at once: other threads may still be using them, and
+/// when the exec fails they stay open. With `keep_parent_socket`, a Unix socket whose peer
+/// is the parent process (SO_PEERCRED; for a socketpair(2), the process that made it) is
+/// kept: Foundation's Process learns that its child exited when its end closes. Returns 0,
+/// or -1 with errno.
+int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
 // MARK: The kernel's key retention service (keyring.c)
 //

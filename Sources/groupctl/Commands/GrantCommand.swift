@@ -1,21 +1,35 @@
 import AppGroups
 import Foundation
 
-/// `groupctl grant BUNDLE-ID GROUP-ID... [--executable PATH]`
+/// `groupctl grant BUNDLE-ID [GROUP-ID...] [--executable PATH] [--team TEAMID]
+/// [--keychain-group GROUP]...`
 struct GrantCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "grant",
-    abstract: "Entitle an app to one or more application groups in the manifest.",
-    usage: "grant BUNDLE-ID GROUP-ID... [--executable PATH]",
+    abstract: "Entitle an app to application groups and keychain access groups in the manifest.",
+    usage: """
+      grant BUNDLE-ID GROUP-ID... [--executable PATH]
+      grant BUNDLE-ID [GROUP-ID...] [--team TEAMID] [--keychain-group GROUP]...
+      """,
     discussion: """
       Adds each GROUP-ID (group.…) to the app's com.apple.security.application-groups \
       in the root's manifest, creating the app's entry when it has none. Groups it \
       already holds are kept.
+
+      --team records the app's team (com.apple.developer.team-identifier), whose App ID \
+      is then TEAMID.BUNDLE-ID (application-identifier). --keychain-group adds a keychain \
+      access group (keychain-access-groups); it must start with the App ID prefix, as a \
+      provisioning profile requires: TEAMID.com.example.shared. The app's keychain access \
+      groups are its keychain-access-groups, its App ID and its application groups, in \
+      that order; the first is where an item added without a group goes.
       """,
     options: [
       OptionHelp(
         "--executable PATH",
-        "Bind the bundle id to this executable: only it may claim the identity.")
+        "Bind the bundle id to this executable: only it may claim the identity."),
+      OptionHelp("--team TEAMID", "Record the app's team (ten characters of A-Z and 0-9)."),
+      OptionHelp(
+        "--keychain-group GROUP", "Add a keychain access group (TEAMID.name); may be repeated."),
     ]
   )
 
@@ -23,21 +37,50 @@ struct GrantCommand: ParsableCommand {
   let bundleID: String
   let groupIDs: [String]
   let executable: String?
+  let team: String?
+  let keychainGroups: [String]
 
   init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
     self.globals = globals
     executable = try arguments.option("--executable", value: "PATH")
+    team = try arguments.option("--team", value: "TEAMID")
+    keychainGroups = try arguments.options("--keychain-group", value: "GROUP")
     bundleID = try arguments.positional("BUNDLE-ID")
     groupIDs = try arguments.remainingPositionals("GROUP-ID")
-    guard !groupIDs.isEmpty else { throw ValidationError("missing argument GROUP-ID") }
+    guard !groupIDs.isEmpty || team != nil || !keychainGroups.isEmpty else {
+      throw ValidationError("missing argument GROUP-ID (or --team, --keychain-group)")
+    }
   }
 
   func validate() throws {
     try globals.requireAdministrator("grant")
+    if let team, let reason = EntitlementManifest.teamIdentifierProblem(team) {
+      throw ValidationError("--team: \(reason)")
+    }
   }
 
   func run() throws {
-    try EntitlementManifest.grant(
-      bundleID, groups: groupIDs, executable: executable, root: globals.containerRoot)
+    let root = globals.containerRoot
+    guard team != nil || !keychainGroups.isEmpty else {
+      try EntitlementManifest.grant(bundleID, groups: groupIDs, executable: executable, root: root)
+      return
+    }
+    // Application groups and keychain entitlements in one locked update: all or nothing.
+    let bundleID = bundleID
+    let groupIDs = groupIDs
+    let executable = executable
+    let team = team
+    let keychainGroups = keychainGroups
+    _ = try AppIdentity(bundleIdentifier: bundleID)
+    try EntitlementManifest.update(root: root) { manifest in
+      var entry = manifest.entries[bundleID] ?? EntitlementManifest.Entry()
+      for group in groupIDs where !entry.applicationGroups.contains(group) {
+        entry.applicationGroups.append(group)
+      }
+      if let executable { entry.executable = executable }
+      try EntitlementManifest.addKeychainEntitlements(
+        to: &entry, bundleID, keychainAccessGroups: keychainGroups, teamIdentifier: team)
+      manifest.entries[bundleID] = entry
+    }
   }
 }

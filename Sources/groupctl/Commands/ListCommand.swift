@@ -5,7 +5,7 @@ import Foundation
 struct ListCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "list",
-    abstract: "List the apps in the manifest and the groups each holds.",
+    abstract: "List the apps in the manifest, the groups and keychain access groups each holds.",
     usage: "list [BUNDLE-ID] [--json]",
     options: [OptionHelp("--json", "Print JSON instead of text.")]
   )
@@ -45,6 +45,7 @@ struct ListCommand: ParsableCommand {
           "bundleIdentifier": id, "applicationGroups": entry.applicationGroups,
         ]
         if let executable = entry.executable { object["executable"] = executable }
+        object.merge(Self.keychainFields(manifest, id)) { $1 }
         return object
       }
       let data = try JSONSerialization.data(
@@ -74,6 +75,38 @@ struct ListCommand: ParsableCommand {
         ? "(no groups)" : entry.applicationGroups.joined(separator: ", ")
       if let executable = entry.executable { line += "  (executable: \(executable))" }
       printOut(line)
+      if let keychain = Self.keychainLine(manifest, id) {
+        printOut(String(repeating: " ", count: width) + keychain)
+      }
     }
+  }
+
+  /// The app's keychain access groups, default first, when it holds keychain entitlements of
+  /// its own (an App ID, a team, keychain-access-groups): `keychain: A (default), B`.
+  static func keychainLine(_ manifest: EntitlementManifest, _ id: String) -> String? {
+    guard let entry = manifest.entries[id],
+      !entry.keychainAccessGroups.isEmpty || entry.applicationIdentifier != nil
+        || entry.teamIdentifier != nil
+    else { return nil }
+    let groups = manifest.keychainAccessGroups(for: id)
+    guard let first = groups.first else { return nil }
+    var line = "keychain: \(first) (default)" + groups.dropFirst().map { ", \($0)" }.joined()
+    if let team = entry.teamIdentifier { line += "  (team: \(team))" }
+    return line
+  }
+
+  /// The JSON fields of the app's keychain entitlements: `accessGroups` (the keychain access
+  /// groups in order, default first), and the entitlements that are present.
+  static func keychainFields(_ manifest: EntitlementManifest, _ id: String) -> [String: Any] {
+    guard let entry = manifest.entries[id] else { return [:] }
+    var fields: [String: Any] = ["accessGroups": manifest.keychainAccessGroups(for: id)]
+    if !entry.keychainAccessGroups.isEmpty {
+      fields["keychainAccessGroups"] = entry.keychainAccessGroups
+    }
+    if let identifier = manifest.applicationIdentifier(for: id) {
+      fields["applicationIdentifier"] = identifier
+    }
+    if let team = entry.teamIdentifier { fields["teamIdentifier"] = team }
+    return fields
   }
 }
