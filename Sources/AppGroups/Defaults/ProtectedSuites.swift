@@ -39,10 +39,9 @@ enum ProtectedSuites {
       reported.withLock({ $0.insert(store.path).inserted })
     else { return }
     Diagnostics.report(
-      "\(suiteName): \(store.path) cannot be read: protected data is unavailable (\(reason));"
-        + " the suite reads as its registered defaults, and what this process writes stays in"
-        + " its memory until the data is available, when it lands key by key, merged with what"
-        + " other processes wrote")
+      "\(suiteName) cannot be read: protected data is unavailable (\(reason)); it reads as"
+        + " its registered defaults, and writes stay in memory until then, when they land key"
+        + " by key (\(store.path))")
   }
 
   /// Keeps each store that could not be read until the device's state changes, then tries
