@@ -63,9 +63,13 @@ struct ProtectedPreferencesTests {
     // observer hears each key whose effective value changed (not `same`: it reads the same).
     let heard = Mutex<[String: String]>([:])
     let changed = DispatchSemaphore(value: 0)
+    // Other tests of this process register defaults too (the registration domain is the
+    // process's, as on Apple platforms): only this test's keys count.
     let observation = defaults.observe { changes in
+      let mine = changes.filter { $0.key.hasSuffix(unique) }
+      guard !mine.isEmpty else { return }
       heard.withLock { heard in
-        for change in changes {
+        for change in mine {
           heard[change.key] = change.newValue.map { "\($0.foundationValue)" } ?? "(nil)"
         }
       }

@@ -68,7 +68,7 @@ internal import Synchronization
       // refuses the suite at open (a link, a folder it cannot write) still does.
       let global = try globalPath.flatMap { path throws(AppGroupsError) -> SuiteStore? in
         if let open = SuiteStore.existing(path: path) { return open }
-        guard FileSystem.isReadyLockFile(path + ".lock", size: LockedFile.pageSize) else {
+        guard FileSystem.isReadyLockFile(SuiteLockFile.path(of: path), size: LockedFile.pageSize) else {
           return try SuiteStore.shared(path: path, options: options)
         }
         return nil

@@ -42,7 +42,7 @@ final class SuiteStore: Sendable {
   let directory: String
   let fileName: String
   let options: Options
-  private let sidecar: SuiteSidecar?
+  private let lockFile: SuiteLockFile?
   private let queue: DispatchQueue
 
   /// One change not yet on disk. The pending changes are a log in the order they were made
@@ -166,10 +166,10 @@ final class SuiteStore: Sendable {
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
     if options.readOnly {
-      sidecar = nil
+      lockFile = nil
     } else {
       do {
-        sidecar = try SuiteSidecar(path: path + ".lock", makeFolder: options.makeFolder)
+        lockFile = try SuiteLockFile(path: SuiteLockFile.path(of: path), makeFolder: options.makeFolder)
       } catch where error.code == .tooManySymbolicLinkLevels {
         throw AppGroupsError(
           .outsideRoot,
@@ -188,7 +188,7 @@ final class SuiteStore: Sendable {
       cs.persisted = loaded
       return loaded
     }
-    seenToken.store(sidecar?.token ?? 0, ordering: .releasing)
+    seenToken.store(lockFile?.token ?? 0, ordering: .releasing)
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
@@ -554,7 +554,7 @@ final class SuiteStore: Sendable {
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
-    guard let sidecar else { return }
+    guard let lockFile else { return }
     try requireAvailable(extra == nil ? nil : "an atomic update")
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
@@ -580,7 +580,7 @@ final class SuiteStore: Sendable {
         let outcome: CommitOutcome
         do {
           outcome = try commitBody(
-            sidecar: sidecar, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+            lockFile: lockFile, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -615,7 +615,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: UInt64, ceiling: UInt64, timeout: Duration,
+    lockFile: SuiteLockFile, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -632,7 +632,7 @@ final class SuiteStore: Sendable {
 
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: deadline, whileHolderProgresses: ceiling)
+      try lockFile.lock(until: deadline, whileHolderProgresses: ceiling)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -648,9 +648,9 @@ final class SuiteStore: Sendable {
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(lockFile.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
     }
-    defer { sidecar.file.unlock() }
+    defer { lockFile.unlock() }
     gate.holdsFileLock()
     let reportAcquired = retry.withLock { retry in
       defer {
@@ -751,8 +751,8 @@ final class SuiteStore: Sendable {
       let path = self.path
       let check = { () throws(SystemCallError) -> Void in
         TestHooks.pauseBeforeRename(path: path)
-        if !sidecar.file.stillLocksPath() {
-          race = "the lock file \(sidecar.file.path) was replaced during the commit"
+        if !lockFile.stillLocksPath() {
+          race = "the lock file \(lockFile.path) was replaced during the commit"
         } else if try FileSystem.identity(ofPath: path) != expected {
           race = "\(path) was replaced during the commit by a writer that did not take the lock"
         }
@@ -765,18 +765,18 @@ final class SuiteStore: Sendable {
           if let position = cs.journal {
             try check()
             try SuiteJournal.append(record, journalOf: path, at: position) { position in
-              sidecar.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
+              lockFile.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
               cs.journal = position
             }
           } else {
             cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
-              sidecar.advance(to: expected, journal: $0)
+              lockFile.advance(to: expected, journal: $0)
               published = true
             }
           }
         } catch {
           // A length published for a journal that did not take its place names none.
-          if published { sidecar.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
+          if published { lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
           keepPersisted()
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
@@ -791,7 +791,7 @@ final class SuiteStore: Sendable {
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { sidecar.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
+          afterRename: { lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
         cs.deadBytes = 0
@@ -823,7 +823,7 @@ final class SuiteStore: Sendable {
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) {
-    if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
+    if let token = lockFile?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       if repaired { st.repairPending = false }
       st.lastBatchSize = pending.count
@@ -864,10 +864,10 @@ final class SuiteStore: Sendable {
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
     // A lock file removed or replaced under this process: read the token from the new one.
-    sidecar?.file.refreshIfReplaced()
+    lockFile?.refreshIfReplaced()
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let token = sidecar?.token
+      let token = lockFile?.token
       if cs.unreadableIdentity != nil && cs.unreadableIdentity == current {
         if let token { seenToken.store(token, ordering: .releasing) }
         return
@@ -920,7 +920,7 @@ final class SuiteStore: Sendable {
       guard isUnavailable.load(ordering: .acquiring) else { return }
       let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
-      (changes, handler) = adopt(loaded, token: sidecar?.token)
+      (changes, handler) = adopt(loaded, token: lockFile?.token)
       unavailability.withLock { $0 = nil }
       isUnavailable.store(false, ordering: .releasing)
     }
@@ -999,14 +999,14 @@ final class SuiteStore: Sendable {
   func hasChangedOnDisk() -> Bool {
     if isUnavailable.load(ordering: .acquiring) { return false }
     let seen = seenToken.load(ordering: .acquiring)
-    if let sidecar, sidecar.token != seen { return true }
+    if let lockFile, lockFile.token != seen { return true }
     // Every commit moves the token. An outside edit does not, but while a
     // kernel watch covers the folder the change monitor hears of it and
     // re-reads by itself: no stat(2) is needed here.
     if watchedByKernel.load(ordering: .acquiring) { return false }
     // Without a watch, a lock file removed (or replaced) under this process is found here: the
     // token page read above is then a dead file's.
-    if let sidecar, sidecar.file.refreshIfReplaced() || sidecar.file.currentIsUnlinked { return true }
+    if let lockFile, lockFile.refreshIfReplaced() || lockFile.currentIsUnlinked { return true }
     let current = try? FileSystem.identity(ofPath: path)
     return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
   }
@@ -1014,16 +1014,16 @@ final class SuiteStore: Sendable {
   /// The suite's last-update token: monotonic, persistent, moved by every
   /// commit and by an outside edit of the file.
   func token() -> UInt64 {
-    guard let sidecar else {
+    guard let lockFile else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
     let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
     var pause = 20_000  // 20 µs, doubling to 1 ms
     while true {
-      guard let record = sidecar.read() else {
+      guard let record = lockFile.read() else {
         // A writer died in the middle of moving the token (its sequence is left odd): repair
         // it if no commit is in flight; else answer the last token seen, never going back.
-        return repairToken(sidecar) ?? lastSeenToken
+        return repairToken(lockFile) ?? lastSeenToken
       }
       let current = try? FileSystem.identity(ofPath: path)
       if record.identity == current { return record.token }
@@ -1033,12 +1033,12 @@ final class SuiteStore: Sendable {
       let moved: UInt64? = {
         guard gate.tryEnter() else { return nil }
         defer { gate.leave() }
-        guard sidecar.file.tryLock() else { return nil }
-        defer { sidecar.file.unlock() }
-        guard let again = sidecar.read() else { return nil }
+        guard lockFile.tryLock() else { return nil }
+        defer { lockFile.unlock() }
+        guard let again = lockFile.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
         if again.identity == now { return again.token }
-        return sidecar.advance(to: now)
+        return lockFile.advance(to: now)
       }()
       if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
@@ -1052,14 +1052,14 @@ final class SuiteStore: Sendable {
 
   /// Moves a token whose last update never finished forward, under the lock: a live writer
   /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
-  private func repairToken(_ sidecar: SuiteSidecar) -> UInt64? {
+  private func repairToken(_ lockFile: SuiteLockFile) -> UInt64? {
     // The file lock is shared by this process's threads: only with the gate may it be taken.
     guard gate.tryEnter() else { return nil }
     defer { gate.leave() }
-    guard sidecar.file.tryLock() else { return nil }
-    defer { sidecar.file.unlock() }
-    if let record = sidecar.read() { return record.token }
-    let token = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    guard lockFile.tryLock() else { return nil }
+    defer { lockFile.unlock() }
+    if let record = lockFile.read() { return record.token }
+    let token = lockFile.advance(to: try? FileSystem.identity(ofPath: path))
     var seen = seenToken.load(ordering: .acquiring)
     while seen < token {
       let (exchanged, now) = seenToken.compareExchange(
@@ -1134,7 +1134,7 @@ final class SuiteStore: Sendable {
       cs.unreadableIdentity = identity
       return nil
     }
-    guard let sidecar, !options.readOnly else {
+    guard let lockFile, !options.readOnly else {
       if cs.unreadableIdentity != identity {
         Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
       }
@@ -1143,7 +1143,7 @@ final class SuiteStore: Sendable {
     }
     if !holdingLock {
       do throws(LockedFile.Failure) {
-        try sidecar.file.lock(
+        try lockFile.lock(
           until: FileSystem.deadline(after: options.lockTimeout),
           whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
       } catch {
@@ -1155,7 +1155,7 @@ final class SuiteStore: Sendable {
         return [:]
       }
     }
-    defer { if !holdingLock { sidecar.file.unlock() } }
+    defer { if !holdingLock { lockFile.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
       return try load(&cs, mode: .commit)
@@ -1166,7 +1166,7 @@ final class SuiteStore: Sendable {
     } catch {
       throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
     }
-    sidecar.advance(to: nil, journal: SuiteJournal.Published.noJournal)
+    lockFile.advance(to: nil, journal: SuiteJournal.Published.noJournal)
     cs.identity = nil
     cs.unreadableIdentity = nil
     return [:]
@@ -1319,7 +1319,7 @@ final class SuiteStore: Sendable {
   /// flight), as far as the records check.
   private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
     try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      sidecar?.read()?.journal(of: base)
+      lockFile?.read()?.journal(of: base)
     }
   }
 
