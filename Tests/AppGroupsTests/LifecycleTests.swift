@@ -23,14 +23,17 @@ struct LifecycleRoot {
     root.groupContainerURL(for: TestRoot.group).path + "/Library/Caches/cache.db"
   }
 
-  /// Launches `command` as `bundleID` with `groupctl run`, and waits for its `ready` line
-  /// (when `waitsForReady`).
+  /// Launches `command` as `bundleID` with `groupctl run` (`--background`: as iOS prewarms
+  /// it), and waits for its `ready` line (when `waitsForReady`).
   func launch(
     _ bundleID: String, _ command: [String], environment: [String: String] = [:],
-    waitsForReady: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+    waitsForReady: Bool = true, background: Bool = false,
+    sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> ChildProcess {
     let child = try ChildProcess(
-      "groupctl", ["--root", path, "run", "--as", bundleID, "--best-effort", "--"] + command,
+      "groupctl",
+      ["--root", path, "run", "--as", bundleID, "--best-effort"] + (background ? ["--background"] : [])
+        + ["--"] + command,
       environment: ["APPGROUPS_ROOT": path].merging(environment) { $1 })
     guard waitsForReady else { return child }
     #expect(

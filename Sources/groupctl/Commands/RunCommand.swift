@@ -1,13 +1,16 @@
 import AppGroups
+import AppGroupsKeybag
 import Foundation
 
-/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND …`
+/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [--background] [-v]
+/// -- COMMAND …`
 struct RunCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "run",
     abstract: "Run a command as an app, confined by the kernel to the app's containers.",
     usage:
-      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [-v] -- COMMAND [ARGS...]",
+      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [--background] [-v]"
+      + " -- COMMAND [ARGS...]",
     discussion: """
       Runs COMMAND with APPGROUPS_BUNDLE_ID, APPGROUPS_ROOT and TMPDIR set, inside a \
       Landlock sandbox, as an app runs inside Apple's App Sandbox: the kernel then \
@@ -49,6 +52,14 @@ struct RunCommand: ParsableCommand {
       process (execve), so the record stays when it exits and is removed by the next \
       command that finds its process gone or its pid reused.
 
+      With --background, COMMAND is launched as iOS launches an app in the background \
+      (prewarming, a push, a widget's refresh): ActivePrewarm=1 in its environment \
+      (AppLifecycle.isPrewarmed), whatever the device state, before the first unlock too, \
+      when the app's suites and most of its files cannot be read yet (see 'groupctl \
+      device'). Without it, ActivePrewarm is removed from COMMAND's environment. The \
+      device's keys that need no passcode are loaded into the kernel's keyring first, \
+      for an app whose sandbox keeps it from the keybag.
+
       The exit status is COMMAND's; 1 when it cannot be started or confined.
       """,
     options: [
@@ -60,6 +71,9 @@ struct RunCommand: ParsableCommand {
       OptionHelp(
         "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
       ),
+      OptionHelp(
+        "--background", "Launch COMMAND in the background, as iOS prewarms an app (ActivePrewarm=1)."
+      ),
       OptionHelp("-v, --verbose", "Print the Landlock ABI and the ruleset on stderr."),
     ]
   )
@@ -68,6 +82,7 @@ struct RunCommand: ParsableCommand {
   let readOnly: [String]
   let readWrite: [String]
   let bestEffort: Bool
+  let background: Bool
   let verbose: Bool
   let command: [String]
 
@@ -76,6 +91,7 @@ struct RunCommand: ParsableCommand {
     readOnly = try arguments.options("--ro", value: "PATH")
     readWrite = try arguments.options("--rw", value: "PATH")
     bestEffort = try arguments.flag("--best-effort")
+    background = try arguments.flag("--background")
     let short = try arguments.flag("-v")
     verbose = try arguments.flag("--verbose") || short
     guard arguments.hasTerminator else {
@@ -124,6 +140,7 @@ struct RunCommand: ParsableCommand {
     let record = try Device.currentRecord(
       bundleIdentifier: identity.bundleIdentifier, executable: Paths.realPath(path) ?? path)
     try device.record(record)
+    Self.prepareDevice(root: root, background: background)
     do {
       try Self.confineAndExec(
         identity: identity, root: root, path: path, arguments: command,
@@ -131,6 +148,21 @@ struct RunCommand: ParsableCommand {
     } catch {
       device.removeRecord(pid: record.pid)
       throw error
+    }
+  }
+
+  /// What the device gives an app at launch: the keys it may use without the passcode, in
+  /// the kernel's keyring (the app's sandbox keeps it from the keybag), and whether it is
+  /// launched in the background (`ActivePrewarm`, as iOS 15 sets it).
+  static func prepareDevice(root: ContainerRoot, background: Bool) {
+    let prepared = Result { () throws(KeybagError) in try Keybag(root: root).prepare() }
+    if case .failure(let error) = prepared, error.code != .keyringUnavailable {
+      printError("groupctl: note: the device's keys were not loaded: \(error.message)")
+    }
+    if background {
+      setenv(AppLifecycle.prewarmEnvironmentVariable, "1", 1)
+    } else {
+      unsetenv(AppLifecycle.prewarmEnvironmentVariable)
     }
   }
 
