@@ -32,7 +32,7 @@ let package = Package(
     .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
-    .executableTarget(name: "groupctl", dependencies: ["AppGroups"]),
+    .executableTarget(name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeychain"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     // The examples' keychain wrapper, written as iOS code is (only its import differs).
     .target(

@@ -71,6 +71,20 @@ final class AccessGroupFile: @unchecked Sendable {
     return try transaction { _ throws(KeychainError) in }.contents
   }
 
+  /// The items as ``contents()`` reads them, except that a file that is not this format is
+  /// left where it is: `nil` then. For tools that look without changing anything.
+  func contentsLeavingDamage() throws(KeychainError) -> GroupContents? {
+    let identity: FileIdentity?
+    do {
+      identity = try FileSystem.identity(ofPath: path)
+    } catch {
+      throw ioError(error, "reading")
+    }
+    if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
+    guard identity != nil else { return GroupContents() }
+    return try readFile()
+  }
+
   /// Reads the file now; `nil` when it is not this format.
   private func readFile() throws(KeychainError) -> GroupContents? {
     let read: (Data, FileIdentity)?
