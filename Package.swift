@@ -32,7 +32,8 @@ let package = Package(
     .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
-    .executableTarget(name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeychain"]),
+    .executableTarget(
+      name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag", "AppGroupsKeychain"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     // The examples' keychain wrapper, written as iOS code is (only its import differs).
     .target(
@@ -43,7 +44,8 @@ let package = Package(
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
-    .executableTarget(name: "appgroups-worker", dependencies: ["AppGroups"], path: "Tests/Worker"),
+    .executableTarget(
+      name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
     .executableTarget(
       name: "appgroups-keychain-worker",
       dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleKeychain"], path: "Tests/KeychainWorker"),

@@ -2,28 +2,19 @@ import AppGroups
 import AppGroupsKeybag
 import Foundation
 
-/// The protection classes items are sealed under, as the keybag keeps their keys.
-enum ProtectionClass: String, Sendable, Hashable {
-  /// Class A: while the device is unlocked.
-  case whenUnlocked
-  /// Class C: from the first unlock until the device restarts.
-  case afterFirstUnlock
-  /// Class D: always.
-  case always
-  /// Class A, existing only while the device has a passcode.
-  case whenPasscodeSet
-}
-
 extension Keychain.Accessibility {
-  /// The class whose key seals an item of this accessibility. The `ThisDeviceOnly` variants
-  /// share their sibling's class: on a device they differ only in being left out of backups,
-  /// and the simulated device makes none.
-  var protectionClass: ProtectionClass {
+  /// The keybag class whose key seals an item of this accessibility: `complete` (class A) for
+  /// `WhenUnlocked`, `completeUntilFirstUserAuthentication` (class C) for `AfterFirstUnlock`,
+  /// `none` (class D) for `Always`, and the class that exists only with a passcode for
+  /// `WhenPasscodeSetThisDeviceOnly`. The other `ThisDeviceOnly` variants share their
+  /// sibling's class: on a device they differ only in being left out of backups, and the
+  /// simulated device makes none.
+  var keyClass: Keybag.KeyClass {
     switch self {
-    case .whenUnlocked, .whenUnlockedThisDeviceOnly: .whenUnlocked
-    case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: .afterFirstUnlock
-    case .always, .alwaysThisDeviceOnly: .always
-    case .whenPasscodeSetThisDeviceOnly: .whenPasscodeSet
+    case .whenUnlocked, .whenUnlockedThisDeviceOnly: .complete
+    case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: .completeUntilFirstUserAuthentication
+    case .always, .alwaysThisDeviceOnly: .none
+    case .whenPasscodeSetThisDeviceOnly: .passcodeSetThisDeviceOnly
     }
   }
 }
@@ -31,11 +22,13 @@ extension Keychain.Accessibility {
 /// A class key and its identifier: the first 8 bytes of SHA-256 over a fixed label and the
 /// key, stored beside each item so that an item sealed under a key the keybag no longer has
 /// (the passcode-set class after the passcode was removed) is told from one whose bytes were
-/// changed. The identifier says nothing about the key.
-final class ClassKey: Sendable {
-  let bytes: [UInt8]
+/// changed. The identifier says nothing about the key. The key's bytes are wiped when it goes.
+final class ClassKey: @unchecked Sendable {
+  // Written only by init and deinit.
+  private(set) var bytes: [UInt8]
   let identifier: Data
 
+  /// Takes `bytes` (the caller's copy is left to the caller to wipe).
   init(_ bytes: [UInt8]) throws(KeychainError) {
     self.bytes = bytes
     do {
@@ -45,6 +38,8 @@ final class ClassKey: Sendable {
       throw KeychainError(errSecInternalComponent, "cannot name a class key: \(error)")
     }
   }
+
+  deinit { Crypto.wipe(&bytes) }
 }
 
 /// Why a class key cannot be had now.
@@ -58,56 +53,33 @@ enum ClassKeyProblem: Error {
   case failed(KeychainError)
 }
 
-/// The one place the keychain gets class keys from: the device's keybag.
+/// The one place the keychain gets class keys from: the device's keybag, asked at every call
+/// (a lock takes a class away at once; no key is kept between calls).
 struct ClassKeys: Sendable {
   let root: ContainerRoot
 
-  /// The environment variable that holds, for now, the one class key of every class (64
-  /// hexadecimal digits): the keychain's stand-in until the device's keybag is merged.
-  static let interimVariable = "APPGROUPS_INTERIM_CLASS_KEY"
+  var keybag: Keybag { Keybag(root: root) }
 
-  /// The key of `protectionClass` now.
-  func key(_ protectionClass: ProtectionClass) throws(ClassKeyProblem) -> ClassKey {
-    if protectionClass == .whenPasscodeSet && !hasPasscode { throw .noPasscode }
-    guard let hex = ProcessInfo.processInfo.environment[Self.interimVariable],
-      let bytes = Self.bytes(hex: hex), bytes.count == 32
-    else {
-      throw .failed(
-        KeychainError(
-          errSecNotAvailable,
-          "the device's keybag is not available yet in \(root.path) (set \(Self.interimVariable))"))
-    }
-    do {
-      return try ClassKey(bytes)
-    } catch {
-      throw .failed(error)
+  /// The key of `keyClass` now.
+  func key(_ keyClass: Keybag.KeyClass) throws(ClassKeyProblem) -> ClassKey {
+    let result = Result { () throws(KeybagError) in try keybag.classKey(keyClass) }
+    switch result {
+    case .success(var bytes):
+      defer { Crypto.wipe(&bytes) }
+      do {
+        return try ClassKey(bytes)
+      } catch {
+        throw .failed(error)
+      }
+    case .failure(let error):
+      if error.code == .unavailable {
+        if keyClass == .passcodeSetThisDeviceOnly && !keybag.hasPasscode { throw .noPasscode }
+        throw .unavailable(error.message)
+      }
+      throw .failed(KeychainError(errSecNotAvailable, "the device's keybag: \(error.message)"))
     }
   }
 
   /// Whether the device has a passcode.
-  var hasPasscode: Bool { false }
-
-  private static func bytes(hex: String) -> [UInt8]? {
-    var bytes: [UInt8] = []
-    var high: UInt8?
-    for character in hex.utf8 {
-      guard let nibble = hexValue(character) else { return nil }
-      if let h = high {
-        bytes.append(h << 4 | nibble)
-        high = nil
-      } else {
-        high = nibble
-      }
-    }
-    return high == nil ? bytes : nil
-  }
-
-  private static func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case 0x30...0x39: c - 0x30
-    case 0x61...0x66: c - 0x61 + 10
-    case 0x41...0x46: c - 0x41 + 10
-    default: nil
-    }
-  }
+  var hasPasscode: Bool { keybag.hasPasscode }
 }

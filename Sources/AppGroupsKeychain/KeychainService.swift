@@ -141,7 +141,7 @@ final class KeychainService: Sendable {
     _ accessibility: Keychain.Accessibility, _ operation: Operation, group: String
   ) throws(KeychainError) -> ClassKey {
     do throws(ClassKeyProblem) {
-      return try keys.key(accessibility.protectionClass)
+      return try keys.key(accessibility.keyClass)
     } catch {
       switch error {
       case .unavailable(let reason):
@@ -275,7 +275,7 @@ final class KeychainService: Sendable {
     _ item: StoredItem, group: String, _ operation: Operation
   ) throws(KeychainError) -> StoredItem.Opened {
     do throws(ClassKeyProblem) {
-      let key = try keys.key(item.accessibility.protectionClass)
+      let key = try keys.key(item.accessibility.keyClass)
       return item.open(group: group, key: key)
     } catch {
       switch error {

@@ -142,7 +142,7 @@ extension KeychainService {
   /// closed (or the keybag cannot be used).
   func peek(_ item: StoredItem, group: String) -> StoredItem.Opened? {
     do throws(ClassKeyProblem) {
-      return item.open(group: group, key: try keys.key(item.accessibility.protectionClass))
+      return item.open(group: group, key: try keys.key(item.accessibility.keyClass))
     } catch {
       if case .noPasscode = error { return .keyGone }
       return nil

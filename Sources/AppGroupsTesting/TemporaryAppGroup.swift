@@ -119,9 +119,13 @@ public final class TemporaryAppGroup: Sendable {
     }
   }
 
-  /// Removes the root and everything in it. Called when the object goes away; call it
-  /// sooner to check that the code under test holds nothing open in it.
+  /// Removes the root and everything in it, and the device's keys in the kernel's keyring.
+  /// Called when the object goes away; call it sooner to check that the code under test
+  /// holds nothing open in it.
   public func remove() {
+    // The device's keys in the kernel's keyring go with it: they count against the user's
+    // key quota until the machine restarts.
+    DeviceKeyring.removeKeys(ofRoot: root)
     try? FileManager.default.removeItem(at: root.url)
   }
 }

@@ -4,7 +4,10 @@
 #include "CAppGroupsLinux.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,11 +30,18 @@
 // claim winning; every other process that takes the lock while a live claim stands gives it
 // back at once and waits for the claim to be served. A claim is live while its owner refreshes
 // it (each slice) and exists: a waiter that was killed or stopped loses it within `kStale`.
+//
+// Bounded by progress, not by the clock alone: a holder records which thread holds the lock in
+// the page. A waiter past its deadline looks at that thread (/proc/PID/task/TID/stat) and waits
+// on while it makes progress: running or runnable, in a disk wait (an fsync on a loaded disk),
+// or having used CPU time since the last look, or the lock changed hands; up to the ceiling.
+// A holder that is stopped, gone, or asleep without using the CPU ends the wait at the deadline.
 
 enum {
   kClaimWord = 504,       // (start in ms << 24) | (pid & 0xFFFFFF) of the priority waiter, 0: none
   kClaimFreshWord = 505,  // CLOCK_MONOTONIC ns of the claim's last refresh
   kClaimServedWord = 506, // low 32 bits: a futex bumped whenever a claim is let go
+  kHolderWord = 507,      // (pid << 32) | tid of the thread holding the lock, 0: none recorded
 };
 static const uint64_t kPriorityAfter = 50ull * 1000000ull;
 static const uint64_t kStale = 250ull * 1000000ull;
@@ -121,14 +131,70 @@ static void wait_for_claim(uint64_t *page, uint64_t slice_ns) {
   syscall(SYS_futex, served, FUTEX_WAIT, seen, &timeout, NULL, 0);
 }
 
+/// What a waiter saw of the holder at its last look.
+struct holder_sample {
+  uint64_t holder;
+  uint64_t cpu;  // utime + stime, in clock ticks
+  int known;
+};
+
+/// Looks at the thread recorded as holding the lock; whether it made progress since `last`
+/// (see the top of this file). `last` becomes this look.
+static int holder_progressed(uint64_t *page, struct holder_sample *last) {
+  struct holder_sample now = {load(page, kHolderWord), 0, 0};
+  int moving = 0;
+  if (now.holder != 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%u/task/%u/stat", (unsigned)(now.holder >> 32),
+             (unsigned)(now.holder & 0xFFFFFFFFu));
+    char text[512];
+    ssize_t n = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      n = read(fd, text, sizeof text - 1);
+      close(fd);
+    }
+    // "pid (comm) S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime"
+    char *end = n > 0 ? (text[n] = 0, strrchr(text, ')')) : NULL;
+    unsigned long utime = 0, stime = 0;
+    if (end && end[1] == ' ' && end[2] != 0 &&
+        sscanf(end + 3, "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2) {
+      char state = end[2];
+      now.cpu = (uint64_t)utime + (uint64_t)stime;
+      now.known = 1;
+      moving = state == 'R' || state == 'D' ||
+               (last->known && last->holder == now.holder && last->cpu != now.cpu &&
+                state != 'T' && state != 't');
+    }
+  }
+  int handed_over = last->holder != 0 && now.holder != 0 && last->holder != now.holder;
+  *last = now;
+  return moving || handed_over;
+}
+
+static void record_holder(uint64_t *page) {
+  if (!page) return;
+  uint64_t tid = (uint64_t)(uint32_t)syscall(SYS_gettid);
+  store(page, kHolderWord, ((uint64_t)(uint32_t)getpid() << 32) | tid);
+}
+
+void cappgroups_funlock(int fd, uint64_t *page) {
+  if (page) store(page, kHolderWord, 0);
+  flock(fd, LOCK_UN);
+}
+
 static void sleep_ns(uint64_t ns) {
   struct timespec request = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
   nanosleep(&request, NULL);
 }
 
-int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken) {
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, uint64_t *page,
+                           int *kernel_woken) {
   if (kernel_woken) *kernel_woken = 0;
   uint64_t start = monotonic_ns();
+  uint64_t bound = deadline_ns > start ? deadline_ns - start : 0;
+  struct holder_sample holder = {0, 0, 0};
+  int looked = 0;
   uint64_t mine = ((start / 1000000ull) << 24) | ((uint64_t)getpid() & 0xFFFFFF);
   if (mine == 0) mine = 1;
 
@@ -151,7 +217,18 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *ke
       break;
     }
     now = monotonic_ns();
-    if (now >= deadline_ns) { result = ETIMEDOUT; break; }
+    if (page && !looked && ceiling_ns > deadline_ns) {
+      holder_progressed(page, &holder);  // the first look, to compare the next with
+      looked = 1;
+    }
+    if (now >= deadline_ns) {
+      // Past the bound: on for another bound while the holder makes progress.
+      if (!looked || now >= ceiling_ns || !holder_progressed(page, &holder)) {
+        result = ETIMEDOUT;
+        break;
+      }
+      deadline_ns = now + bound < ceiling_ns ? now + bound : ceiling_ns;
+    }
     uint64_t left = deadline_ns - now;
     uint64_t slice = left < kSlice ? left : kSlice;
     if (page && now - start >= kPriorityAfter) try_claim(page, mine, now);
@@ -207,5 +284,6 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *ke
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
   }
   release_claim(page, mine);
+  if (result == 0) record_holder(page);
   return result;
 }

@@ -3,6 +3,9 @@
 #endif
 #include "CAppGroupsLinux.h"
 
+#include <unistd.h>
+#include <sys/syscall.h>
+
 const char *cappgroups_inotify_event_name(const struct inotify_event *event) {
   return event->len > 0 ? event->name : "";
 }
@@ -30,4 +33,13 @@ void cappgroups_sanitizer_acquire(void *address) {
 
 void cappgroups_sanitizer_release(void *address) {
   if (__tsan_release) __tsan_release(address);
+}
+
+// pidfd_open(2) has no wrapper in older C libraries.
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int cappgroups_pidfd_open(int32_t pid) {
+  return (int)syscall(SYS_pidfd_open, pid, 0);
 }

@@ -26,6 +26,7 @@ enum Groupctl {
           PsCommand.self,
           SuspendCommand.self,
           ResumeCommand.self,
+          DeviceCommand.self,
         ]
       ),
       (

@@ -81,13 +81,21 @@ struct ResolvedDomain {
   var path: String { location.fileURL.path }
 
   /// The values in the suite's file and its journal, read without opening the suite (so
-  /// nothing is created and an unreadable file is left as it is); `nil` when there is no
-  /// file.
+  /// nothing is created and an unreadable file is left as it is), as an app reads them: a
+  /// value that cannot be read is left out and said on stderr, the other keys are read.
+  /// `nil` when there is no file.
   ///
   /// - Throws: ``CommandFailure`` naming the file when it cannot be read or parsed.
   func storedValues() throws -> [String: PropertyListValue]? {
     do {
-      return try SuiteJournal.storedValues(ofSuiteAt: path)
+      guard let suite = try StoredSuite.read(plistAt: path) else { return nil }
+      if !suite.skipped.isEmpty {
+        printError(
+          "\(domain): \(suite.skipped.count) value(s) in \(path) cannot be read and are left out:"
+            + " \(suite.skipped.joined(separator: ", ")); the other keys are read, as an app reads"
+            + " them (see 'groupctl doctor')")
+      }
+      return suite.values
     } catch where error.code == .io {
       throw CommandFailure("\(domain): cannot read \(path): \(error.message)")
     } catch {

@@ -19,11 +19,7 @@ public struct KeychainRoot: Sendable {
   public static let intruderTeam = "ZZZZZ99999"
   public static let appGroup = TestRoot.group
 
-  /// The class key every process of the tests uses until the device's keybag is merged.
-  public static let interimKey = String(repeating: "5a17", count: 16)
-
   public init(_ name: String = #function) throws {
-    Self.prepareProcess()
     t = try TestRoot(name)
     for app in [Self.app, Self.widget] {
       try EntitlementManifest.grantKeychainAccess(
@@ -33,14 +29,9 @@ public struct KeychainRoot: Sendable {
       Self.intruder, teamIdentifier: Self.intruderTeam, root: t.root)
   }
 
-  /// Sets the interim class key in this process's environment, once.
-  public static func prepareProcess() {
-    setenv("APPGROUPS_INTERIM_CLASS_KEY", interimKey, 0)
-  }
-
   /// The environment of a child acting as `bundleID` in this root.
   public func environment(as bundleID: String = KeychainRoot.app) -> [String: String] {
-    t.environment(as: bundleID).merging(["APPGROUPS_INTERIM_CLASS_KEY": Self.interimKey]) { $1 }
+    t.environment(as: bundleID)
   }
 
   /// Runs `appgroups-keychain-worker` as `bundleID` with `arguments` to its end.

@@ -72,7 +72,7 @@ struct GroupctlDoctorTests {
         bytes[bytes.count - 5] ^= 0xff
         try bytes.write(to: URL(fileURLWithPath: journal))
         return journal
-      }, message: "cannot be read whole (bytes ",
+      }, message: "cannot be read whole: bytes ",
       advice: "write any key of the suite"),
     Damage(
       testDescription: "journal kept aside",
@@ -82,7 +82,7 @@ struct GroupctlDoctorTests {
           FileManager.default.createFile(
             atPath: path, contents: Data("junk".utf8), attributes: [.posixPermissions: 0o600]))
         return path
-      }, message: "is a suite's journal with bytes that could not be read, moved aside",
+      }, message: "is a suite's journal that could not be read whole, moved aside",
       advice: "restore what you need with groupctl write"),
     Damage(
       testDescription: "temporary journal of a writer that is gone",

@@ -8,7 +8,7 @@ import Testing
 struct GroupctlParsingTests {
   static let commands = [
     "grant", "revoke", "list", "container", "run", "import-entitlements", "ps", "suspend", "resume",
-    "read", "read-type", "write", "delete", "rename", "domains", "find",
+    "device", "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
     "doctor", "help", "completion", "keychain",
   ]

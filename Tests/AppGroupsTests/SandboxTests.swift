@@ -492,6 +492,7 @@ struct SandboxRulesetTests {
         "read-only \(s.root.globalContainerURL.path)",
         "read-write-file \(s.root.globalPreferencesURL.path).lock",
         "read-only \(s.root.managedPreferencesDirectoryURL.path)",
+        "read-only \(s.path)/Device",
       ])
     #expect(
       ruleset.temporaryDirectory == s.root.appContainerURL(for: TestRoot.widget).path + "/tmp")

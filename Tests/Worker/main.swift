@@ -20,6 +20,10 @@
 //                                                      "got N" per increment, "error …" per failure
 //                                                      (no retry); pauses the same way; "done FAILURES"
 //   appgroups-worker get SUITE KEY                     prints the value's text, or "(nil)"
+//   appgroups-worker hold SUITE SECONDS busy|idle      an atomic update of "held" whose closure
+//                                                      prints "holding", then spins (busy) or
+//                                                      sleeps (idle) SECONDS under the lock;
+//                                                      "released" once committed
 //   appgroups-worker write-loop SUITE PREFIX [SLOTS]   for n = 0, 1, 2, …: PREFIX-(n % SLOTS) = n
 //                                                      and PREFIX-pad = a string of varying length,
 //                                                      synchronize, "synced n" when it returned
@@ -301,6 +305,29 @@ case "set":
   }
   say("set")
 
+case "hold":
+  guard args.count >= 4, let seconds = Double(args[2]), ["busy", "idle"].contains(args[3]) else {
+    fail("hold SUITE SECONDS busy|idle")
+  }
+  let defaults = open(suiteArgument())
+  waitForGo()
+  do {
+    _ = try defaults.update(forKey: "held") { _ in
+      say("holding")
+      let end = Date().addingTimeInterval(seconds)
+      if args[3] == "idle" {
+        Thread.sleep(until: end)
+      } else {
+        var spins = 0
+        while Date() < end { spins &+= 1 }
+      }
+      return .string("held")
+    }
+    say("released")
+  } catch {
+    fail("\(error)")
+  }
+
 case "get":
   guard args.count >= 3 else { fail("get SUITE KEY [-key value]…") }
   let defaults = open(suiteArgument())
@@ -380,6 +407,12 @@ case "probe":
 
 case "fs-check", "restrict-self", "restrict-self-late":
   runFileChecks(Array(args.dropFirst()))
+
+case "class-key":
+  runClassKeys(Array(args.dropFirst()))
+
+case "device-watch":
+  runDeviceWatch()
 
 default:
   fail("unknown mode \(mode)")

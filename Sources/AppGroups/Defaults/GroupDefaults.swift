@@ -156,8 +156,10 @@ public final class GroupDefaults: Sendable {
 
   /// Tunables for tests and tools.
   public struct Options: Sendable, Hashable {
-    /// How long a commit waits for another process's lock before it keeps
-    /// its changes pending and retries (default 1 s).
+    /// How long a commit waits for another process's lock while its holder makes no
+    /// progress (stopped, or asleep without using the CPU) before it keeps its changes
+    /// pending and retries (default 1 s). A holder that is running or writing to disk is
+    /// waited for, up to 30 s.
     public var lockTimeout: Duration = .seconds(1)
     /// The largest size of the domain in bytes (default 4 MiB, as iOS).
     public var sizeLimit: Int = 4 * 1024 * 1024

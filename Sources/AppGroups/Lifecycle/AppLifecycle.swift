@@ -226,6 +226,8 @@ final class Lifecycle: @unchecked Sendable {
 
   private let queue = DispatchQueue(label: "appgroups.lifecycle")
   private var source: (any DispatchSourceSignal)?
+  /// The app's device: its state changes are told to the app (ProtectedData).
+  private var deviceMonitor: DeviceMonitor?
 
   var isSuspending: Bool {
     condition.lock()
@@ -239,6 +241,7 @@ final class Lifecycle: @unchecked Sendable {
     guard self.identity == nil else { return }
     self.identity = identity
     self.root = root
+    deviceMonitor = DeviceMonitor.shared(root: root)
     // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
     // from a parent that ignored it: the notice is taken, but job control still cannot stop
     // the process.

@@ -62,20 +62,34 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   }
 
   /// The rules, in the order they were added.
-  public private(set) var rules: [Rule] = []
+  public internal(set) var rules: [Rule] = []
 
   /// The private temporary folder the confined process should get as
   /// `TMPDIR`, when the ruleset is an app's; it is inside a read-write rule.
   public var temporaryDirectory: String?
+
+  /// The paths no rule may hold: an app's ruleset keeps its root's here (see
+  /// ``allow(_:_:purpose:)``).
+  var protectedPaths: [String] = []
 
   /// An empty ruleset: nothing is allowed.
   public init() {}
 
   /// Allows `access` on `path` and everything beneath it. A path that is
   /// already listed with the same access is not added again.
+  ///
+  /// In an app's ruleset, a folder that holds the root is never listed: a
+  /// rule on it would open every container. What it holds is allowed entry
+  /// by entry instead, except the way down to the root (`groupctl run -v`
+  /// says so in each such rule's purpose), and the root itself is left out.
   public mutating func allow(_ access: Access, _ path: String, purpose: String) {
-    guard !rules.contains(where: { $0.path == path && $0.access == access }) else { return }
-    rules.append(Rule(path: path, access: access, purpose: purpose))
+    if !protectedPaths.isEmpty, let real = Paths.realPath(path),
+      let held = protectedPath(heldBy: real)
+    {
+      if real != held { allowAround(access, folder: real, purpose: purpose) }
+      return
+    }
+    append(Rule(path: path, access: access, purpose: purpose))
   }
 
   /// One rule per line.
@@ -92,7 +106,8 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   ///   access groups (`<root>/Keychains/<group>`, created on first use); each of `readWrite`.
   /// - read-only: the manifest, the global preferences container and the
   ///   managed preferences folder (both created if missing, so that a later
-  ///   write by the administrator is seen); `/proc` (a Swift program reads
+  ///   write by the administrator is seen); the device state, `<root>/Device`
+  ///   (``allowDeviceState(root:)``); `/proc` (a Swift program reads
   ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
   ///   the ids of the children it will start are unknown, so it is all of
   ///   `/proc`: other processes' command lines and environments can be read,
@@ -101,11 +116,14 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// - read-execute: `/usr`, `/lib*`, `/bin`, `/sbin`; the folders of the
   ///   shared libraries the calling process has loaded (the Swift runtime);
   ///   the folder of `executable`, unless it lies inside the root (a
-  ///   program in a container is not allowed to run).
+  ///   program in a container is not allowed to run) or holds it (then
+  ///   `executable` alone).
   /// - read-write on the file alone: the global preferences' lock file
   ///   (created here), whose token page every reader maps; `/dev/null`, `/dev/zero`, `/dev/full`,
   ///   `/dev/tty`; read-only: `/dev/random`, `/dev/urandom`.
   ///
+  /// No rule holds the root: a system folder or library folder that holds it
+  /// is allowed entry by entry around it (see ``allow(_:_:purpose:)``).
   /// System paths that do not exist are left out. The identity's executable
   /// binding is not checked here (``AppSandbox`` and `groupctl run` do).
   ///
@@ -119,7 +137,8 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// - Throws: the manifest's `.invalidManifest`; `.outsideRoot` when a
   ///   container or a folder on the way is a symbolic link; `.io` when a
   ///   container cannot be created; `.notFound` when a path of `readOnly` or
-  ///   `readWrite` does not exist.
+  ///   `readWrite` does not exist; `.notEntitled` when one holds the root,
+  ///   or lies inside it outside the app's containers.
   public static func app(
     _ identity: AppIdentity,
     root: ContainerRoot,
@@ -131,8 +150,26 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     let manifest =
       try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)?.manifest
       ?? EntitlementManifest()
-    let bundleIdentifier = identity.bundleIdentifier
+    try ruleset.addAppContainers(identity.bundleIdentifier, manifest: manifest, root: root)
+    ruleset.protectedPaths = Self.protectedPaths(of: root)
+    try ruleset.addManifestAndGlobalPreferences(root: root)
+    try ruleset.allowDeviceState(root: root)
+    for path in readOnly {
+      try ruleset.allowRequested(.readOnly, path, purpose: "--ro", identity: identity, root: root)
+    }
+    for path in readWrite {
+      try ruleset.allowRequested(.readWrite, path, purpose: "--rw", identity: identity, root: root)
+    }
+    if let executable { ruleset.addExecutable(executable, root: root) }
+    ruleset.addSystemRules()
+    return ruleset
+  }
 
+  /// Read-write: the app's own container with its `tmp` folder, and every group container
+  /// the manifest entitles it to; each created when missing.
+  mutating func addAppContainers(
+    _ bundleIdentifier: String, manifest: EntitlementManifest, root: ContainerRoot
+  ) throws(AppGroupsError) {
     let appContainer = root.appContainerURL(for: bundleIdentifier)
     try root.prepareContainer(at: appContainer)
     let temporary = appContainer.path + "/tmp"
@@ -141,21 +178,26 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     } catch {
       throw AppGroupsError(io: error, "cannot create the temporary folder \(temporary)")
     }
-    ruleset.allow(.readWrite, appContainer.path, purpose: "\(bundleIdentifier)'s own container")
-    ruleset.temporaryDirectory = temporary
+    allow(.readWrite, appContainer.path, purpose: "\(bundleIdentifier)'s own container")
+    temporaryDirectory = temporary
     for group in manifest.groups(for: bundleIdentifier).sorted() {
       try Names.validateGroupIdentifier(group)
       let container = root.groupContainerURL(for: group)
       try root.prepareContainer(at: container)
-      ruleset.allow(.readWrite, container.path, purpose: "group container of \(group)")
+      allow(.readWrite, container.path, purpose: "group container of \(group)")
     }
-    try ruleset.allowKeychainAccessGroups(of: bundleIdentifier, manifest: manifest, root: root)
+    try allowKeychainAccessGroups(of: bundleIdentifier, manifest: manifest, root: root)
+  }
 
+  /// Read-only: the manifest, the global preferences and the managed preferences (both
+  /// created when missing, so that a later write by the administrator is seen); read-write:
+  /// the global preferences' lock file alone.
+  mutating func addManifestAndGlobalPreferences(root: ContainerRoot) throws(AppGroupsError) {
     if FileManager.default.fileExists(atPath: root.manifestPath) {
-      ruleset.allow(.readOnly, root.manifestPath, purpose: "the manifest")
+      allow(.readOnly, root.manifestPath, purpose: "the manifest")
     }
     try root.prepareContainer(at: root.globalContainerURL)
-    ruleset.allow(.readOnly, root.globalContainerURL.path, purpose: "global preferences")
+    allow(.readOnly, root.globalContainerURL.path, purpose: "global preferences")
     // Every process that reads the global domain maps its lock file's token
     // page and may take its lock: the file is made here, once, and allowed
     // alone, so the folder (and the preferences file) stays read-only.
@@ -165,32 +207,23 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     } catch {
       throw AppGroupsError(io: error, "cannot create the global preferences' lock file")
     }
-    ruleset.allow(.readWriteFile, globalLock, purpose: "the global preferences' lock file")
+    allow(.readWriteFile, globalLock, purpose: "the global preferences' lock file")
     let managed = root.managedPreferencesDirectoryPath
     do {
       try FileSystem.makeDirectory(managed, within: root.path)
     } catch {
       throw AppGroupsError(io: error, "cannot create the managed preferences folder \(managed)")
     }
-    ruleset.allow(.readOnly, managed, purpose: "managed preferences")
+    allow(.readOnly, managed, purpose: "managed preferences")
+  }
 
-    for path in readOnly {
-      try ruleset.allowExisting(.readOnly, path, purpose: "--ro")
-    }
-    for path in readWrite {
-      try ruleset.allowExisting(.readWrite, path, purpose: "--rw")
-    }
-    // A folder inside the root is left out: it could be another app's
-    // container. A program there is not run (no rule gives it execute).
-    if let executable {
-      let real = (Paths.realPath(executable) ?? executable) as NSString
-      let folder = real.deletingLastPathComponent
-      if folder != root.path && !ContainerRoot.isStrictlyInside(folder, root.path) {
-        ruleset.allow(.readExecute, folder, purpose: "the executable's folder")
-      }
-    }
-    ruleset.addSystemRules()
-    return ruleset
+  /// Read access to the device state, `<root>/Device`: the page every app maps to read the
+  /// lock state, and the folder its change monitor watches to hear a lock, an unlock or a
+  /// reboot (see ``ProtectedData``). The folder and the state file are made first: the app
+  /// could not make them. The keybag (`<root>/Keybag`) stays out of reach.
+  mutating func allowDeviceState(root: ContainerRoot) throws(AppGroupsError) {
+    _ = try DeviceStateFile(root: root)
+    allow(.readOnly, DeviceStateFile.folder(root: root), purpose: "the device state")
   }
 
   /// Allows the folder of each of the app's keychain access groups (created if missing),
@@ -210,16 +243,54 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     }
   }
 
-  /// Adds a rule for a path given by the user, which must exist.
-  mutating func allowExisting(
-    _ access: Access, _ path: String, purpose: String
+  /// Adds a rule for a path given by the user (`--ro`, `--rw`), which must exist and must
+  /// neither hold the root nor lie inside it outside the app's own and group containers.
+  mutating func allowRequested(
+    _ access: Access, _ path: String, purpose: String, identity: AppIdentity,
+    root: ContainerRoot
   ) throws(AppGroupsError) {
     let absolute = ContainerRoot.lexicallyStandardized(
       path, currentDirectory: FileManager.default.currentDirectoryPath)
-    guard FileManager.default.fileExists(atPath: absolute) else {
+    guard let real = Paths.realPath(absolute) else {
       throw AppGroupsError(.notFound, "\(path) does not exist, so it cannot be allowed \(access)")
     }
+    let shown = real == path ? path : "\(path) (\(real))"
+    let bundleIdentifier = identity.bundleIdentifier
+    if let held = protectedPath(heldBy: real) {
+      throw AppGroupsError(
+        .notEntitled,
+        "\(purpose) \(shown) holds the root \(held): a sandbox that allows a folder allows"
+          + " everything in it, every app's container included, so \(bundleIdentifier) may not"
+          + " have it; allow the files or folders inside it that the program needs, or move"
+          + " the root out of it (--root, \(ContainerRoot.environmentVariable))")
+    }
+    if let inside = protectedPaths.first(where: { ContainerRoot.isStrictlyInside(real, $0) }) {
+      let containers = rules.filter { $0.access == .readWrite }.compactMap { Paths.realPath($0.path) }
+      guard containers.contains(where: { Self.isWithin(real, $0) }) else {
+        throw AppGroupsError(
+          .notEntitled,
+          "\(purpose) \(shown) is inside the root \(inside) and outside \(bundleIdentifier)'s"
+            + " containers: a sandbox opens only the app's own container and the groups the"
+            + " manifest entitles it to ('groupctl grant \(bundleIdentifier) GROUP-ID')")
+      }
+    }
     allow(access, absolute, purpose: purpose)
+  }
+
+  /// Read-execute: the folder of `executable` (as `realpath(3)` resolves it); the program
+  /// alone when its folder holds the root; nothing when it lies inside the root (it could be
+  /// another app's container, and a program in a container is not run).
+  mutating func addExecutable(_ executable: String, root: ContainerRoot) {
+    let real = Paths.realPath(executable) ?? executable
+    let folder = FileSystem.folder(of: real)
+    if protectedPaths.contains(where: { Self.isWithin(folder, $0) }) { return }
+    if let held = protectedPath(heldBy: folder) {
+      allow(
+        .readExecute, real,
+        purpose: "the executable alone: its folder holds the root \(held)")
+      return
+    }
+    allow(.readExecute, folder, purpose: "the executable's folder")
   }
 
   /// What any program needs to start and run: libraries, the loader's

@@ -137,9 +137,10 @@ extension GroupDefaults {
   // MARK: Schema
 
   /// The schema version recorded in this suite (its marker, ``PreferenceSchema/markerKey``):
-  /// 0 when there is none, `nil` when the marker is not a whole number.
+  /// 0 when there is none, `nil` when the marker is malformed (not an integer of 0 or more:
+  /// the string `"2"` is no version).
   public var storedSchemaVersion: Int? {
-    PreferenceSchema.storedVersion(view.suite.value(forKey: PreferenceSchema.markerKey))
+    PreferenceSchema.Marker(view.suite.value(forKey: PreferenceSchema.markerKey)).version
   }
 
   /// Registers a schema at launch: every key's default goes to the registration domain,
@@ -156,12 +157,15 @@ extension GroupDefaults {
   /// - At the schema's version already (in memory, then under the lock), nothing is written.
   /// - A suite at a newer version than the schema's is never migrated down and none of its
   ///   keys is removed; this is reported once.
+  /// - A malformed marker (not an integer of 0 or more) is never read as a version: nothing
+  ///   is migrated or changed, and `register` throws `.corruptPreferences` saying so.
   ///
   /// Each step's effect on each key (versions, step, key, stored type and outcome, never the
   /// value) goes to the diagnostics handler as a ``SchemaEvent``.
   /// - Returns: what was found and done.
   /// - Throws: `.migrationFailed` naming the step and the key when a step throws (nothing
-  ///   is committed: the suite stays at its version); `.lockTimeout` when another process
+  ///   is committed: the suite stays at its version); `.corruptPreferences` when the
+  ///   suite's marker is malformed (nothing is changed); `.lockTimeout` when another process
   ///   held the lock past the bound; `.io`, `.unsupportedValue` or `.sizeLimitExceeded`
   ///   when the commit fails. Nothing is committed then either.
   @discardableResult
@@ -177,7 +181,11 @@ extension GroupDefaults {
   private func migrate(to schema: PreferenceSchema) throws(AppGroupsError) -> MigrationReport {
     let store = view.suite
     // In memory first: a suite at the version costs no lock.
-    if let seen = PreferenceSchema.storedVersion(store.value(forKey: PreferenceSchema.markerKey)) {
+    let marker = PreferenceSchema.Marker(store.value(forKey: PreferenceSchema.markerKey))
+    if case .malformed(let storedType, let holds) = marker {
+      throw malformedMarker(storedType: storedType, holds: holds)
+    }
+    if case .version(let seen) = marker {
       if seen == schema.version {
         return MigrationReport(
           suiteName: suiteName, fromVersion: seen, toVersion: seen, outcome: .upToDate, events: [])
@@ -192,17 +200,14 @@ extension GroupDefaults {
     let suiteName = self.suiteName
     do {
       try store.transaction(timeout: store.options.lockTimeout) { current in
-        let marker = current[PreferenceSchema.markerKey]
         let from: Int
-        if let stored = PreferenceSchema.storedVersion(marker) {
-          from = stored
-        } else {
-          // A marker that is not a number: migrate from the start, and say so.
-          notices.append(
-            SchemaEvent(
-              .validation, suite: suiteName, key: PreferenceSchema.markerKey,
-              storedType: marker?.typeName, outcome: "wrongType-treated-as-version-0"))
-          from = 0
+        switch PreferenceSchema.Marker(current[PreferenceSchema.markerKey]) {
+        case .absent: from = 0
+        case .version(let stored): from = stored
+        case .malformed(let storedType, let holds):
+          // Made malformed by another process since this one read it: never a version.
+          failure = self.malformedMarker(storedType: storedType, holds: holds)
+          return [:]
         }
         if from >= schema.version {
           report = MigrationReport(
@@ -275,6 +280,18 @@ extension GroupDefaults {
       break
     }
     return report
+  }
+
+  /// The error for a malformed marker (see ``PreferenceSchema/Marker``), its event reported
+  /// once: the marker's key and stored type, never its value.
+  private func malformedMarker(storedType: String, holds: String) -> AppGroupsError {
+    SchemaEvent(
+      .validation, suite: suiteName, key: PreferenceSchema.markerKey, storedType: storedType,
+      outcome: "malformedMarker-not-migrated"
+    ).reportOnce()
+    return AppGroupsError(
+      .corruptPreferences,
+      "\(suiteName): its schema marker \(PreferenceSchema.markerKey) holds \(holds), not a version (an integer of 0 or more): the version its values are at is unknown, so nothing was migrated or changed; write the version they are at (groupctl write \(suiteName) \(PreferenceSchema.markerKey) -int N), or delete the marker if they were written before any schema")
   }
 
   private func newer(_ stored: Int, _ schema: PreferenceSchema) -> MigrationReport {

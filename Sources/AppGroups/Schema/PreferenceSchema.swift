@@ -12,8 +12,9 @@
 /// ```
 ///
 /// The suite's version is recorded in the suite itself, under the reserved key
-/// ``markerKey`` (an integer). A suite without it was written before any schema: version 0,
-/// and every migration applies. See ``GroupDefaults/register(_:)`` for how a migration runs.
+/// ``markerKey`` (an integer of 0 or more). A suite without it was written before any schema:
+/// version 0, and every migration applies. A marker that is not such an integer is
+/// malformed: nothing is migrated until it is fixed. See ``GroupDefaults/register(_:)`` for how a migration runs.
 public struct PreferenceSchema: Sendable {
   /// The reserved key holding the version the suite's values are at: `AppGroupsSchemaVersion`,
   /// an integer. No ``PreferenceKey`` may use it.
@@ -50,13 +51,43 @@ public struct PreferenceSchema: Sendable {
     self.migrations = sorted
   }
 
-  /// The version a stored marker records: 0 when there is none; `nil` when it is not a
-  /// whole number.
-  static func storedVersion(_ marker: PropertyListValue?) -> Int? {
-    guard let marker else { return 0 }
-    switch Int.decode(marker) {
-    case .exact(let v), .coerced(let v): return v
-    case .unknownCase, .wrongType: return nil
+  /// What a suite's schema marker says: one verdict for the library and `groupctl` (`schema`,
+  /// `report`, `doctor`). Only an integer of 0 or more is a version; anything else (the
+  /// string `"2"`, the real 3.5, `true`, -1) is malformed: reported, never read as a version,
+  /// never taken for 0 and migrated over.
+  package enum Marker: Equatable, Sendable {
+    /// No marker: the values were written before any schema, version 0.
+    case absent
+    /// The version the suite's values are at.
+    case version(Int)
+    /// A marker that is not a version: its stored type (`string`), and what it is in words
+    /// ("a string", "a negative integer"), never its value.
+    case malformed(storedType: String, holds: String)
+
+    /// The verdict on `stored`, the value under ``PreferenceSchema/markerKey``.
+    package init(_ stored: PropertyListValue?) {
+      switch stored {
+      case nil:
+        self = .absent
+      case .integer(let version)? where version >= 0:
+        self = .version(version)
+      case .integer?:
+        self = .malformed(storedType: "integer", holds: "a negative integer")
+      case .unsignedInteger?:
+        self = .malformed(storedType: "integer", holds: "an integer too large for a version")
+      case let other?:
+        let article = ["array", "integer"].contains(other.typeName) ? "an" : "a"
+        self = .malformed(storedType: other.typeName, holds: "\(article) \(other.typeName)")
+      }
+    }
+
+    /// The version: 0 when there is no marker; `nil` when it is malformed.
+    package var version: Int? {
+      switch self {
+      case .absent: 0
+      case .version(let version): version
+      case .malformed: nil
+      }
     }
   }
 }

@@ -53,12 +53,24 @@ enum PropertyListFile {
   }
 
   /// Keeps `data` (a file that was read only in part) beside `path` as
-  /// `<path>.unreadable-<UTC time>`, created new, durably.
-  /// - Returns: where it went.
-  static func keepCopy(_ data: Data, of path: String) throws(SystemCallError) -> String {
+  /// `<path>.unreadable-<UTC time>`, created new, durably; unless a copy with these bytes is
+  /// there already (another process that read the same file kept it).
+  /// - Returns: where the copy is, and whether it was there already.
+  static func keepCopy(_ data: Data, of path: String) throws(SystemCallError) -> (path: String, existed: Bool) {
+    let folder = FileSystem.folder(of: path)
+    let prefix = FileSystem.lastComponent(of: path) + ".unreadable-"
+    for name in FileSystem.entryNames(in: folder) where name.hasPrefix(prefix) {
+      let candidate = folder + "/" + name
+      if let entry = try? FileSystem.linkEntry(candidate), entry.isRegularFile,
+        entry.identity.size == Int64(data.count),
+        let (bytes, _) = try? FileSystem.read(candidate, followLinks: false), bytes == data
+      {
+        return (candidate, true)
+      }
+    }
     let aside = asidePath(for: path)
     try FileSystem.writeAtomically(data, to: aside)
-    return aside
+    return (aside, false)
   }
 
   /// Moves the file at `path` aside to `<path>.unreadable-<UTC time>` (never over another
@@ -86,7 +98,8 @@ enum PropertyListFile {
     FileSystem.removeLeftoverTemporaries(for: (path as NSString).lastPathComponent, in: folder)
     do {
       return try FileSystem.writeAtomically(
-        data, to: path, notBefore: notBefore, beforeRename: beforeRename, afterRename: afterRename)
+        data, to: path, notBefore: notBefore, beforeRename: { _ throws(SystemCallError) in try beforeRename() },
+        afterRename: afterRename)
     } catch {
       throw AppGroupsError(io: error, "writing \(path)")
     }

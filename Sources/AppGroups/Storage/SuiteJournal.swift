@@ -15,10 +15,17 @@ import Glibc
 /// After the header come records, each a little-endian `UInt32` length, a `UInt64` check of
 /// the payload, and the payload: a binary property list `{s: {key: value}, r: [key]}`, the
 /// keys set and the keys removed by one commit. Records are only ever appended, under the
-/// suite's lock; a reader applies them in order and stops at the first that is incomplete or
-/// does not check (a writer that died in the middle of an append). How far a reader may go is
-/// the length the suite's token record publishes once the append is durable (see
-/// ``SuiteSidecar``): a value is never shown before it is on disk.
+/// suite's lock. How far a reader may go is what the suite's token record publishes once the
+/// append is durable (see ``SuiteSidecar``): the length, and which file (its inode). A value
+/// is never shown before it is on disk.
+///
+/// Finding records: the first starts at the fixed offset 40, whatever the header holds, and
+/// each length leads to the next; a record counts only when its payload checks and decodes,
+/// which confirms the length that led to it. So a damaged header hides no record behind it
+/// (the published inode, not the header, tells that the file is this version's journal), and
+/// a reader stops at the first record that does not check, never guessing where the next
+/// one starts. Anything short of the published length is damage: the records read are kept,
+/// the next commit folds them into the plist, and the journal is moved aside, never deleted.
 package enum SuiteJournal {
   /// "AGJRNL01".
   private static let magic: [UInt8] = Array("AGJRNL01".utf8)
@@ -35,6 +42,70 @@ package enum SuiteJournal {
     var end: Int
   }
 
+  /// What a suite's lock file publishes of the journal of one plist version (see
+  /// ``SuiteSidecar``): how many of its bytes are durable, and which file holds them.
+  struct Published: Equatable, Sendable {
+    /// The durable length: a reader applies no record past it.
+    var length: Int
+    /// The journal's inode; 0 with a length of 0 (no journal), or in a record written
+    /// before the inode was recorded.
+    var inode: UInt64
+
+    /// No journal is published.
+    static let noJournal = Published(length: 0, inode: 0)
+  }
+
+  /// What is wrong with what lies at a journal's path.
+  enum Damage: Equatable, Sendable, CustomStringConvertible {
+    /// Something other than a regular file is there (a folder, a symbolic link, a fifo), and
+    /// `published` bytes of the journal were durable.
+    case notARegularFile(kind: String, published: Int)
+    /// A regular file without a journal's header, and no published length vouches for it.
+    case notAJournal
+    /// Nothing is there, though a length is published for the journal.
+    case missing(published: Int)
+    /// Another file is there than the one whose length is published.
+    case replaced(published: Int)
+    /// It is shorter than its published length: durable records were cut off.
+    case short(size: Int, published: Int)
+    /// Its header does not name the plist version its published length is for (the records
+    /// behind the header are still read, from their fixed offset).
+    case header
+    /// Bytes from `offset` to `end` are not whole records: the reader stopped at `offset`.
+    case unparsed(offset: Int, end: Int)
+
+    /// Whether a reader that does not hold the suite's lock may see this while a commit is in
+    /// flight: a new journal's length is published just before it is renamed into place.
+    /// Under the lock it is damage.
+    var mayBeInFlight: Bool {
+      switch self {
+      case .missing, .replaced: return true
+      default: return false
+      }
+    }
+
+    var description: String {
+      switch self {
+      case .notARegularFile(let kind, let published):
+        return "it is \(kind), not a regular file"
+          + (published > 0 ? ", and the \(published) bytes its lock file publishes as durable are gone" : "")
+      case .notAJournal:
+        return "it is not a journal (it does not start with a journal's header)"
+      case .missing(let published):
+        return "it is gone, though its lock file publishes \(published) bytes of it as durable"
+      case .replaced(let published):
+        return
+          "the file at its path is not the one whose \(published) bytes its lock file publishes as durable"
+      case .short(let size, let published):
+        return "it is \(size) bytes long, shorter than the \(published) its lock file publishes as durable"
+      case .header:
+        return "its header is damaged (it does not name the plist it belongs to)"
+      case .unparsed(let offset, let end):
+        return "bytes \(offset) to \(end) of its durable length are not whole records"
+      }
+    }
+  }
+
   /// What a read found past a position.
   struct Tail {
     /// The changes, in the order they were committed (later ones win).
@@ -42,9 +113,16 @@ package enum SuiteJournal {
     var position: Position
     /// Whether the read went on from the position given (the same file), not from the start.
     var continued: Bool
-    /// Bytes within the readable length that are not a whole record: damage, or the record of
-    /// a writer that died before its append was published.
-    var unparsed: Bool
+    /// What is wrong with the journal; empty when nothing is. The changes are those of the
+    /// records that could be read.
+    var damage: [Damage]
+
+    fileprivate init(changes: [Change] = [], position: Position, continued: Bool = false, damage: [Damage]) {
+      self.changes = changes
+      self.position = position
+      self.continued = continued
+      self.damage = damage
+    }
   }
 
   static func path(of plistPath: String) -> String { plistPath + ".journal" }
@@ -66,30 +144,55 @@ package enum SuiteJournal {
   // MARK: Reading
 
   /// Reads the journal of the plist at `plistPath` for the plist version `base`: from `after`
-  /// when it names the same journal file, else from the start; never past `limit()` bytes (the
-  /// published length, asked for only when there is a journal; `nil`: as far as records
-  /// check). A position past that length (read when none was published) starts over.
+  /// when it names the same journal file, else from the start; never past the length
+  /// `published()` gives (asked for only when something is at the journal's path; `nil`: no
+  /// record for this version, so as far as records check).
   ///
-  /// - Returns: `nil` when there is no journal, or it belongs to another version of the plist
-  ///   or is not a journal at all (a file of another kind in its place is not opened).
+  /// What the lock file publishes decides what the file is. A published length vouches for
+  /// the file it names: its records are read from their fixed offset even behind a damaged
+  /// header, and a file shorter than the length, or not that file, is damage. Without one,
+  /// only the header vouches: a journal of another version of the plist is not read, and a
+  /// file that is not a journal is damage (so that it is kept aside, never deleted).
+  ///
+  /// - Returns: `nil` when there is no journal of this version: nothing there and nothing
+  ///   published, a journal of another version, or one of which nothing is durable.
   /// - Throws: the failed call when the journal exists but cannot be read.
   static func read(
-    journalOf plistPath: String, base: FileIdentity, after: Position?, limit: () -> Int?
+    journalOf plistPath: String, base: FileIdentity, after: Position?, published: () -> Published?
   ) throws(SystemCallError) -> Tail? {
     let path = path(of: plistPath)
+    let nothing = Position(inode: 0, end: 0)
     let fd: CInt
     do {
+      // O_NONBLOCK: a fifo in its place must not block the reader.
       fd = try FileSystem.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-    } catch where error.errno == ENOENT || error.errno == ELOOP {
-      return nil
+    } catch where error.code == .noSuchFileOrDirectory {
+      guard let published = published(), published.length > 0 else { return nil }
+      return Tail(position: nothing, damage: [.missing(published: published.length)])
+    } catch where error.code == .tooManySymbolicLinkLevels || error.errno == ENXIO {
+      let kind = error.errno == ENXIO ? "a socket" : "a symbolic link"
+      return Tail(position: nothing, damage: [.notARegularFile(kind: kind, published: published()?.length ?? 0)])
     }
     defer { FileSystem.close(fd) }
-    var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
-    guard s.st_mode & S_IFMT == S_IFREG else { return nil }
-    let inode = UInt64(s.st_ino)
-    let size = Int(s.st_size)
-    let end = min(size, limit() ?? .max)
+    let status = try FileSystem.status(of: fd, path: path)
+    let inode = status.identity.inode
+    guard status.isRegularFile else {
+      return Tail(
+        position: Position(inode: inode, end: 0),
+        damage: [.notARegularFile(kind: status.kind, published: published()?.length ?? 0)])
+    }
+    let published = published()
+    // A length published for this version vouches for the file it names (any file, in a
+    // record from before the inode was recorded).
+    let vouched = published.flatMap { $0.length > 0 ? $0 : nil }
+    if let vouched, vouched.inode != 0, vouched.inode != inode {
+      return Tail(position: Position(inode: inode, end: 0), damage: [.replaced(published: vouched.length)])
+    }
+    var damage: [Damage] = []
+    if let vouched, vouched.length > status.size {
+      damage.append(.short(size: status.size, published: vouched.length))
+    }
+    let end = min(status.size, vouched?.length ?? (published == nil ? .max : 0))
     // The same file as before: its header was checked then (a journal is never rewritten in
     // place; a new one is renamed in), and only what was appended since is read.
     let start: Int
@@ -98,99 +201,72 @@ package enum SuiteJournal {
     } else {
       start = 0
     }
-    guard end > start || start > 0 else { return nil }
-    let bytes = try readBytes(fd, path: path, from: start, count: max(end - start, 0))
+    // From the start, the header is read even when nothing is durable: it tells a journal of
+    // another version (left by a compaction that crashed) from a file that is none.
+    let count = start == 0 ? max(end, min(status.size, headerSize)) : end - start
+    let bytes = try FileSystem.read(fd, path: path, at: start, count: count)
     var offset = 0
     if start == 0 {
-      guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }
-      let named = FileIdentity(
-        device: word(bytes, 8), inode: word(bytes, 16), size: Int64(bitPattern: word(bytes, 24)),
-        modified: Int64(bitPattern: word(bytes, 32)), changed: 0)
-      guard sameVersion(named, base) else { return nil }
+      let isJournal = bytes.count >= headerSize && Array(bytes[0..<8]) == magic
+      let ours =
+        isJournal
+        && sameVersion(
+          FileIdentity(
+            device: word(bytes, 8), inode: word(bytes, 16), size: Int64(bitPattern: word(bytes, 24)),
+            modified: Int64(bitPattern: word(bytes, 32)), changed: 0), base)
+      if vouched == nil {
+        guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
+        guard ours, published == nil else { return nil }
+      } else if !ours {
+        damage.append(.header)
+      }
       offset = headerSize
     }
     var changes: [Change] = []
-    while bytes.count - offset >= recordHeaderSize {
+    while min(bytes.count, end - start) - offset >= recordHeaderSize {
       let length = Int(UInt32(truncatingIfNeeded: word(bytes, offset)))
       let check = word(bytes, offset + 4)
       let payloadStart = offset + recordHeaderSize
-      guard length > 0, bytes.count - payloadStart >= length else { break }
+      guard length > 0, min(bytes.count, end - start) - payloadStart >= length else { break }
       let payload = bytes[payloadStart..<(payloadStart + length)]
       guard checksum(payload) == check, let record = decode(Data(payload)) else { break }
       changes.append(contentsOf: record)
       offset = payloadStart + length
     }
+    let readable = min(status.size, end)
+    if start + offset < readable {
+      damage.append(.unparsed(offset: start + offset, end: vouched?.length ?? readable))
+    }
     return Tail(
       changes: changes, position: Position(inode: inode, end: start + offset), continued: start > 0,
-      unparsed: offset < bytes.count)
-  }
-
-  private static func readBytes(_ fd: CInt, path: String, from start: Int, count: Int) throws(SystemCallError) -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: count)
-    let read = bytes.withUnsafeMutableBytes { buffer in
-      Result { () throws(SystemCallError) -> Int in
-        var used = 0
-        while used < count, let base = buffer.baseAddress {
-          let n = try valueOrErrno("pread", path: path) { pread(fd, base + used, count - used, off_t(start + used)) }
-          if n == 0 { break }
-          used += n
-        }
-        return used
-      }
-    }
-    bytes.removeLast(count - (try read.get()))
-    return bytes
-  }
-
-  /// A suite's stored values as a tool that does not open the suite reads them
-  /// (`groupctl read`, `export`, `explain`): the plist at `plistPath` (a link followed), then
-  /// the records of its journal as far as its lock file publishes them. Nothing is created,
-  /// locked or moved aside.
-  ///
-  /// - Returns: `nil` when there is no plist.
-  /// - Throws: `.io` when the plist or its journal cannot be read, the message the system's
-  ///   reason alone; `.corruptPreferences` when the plist cannot be parsed or its root is not
-  ///   a dictionary, the message the reason.
-  package static func storedValues(ofSuiteAt plistPath: String) throws(AppGroupsError) -> [String: PropertyListValue]? {
-    let read: (Data, FileIdentity)?
-    do {
-      read = try FileSystem.read(plistPath)
-    } catch {
-      throw AppGroupsError(.io, error.reason ?? String(cString: strerror(error.errno)), cause: error)
-    }
-    guard let (data, identity) = read else { return nil }
-    let value = try PropertyListValue(propertyListData: data)
-    guard case .dictionary(var values) = value else {
-      throw AppGroupsError(.corruptPreferences, "its root is a \(value.typeName), not a dictionary")
-    }
-    let tail: Tail?
-    do {
-      tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
-        SuiteSidecar.peek(atPath: plistPath + ".lock")?.journalLength(of: identity)
-      }
-    } catch {
-      throw AppGroupsError(.io, error.reason ?? String(cString: strerror(error.errno)), cause: error)
-    }
-    for (key, value) in tail?.changes ?? [] { values[key] = value }
-    return values
+      damage: damage)
   }
 
   /// What is wrong with the journal of the suite whose plist is at `plistPath`, for
   /// `groupctl doctor`: `nil` when there is none, when it belongs to another version of the
-  /// plist or none is published for it, and when every byte within its published length is
-  /// a whole record.
+  /// plist, and when every byte within its published length is a whole record.
+  ///
+  /// Damage that a commit in flight can show for a moment (a new journal published just
+  /// before its rename) is said only when it is still there while no commit holds the
+  /// suite's lock (looked at again under a shared lock taken without waiting).
   package static func damage(ofSuiteAt plistPath: String) -> String? {
-    guard let identity = try? FileSystem.identity(ofPath: plistPath),
-      let length = SuiteSidecar.peek(atPath: plistPath + ".lock")?.journalLength(of: identity)
-    else { return nil }
-    do {
-      guard let tail = try read(journalOf: plistPath, base: identity, after: nil, limit: { length }),
-        tail.unparsed
-      else { return nil }
-      return "bytes \(tail.position.end) to \(length) of its durable length are not whole records"
-    } catch {
-      return "it cannot be read: \(error)"
+    guard let identity = try? FileSystem.identity(ofPath: plistPath) else { return nil }
+    func examine() -> [Damage] {
+      do {
+        return try read(journalOf: plistPath, base: identity, after: nil) {
+          SuiteSidecar.peek(atPath: plistPath + ".lock")?.journal(of: identity)
+        }?.damage ?? []
+      } catch {
+        return [.notARegularFile(kind: "a file that cannot be read (\(error))", published: 0)]
+      }
     }
+    var damage = examine()
+    if damage.contains(where: \.mayBeInFlight) {
+      damage = LockedFile.withSharedLockIfFree(path: plistPath + ".lock") { examine() }
+        ?? damage.filter { !$0.mayBeInFlight }
+    }
+    guard !damage.isEmpty else { return nil }
+    return damage.map(\.description).joined(separator: "; ")
   }
 
   // MARK: Writing
@@ -228,31 +304,20 @@ package enum SuiteJournal {
     let path = path(of: plistPath)
     let fd: CInt
     do {
-      fd = try FileSystem.open(path, O_WRONLY | O_NOFOLLOW)
-    } catch where error.errno == ENOENT || error.errno == ELOOP {
+      fd = try FileSystem.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
+    } catch where error.code == .noSuchFileOrDirectory || error.code == .tooManySymbolicLinkLevels {
       throw SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
     }
     defer { FileSystem.close(fd) }
-    var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
-    guard UInt64(s.st_ino) == position.inode, Int(s.st_size) >= position.end else {
+    let status = try FileSystem.status(of: fd, path: path)
+    guard status.isRegularFile, status.identity.inode == position.inode, status.size >= position.end else {
       throw SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
     }
-    if Int(s.st_size) > position.end {
-      _ = try valueOrErrno("ftruncate", path: path) { ftruncate(fd, off_t(position.end)) }
+    if status.size > position.end {
+      try FileSystem.truncate(fd, path: path, to: position.end)
     }
-    let written = record.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        var written = 0
-        while written < buffer.count, let base = buffer.baseAddress {
-          written += try valueOrErrno("pwrite", path: path) {
-            pwrite(fd, base + written, buffer.count - written, off_t(position.end + written))
-          }
-        }
-      }
-    }
-    try written.get()
-    _ = try valueOrErrno("fdatasync", path: path) { fdatasync(fd) }
+    try FileSystem.write(record, to: fd, path: path, at: position.end)
+    try FileSystem.syncData(fd, path: path)
     TestHooks.pauseBeforePublish(path: path)
     published(Position(inode: position.inode, end: position.end + record.count))
   }
@@ -260,14 +325,19 @@ package enum SuiteJournal {
   /// Starts the journal of plist version `base` with `record`: written to a temporary file,
   /// `fsync`ed and renamed over any journal of an older version (see
   /// ``FileSystem/writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)``).
-  /// `publish` is called with the journal's length just before the rename, after
-  /// `beforeRename`: a watcher woken by the rename must find the length published (one that
-  /// reads the length before the rename finds no journal of this version, or the old one,
-  /// which names another version, and is woken again by the rename).
+  /// `publish` is called with what to publish of the journal (its length and the inode it
+  /// keeps through the rename) just before the rename, after `beforeRename`: a watcher woken
+  /// by the rename must find the length published (one that reads the length before the
+  /// rename finds no journal of this version, or another file than the one published, and is
+  /// woken again by the rename).
+  ///
+  /// Call holding the suite's lock, once what is at the journal's path was read (a file that
+  /// is not a journal of an older version is kept aside with ``retire(journalOf:keepAside:)``
+  /// first, never renamed over).
   /// - Returns: the journal's position.
   static func create(
     _ record: [UInt8], journalOf plistPath: String, base: FileIdentity,
-    beforeRename: () throws(SystemCallError) -> Void, publish: (Int) -> Void
+    beforeRename: () throws(SystemCallError) -> Void, publish: (Published) -> Void
   ) throws(SystemCallError) -> Position {
     var bytes = magic
     bytes.reserveCapacity(headerSize + record.count)
@@ -281,11 +351,29 @@ package enum SuiteJournal {
     FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: journal), in: FileSystem.folder(of: journal))
     let identity = try FileSystem.writeAtomically(
       Data(bytes), to: journal,
-      beforeRename: { () throws(SystemCallError) in
+      beforeRename: { (temporary: FileIdentity) throws(SystemCallError) in
         try beforeRename()
-        publish(count)
+        publish(Published(length: count, inode: temporary.inode))
       })
     return Position(inode: identity.inode, end: count)
+  }
+
+  /// Clears the journal's path once a commit has folded the journal into a new plist (which
+  /// its header no longer names, so a crash before this leaves it ignored): a journal is
+  /// removed; with `keepAside` (what was there could not be read whole), or when what is there
+  /// is no journal at all (a folder, a file of something else), it is moved to
+  /// `<journal>.unreadable-<time>` instead, never deleted. Call holding the suite's lock.
+  /// - Returns: where it was kept, when it was.
+  /// - Throws: the failed `rename(2)` of what is kept aside.
+  @discardableResult
+  static func retire(journalOf plistPath: String, keepAside: Bool) throws(SystemCallError) -> String? {
+    let journal = path(of: plistPath)
+    guard let entry = try? FileSystem.linkEntry(journal) else { return nil }
+    if !keepAside, entry.isRegularFile, FileSystem.readPrefix(magic.count, of: journal) == magic {
+      try? FileSystem.remove(journal)
+      return nil
+    }
+    return try PropertyListFile.moveAside(journal)
   }
 
   // MARK: Bytes

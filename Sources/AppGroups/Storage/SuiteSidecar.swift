@@ -12,7 +12,8 @@ import Glibc
 ///
 /// Layout (64-bit words): magic, sequence, token, has-identity,
 /// device, inode, size, modified-ns, changed-ns, the journal's published
-/// length (see ``SuiteJournal``); the page's last word is ``LockedFile``'s
+/// length and its inode (see ``SuiteJournal``); words 504 to 506 are the lock's
+/// fair wait (`cappgroups_flock_until`), and the page's last word is ``LockedFile``'s
 /// retired mark.
 final class SuiteSidecar: Sendable {
   /// The lock file: its lock, and the page the token lives in (see ``LockedFile``).
@@ -24,13 +25,14 @@ final class SuiteSidecar: Sendable {
   struct Record: Equatable, Sendable {
     var token: UInt64
     var identity: FileIdentity?
-    /// How many bytes of the journal of that version are durable: a reader applies no more.
-    var journalLength: Int
+    /// The journal of that version: how many of its bytes are durable (a reader applies no
+    /// more), and which file holds them.
+    var journal: SuiteJournal.Published
 
-    /// The durable length of the journal of plist version `base`; `nil` when this record
+    /// What is published of the journal of plist version `base`; `nil` when this record
     /// describes another version (a commit in flight, a lock file made again, an outside edit).
-    func journalLength(of base: FileIdentity) -> Int? {
-      SuiteJournal.sameVersion(identity, base) ? journalLength : nil
+    func journal(of base: FileIdentity) -> SuiteJournal.Published? {
+      SuiteJournal.sameVersion(identity, base) ? journal : nil
     }
   }
 
@@ -60,7 +62,7 @@ final class SuiteSidecar: Sendable {
   static func peek(atPath path: String) -> Record? {
     guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
     defer { FileSystem.close(fd) }
-    var words = [UInt64](repeating: 0, count: 10)
+    var words = [UInt64](repeating: 0, count: 11)
     var sequence: UInt64 = 0
     for _ in 0..<100 {
       let read = words.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
@@ -73,7 +75,7 @@ final class SuiteSidecar: Sendable {
     return nil
   }
 
-  /// The record in words 2 to 9 of the page, as `word(index)` reads them.
+  /// The record in words 2 to 10 of the page, as `word(index)` reads them.
   private static func record(_ word: (Int) -> UInt64) -> Record {
     Record(
       token: word(2),
@@ -82,7 +84,7 @@ final class SuiteSidecar: Sendable {
         : FileIdentity(
           device: word(4), inode: word(5), size: Int64(bitPattern: word(6)),
           modified: Int64(bitPattern: word(7)), changed: Int64(bitPattern: word(8))),
-      journalLength: Int(truncatingIfNeeded: word(9)))
+      journal: SuiteJournal.Published(length: Int(truncatingIfNeeded: word(9)), inode: word(10)))
   }
 
   /// The token alone: one sequence-checked read of three words (no identity is built).
@@ -100,14 +102,18 @@ final class SuiteSidecar: Sendable {
   }
 
   /// Moves the token forward and records which version of the plist it
-  /// describes, and how much of that version's journal is durable (`nil`: as
-  /// before). Call only while holding the lock of ``file``.
+  /// describes, and what of that version's journal is durable (`nil`: as
+  /// before while the version is the one recorded, none for another one: a journal is
+  /// never published for a version it was not written on). Call only while holding the lock
+  /// of ``file``.
   @discardableResult
-  func advance(to identity: FileIdentity?, journalLength: Int? = nil) -> UInt64 {
+  func advance(to identity: FileIdentity?, journal: SuiteJournal.Published? = nil) -> UInt64 {
     let handle = file.page
     guard let words = handle.page else { return 0 }
     func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
     func store(_ index: Int, _ value: UInt64) { cappgroups_atomic_store_u64(words + index, value) }
+    let journal =
+      journal ?? (SuiteJournal.sameVersion(Self.record(load).identity, identity) ? nil : .noJournal)
     var sequence = load(1)
     if sequence & 1 == 0 { sequence &+= 1 }  // odd: update in progress
     store(1, sequence)
@@ -126,7 +132,10 @@ final class SuiteSidecar: Sendable {
     store(6, UInt64(bitPattern: identity?.size ?? 0))
     store(7, UInt64(bitPattern: identity?.modified ?? 0))
     store(8, UInt64(bitPattern: identity?.changed ?? 0))
-    if let journalLength { store(9, UInt64(journalLength)) }
+    if let journal {
+      store(9, UInt64(journal.length))
+      store(10, journal.inode)
+    }
     store(1, sequence &+ 1)
     return token
   }

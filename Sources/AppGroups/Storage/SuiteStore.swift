@@ -18,8 +18,9 @@ struct StoredChange: Sendable, Equatable {
 /// race each other's commits and miss each other's changes.
 final class SuiteStore: Sendable {
   struct Options: Sendable, Hashable {
-    /// How long a commit waits for another process's lock before it keeps
-    /// its changes pending and retries later.
+    /// How long a commit waits for another process's lock while its holder makes no progress
+    /// (stopped, or asleep without using the CPU) before it keeps its changes pending and
+    /// retries later. A holder that makes progress is waited for up to ``progressCeiling``.
     var lockTimeout: Duration = .seconds(1)
     /// The largest estimated encoded size of the domain (4 MiB, as iOS).
     var sizeLimit: Int = 4 * 1024 * 1024
@@ -58,6 +59,9 @@ final class SuiteStore: Sendable {
     var replacement: (values: [String: PropertyListValue], sequence: UInt64)?
     var nextSequence: UInt64 = 1
     var flushScheduled = false
+    /// A reader found the journal damaged: the next commit re-reads it under the lock, and
+    /// folds what it can read into a new plist, even with no change of its own.
+    var repairPending = false
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
     var sizeEstimate = 0
@@ -94,9 +98,15 @@ final class SuiteStore: Sendable {
     var refreshFailure: String?
     /// How far the journal of the plist version read has been applied; `nil`: no journal.
     var journal: SuiteJournal.Position?
-    /// Whether bytes of that journal within its published length are not records: the next
-    /// commit compacts, and keeps the journal aside rather than append after them.
-    var journalUnparsed = false
+    /// What is wrong with what lies at the journal's path (the records that could be read are
+    /// applied): the next commit rewrites the plist with them and keeps the journal aside.
+    var journalDamage: [SuiteJournal.Damage] = []
+    /// The journal damage a read-only store last said it ignores, said once.
+    var reportedJournalDamage: [SuiteJournal.Damage] = []
+    /// About how many bytes of the plist and its journal hold values that are no longer live
+    /// (replaced or removed by the journal's records): when a commit would leave more of them
+    /// than live ones, it rewrites the plist, so that space is given back.
+    var deadBytes = 0
   }
 
   private struct RetryState: Sendable {
@@ -172,6 +182,12 @@ final class SuiteStore: Sendable {
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
+    }
+    // A damaged journal is folded into the plist and kept aside now, as an unreadable plist
+    // is moved aside at open; when the lock is busy, by a retry.
+    if commit.withLock({ needsJournalRepair(&$0) }) {
+      state.withLock { $0.repairPending = true }
+      flush()
     }
   }
 
@@ -322,7 +338,7 @@ final class SuiteStore: Sendable {
   /// Whichever commit failed, the background one or `synchronize()`'s.
   private func retryLater() {
     let schedule = state.withLock { st in
-      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil) { return false }
+      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil && !st.repairPending) { return false }
       st.flushScheduled = true
       return true
     }
@@ -507,19 +523,28 @@ final class SuiteStore: Sendable {
     return result
   }
 
+  /// How long a commit waits at most for a lock whose holder makes progress all along (see
+  /// ``LockedFile``): a commit of milliseconds slowed down a thousandfold by a loaded machine
+  /// stays well within it, and a holder stuck in a loop under the lock does not hold every
+  /// other writer for ever.
+  static let progressCeiling: Duration = .seconds(30)
+
   /// The commit: under the lock, reload the file if it moved, apply the
   /// pending changes (and `extra`, computed from the merged values) key by
   /// key, write durably, advance the token.
   ///
-  /// The whole wait, for another thread's commit and then for another
-  /// process's lock, stays within `timeout`.
+  /// The whole wait, for another thread's commit and then for another process's lock, stays
+  /// within `timeout` while no holder makes progress, and within ``progressCeiling`` (or
+  /// `timeout`, when longer) while one does: another thread's commit of this process is waited
+  /// for as long as its own wait lasts.
   private func commitLocked(
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let sidecar else { return }
     let deadline = FileSystem.deadline(after: timeout)
-    switch gate.enter(before: deadline) {
+    let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
+    switch gate.enter(before: ceiling) {
     case .entered:
       break
     case .reentered:
@@ -529,7 +554,7 @@ final class SuiteStore: Sendable {
     case .timedOut:
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another commit of this process waited for the lock for more than \(timeout); the changes stay pending")
+        "\(path): another commit of this process waited for the lock for more than \(max(timeout, Self.progressCeiling)); the changes stay pending")
     }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
@@ -541,7 +566,7 @@ final class SuiteStore: Sendable {
         let outcome: CommitOutcome
         do {
           outcome = try commitBody(
-            sidecar: sidecar, deadline: deadline, timeout: timeout, extra: extra, outside: &outside,
+            sidecar: sidecar, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -576,7 +601,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: UInt64, timeout: Duration,
+    sidecar: SuiteSidecar, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -584,16 +609,16 @@ final class SuiteStore: Sendable {
     // Snapshot the pending changes; later ones get higher sequences.
     // `through`: the last sequence handed out; every change in the snapshot has one up to it,
     // every later change a higher one.
-    let (pending, replacement, through) = state.withLock { st in
+    let (pending, replacement, through, repair) = state.withLock { st in
       st.flushScheduled = false
-      return (st.pending, st.replacement, st.nextSequence &- 1)
+      return (st.pending, st.replacement, st.nextSequence &- 1, st.repairPending)
     }
-    guard !pending.isEmpty || replacement != nil || extra != nil else { return .committed }
+    guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: deadline)
+      try sidecar.file.lock(until: deadline, whileHolderProgresses: ceiling)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -605,11 +630,11 @@ final class SuiteStore: Sendable {
       }
       if report {
         Diagnostics.report(
-          "\(path): another process has held its lock for more than \(timeout); \(count) change(s) stay pending and will be retried")
+          "\(path): another process has held its lock for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending and will be retried")
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
     }
     defer { sidecar.file.unlock() }
     gate.holdsFileLock()
@@ -635,8 +660,12 @@ final class SuiteStore: Sendable {
         return .failure(AppGroupsError(io: error, "reading \(path)"))
       }
       do throws(AppGroupsError) {
-        // The same version of the plist: only what others appended to its journal is read.
-        if current == cs.identity && cs.unreadableIdentity == nil, let appended = try catchUpJournal(&cs) {
+        // The same version of the plist: only what others appended to its journal is read (all
+        // of it again when a read outside the lock found it damaged: under the lock, damage is
+        // told from a commit in flight).
+        if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty && !repair,
+          let appended = try catchUpJournal(&cs)
+        {
           return .success(!appended.isEmpty)
         }
         let before = cs.persisted
@@ -699,7 +728,8 @@ final class SuiteStore: Sendable {
       }
       // A key changed and changed back within the commit counts as a change (a rewrite of
       // the same values): telling that apart would cost a hash of every pending key.
-      guard replaced || !undo.isEmpty || (cs.identity == nil && !next.isEmpty) else {
+      guard replaced || !undo.isEmpty || (cs.identity == nil && !next.isEmpty) || !cs.journalDamage.isEmpty
+      else {
         keepPersisted()
         return .success(next)
       }
@@ -714,25 +744,25 @@ final class SuiteStore: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      if replacement == nil, let expected, let record = journalRecord(cs, next: next, undo: undo) {
+      if replacement == nil, let expected, let (record, dead) = journalRecord(cs, next: next, undo: undo) {
         // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
         var published = false
         do throws(SystemCallError) {
           if let position = cs.journal {
             try check()
             try SuiteJournal.append(record, journalOf: path, at: position) { position in
-              sidecar.advance(to: expected, journalLength: position.end)
+              sidecar.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
               cs.journal = position
             }
           } else {
             cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
-              sidecar.advance(to: expected, journalLength: $0)
+              sidecar.advance(to: expected, journal: $0)
               published = true
             }
           }
         } catch {
           // A length published for a journal that did not take its place names none.
-          if published { sidecar.advance(to: expected, journalLength: 0) }
+          if published { sidecar.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
           keepPersisted()
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
@@ -741,14 +771,16 @@ final class SuiteStore: Sendable {
           return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
         }
         cs.persisted = next
+        cs.deadBytes = dead
         return .success(next)
       }
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { sidecar.advance(to: $0, journalLength: 0) })
+          afterRename: { sidecar.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
+        cs.deadBytes = 0
       } catch {
         keepPersisted()
         return .failure(error)
@@ -765,7 +797,7 @@ final class SuiteStore: Sendable {
     }
     finishCommit(
       next: next, didReload: didReload, pending: pending, through: through,
-      replacement: replacement, extra: extraChanges, outside: &outside, local: &local,
+      replacement: replacement, extra: extraChanges, repaired: repair, outside: &outside, local: &local,
       handler: &handler)
     return .committed
   }
@@ -773,12 +805,13 @@ final class SuiteStore: Sendable {
   private func finishCommit(
     next: [String: PropertyListValue], didReload: Bool, pending: [Pending], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
-    extra: [String: PropertyListValue?],
+    extra: [String: PropertyListValue?], repaired: Bool,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) {
     if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
+      if repaired { st.repairPending = false }
       st.lastBatchSize = pending.count
       // Drop what was committed, unless it changed again meanwhile: what is left is what
       // came after the snapshot. Nothing, at the end of a burst; else the few late ones,
@@ -824,7 +857,7 @@ final class SuiteStore: Sendable {
         if let token { seenToken.store(token, ordering: .releasing) }
         return
       }
-      if current == cs.identity && cs.unreadableIdentity == nil {
+      if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty {
         // The plist is the version read: only its journal may have grown.
         let appended: [SuiteJournal.Change]?
         do throws(AppGroupsError) {
@@ -855,6 +888,7 @@ final class SuiteStore: Sendable {
       guard let loaded = read else { return }
       cs.persisted = loaded
       (changes, handler) = adopt(loaded, token: token)
+      if needsJournalRepair(&cs) { requestJournalRepair() }
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
@@ -1027,6 +1061,7 @@ final class SuiteStore: Sendable {
         cs.identity = nil
         cs.unreadableIdentity = nil
         cs.journal = nil
+        cs.journalDamage = []
         return [:]
       case .values(var values, let read):
         cs.identity = read
@@ -1051,6 +1086,7 @@ final class SuiteStore: Sendable {
     }
     cs.identity = identity
     cs.journal = nil
+    cs.journalDamage = []
     if mode == .refresh {
       if cs.unreadableIdentity != identity {
         Diagnostics.report(
@@ -1068,7 +1104,9 @@ final class SuiteStore: Sendable {
     }
     if !holdingLock {
       do throws(LockedFile.Failure) {
-        try sidecar.file.lock(until: FileSystem.deadline(after: options.lockTimeout))
+        try sidecar.file.lock(
+          until: FileSystem.deadline(after: options.lockTimeout),
+          whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
       } catch {
         if cs.unreadableIdentity != identity {
           Diagnostics.report(
@@ -1089,7 +1127,7 @@ final class SuiteStore: Sendable {
     } catch {
       throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
     }
-    sidecar.advance(to: nil, journalLength: 0)
+    sidecar.advance(to: nil, journal: SuiteJournal.Published.noJournal)
     cs.identity = nil
     cs.unreadableIdentity = nil
     return [:]
@@ -1103,8 +1141,8 @@ final class SuiteStore: Sendable {
   /// so compacts the journal. Call holding `commit`.
   private func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
-  ) -> [UInt8]? {
-    guard let identity = cs.identity, cs.unreadableIdentity == nil, !cs.journalUnparsed,
+  ) -> (record: [UInt8], dead: Int)? {
+    guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
       identity.size >= options.journalThreshold
     else { return nil }
     let bound = SuiteJournal.bound(forPlistSize: Int(identity.size))
@@ -1115,33 +1153,82 @@ final class SuiteStore: Sendable {
     var before: [String: PropertyListValue?] = [:]
     for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
     var changes: [SuiteJournal.Change] = []
-    for (key, old) in before where next[key] != old { changes.append((key, next[key])) }
+    var dead = cs.deadBytes
+    for (key, old) in before where next[key] != old {
+      changes.append((key, next[key]))
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
     guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
       return nil
     }
-    return record
+    // A commit that would leave the files holding more dead bytes than live ones (a large
+    // value removed) rewrites the plist instead: the space is given back.
+    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
+    return (record, dead)
   }
 
-  /// Removes the journal once a commit has folded it into a new plist (which the journal's
-  /// header no longer names, so a crash before the removal leaves it ignored), and any other
-  /// file there (a journal of a plist removed by hand, or the unpublished record of a writer
-  /// that died): a plist written whole leaves no journal. A journal with bytes that could not
-  /// be read is kept aside instead. Call holding `commit` and the lock.
+  /// Clears the journal's path once a commit has folded the journal into a new plist (which
+  /// the journal's header no longer names, so a crash before this leaves it ignored): a
+  /// journal is removed (the journal of a plist removed by hand, or the unpublished record of
+  /// a writer that died, too: a plist written whole leaves no journal); a damaged one, or
+  /// anything else there, is kept aside and the user told where it went, once. Call holding
+  /// `commit` and the lock.
   private func retireJournal(_ cs: inout CommitState) {
     let journal = SuiteJournal.path(of: path)
-    if cs.journalUnparsed {
-      do throws(SystemCallError) {
-        let aside = try PropertyListFile.moveAside(journal)
-        Diagnostics.report(
-          "\(journal): some bytes within its durable length are not whole records; the records before them are in \(path) now, and the journal was moved to \(aside)")
-      } catch {
-        Diagnostics.report("\(journal): some bytes could not be read, and moving it aside failed: \(error)")
-      }
-    } else {
-      try? FileSystem.remove(journal)
-    }
+    let damage = cs.journalDamage
     cs.journal = nil
-    cs.journalUnparsed = false
+    cs.journalDamage = []
+    let aside: String?
+    do throws(SystemCallError) {
+      aside = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty)
+    } catch {
+      Diagnostics.report(
+        "\(journal): \(Self.describe(damage)); the records that could be read are in \(path) now, but keeping it aside failed: \(error)")
+      return
+    }
+    guard !damage.isEmpty || aside != nil else { return }
+    let readable = damage.allSatisfy {
+      switch $0 {
+      case .notARegularFile, .notAJournal, .missing, .replaced: return false
+      default: return true
+      }
+    }
+    var text = "\(journal): \(damage.isEmpty ? "it is not a journal" : Self.describe(damage))"
+    if readable { text += "; the records that could be read are in \(path) now" }
+    if let aside { text += "; it was moved to \(aside)" }
+    text += readable ? "" : "; the suite's commits go on without it"
+    Diagnostics.report(text)
+  }
+
+  private static func describe(_ damage: [SuiteJournal.Damage]) -> String {
+    damage.map(\.description).joined(separator: "; ")
+  }
+
+  /// Whether the journal read last is damaged in a way that a commit must repair: not what a
+  /// commit in flight shows a reader outside the lock for a moment (a new journal published
+  /// just before its rename, which wakes the reader again). A read-only store repairs
+  /// nothing: it says once what it ignores. Call holding `commit`.
+  private func needsJournalRepair(_ cs: inout CommitState) -> Bool {
+    let damage = cs.journalDamage.filter { !$0.mayBeInFlight }
+    guard !damage.isEmpty else { return false }
+    guard options.readOnly else { return true }
+    if cs.reportedJournalDamage != damage {
+      cs.reportedJournalDamage = damage
+      Diagnostics.report(
+        "\(SuiteJournal.path(of: path)): \(Self.describe(damage)); only the records that could be read are read")
+    }
+    return false
+  }
+
+  /// Schedules a commit that repairs the journal (``needsJournalRepair(_:)``), even with no
+  /// change pending.
+  private func requestJournalRepair() {
+    let schedule = state.withLock { st in
+      st.repairPending = true
+      defer { st.flushScheduled = true }
+      return !st.flushScheduled
+    }
+    if schedule { scheduleFlush() }
   }
 
   /// Applies the whole journal of plist version `base` onto `values`. Call holding `commit`.
@@ -1149,17 +1236,29 @@ final class SuiteStore: Sendable {
     to values: inout [String: PropertyListValue], base: FileIdentity, _ cs: inout CommitState
   ) throws(SystemCallError) {
     cs.journal = nil
-    cs.journalUnparsed = false
+    cs.journalDamage = []
+    cs.deadBytes = 0
     guard let tail = try readJournal(base: base, after: nil) else { return }
-    for (key, value) in tail.changes { values[key] = value }
+    cs.deadBytes = Self.apply(tail.changes, to: &values)
     cs.journal = tail.position
-    cs.journalUnparsed = tail.unparsed
+    cs.journalDamage = tail.damage
+  }
+
+  /// Applies a journal's changes to `values`.
+  /// - Returns: about how many bytes of the files the values they replace or remove hold.
+  private static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
+    var dead = 0
+    for (key, value) in changes {
+      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    return dead
   }
 
   /// The changes appended to the journal since this process last read it (applied to
   /// `cs.persisted`), while the plist is the version it read: empty when there are none;
-  /// `nil` when the journal was replaced, removed or cut, and the whole file must be read
-  /// again. Call holding `commit`.
+  /// `nil` when the journal was replaced, removed, cut or damaged, and the whole file must be
+  /// read again. Call holding `commit`.
   private func catchUpJournal(_ cs: inout CommitState) throws(AppGroupsError) -> [SuiteJournal.Change]? {
     guard let base = cs.identity else { return [] }
     let tail: SuiteJournal.Tail?
@@ -1170,10 +1269,9 @@ final class SuiteStore: Sendable {
     }
     guard let tail else { return cs.journal == nil ? [] : nil }
     // Read from where this process stood, or (a journal new to it) from the start.
-    guard tail.continued == (cs.journal != nil) else { return nil }
-    for (key, value) in tail.changes { cs.persisted[key] = value }
+    guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
+    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
     cs.journal = tail.position
-    cs.journalUnparsed = tail.unparsed
     return tail.changes
   }
 
@@ -1182,7 +1280,7 @@ final class SuiteStore: Sendable {
   /// flight), as far as the records check.
   private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
     try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      sidecar?.read()?.journalLength(of: base)
+      sidecar?.read()?.journal(of: base)
     }
   }
 
@@ -1197,7 +1295,7 @@ final class SuiteStore: Sendable {
     do throws(SystemCallError) {
       let copy = try PropertyListFile.keepCopy(data, of: path)
       Diagnostics.report(
-        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy) before anything is written over it")
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy.path)\(copy.existed ? " (kept before)" : "") before anything is written over it")
     } catch {
       Diagnostics.report(
         "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live; keeping a copy of the file failed: \(error)")

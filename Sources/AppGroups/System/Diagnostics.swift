@@ -33,7 +33,7 @@ public enum Diagnostics {
     return try body()
   }
 
-  static func report(_ message: String) {
+  package static func report(_ message: String) {
     let (primary, scoped) = handlers.withLock { ($0.primary, Array($0.scoped.values)) }
     if primary != nil || !scoped.isEmpty {
       primary?(message)

@@ -164,15 +164,15 @@ package enum FileSystem {
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
-  /// commit point; what it throws abandons the write (the temporary file is
-  /// removed). `afterRename` is called with the new identity as soon as the new file is
+  /// commit point, with the temporary file's identity (its inode is the one the file keeps
+  /// at `path`); what it throws abandons the write (the temporary file is removed). `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
   /// new file from then on, so a token describing it must move then.
   /// - Returns: the identity of the file now at `path`.
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    beforeRename: () throws(SystemCallError) -> Void = {},
+    beforeRename: (FileIdentity) throws(SystemCallError) -> Void = { _ in },
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
     let directory = (path as NSString).deletingLastPathComponent
@@ -227,7 +227,7 @@ package enum FileSystem {
     close(writer)
     writer = -1
     _ = try valueOrErrno("fsync", path: temporary) { fsync(reader) }
-    try beforeRename()
+    try beforeRename(FileIdentity(reopened))
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true
     var s = stat()

@@ -16,10 +16,14 @@ internal import Synchronization
 ///   against `lstat(2)`); when they differ it opens the file now at the path (creating it, and
 ///   its folder when ``Options/makeFolder`` allows), maps its page, and locks that one. A
 ///   writer checks once more with ``stillLocksPath()`` just before its commit point.
-/// - **Waits are woken by the kernel and bounded.** A waiter blocks in `flock(2)` until the
-///   holder lets go, and a per-thread timer cuts the wait short at the deadline
-///   (`cappgroups_flock_until`): no sleep loop that misses a release. A holder that was
-///   stopped (SIGSTOP) costs others the bound, never a deadlock.
+/// - **Waits are woken by the kernel and bounded by progress.** A waiter blocks in `flock(2)`
+///   until the holder lets go, and a per-thread timer cuts the wait short at the deadline
+///   (`cappgroups_flock_until`): no sleep loop that misses a release. With a mapped page, the
+///   holder records its thread there, and a waiter past the deadline waits on, up to a
+///   ceiling, while that thread makes progress (runs, waits for the disk, or uses CPU time):
+///   a loaded machine that slows a commit of milliseconds down to seconds costs time, never a
+///   failed write. A holder that was stopped (SIGSTOP), or sleeps without using the CPU,
+///   costs others the bound, never a deadlock.
 /// - **A replaced page is noticed.** When a holder finds its file replaced, it marks the old
 ///   page retired, so that every process still reading the old page (the token) knows to
 ///   look at the path again (``refreshIfReplaced()``).
@@ -88,7 +92,7 @@ package final class LockedFile: @unchecked Sendable {
   static let pageSize = 4096
   /// The page's last word: set when a holder found the file replaced at its path.
   static let retiredWord = pageSize / 8 - 1
-  private static let retiredMark: UInt64 = 0x4445_5249_5445_52  // "RETIRED"
+  static let retiredMark: UInt64 = 0x4445_5249_5445_52  // "RETIRED"
 
   let path: String
   let options: Options
@@ -161,12 +165,15 @@ package final class LockedFile: @unchecked Sendable {
   // MARK: Locking
 
   /// Takes the lock, waiting until `deadline` (``FileSystem/monotonicNanoseconds()``) at most,
-  /// and makes sure it is the lock of the file now at the path.
+  /// or on until `ceiling` while the holder makes progress (see ``LockedFile``), and makes
+  /// sure it is the lock of the file now at the path.
   ///
   /// The corresponding system calls are `flock(2)`, then `fstat(2)` and `lstat(2)`.
   /// - Throws: ``Failure/timedOut`` when another process still holds it at the deadline;
   ///   ``Failure/failed(_:)`` when the file at the path cannot be opened or locked.
-  package func lock(until deadline: UInt64) throws(Failure) {
+  package func lock(
+    until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
+  ) throws(Failure) {
     // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
     guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
     var locked = false
@@ -174,14 +181,15 @@ package final class LockedFile: @unchecked Sendable {
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
-      let result = cappgroups_flock_until(handle.descriptor, deadline, handle.page, &woken)
+      let result = cappgroups_flock_until(
+        handle.descriptor, deadline, max(ceiling ?? deadline, deadline), handle.page, &woken)
       if result == ETIMEDOUT { throw .timedOut }
       if result != 0 { throw .failed(SystemCallError(call: "flock", path: path, errno: result)) }
       let replacement: Handle?
       do {
         replacement = try replacementIfMoved(handle)
       } catch {
-        _ = flock(handle.descriptor, LOCK_UN)
+        cappgroups_funlock(handle.descriptor, handle.page)
         throw .failed(error)
       }
       guard let replacement else {
@@ -192,7 +200,7 @@ package final class LockedFile: @unchecked Sendable {
       // The locked file is no longer the one at the path: tell whoever still reads its page,
       // let it go, and lock the file that is there now.
       handle.retire()
-      _ = flock(handle.descriptor, LOCK_UN)
+      cappgroups_funlock(handle.descriptor, handle.page)
       update { $0.current = replacement }
     }
   }
@@ -220,9 +228,25 @@ package final class LockedFile: @unchecked Sendable {
       state.held = nil
     }
     if let held {
-      _ = flock(held.descriptor, LOCK_UN)
+      cappgroups_funlock(held.descriptor, held.page)
       SuspensionBarrier.leave()
     }
+  }
+
+  /// Runs `body` holding a shared lock of the lock file at `path`, taken only if no process
+  /// holds its exclusive lock now (no waiting, nothing created): for a tool that looks at a
+  /// suite's files between commits (`groupctl doctor`) without ever holding up a writer for
+  /// longer than `body`.
+  ///
+  /// The corresponding system call is `flock(2)` with `LOCK_SH | LOCK_NB`.
+  /// - Returns: what `body` returned; `nil` when the file cannot be opened or a commit holds
+  ///   the lock.
+  static func withSharedLockIfFree<Result>(path: String, _ body: () -> Result) -> Result? {
+    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+    defer { FileSystem.close(fd) }
+    guard (try? valueOrErrno("flock", path: path) { flock(fd, LOCK_SH | LOCK_NB) }) != nil else { return nil }
+    defer { _ = flock(fd, LOCK_UN) }
+    return body()
   }
 
   // MARK: Replacement

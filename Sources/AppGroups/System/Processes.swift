@@ -1,3 +1,4 @@
+import CAppGroupsLinux
 package import Dispatch
 import Glibc
 
@@ -137,12 +138,17 @@ package enum Processes {
   }
 
   /// Replaces this process with the program at `path`, run with `arguments` (the first one
-  /// is its name) and exactly `environment`. Standard streams are flushed first. Returns
-  /// only when the program cannot be run.
+  /// is its name) and exactly `environment`, with standard input, output and error as they
+  /// are and no other descriptor: every descriptor above 2 is closed by the exec, except a
+  /// Unix socket the parent process made (Foundation's `Process` learns of its child's exit
+  /// when the child's end of one closes; only the parent can pass anything through it).
+  /// Standard streams are flushed first. Returns only when the program cannot be run.
   ///
-  /// The corresponding system call is `execve(2)`.
+  /// The corresponding system calls are `close_range(2)` with `CLOSE_RANGE_CLOEXEC` (or
+  /// `fcntl(2)` with `FD_CLOEXEC` on each descriptor of `/proc/self/fd`), then `execve(2)`.
   ///
-  /// - Returns: `.io` saying "cannot run PATH: execve: " and the errno text.
+  /// - Returns: `.io` saying "cannot run PATH: execve: " and the errno text, or that the
+  ///   descriptors could not be marked (nothing is run then).
   package static func replaceCurrent(
     with path: String, arguments: [String], environment: [String: String]
   ) -> AppGroupsError {
@@ -152,6 +158,16 @@ package enum Processes {
       for pointer in argv + envp { free(pointer) }
     }
     fflush(nil)
+    do {
+      // A descriptor the caller opened on a file outside the sandbox would carry it in.
+      _ = try valueOrErrno("close_range", path: "descriptors above 2", retryOnInterrupt: false) {
+        cappgroups_close_on_exec_from(3, 1)
+      }
+    } catch {
+      return AppGroupsError(
+        .io, "cannot run \(path): cannot close the descriptors above 2: \(error.code)",
+        cause: error)
+    }
     do {
       // See: man 2 execve (it returns only on failure; EINTR cannot happen).
       _ = try valueOrErrno("execve", path: path, retryOnInterrupt: false) {

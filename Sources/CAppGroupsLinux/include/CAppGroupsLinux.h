@@ -38,10 +38,18 @@ void cappgroups_sanitizer_release(void *address);
 /// the `sigevent` of a per-thread timer (`sigev_notify_thread_id`) that cuts it short, nor
 /// call futex(2). With `page` (the lock file's first page, mapped shared), a waiter that has
 /// waited long claims priority there (words 504-506), so that waits are fair across
-/// processes. Returns 0 when the lock is held, ETIMEDOUT at the deadline, or the errno of
-/// the failure. `*kernel_woken` says whether the wait blocked in the kernel (it polls only
-/// when another part of the process owns the timer's signal, see `cappgroups_lock_signal`).
-int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t *page, int *kernel_woken);
+/// processes; the holder records its thread there (word 507), and a waiter past
+/// `deadline_ns` waits on, until `ceiling_ns` at most, while that thread makes progress
+/// (running, in a disk wait, or using CPU time: read from /proc). Returns 0 when the lock is
+/// held, ETIMEDOUT at the deadline, or the errno of the failure. `*kernel_woken` says whether
+/// the wait blocked in the kernel (it polls only when another part of the process owns the
+/// timer's signal, see `cappgroups_lock_signal`).
+int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, uint64_t *page,
+                           int *kernel_woken);
+
+/// Releases a flock taken by `cappgroups_flock_until`, clearing the holder it recorded in
+/// `page` (when mapped) first.
+void cappgroups_funlock(int fd, uint64_t *page);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
@@ -81,5 +89,63 @@ int cappgroups_open_path(const char *path);
 /// processes it creates afterwards, are confined by the ruleset from now on.
 /// Other threads are not, unless `flags` holds the kernel's all-threads flag.
 int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
+
+// MARK: Descriptors (descriptors.c)
+
+/// Marks every descriptor from `lowest` up close-on-exec, so that an execve(2) closes them
+/// all and the program starts with the ones below `lowest` alone:
+/// close_range(lowest, ~0U, CLOSE_RANGE_CLOEXEC) (Linux 5.11), else each descriptor
+/// /proc/self/fd lists, else every number below RLIMIT_NOFILE, with fcntl(2) (variadic,
+/// which Swift cannot call). Not closed at once: other threads may still be using them, and
+/// when the exec fails they stay open. With `keep_parent_socket`, a Unix socket whose peer
+/// is the parent process (SO_PEERCRED; for a socketpair(2), the process that made it) is
+/// kept: Foundation's Process learns that its child exited when its end closes. Returns 0,
+/// or -1 with errno.
+int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
+
+// MARK: The kernel's key retention service (keyring.c)
+//
+// add_key(2) and keyctl(2) have no C library wrapper and syscall(2) is variadic. The device's
+// class keys, once unwrapped, live in the user's keyring (see man 7 keyrings), never in a
+// file. Each returns what the kernel returns (-1 with errno on failure).
+
+/// The user keyring (`KEY_SPEC_USER_KEYRING`), as the special id the calls below accept.
+#define CAPPGROUPS_KEY_SPEC_USER_KEYRING (-4)
+
+/// add_key(2): adds (or updates) a key of `type` ("user" or "keyring") with `description`
+/// and `payload` to `keyring`. Returns its serial number.
+int32_t cappgroups_add_key(const char *type, const char *description, const void *payload,
+                           size_t length, int32_t keyring);
+
+/// keyctl(KEYCTL_SEARCH): the key of `type` and `description` found in `keyring` or a
+/// keyring linked from it. ENOKEY when there is none; EKEYEXPIRED when its timeout passed.
+int32_t cappgroups_keyctl_search(int32_t keyring, const char *type, const char *description);
+
+/// keyctl(KEYCTL_READ): copies up to `length` bytes of the key's payload (a keyring's: the
+/// serial numbers it links); returns the payload's whole length.
+long cappgroups_keyctl_read(int32_t key, void *buffer, size_t length);
+
+/// keyctl(KEYCTL_DESCRIBE): "type;uid;gid;perm;description", NUL-terminated; returns the
+/// length it needs.
+long cappgroups_keyctl_describe(int32_t key, char *buffer, size_t length);
+
+/// keyctl(KEYCTL_SET_TIMEOUT): the key expires `seconds` from now (0: never).
+int cappgroups_keyctl_set_timeout(int32_t key, unsigned int seconds);
+
+/// keyctl(KEYCTL_INVALIDATE): the key is gone at once, from every keyring.
+int cappgroups_keyctl_invalidate(int32_t key);
+
+/// keyctl(KEYCTL_CLEAR): unlinks every key from `keyring`.
+int cappgroups_keyctl_clear(int32_t keyring);
+
+/// keyctl(KEYCTL_UNLINK): unlinks `key` from `keyring`.
+int cappgroups_keyctl_unlink(int32_t key, int32_t keyring);
+
+/// keyctl(KEYCTL_GET_KEYRING_ID) of the user keyring, created if need be.
+int32_t cappgroups_keyctl_user_keyring(void);
+
+/// pidfd_open(2) (no C library wrapper in older glibc): a descriptor that polls readable
+/// when process `pid` ends, whether or not it is a child. Close-on-exec. -1 with errno.
+int cappgroups_pidfd_open(int32_t pid);
 
 #endif

@@ -523,51 +523,60 @@ struct Doctor {
       "replace it with a real folder or file (or remove it)")
   }
 
+  /// A preferences file, read as an app reads it (``StoredSuite``): one that cannot be read,
+  /// values left out of one that can, a damaged journal, a malformed schema marker.
   mutating func checkPreferencesFile(_ path: String) {
-    let data: Data
-    do {
-      data = try Data(contentsOf: URL(fileURLWithPath: path))
-    } catch {
-      add(
-        .problem, "\(path) cannot be read: \(describeFileError(error))", "check its owner and mode")
-      return
-    }
-    var reason: String?
-    do {
-      let value = try PropertyListValue(propertyListData: data)
-      if case .dictionary = value {
-      } else {
-        reason = "its root is a \(value.typeName), not a dictionary"
-      }
-    } catch {
-      reason = error.message
-    }
     let managed = path.hasPrefix(root.managedPreferencesDirectoryURL.path + "/")
-    guard let reason else {
-      if !managed, path != root.manifestURL.path, let damage = SuiteJournal.damage(ofSuiteAt: path) {
+    guard path != root.manifestURL.path else { return }  // checked by checkManifest
+    let suite: StoredSuite
+    do {
+      guard let read = try StoredSuite.read(plistAt: path) else { return }
+      suite = read
+    } catch where error.code == .io {
+      add(.problem, "\(path) cannot be read: \(error.message)", "check its owner and mode")
+      return
+    } catch {
+      if managed {
+        add(
+          .problem, "\(path) cannot be read (\(error.message)): its forced values are ignored",
+          "fix it, or remove it and force the values again with groupctl force")
+      } else {
         add(
           .problem,
-          "\(path).journal, the suite's last small commits, cannot be read whole (\(damage)):"
-            + " the records after the damage are not read; the next write folds the ones before it"
-            + " into the plist and moves the journal aside",
-          "write any key of the suite (groupctl write) to fold it now, then look at the journal"
-            + " kept aside")
+          "\(path) cannot be read (\(error.message)); the suite reads as empty, and the next app"
+            + " that opens it moves the file aside",
+          "look at it (plutil -p '\(path)'); fix it, or move it away and import what you can"
+            + " with groupctl import")
       }
       return
     }
-    if managed {
-      add(
-        .problem, "\(path) cannot be read (\(reason)): its forced values are ignored",
-        "fix it, or remove it and force the values again with groupctl force")
-    } else if path == root.manifestURL.path {
-      return  // reported by checkManifest
-    } else {
+    if !suite.skipped.isEmpty {
       add(
         .problem,
-        "\(path) cannot be read (\(reason)); the suite reads as empty, and the next write moves"
-          + " the file aside",
-        "look at it (plutil -p '\(path)'); fix it, or move it away and import what you can"
-          + " with groupctl import")
+        "\(path): \(suite.skipped.count) value(s) cannot be read: \(suite.skipped.joined(separator: ", "));"
+          + (managed
+            ? " they are not forced; the other keys are"
+            : " apps read the other keys; the first app that opens the suite keeps a copy of the"
+              + " whole file aside, and the next write leaves these values out"),
+        "look at the values (plutil -p '\(path)'), and write them again as property-list values")
+    }
+    if !managed, let damage = suite.journalDamage {
+      add(
+        .problem,
+        "\(path).journal, the suite's last small commits, cannot be read whole: \(damage);"
+          + " the next write (or the next app that opens the suite) folds what can be read of it"
+          + " into the plist and moves it aside",
+        "write any key of the suite (groupctl write) to fold it now, then look at what was"
+          + " kept aside")
+    }
+    if !managed, case .malformed(_, let holds) = PreferenceSchema.Marker(suite.values[PreferenceSchema.markerKey]) {
+      add(
+        .problem,
+        "\(path): its schema marker \(PreferenceSchema.markerKey) holds \(holds), not a version"
+          + " (an integer of 0 or more): apps that register a schema migrate nothing until it is"
+          + " fixed",
+        "write the version the values are at (groupctl write DOMAIN \(PreferenceSchema.markerKey)"
+          + " -int N), or delete the marker if they were written before any schema")
     }
   }
 
@@ -614,14 +623,33 @@ struct Doctor {
           "rm '\(path)' (the next write to the suite removes it too)")
       } else if let range = name.range(of: ".plist.journal.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
+        guard FileStatus(atPath: path)?.kind == .regularFile else {
+          add(
+            .problem,
+            "\(path) stood where the journal of \(original) belongs, and was moved aside",
+            "look at it, restore what you need with groupctl write, then delete it")
+          continue
+        }
         add(
           .problem,
-          "\(path) is a suite's journal with bytes that could not be read, moved aside; the"
-            + " records before them were folded into \(original), the ones after them were not",
+          "\(path) is a suite's journal that could not be read whole, moved aside; the records"
+            + " that could be read were folded into \(original), the others were not",
           "look at it (the records are binary property lists after a 40-byte header), restore"
             + " what you need with groupctl write, then delete it")
       } else if let range = name.range(of: ".plist.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
+        // Read as the library reads it: a copy of a file read in part is not one that
+        // started the suite again.
+        if let copy = try? StoredSuite.read(plistAt: path), !copy.skipped.isEmpty {
+          add(
+            .problem,
+            "\(path) is a copy of \(original), kept when \(copy.skipped.count) of its values could"
+              + " not be read (\(copy.skipped.joined(separator: ", "))); its other"
+              + " \(copy.values.count) key(s) stayed in \(original)",
+          "look at it (plutil -p '\(path)'), write again what you need of the values left out,"
+            + " then delete it")
+          continue
+        }
         add(
           .problem,
           "\(path) is a preferences file that could not be read and was moved aside;"

@@ -102,13 +102,13 @@ struct ReportCommand: ParsableCommand {
 
   /// The schema marker, described without guessing.
   static func describeMarker(_ marker: PropertyListValue?) -> String {
-    switch marker {
-    case nil:
+    switch PreferenceSchema.Marker(marker) {
+    case .absent:
       return "no marker (\(PreferenceSchema.markerKey)): version 0, written before any schema"
-    case .integer(let version)?:
+    case .version(let version):
       return "version \(version) (\(PreferenceSchema.markerKey))"
-    case let other?:
-      return "\(PreferenceSchema.markerKey) holds a \(other.typeName), not a version number"
+    case .malformed(_, let holds):
+      return "\(PreferenceSchema.markerKey) holds \(holds), not a version number: apps migrate nothing until it is fixed"
     }
   }
 }

@@ -16,8 +16,9 @@ struct RunCommand: ParsableCommand {
         read-write    the app's own container, with TMPDIR (its tmp folder) inside
                       it; every group container the manifest entitles the app to;
                       each --rw PATH
-        read-only     the manifest; the global and managed preferences; /proc; a few
-                      files of /etc; /dev/random and /dev/urandom; each --ro PATH
+        read-only     the manifest; the global and managed preferences; the device
+                      state (<root>/Device); /proc; a few files of /etc; /dev/random
+                      and /dev/urandom; each --ro PATH
         read-execute  /usr, /lib*, /bin, /sbin; the Swift runtime's folder; COMMAND's
                       folder, unless it is inside the root
         write         the global preferences' lock file (alone); /dev/null,

@@ -9,9 +9,10 @@ struct SchemaCommand: ParsableCommand {
     usage: "schema DOMAIN [--as BUNDLE-ID]",
     discussion: """
       Prints the version an app's PreferenceSchema recorded in the suite, under the \
-      reserved key \(PreferenceSchema.markerKey): a whole number, 0 when the suite has \
-      values but no marker (written before any schema). Fails (exit 1) when the suite does \
-      not exist or the marker is not a whole number. Nothing is created or changed.
+      reserved key \(PreferenceSchema.markerKey): an integer of 0 or more, 0 when the suite \
+      has values but no marker (written before any schema). Fails (exit 1) when the suite \
+      does not exist or the marker is anything else (the string "2" is no version: apps \
+      migrate nothing until it is fixed). Nothing is created or changed.
       """
   )
 
@@ -26,14 +27,15 @@ struct SchemaCommand: ParsableCommand {
   func run() throws {
     let resolved = try ResolvedDomain(domain, globals: globals)
     let values = try resolved.existingValues()
-    switch values[PreferenceSchema.markerKey] {
-    case nil:
+    // The library's verdict: what it would migrate from, or why it would not.
+    switch PreferenceSchema.Marker(values[PreferenceSchema.markerKey]) {
+    case .absent:
       printOut("0")
-    case .integer(let version)?:
+    case .version(let version):
       printOut(String(version))
-    case let other?:
+    case .malformed(_, let holds):
       throw CommandFailure(
-        "\(domain): \(PreferenceSchema.markerKey) holds a \(other.typeName), not a schema version (\(resolved.path))")
+        "\(domain): \(PreferenceSchema.markerKey) holds \(holds), not a schema version (an integer of 0 or more); apps that register a schema migrate nothing until it is fixed (\(resolved.path))")
     }
   }
 }

@@ -1,0 +1,166 @@
+import CAppGroupsLinux
+import Foundation
+import Glibc
+
+/// How one app ended when the device restarted (``Device/reboot(grace:)``).
+public struct RebootTermination: Sendable, Hashable {
+  /// How the app's process ended.
+  public enum Ending: String, Sendable, Hashable {
+    /// It exited after SIGTERM, within the grace period.
+    case exited
+    /// It was still running at the end of the grace period: SIGKILL.
+    case killed
+    /// It could not be signalled (it belongs to another user); it still runs.
+    case survived
+  }
+
+  /// The app's run record.
+  public let record: RunRecord
+  /// How it ended.
+  public let ending: Ending
+}
+
+extension Device {
+  /// The device's lock state and passcode now (see ``DeviceState``).
+  public var state: DeviceState { DeviceState.current(root: root) }
+
+  /// Locks the device, as pressing the side button does.
+  ///
+  /// With a passcode, protected data of class `complete` stays available for `grace`, then
+  /// goes: its key, in the kernel's keyring, expires then (the kernel frees it), and the
+  /// library refuses the class from that moment. Every running app hears
+  /// ``ProtectedData/willBecomeUnavailableNotification`` at once. Without a passcode the
+  /// device is locked but nothing becomes unavailable, as on a device without one.
+  ///
+  /// - Parameter grace: How long class `complete` stays available (iOS: 10 s).
+  /// - Returns: Whether the device was unlocked (`false`: it was already locked, or had not
+  ///   been unlocked since it started; nothing changed).
+  /// - Throws: `.lockTimeout` when another process held the device's lock for 5 s; `.io`
+  ///   when the device state cannot be written.
+  @discardableResult
+  public func lock(grace: Duration = DeviceState.defaultGrace) throws(AppGroupsError) -> Bool {
+    let file = try DeviceStateFile(root: root)
+    var failure: DeviceKeyring.Failure?
+    let locked = try file.transition { record throws(AppGroupsError) -> Bool in
+      guard record.lockState == .unlocked else { return false }
+      record.lockState = .locked
+      record.lockedAt = DeviceState.now()
+      record.grace = DeviceState.nanoseconds(grace)
+      if record.hasPasscode {
+        record.lockCount &+= 1
+        let keyring = DeviceKeyring(deviceIdentifier: record.deviceIdentifier, rootPath: root.path)
+        do throws(DeviceKeyring.Failure) {
+          try keyring.expire(
+            DeviceKeyring.unlockedOnlyNames, session: record.bootSession, after: grace)
+        } catch {
+          if !error.isUnavailable { failure = error }
+        }
+      }
+      return true
+    }
+    if let failure {
+      // The device is locked and the library refuses the class after the grace; only the
+      // kernel's own expiry of the key could not be set.
+      Diagnostics.report("locking \(root.path): \(failure.message)")
+    }
+    return locked
+  }
+
+  /// Restarts the device, as a shutdown and a start do.
+  ///
+  /// 1. Every app `groupctl run` started and that still runs is told: SIGTERM (a suspended
+  ///    one is resumed first), on which the library lands its pending changes and the process
+  ///    exits. One still running after `grace` is killed (SIGKILL). Their run records go.
+  /// 2. Every key of the device leaves the kernel's keyring.
+  /// 3. The device starts again: `before-first-unlock` with a passcode, `unlocked` without;
+  ///    ``DeviceState/bootSession`` moves.
+  ///
+  /// A process that `groupctl run` did not start keeps running, and hears the new state; on
+  /// a device every process ends at a shutdown.
+  ///
+  /// - Parameter grace: How long the apps have to exit after SIGTERM (default 5 s).
+  /// - Returns: How each app ended.
+  /// - Throws: `.lockTimeout` or `.io` when the device state cannot be written (the apps were
+  ///   terminated by then).
+  @discardableResult
+  public func reboot(grace: Duration = .seconds(5)) throws(AppGroupsError) -> [RebootTermination] {
+    let terminations = terminateApps(grace: grace)
+    let file = try DeviceStateFile(root: root)
+    var failure: DeviceKeyring.Failure?
+    try file.transition { record throws(AppGroupsError) in
+      let keyring = DeviceKeyring(deviceIdentifier: record.deviceIdentifier, rootPath: root.path)
+      do throws(DeviceKeyring.Failure) {
+        try keyring.removeAll()
+      } catch {
+        if !error.isUnavailable { failure = error }
+      }
+      record.restart()
+    }
+    if let failure {
+      // The keys of the last session are unreachable all the same: their descriptions name it.
+      Diagnostics.report("rebooting \(root.path): \(failure.message)")
+    }
+    return terminations
+  }
+
+  /// Tells every running app of the device to end, waits `grace` for them, kills the rest.
+  private func terminateApps(grace: Duration) -> [RebootTermination] {
+    var watched: [(record: RunRecord, descriptor: CInt)] = []
+    var survivors: [RunRecord] = []
+    for app in runningApps() {
+      let record = app.record
+      // A descriptor of the process itself: a pid handed out again is never signalled.
+      // See: man 2 pidfd_open (ESRCH: it is gone already).
+      guard
+        let descriptor = try? valueOrErrno("pidfd_open", { cappgroups_pidfd_open(record.pid) }),
+        Self.isLive(record)
+      else { continue }
+      if app.state != .running { try? resume(pid: record.pid) }
+      do {
+        try Processes.send(.terminate, to: record.pid)
+        watched.append((record, descriptor))
+      } catch {
+        FileSystem.close(descriptor)
+        survivors.append(record)
+      }
+    }
+    var ended = Self.waitForExit(
+      watched.map(\.descriptor), until: FileSystem.deadline(after: grace))
+    var killed: Set<Int> = []
+    for (index, entry) in watched.enumerated() where !ended.contains(index) {
+      try? Processes.send(.kill, to: entry.record.pid)
+      killed.insert(index)
+    }
+    if !killed.isEmpty {
+      ended.formUnion(
+        Self.waitForExit(watched.map(\.descriptor), until: FileSystem.deadline(after: .seconds(2))))
+    }
+    var terminations: [RebootTermination] = []
+    for (index, entry) in watched.enumerated() {
+      FileSystem.close(entry.descriptor)
+      removeRecord(pid: entry.record.pid)
+      terminations.append(
+        RebootTermination(record: entry.record, ending: killed.contains(index) ? .killed : .exited))
+    }
+    terminations += survivors.map { RebootTermination(record: $0, ending: .survived) }
+    return terminations
+  }
+
+  /// Waits until the processes of `descriptors` (pidfds) have ended, or `deadline`; returns
+  /// the indices of those that ended. Woken by the kernel at each exit (`poll(2)`).
+  private static func waitForExit(_ descriptors: [CInt], until deadline: UInt64) -> Set<Int> {
+    var ended: Set<Int> = []
+    while ended.count < descriptors.count {
+      let waiting = descriptors.indices.filter { !ended.contains($0) }
+      var entries = waiting.map { pollfd(fd: descriptors[$0], events: Int16(POLLIN), revents: 0) }
+      let now = FileSystem.monotonicNanoseconds()
+      let left = deadline > now ? Int32(clamping: (deadline - now + 999_999) / 1_000_000) : 0
+      _ = poll(&entries, nfds_t(entries.count), left)
+      for (position, entry) in entries.enumerated() where entry.revents != 0 {
+        ended.insert(waiting[position])
+      }
+      if FileSystem.monotonicNanoseconds() >= deadline { break }
+    }
+    return ended
+  }
+}

@@ -1,0 +1,204 @@
+import Dispatch
+public import Foundation
+internal import Synchronization
+
+/// A change of the device state, as a running app hears it.
+public struct DeviceEvent: Sendable, Hashable, CustomStringConvertible {
+  /// What happened.
+  public enum Kind: String, Sendable, Hashable {
+    /// The device locked (or restarted) with a passcode: class `complete` goes at
+    /// ``DeviceEvent/deadline``. UIKit's `protectedDataWillBecomeUnavailable`.
+    case willBecomeUnavailable
+    /// The device was unlocked with its passcode: every class is available.
+    /// UIKit's `protectedDataDidBecomeAvailable`.
+    case didBecomeAvailable
+    /// Anything else changed: the passcode was set or cleared, a device without a passcode
+    /// locked or unlocked, the device restarted. Delivered after the two above, once per
+    /// change heard.
+    case stateChanged
+  }
+
+  /// What happened.
+  public let kind: Kind
+  /// The device state once the change was heard.
+  public let state: DeviceState
+  /// For ``Kind/willBecomeUnavailable``: when class `complete` goes (the end of the grace);
+  /// `nil` otherwise.
+  public let deadline: Date?
+
+  public var description: String {
+    var text = "\(kind.rawValue) (\(state))"
+    if let deadline { text += String(format: ", in %.1f s", deadline.timeIntervalSinceNow) }
+    return text
+  }
+}
+
+/// The device state of one root as this process hears it: a watch on `<root>/Device` (the
+/// process's change monitor, inotify), the page mapped read-only, and the events delivered
+/// in order to observers and `NotificationCenter.default`, on a queue of its own.
+///
+/// A transition touches the state file once it has published the page (`IN_ATTRIB`), so every
+/// process that watches hears each change at once. A process that missed changes (it was
+/// stopped, or several came together) compares the page's lock and unlock counts with the last
+/// it delivered, and delivers what it missed in order, a lock and an unlock at most.
+final class DeviceMonitor: Sendable {
+  let root: ContainerRoot
+  let page: DeviceStatePage
+
+  private struct Delivered: Sendable {
+    var generation: UInt64
+    var lockCount: UInt64
+    var unlockCount: UInt64
+    /// Whether the last event said protected data is available (or none came, and it was).
+    var available: Bool
+    var handlers: [(id: UInt64, handler: @Sendable (DeviceEvent) -> Void)] = []
+    var nextID: UInt64 = 1
+  }
+  private let delivered: Mutex<Delivered>
+  /// The change monitor's listener; `nil` until watching starts (or when it could not).
+  private let listener = Mutex<UInt64?>(nil)
+  private let started = Atomic<Bool>(false)
+  /// Events are told here, one at a time, in order: never on the change monitor's thread.
+  private let queue = DispatchQueue(label: "appgroups.device-events")
+
+  private static let registry = WeakRegistry<DeviceMonitor>()
+
+  /// The monitor of `root`, watching from its first use for as long as someone holds it (the
+  /// app's lifecycle holds its root's; an observation, its own).
+  ///
+  /// The root's `Device` folder is made when it is missing and this process may make it (an
+  /// app in a sandbox gets it from `groupctl run`). Without it nothing is heard; the state is
+  /// still read at each ask.
+  static func shared(root: ContainerRoot) -> DeviceMonitor {
+    let made = try? registry.object(forKey: root.path) { () throws(AppGroupsError) in
+      DeviceMonitor(root: root)
+    }
+    let monitor = made ?? DeviceMonitor(root: root)
+    monitor.startWatching()
+    return monitor
+  }
+
+  /// The monitor of `root` if this process watches it.
+  static func existing(root: ContainerRoot) -> DeviceMonitor? {
+    registry.existing(forKey: root.path)
+  }
+
+  deinit {
+    if let id = listener.withLock({ $0 }) { ChangeMonitor.shared.removeListener(id) }
+  }
+
+  private init(root: ContainerRoot) {
+    self.root = root
+    page = DeviceStatePage.shared(root: root)
+    let state = page.state
+    delivered = Mutex(
+      Delivered(
+        generation: state.generation, lockCount: state.lockCount,
+        unlockCount: state.unlockCount, available: Self.availableView(state)))
+  }
+
+  /// Whether, as events go, protected data is available in `state`: not locked or before
+  /// first unlock with a passcode (a lock within its grace already had its event).
+  private static func availableView(_ state: DeviceState) -> Bool {
+    !state.hasPasscode || state.lockState == .unlocked
+  }
+
+  private func startWatching() {
+    guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let folder = DeviceStateFile.folder(root: root)
+    do {
+      try root.prepareRoot()
+      try FileSystem.makeDirectory(folder, within: root.path)
+    } catch {
+      // Read-only root, or a sandbox without it: watch if the folder is there anyway.
+    }
+    let id = try? ChangeMonitor.shared.addListener(directory: folder, prefix: "state") {
+      [weak self] name in
+      self?.check(refresh: name.isEmpty)
+    }
+    listener.withLock { $0 = id }
+    // A change between reading the baseline and the watch: look once.
+    check(refresh: true)
+  }
+
+  /// Adds `handler`, told of every event from now on, on the monitor's queue.
+  func add(_ handler: @escaping @Sendable (DeviceEvent) -> Void) -> Observation {
+    let id = delivered.withLock { delivered in
+      defer { delivered.nextID &+= 1 }
+      delivered.handlers.append((delivered.nextID, handler))
+      return delivered.nextID
+    }
+    // The observation holds the monitor: it watches while someone observes.
+    return Observation { [self] in
+      delivered.withLock { $0.handlers.removeAll { $0.id == id } }
+    }
+  }
+
+  /// Reads the page and delivers what changed since the last delivery. `refresh`: the folder
+  /// may have been replaced (events were lost): the file at the path is mapped again.
+  func check(refresh: Bool = false) {
+    if refresh { page.remapIfReplaced() }
+    let state = page.state
+    let (events, handlers): ([DeviceEvent], [@Sendable (DeviceEvent) -> Void]) =
+      delivered.withLock { delivered in
+        guard state.generation != delivered.generation else { return ([], []) }
+        var events: [DeviceEvent] = []
+        let locks = state.lockCount &- delivered.lockCount
+        let unlocks = state.unlockCount &- delivered.unlockCount
+        var count = Int(clamping: min(locks, 1 << 20) + min(unlocks, 1 << 20))
+        // Counts that went back: the state was made anew. Start from what it says.
+        if state.lockCount < delivered.lockCount || state.unlockCount < delivered.unlockCount {
+          count = Self.availableView(state) == delivered.available ? 0 : 1
+        }
+        // What was missed, in order, a lock and an unlock at most: events alternate.
+        if count > 2 { count = 2 - count % 2 }
+        var available = delivered.available
+        for _ in 0..<count {
+          available.toggle()
+          events.append(event(available ? .didBecomeAvailable : .willBecomeUnavailable, state))
+        }
+        // What the state says wins: a lock missed on the way is told before the unlock.
+        if available != Self.availableView(state) {
+          available.toggle()
+          events.append(event(available ? .didBecomeAvailable : .willBecomeUnavailable, state))
+        }
+        events.append(event(.stateChanged, state))
+        delivered.generation = state.generation
+        delivered.lockCount = state.lockCount
+        delivered.unlockCount = state.unlockCount
+        delivered.available = available
+        return (events, delivered.handlers.map(\.handler))
+      }
+    guard !events.isEmpty else { return }
+    let root = self.root
+    queue.async {
+      for event in events {
+        for handler in handlers { handler(event) }
+        let name: Notification.Name? =
+          switch event.kind {
+          case .willBecomeUnavailable: ProtectedData.willBecomeUnavailableNotification
+          case .didBecomeAvailable: ProtectedData.didBecomeAvailableNotification
+          case .stateChanged: nil
+          }
+        if let name {
+          NotificationCenter.default.post(
+            name: name, object: nil,
+            userInfo: [ProtectedData.rootKey: root.path, ProtectedData.eventKey: event])
+        }
+      }
+    }
+  }
+
+  private func event(_ kind: DeviceEvent.Kind, _ state: DeviceState) -> DeviceEvent {
+    var deadline: Date?
+    if kind == .willBecomeUnavailable {
+      let now = DeviceState.now()
+      let end = state.graceEnd
+      deadline = Date(timeIntervalSinceNow: end > now ? Double(end - now) / 1e9 : 0)
+    }
+    return DeviceEvent(kind: kind, state: state, deadline: deadline)
+  }
+
+  /// Waits until every event heard so far has been delivered: for tests.
+  func drain() { queue.sync {} }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// A suite as a tool that does not open it reads it (`groupctl read`, `export`, `explain`,
+/// `report`, `doctor`): through the library's own reader, so that a tool and an app never
+/// disagree about a file. Nothing is created, locked or moved aside.
+package struct StoredSuite: Sendable {
+  /// The values: the plist's, then its journal's records as far as its lock file publishes
+  /// them (those behind a damaged header too).
+  package var values: [String: PropertyListValue]
+  /// The plist's values that cannot be read (a keyed archive's uid, a set), each as
+  /// `"key" (reason)`: the other keys are read, as an app reads them.
+  package var skipped: [String]
+  /// What is wrong with the journal, in words; `nil` when nothing is.
+  package var journalDamage: String?
+
+  /// Reads the suite whose plist is at `plistPath`. Only a regular file is read, as the
+  /// library reads it: a symbolic link, a folder or a fifo in its place is unreadable.
+  ///
+  /// - Returns: `nil` when there is no plist.
+  /// - Throws: `.io` when the plist or its journal cannot be read, the message the system's
+  ///   reason alone; `.corruptPreferences` when the plist cannot be read as a domain (an app
+  ///   that opens the suite moves it aside), the message the reason.
+  package static func read(plistAt plistPath: String) throws(AppGroupsError) -> StoredSuite? {
+    let contents: PropertyListFile.Contents
+    do {
+      contents = try PropertyListFile.read(plistPath)
+    } catch {
+      throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
+    }
+    var suite: StoredSuite
+    let identity: FileIdentity
+    switch consume contents {
+    case .missing:
+      return nil
+    case .unreadable(let reason, _):
+      throw AppGroupsError(.corruptPreferences, reason)
+    case .values(let values, let read):
+      suite = StoredSuite(values: values, skipped: [], journalDamage: nil)
+      identity = read
+    case .salvaged(let values, let read, let skipped, _):
+      suite = StoredSuite(values: values, skipped: skipped.map(\.description), journalDamage: nil)
+      identity = read
+    }
+    let tail: SuiteJournal.Tail?
+    do {
+      tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
+        SuiteSidecar.peek(atPath: plistPath + ".lock")?.journal(of: identity)
+      }
+    } catch {
+      throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
+    }
+    if let tail {
+      for (key, value) in tail.changes { suite.values[key] = value }
+      let damage = tail.damage.filter { !$0.mayBeInFlight }
+      if !damage.isEmpty { suite.journalDamage = damage.map(\.description).joined(separator: "; ") }
+    }
+    return suite
+  }
+}

@@ -1,0 +1,256 @@
+import AppGroups
+import AppGroupsKeybag
+import Foundation
+
+/// `groupctl device [passcode set CODE|- | passcode clear | lock | unlock | reboot]`
+struct DeviceCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "device",
+    abstract: "Show or change the device state: passcode, lock, unlock, reboot.",
+    usage: """
+      device
+      device passcode set NEW-CODE|- [--passcode CODE|-]
+      device passcode clear --passcode CODE|-
+      device lock [--grace SECONDS]
+      device unlock [--passcode CODE|-]
+      device reboot [--grace SECONDS]
+      """,
+    discussion: """
+      The root is one simulated device, with a lock state (before-first-unlock, \
+      unlocked, locked) and, optionally, a passcode. A root that has no device state yet \
+      is a new device: unlocked, no passcode. Every running app of the device hears each \
+      change at once (ProtectedData).
+
+        device            prints the state, whether a passcode is set, whether protected
+                          data (class complete) is available, the boot session, and the
+                          wrong passcodes given in a row
+        passcode set      sets the passcode, or changes it (--passcode: the current one);
+                          the device must be unlocked
+        passcode clear    clears it (--passcode: the current one); the keys of the
+                          passcode-set class are destroyed: what they sealed is lost
+        lock              locks the device; with a passcode, class complete stays
+                          available for the grace period (default 10 s, as iOS), then goes
+        unlock            unlocks it, with --passcode when one is set
+        reboot            terminates the apps 'groupctl run' started (SIGTERM, then SIGKILL
+                          after the grace, default 5 s), drops every unwrapped key, and
+                          starts the device: before-first-unlock with a passcode, unlocked
+                          without one
+
+      A passcode is 4 characters or more (at most 128 bytes), with no control character \
+      and no space at either end. A passcode given as an argument is visible to every \
+      process of the machine (/proc/PID/cmdline) and stays in the shell's history: give - \
+      instead to read it from stdin, one line. When both the new code and --passcode are \
+      -, stdin holds the current code on its first line and the new one on its second.
+
+      A wrong or missing code exits with 1, says why, and changes nothing but the count of \
+      wrong codes: after five in a row, attempts are heard only after a delay (1 min, then \
+      5, 15, 15, then 60 min each), as on iOS. Changing the device while another process \
+      changes it waits for it (5 s at most): two shells locking and unlocking at once end \
+      in a state one of them asked for.
+      """,
+    options: [
+      OptionHelp("--passcode CODE|-", "The current passcode (- reads it from stdin)."),
+      OptionHelp(
+        "--grace SECONDS",
+        "lock: how long class complete stays available (default 10; 0 to 3600). reboot: how"
+          + " long apps have to exit (default 5; 0 to 60)."),
+    ]
+  )
+
+  enum Action {
+    case show
+    case setPasscode(new: String)
+    case clearPasscode
+    case lock
+    case unlock
+    case reboot
+  }
+
+  let globals: GlobalOptions
+  let action: Action
+  let passcode: String?
+  let grace: Duration?
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    passcode = try arguments.option("--passcode", value: "CODE|-")
+    let graceText = try arguments.option("--grace", value: "SECONDS")
+    let verb = try arguments.optionalPositional("ACTION")
+    switch verb {
+    case nil: action = .show
+    case "passcode":
+      let what = try arguments.positional("set|clear")
+      switch what {
+      case "set": action = .setPasscode(new: try arguments.positional("NEW-CODE|-"))
+      case "clear": action = .clearPasscode
+      default:
+        throw ValidationError("unknown passcode action '\(what)'; expected 'set' or 'clear'")
+      }
+    case "lock": action = .lock
+    case "unlock": action = .unlock
+    case "reboot": action = .reboot
+    case let other?:
+      throw ValidationError(
+        "unknown device action '\(other)'; expected passcode, lock, unlock or reboot")
+    }
+    switch (action, graceText) {
+    case (_, nil):
+      grace = nil
+    case (.lock, let text?):
+      grace = try Self.seconds(text, upTo: 3600)
+    case (.reboot, let text?):
+      grace = try Self.seconds(text, upTo: 60)
+    default:
+      throw ValidationError("--grace applies to 'device lock' and 'device reboot' only")
+    }
+    switch action {
+    case .show, .lock, .reboot:
+      if passcode != nil {
+        throw ValidationError("--passcode applies to 'unlock' and 'passcode set|clear' only")
+      }
+    case .clearPasscode:
+      if passcode == nil {
+        throw ValidationError(
+          "passcode clear needs the current passcode: --passcode CODE, or --passcode - to read it from stdin"
+        )
+      }
+    case .setPasscode, .unlock:
+      break
+    }
+  }
+
+  private static func seconds(_ text: String, upTo maximum: Double) throws(ValidationError)
+    -> Duration
+  {
+    guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximum else {
+      throw ValidationError(
+        "--grace '\(text)' is not a number of seconds from 0 to \(Int(maximum))")
+    }
+    return .milliseconds(Int64((seconds * 1000).rounded()))
+  }
+
+  func validate() throws {
+    try globals.requireAdministrator("device")
+  }
+
+  func run() throws {
+    let root = globals.containerRoot
+    let keybag = Keybag(root: root)
+    var input = PasscodeInput()
+    switch action {
+    case .show:
+      show(root: root, keybag: keybag)
+    case .setPasscode(let new):
+      // The current code first: with both on stdin, it is the first line.
+      let current = try passcode.map { try input.resolve($0, what: "the current passcode") }
+      let code = try input.resolve(new, what: "the new passcode")
+      try keybag.setPasscode(code, current: current)
+      printOut(current == nil ? "passcode set" : "passcode changed")
+    case .clearPasscode:
+      let current = try input.resolve(passcode ?? "-", what: "the current passcode")
+      try keybag.clearPasscode(current: current)
+      printOut("passcode cleared; the passcode-set class's keys are destroyed")
+    case .lock:
+      let device = Device(root: root)
+      let grace = grace ?? DeviceState.defaultGrace
+      if try device.lock(grace: grace) {
+        let state = device.state
+        if !state.hasPasscode {
+          printOut("locked; no passcode is set, so every class stays available")
+        } else if grace == .zero {
+          printOut("locked; protected data (class complete) is unavailable now")
+        } else {
+          printOut(
+            "locked; protected data (class complete) stays available for \(Self.spoken(grace))")
+        }
+      } else {
+        printOut("already \(device.state.lockState)")
+      }
+    case .unlock:
+      let code = try passcode.map { try input.resolve($0, what: "the passcode") }
+      let changed = try keybag.unlock(passcode: code)
+      printOut(changed ? "unlocked" : "already unlocked")
+    case .reboot:
+      let device = Device(root: root)
+      let terminations = try device.reboot(grace: grace ?? .seconds(5))
+      for termination in terminations {
+        let record = termination.record
+        let app = "\(record.bundleIdentifier) (\(record.pid))"
+        switch termination.ending {
+        case .exited: printOut("terminated: \(app) exited")
+        case .killed: printOut("terminated: \(app) killed after the grace period")
+        case .survived: printError("groupctl: \(app) could not be signalled; it still runs")
+        }
+      }
+      printOut(
+        "rebooted: \(device.state.lockState),"
+          + " \(device.state.hasPasscode ? "passcode set" : "no passcode")"
+      )
+      // The keys a device needs without its passcode, for the apps launched next.
+      // (Without a keyring, that is said when a key is asked for.)
+      let prepared = Result { () throws(KeybagError) in try keybag.prepare() }
+      if case .failure(let error) = prepared, error.code != .keyringUnavailable {
+        printError("groupctl: note: \(error.message)")
+      }
+    }
+  }
+
+  private func show(root: ContainerRoot, keybag: Keybag) {
+    let path = DeviceStateFile.path(root: root)
+    let exists = FileManager.default.fileExists(atPath: path)
+    let state = DeviceState.current(root: root)
+    var lockLine = "state: \(state.lockState)"
+    if !exists { lockLine += " (a new device: no device state yet)" }
+    printOut(lockLine)
+    printOut("passcode: \(state.hasPasscode ? "set" : "none")")
+    let protected: String
+    if !state.hasPasscode {
+      protected = "available (no passcode)"
+    } else if state.isProtectedDataAvailable {
+      if state.lockState == .locked {
+        let left = Double(state.graceEnd &- DeviceState.now()) / 1e9
+        protected = String(format: "available for %.1f s more (the grace after the lock)", left)
+      } else {
+        protected = "available"
+      }
+    } else if state.lockState == .beforeFirstUnlock {
+      protected =
+        "unavailable; before first unlock, classes complete and"
+        + " completeUntilFirstUserAuthentication (preferences) are unavailable"
+    } else {
+      protected = "unavailable (class complete)"
+    }
+    printOut("protected data: \(protected)")
+    if exists { printOut("boot session: \(state.bootSession)") }
+    if let attempts = try? keybag.attempts(), attempts.failed > 0 {
+      var line = "wrong passcodes: \(attempts.failed) in a row"
+      if let retry = attempts.retryAfter {
+        let wait = Duration.seconds(max(retry.timeIntervalSinceNow, 0))
+        line += "; the next attempt is heard in \(Self.spoken(wait))"
+      }
+      printOut(line)
+    }
+  }
+
+  static func spoken(_ duration: Duration) -> String {
+    let seconds =
+      Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    if seconds >= 60 && seconds.truncatingRemainder(dividingBy: 60) == 0 {
+      return "\(Int(seconds) / 60) min"
+    }
+    if seconds == seconds.rounded() { return "\(Int(seconds)) s" }
+    return String(format: "%.1f s", seconds)
+  }
+}
+
+/// Passcodes given on the command line or, for `-`, read from stdin one line each.
+struct PasscodeInput {
+  /// `value` itself, or for `-` the next line of stdin.
+  mutating func resolve(_ value: String, what: String) throws -> String {
+    guard value == "-" else { return value }
+    guard let line = readLine(strippingNewline: true) else {
+      throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
+    }
+    return line.hasSuffix("\r") ? String(line.dropLast()) : line
+  }
+}

@@ -1,0 +1,115 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// `groupctl device`: the state, passcodes given as arguments and on stdin, bad input, and a
+/// reboot with apps running.
+@Suite("groupctl device", .processBound)
+struct GroupctlDeviceTests {
+  @Test func aRootWithNoDeviceStateIsANewDeviceAndNothingIsCreated() throws {
+    let g = try GroupctlRoot()
+    let shown = try g.run(["device"])
+    #expect(shown.status == 0)
+    #expect(shown.stdout.contains("state: unlocked (a new device: no device state yet)"))
+    #expect(shown.stdout.contains("passcode: none"))
+    #expect(!FileManager.default.fileExists(atPath: g.path + "/Device"), "showing creates nothing")
+  }
+
+  @Test func badInputIsRefusedAndChangesNothing() throws {
+    let g = try GroupctlRoot()
+    let usage: [([String], String)] = [
+      (["device", "frobnicate"], "unknown device action 'frobnicate'"),
+      (["device", "passcode"], "missing argument set|clear"),
+      (["device", "passcode", "reset"], "unknown passcode action 'reset'"),
+      (["device", "passcode", "set"], "missing argument NEW-CODE|-"),
+      (["device", "passcode", "clear"], "passcode clear needs the current passcode"),
+      (["device", "lock", "--grace", "99999"], "--grace '99999' is not a number of seconds"),
+      (["device", "lock", "--grace", "-1"], "--grace '-1'"),
+      (["device", "reboot", "--grace", "nan"], "--grace 'nan'"),
+      (
+        ["device", "unlock", "--grace", "1"],
+        "--grace applies to 'device lock' and 'device reboot' only"
+      ),
+      (["device", "lock", "--passcode", "1234"], "--passcode applies to"),
+      (["--as", TestRoot.app, "device", "lock"], "device is an administrator's command"),
+      (["device", "lock", "extra"], "extra"),
+    ]
+    for (args, message) in usage {
+      let result = try g.run(args)
+      #expect(result.status == 64, "\(args): \(result)")
+      #expect(result.stderr.contains(message), "\(args): \(result.stderr)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: g.path + "/Device"))
+
+    let short = try g.run(["device", "passcode", "set", "Q7"])
+    #expect(short.status == 1 && short.stderr.contains("at least 4 characters"), "\(short)")
+    #expect(!short.stderr.contains("Q7"), "a refusal never repeats the code")
+    #expect(
+      try g.run(["device", "unlock", "--passcode", "1234"]).stderr.contains("no passcode is set"))
+
+    try g.ok(["device", "passcode", "set", "1234"])
+    try g.ok(["device", "lock"])
+    let missing = try g.run(["device", "unlock"])
+    #expect(
+      missing.status == 1 && missing.stderr.contains("give it to unlock; the device stays locked"))
+    let wrong = try g.run(["device", "unlock", "--passcode", "9876"])
+    #expect(wrong.status == 1 && wrong.stderr.contains("wrong passcode (1 in a row)"), "\(wrong)")
+    #expect(!wrong.stderr.contains("9876"))
+    let empty = try g.run(["device", "unlock", "--passcode", "-"], stdin: Data())
+    #expect(empty.status == 1 && empty.stderr.contains("stdin has no line left"), "\(empty)")
+    #expect(try g.ok(["device"]).contains("state: locked"))
+    #expect(try g.ok(["device"]).contains("wrong passcodes: 1 in a row"))
+    let change = try g.run(["device", "passcode", "set", "5678", "--passcode", "1234"])
+    #expect(change.status == 1 && change.stderr.contains("needs the device unlocked"), "\(change)")
+  }
+
+  @Test func passcodesComeFromStdinOneLineEach() throws {
+    let g = try GroupctlRoot()
+    #expect(
+      try g.ok(["device", "passcode", "set", "-"], stdin: Data("1234\n".utf8)) == "passcode set\n")
+    // Both on stdin: the current code first.
+    #expect(
+      try g.ok(
+        ["device", "passcode", "set", "-", "--passcode", "-"], stdin: Data("1234\n5678\n".utf8))
+        == "passcode changed\n")
+    try g.ok(["device", "lock", "--grace", "0"])
+    let shown = try g.ok(["device"])
+    #expect(
+      shown.contains("state: locked") && shown.contains("protected data: unavailable"), "\(shown)")
+    #expect(
+      try g.ok(["device", "unlock", "--passcode", "-"], stdin: Data("5678\r\n".utf8))
+        == "unlocked\n")
+    #expect(try g.ok(["device", "unlock", "--passcode", "5678"]) == "already unlocked\n")
+    try g.ok(["device", "passcode", "clear", "--passcode", "-"], stdin: Data("5678\n".utf8))
+    #expect(try g.ok(["device"]).contains("passcode: none"))
+    #expect(
+      try g.ok(["device", "lock"]).contains("no passcode is set, so every class stays available"))
+    #expect(try g.ok(["device", "lock"]) == "already locked\n")
+    #expect(try g.ok(["device", "unlock"]) == "unlocked\n")
+  }
+
+  @Test func aRebootTerminatesTheAppsGroupctlRunStarted() throws {
+    let t = try LifecycleRoot()
+    try t.g.ok(["device", "passcode", "set", "1234"])
+    // One that ends on SIGTERM (the widget: the library lands its changes and exits), one that
+    // ignores it and is killed at the end of the grace.
+    let widget = try t.launch(TestRoot.widget, [Product.url("widget").path, "--watch"])
+    let stubborn = try t.launch(
+      TestRoot.app, ["/bin/sh", "-c", "trap '' TERM; echo ready; exec sleep 600"])
+    let reboot = try t.g.run(["device", "reboot", "--grace", "1"])
+    #expect(reboot.status == 0, "\(reboot)")
+    #expect(
+      reboot.stdout.contains(
+        "terminated: \(TestRoot.widget) (\(widget.process.processIdentifier)) exited"),
+      "\(reboot.stdout)")
+    #expect(
+      reboot.stdout.contains(
+        "terminated: \(TestRoot.app) (\(stubborn.process.processIdentifier)) killed after the grace period"
+      ), "\(reboot.stdout)")
+    #expect(reboot.stdout.hasSuffix("rebooted: before-first-unlock, passcode set\n"))
+    #expect(widget.wait(timeout: 20) != nil && stubborn.wait(timeout: 20) != nil)
+    #expect(t.device.runningApps().isEmpty)
+    #expect(t.device.state.lockState == .beforeFirstUnlock)
+  }
+}

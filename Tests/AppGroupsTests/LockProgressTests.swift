@@ -1,0 +1,56 @@
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `synchronize()` waits for a lock whose holder is making progress, as Apple's waits: a
+/// commit slowed down past the 1 s bound by a loaded machine costs time, not a false. A holder
+/// that is stopped or idle under the lock still ends the wait at the bound.
+@Suite("Contention: a holder making progress is waited for", .processBound)
+struct LockProgressTests {
+  private func holder(_ t: TestRoot, _ mode: String, seconds: Int) throws -> ChildProcess {
+    // The suite exists first, so that the holder's lock is the only thing a writer waits for.
+    let made = try Product.run("groupctl", ["--root", t.path, "write", TestRoot.group, "k", "before"])
+    #expect(made.status == 0, "\(made.stderr)")
+    let holder = try ChildProcess(
+      "appgroups-worker", ["hold", TestRoot.group, String(seconds), mode],
+      environment: t.environment(as: TestRoot.widget).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(holder.waitFor("holding", timeout: 60), "\(holder.standardError)")
+    return holder
+  }
+
+  private func write(_ t: TestRoot) throws -> (status: Int32, stdout: String, stderr: String) {
+    try Product.run(
+      "appgroups-worker", ["set", TestRoot.group, "k", "after"],
+      environment: t.environment(as: TestRoot.app).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+  }
+
+  @Test func aCommitWaitsPastTheBoundForAHolderThatIsRunning() throws {
+    let t = try TestRoot()
+    // Holds the lock 3 s while running (as a commit slowed down by a loaded machine is).
+    let holder = try holder(t, "busy", seconds: 3)
+    let writer = try write(t)
+    #expect(writer.status == 0, "\(writer.stdout) \(writer.stderr)")
+    #expect(writer.stdout == "set\n", "synchronize() returned false: \(writer.stderr)")
+    #expect(holder.waitFor("released", timeout: 60), "\(holder.standardError)")
+    #expect(holder.wait() == 0)
+    let read = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group, "k"])
+    #expect(read.stdout == "after\n")
+  }
+
+  @Test(arguments: ["idle", "stopped"])
+  func aHolderThatMakesNoProgressEndsTheWaitAtTheBound(_ state: String) throws {
+    let t = try TestRoot()
+    // Holds the lock far longer than the test waits: the writer must give up by itself.
+    let holder = try holder(t, state == "idle" ? "idle" : "busy", seconds: 600)
+    defer {
+      holder.signal(SIGKILL)
+      _ = holder.wait()
+    }
+    if state == "stopped" { holder.signal(SIGSTOP) }
+    let writer = try write(t)
+    #expect(writer.status == 1)
+    #expect(writer.stdout == "sync-failed\n", "\(writer.stdout)")
+    #expect(writer.stderr.contains("without making progress"), "\(writer.stderr)")
+  }
+}

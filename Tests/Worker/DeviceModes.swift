@@ -1,0 +1,59 @@
+import AppGroups
+import AppGroupsKeybag
+import Foundation
+
+// appgroups-worker class-key CLASS…   for each class, "key CLASS FINGERPRINT" (16 hex digits of
+//                                     PBKDF2 over the key: two processes that print the same
+//                                     fingerprint hold the same key; the key itself is never
+//                                     printed), or "refused CLASS CODE"; then "done". No wait.
+
+/// `class-key`: asks the keybag of APPGROUPS_ROOT for each class's key.
+func runClassKeys(_ names: [String]) -> Never {
+  let keybag = Keybag(root: .default)
+  for name in names {
+    guard let keyClass = Keybag.KeyClass(rawValue: name) else { fail("unknown class \(name)") }
+    do {
+      var key = try keybag.classKey(keyClass)
+      var digest =
+        (try? Crypto.deriveKey(passcode: key, salt: Array("fingerprint".utf8), iterations: 1)) ?? []
+      Crypto.wipe(&key)
+      say("key \(name) \(digest.prefix(8).map { String(format: "%02x", $0) }.joined())")
+      Crypto.wipe(&digest)
+    } catch {
+      say("refused \(name) \(error.code)")
+    }
+  }
+  say("done")
+  exit(0)
+}
+
+// appgroups-worker device-watch       starts the app's lifecycle (as opening a suite does) and
+//                                     hears the device as an app: "ready", then for each
+//                                     NotificationCenter post "note will|did available=BOOL
+//                                     left=MS" (BOOL: ProtectedData.isAvailable then; MS: what
+//                                     is left of the grace, for will), and for each event of
+//                                     ProtectedData.observe "event KIND STATE"; exits on "quit"
+//                                     or at the end of stdin.
+
+/// `device-watch`: an app that hears the device.
+func runDeviceWatch() -> Never {
+  AppLifecycle.start(identity: identity, root: .default)
+  let center = NotificationCenter.default
+  for (name, word) in [
+    (ProtectedData.willBecomeUnavailableNotification, "will"),
+    (ProtectedData.didBecomeAvailableNotification, "did"),
+  ] {
+    _ = center.addObserver(forName: name, object: nil, queue: nil) { note in
+      let event = note.userInfo?[ProtectedData.eventKey] as? DeviceEvent
+      let left = event?.deadline.map { Int(($0.timeIntervalSinceNow * 1000).rounded()) } ?? -1
+      say("note \(word) available=\(ProtectedData.isAvailable) left=\(left)")
+    }
+  }
+  let observation = ProtectedData.observe { event in
+    say("event \(event.kind.rawValue) \(event.state.lockState)")
+  }
+  say("ready")
+  while let line = readLine(), line != "quit" {}
+  observation.cancel()
+  exit(0)
+}
