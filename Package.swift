@@ -38,9 +38,13 @@ let package = Package(
     // The examples' keychain wrapper, written as iOS code is (only its import differs).
     .target(
       name: "ExampleKeychain", dependencies: ["AppGroupsKeychain"], path: "Examples/ExampleKeychain"),
-    .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
-      name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
+      name: "app", dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      path: "Examples/app"),
+    .executableTarget(
+      name: "widget",
+      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      path: "Examples/widget"),
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),

@@ -50,7 +50,10 @@ public struct KeychainRoot: Sendable {
   }
 
   /// Every regular file under the root, by path.
-  public func allFiles() -> [String] {
+  public func allFiles() -> [String] { Self.files(under: path) }
+
+  /// Every regular file under `path`, by path.
+  public static func files(under path: String) -> [String] {
     var files: [String] = []
     let enumerator = FileManager.default.enumerator(atPath: path)
     while let relative = enumerator?.nextObject() as? String {
