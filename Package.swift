@@ -47,7 +47,8 @@ let package = Package(
       path: "Examples/widget"),
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
-    .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
+    .executableTarget(
+      name: "benchmark", dependencies: ["AppGroups", "AppGroupsKeychain"], path: "Benchmarks/benchmark"),
     .executableTarget(
       name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
     .executableTarget(

@@ -34,6 +34,8 @@ enum Account {
       rest.removeSubrange(index...(index + 1))
     }
     do {
+      // The keychain calls act as the app, named as main.swift names it.
+      Keychain.useProcessIdentity(try AppIdentity.current(fallback: "com.example.app"))
       if name == "sign-in" {
         guard rest.count == 1, !rest[0].isEmpty else { usageError("sign-in takes a TOKEN") }
         try KeychainStore.save(rest[0], service: service, account: account, accessible: accessible)

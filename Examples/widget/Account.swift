@@ -18,8 +18,16 @@ enum Account {
   static let service = "com.example.auth"
   static let account = "refreshToken"
 
+  /// The keychain calls act as the widget, named as main.swift names it.
+  static let identity: Void = {
+    if let identity = try? AppIdentity.current(fallback: "com.example.widget") {
+      Keychain.useProcessIdentity(identity)
+    }
+  }()
+
   /// `signed-in`, `signed-out`, `locked`, or `unknown (OSStatus N)` for another failure.
   static func state() -> String {
+    _ = identity
     do {
       return try KeychainStore.load(service: service, account: account) == nil
         ? "signed-out" : "signed-in"

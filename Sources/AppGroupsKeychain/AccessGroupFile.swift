@@ -97,7 +97,7 @@ final class AccessGroupFile: @unchecked Sendable {
       cache.withLock { $0 = Snapshot(identity: nil, contents: GroupContents()) }
       return GroupContents()
     }
-    guard let contents = GroupContents.decode(data) else { return nil }
+    guard let contents = GroupContents.decode(data, group: group) else { return nil }
     cache.withLock { $0 = Snapshot(identity: identity, contents: contents) }
     return contents
   }

@@ -19,27 +19,31 @@ extension Keychain.Accessibility {
   }
 }
 
-/// A class key and its identifier: the first 8 bytes of SHA-256 over a fixed label and the
-/// key, stored beside each item so that an item sealed under a key the keybag no longer has
-/// (the passcode-set class after the passcode was removed) is told from one whose bytes were
-/// changed. The identifier says nothing about the key. The key's bytes are wiped when it goes.
-final class ClassKey: @unchecked Sendable {
+/// A class key of one call, its bytes wiped when it goes.
+final class ClassKey {
   // Written only by init and deinit.
   private(set) var bytes: [UInt8]
-  let identifier: Data
 
   /// Takes `bytes` (the caller's copy is left to the caller to wipe).
-  init(_ bytes: [UInt8]) throws(KeychainError) {
+  init(_ bytes: [UInt8]) {
     self.bytes = bytes
+  }
+
+  deinit { Crypto.wipe(&bytes) }
+
+  /// The key's identifier: the first 8 bytes of SHA-256 over a fixed label and the key,
+  /// stored beside each item so that an item sealed under a key the keybag no longer has (the
+  /// passcode-set class after the passcode was removed) is told from one whose bytes were
+  /// changed. It says nothing about the key. Worked out when an item is sealed, and when one
+  /// does not open; a read that opens needs none.
+  func identifier() throws(KeychainError) -> Data {
     do {
       let digest = try Crypto.sha256(Array("AppGroups keychain class key identifier\0".utf8) + bytes)
-      identifier = Data(digest.prefix(8))
+      return Data(digest.prefix(8))
     } catch {
       throw KeychainError(errSecInternalComponent, "cannot name a class key: \(error)")
     }
   }
-
-  deinit { Crypto.wipe(&bytes) }
 }
 
 /// Why a class key cannot be had now.
@@ -66,11 +70,7 @@ struct ClassKeys: Sendable {
     switch result {
     case .success(var bytes):
       defer { Crypto.wipe(&bytes) }
-      do {
-        return try ClassKey(bytes)
-      } catch {
-        throw .failed(error)
-      }
+      return ClassKey(bytes)
     case .failure(let error):
       if error.code == .unavailable {
         if keyClass == .passcodeSetThisDeviceOnly && !keybag.hasPasscode { throw .noPasscode }

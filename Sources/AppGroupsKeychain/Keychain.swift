@@ -130,10 +130,10 @@ public struct Keychain: Sendable {
     query[SecKey.ReturnData] = true
     query[SecKey.MatchLimit] = SecKey.MatchLimitOne
     do {
-      let object = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      let found = try perform { (service, caller) throws(KeychainError) in
+        try service.find(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
       }
-      return object as? Data
+      return found.first.map { Data($0.secret) }
     } catch KeychainError.Code.itemNotFound {
       return nil
     }
@@ -146,7 +146,7 @@ public struct Keychain: Sendable {
   public func contains(_ key: String) throws(KeychainError) -> Bool {
     do {
       _ = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(base(key), for: .copyMatching), caller: caller)
+        try service.find(try ItemQuery.parse(base(key), for: .copyMatching), caller: caller)
       }
       return true
     } catch KeychainError.Code.itemNotFound {
@@ -162,11 +162,13 @@ public struct Keychain: Sendable {
     query[SecKey.ReturnAttributes] = true
     query[SecKey.MatchLimit] = SecKey.MatchLimitAll
     do {
-      let object = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      let found = try perform { (service, caller) throws(KeychainError) in
+        try service.find(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
       }
-      let items = object as? [[String: Any]] ?? []
-      return items.compactMap { $0[SecKey.AttrAccount] as? String }.sorted()
+      return found.compactMap { one -> String? in
+        if case .string(let account)? = one.item.attributes[SecKey.AttrAccount] { return account }
+        return nil
+      }.sorted()
     } catch KeychainError.Code.itemNotFound {
       return []
     }
@@ -253,6 +255,19 @@ public struct Keychain: Sendable {
         AccessGroupFile.report("keychain: writing \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) failed: \(error)")
       }
     }
+  }
+
+  // MARK: The process
+
+  /// Says who the `SecItem` calls of this process act as, and in which root.
+  ///
+  /// By default they act as ``AppIdentity/current(fallback:)`` without a fallback
+  /// (`APPGROUPS_BUNDLE_ID`, else the executable's name) in ``ContainerRoot/default``, settled at
+  /// the first call. An app that names itself another way, as the examples do with
+  /// `AppIdentity.current(fallback: "com.example.app")`, says so here before its first keychain
+  /// call. A test scoped by `AppGroupsTesting` keeps its own identity and root.
+  public static func useProcessIdentity(_ identity: AppIdentity, root: ContainerRoot = .default) {
+    KeychainCall.settle(identity, root)
   }
 
   // MARK: Helpers

@@ -21,13 +21,16 @@ final class KeychainService: Sendable {
 
   private struct Entitlements {
     var manifestIdentity: FileIdentity?
-    var groups: [String: Result<[String], KeychainError>] = [:]
+    var groups: [AppIdentity: Result<[String], KeychainError>] = [:]
   }
+  /// The manifest's path, worked out once.
+  private let manifestPath: String
   private let entitlements = Mutex(Entitlements())
 
   private init(root: ContainerRoot) {
     self.root = root
     keys = ClassKeys(root: root)
+    manifestPath = root.manifestURL.path
   }
 
   private static let services = Mutex<[String: KeychainService]>([:])
@@ -59,9 +62,9 @@ final class KeychainService: Sendable {
   ///   used, or when it binds the app's bundle identifier to another executable.
   func accessGroups(for caller: KeychainCaller) throws(KeychainError) -> [String] {
     guard case .app(let identity) = caller else { return administratorGroups() }
-    let manifestPath = root.manifestURL.path
+    let manifestPath = self.manifestPath
     let current = try? FileSystem.identity(ofPath: manifestPath)
-    let key = identity.description
+    let key = identity
     if let cached = entitlements.withLock({ state -> Result<[String], KeychainError>? in
       guard state.manifestIdentity == current else { return nil }
       return state.groups[key]
@@ -239,6 +242,13 @@ final class KeychainService: Sendable {
   ///   unavailable, even when only its attributes are asked for (a device decrypts every row
   ///   it matches); `errSecItemNotFound` when none matches.
   func copyMatching(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject? {
+    let found = try find(query, caller: caller)
+    return result(found, query: query, limit: query.limit ?? 1)
+  }
+
+  /// The items `query` matches, opened, as ``copyMatching(_:caller:)`` finds them: for the
+  /// Swift-shaped layer, which needs no Foundation objects.
+  func find(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> [Found] {
     let groups = try searchedGroups(query.accessGroup, caller, .copyMatching)
     let limit = query.limit ?? 1
     var found: [Found] = []
@@ -265,7 +275,7 @@ final class KeychainService: Sendable {
         "SecItemCopyMatching: no \(query.itemClass.rawValue) item matches in "
           + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
     }
-    return result(found, query: query, limit: limit)
+    return found
   }
 
   /// Opens `item`'s secret.

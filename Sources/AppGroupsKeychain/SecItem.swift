@@ -148,6 +148,12 @@ enum KeychainCall {
     return (KeychainService.shared(root: root), .app(identity))
   }
 
+  /// Settles who the process is, as ``Keychain/useProcessIdentity(_:root:)`` says.
+  static func settle(_ identity: AppIdentity, _ root: ContainerRoot) {
+    process.withLock { $0 = (identity, root) }
+    AppLifecycle.start(identity: identity, root: root)
+  }
+
   static let logs = ProcessInfo.processInfo.environment["APPGROUPS_KEYCHAIN_LOG"].map { !$0.isEmpty } ?? false
 
   /// Runs `body` for the current caller and returns its status.
