@@ -201,9 +201,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     // Every process that reads the global domain maps its lock file's token
     // page and may take its lock: the file is made here, once, and allowed
     // alone, so the folder (and the preferences file) stays read-only.
-    let globalLock = root.globalPreferencesPath + ".lock"
+    let globalLock = SuiteLockFile.path(of: root.globalPreferencesPath)
     do throws(SystemCallError) {
-      _ = try SuiteSidecar(path: globalLock, makeFolder: nil)
+      _ = try SuiteLockFile(path: globalLock, makeFolder: nil)
     } catch {
       throw AppGroupsError(io: error, "cannot create the global preferences' lock file")
     }

@@ -14,7 +14,8 @@ extension FileSystem {
     _ path: String, with data: Data, notBefore: Int64?,
     beforeRename: () throws(SystemCallError) -> Void
   ) throws(SystemCallError) -> FileIdentity {
-    try writeAtomically(
-      data, to: path, mode: 0o600, notBefore: notBefore, beforeRename: { _ throws(SystemCallError) in try beforeRename() })
+    try writeAtomically(data, to: path, mode: 0o600, notBefore: notBefore) {
+      _ throws(SystemCallError) in try beforeRename()
+    }
   }
 }

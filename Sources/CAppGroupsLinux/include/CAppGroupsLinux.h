@@ -11,6 +11,9 @@
 // eventfd is not part of Glibc's Swift module; including it here makes
 // eventfd() and EFD_CLOEXEC visible to Swift through this module.
 #include <sys/eventfd.h>
+// Likewise getxattr, setxattr and fsetxattr (a file's protection class is an extended
+// attribute): <sys/xattr.h> is not part of Glibc's Swift module.
+#include <sys/xattr.h>
 
 /// `inotify_event.name` is a flexible array member, which Swift does not
 /// import. Returns a pointer to the NUL-terminated name (empty when len == 0).

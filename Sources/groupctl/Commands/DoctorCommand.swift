@@ -586,12 +586,12 @@ struct Doctor {
     let present = Set(names)
     for name in names.sorted() {
       let path = folder + "/" + name
-      if name.hasSuffix(".plist.lock") {
-        let plist = String(name.dropLast(".lock".count))
+      if name.hasSuffix(".plist" + SuiteLockFile.suffix) {
+        let plist = String(name.dropLast(SuiteLockFile.suffix.count))
         guard !present.contains(plist) else { continue }
         // A suite's lock file is made when the suite is opened, and stays a
         // page of zeros until the first commit records the token in it
-        // (Storage/SuiteSidecar.swift): one without its plist is normal for
+        // (Storage/SuiteLockFile.swift): one without its plist is normal for
         // a suite that was opened and never written, or that is open now.
         guard openFiles[path] == nil, !Self.isAllZero(path) else { continue }
         add(
@@ -599,10 +599,10 @@ struct Doctor {
           "\(path) was left behind: \(plist) was written once and is gone now, and no process"
             + " has the suite open; it is harmless",
           "rm '\(path)' to tidy up")
-      } else if name.hasSuffix(".plist.journal") {
+      } else if name.hasSuffix(".plist" + SuiteJournal.suffix) {
         // A large suite's journal (Storage/SuiteJournal.swift) names the version of the plist
         // it belongs to; one whose plist is gone is never read again.
-        let plist = String(name.dropLast(".journal".count))
+        let plist = String(name.dropLast(SuiteJournal.suffix.count))
         guard !present.contains(plist), openFiles[path] == nil else { continue }
         add(
           .note,
