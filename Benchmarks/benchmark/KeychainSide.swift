@@ -17,10 +17,13 @@ enum KeychainSide {
     scope(p) {
       let item: [String: Any] = [
         kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
-        kSecAttrAccount as String: "token", kSecValueData as String: Data(repeating: 0x73, count: 32),
+        kSecAttrAccount as String: "token",
+        kSecValueData as String: Data(repeating: 0x73, count: 32),
       ]
       let added = SecItemAdd(item as CFDictionary, nil)
-      guard added == errSecSuccess || added == errSecDuplicateItem else { fail("K1: SecItemAdd \(added)") }
+      guard added == errSecSuccess || added == errSecDuplicateItem else {
+        fail("K1: SecItemAdd \(added)")
+      }
       let query: [String: Any] = [
         kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
         kSecAttrAccount as String: "token", kSecReturnData as String: true,
@@ -28,7 +31,8 @@ enum KeychainSide {
       ]
       func lookup() -> Int {
         var result: AnyObject?
-        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess, let data = result as? Data
+        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess,
+          let data = result as? Data
         else { fail("K1: SecItemCopyMatching failed") }
         return data.count
       }
@@ -62,7 +66,8 @@ enum KeychainSide {
       for i in 0..<p.int("adds") {
         let item: [String: Any] = [
           kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench-add",
-          kSecAttrAccount as String: "\(round)-\(i)", kSecValueData as String: Data(repeating: 0x73, count: 32),
+          kSecAttrAccount as String: "\(round)-\(i)",
+          kSecValueData as String: Data(repeating: 0x73, count: 32),
         ]
         let start = monotonicNanoseconds()
         let status = SecItemAdd(item as CFDictionary, nil)

@@ -25,11 +25,16 @@ enum Account {
     var rest = Array(arguments.dropFirst())
     var accessible = kSecAttrAccessibleWhenUnlocked
     if let index = rest.firstIndex(of: "--accessible") {
-      guard index + 1 < rest.count else { usageError("--accessible needs whenUnlocked or afterFirstUnlock") }
+      guard index + 1 < rest.count else {
+        usageError("--accessible needs whenUnlocked or afterFirstUnlock")
+      }
       switch rest[index + 1] {
       case "whenUnlocked": accessible = kSecAttrAccessibleWhenUnlocked
       case "afterFirstUnlock": accessible = kSecAttrAccessibleAfterFirstUnlock
-      default: usageError("--accessible takes whenUnlocked or afterFirstUnlock, not \(rest[index + 1].debugDescription)")
+      default:
+        usageError(
+          "--accessible takes whenUnlocked or afterFirstUnlock, not \(rest[index + 1].debugDescription)"
+        )
       }
       rest.removeSubrange(index...(index + 1))
     }
@@ -73,7 +78,8 @@ enum Account {
   static func post() {
     do {
       let identity = try AppIdentity.current(fallback: "com.example.app")
-      let center = try GroupNotificationCenter(groupIdentifier: ExampleSchema.group, identity: identity)
+      let center = try GroupNotificationCenter(
+        groupIdentifier: ExampleSchema.group, identity: identity)
       try center.post(reload)
       say("app: posted \(reload)")
     } catch {

@@ -32,7 +32,8 @@ enum Account {
       return try KeychainStore.load(service: service, account: account) == nil
         ? "signed-out" : "signed-in"
     } catch let failure as KeychainStore.Failure {
-      return failure.status == errSecInteractionNotAllowed ? "locked" : "unknown (OSStatus \(failure.status))"
+      return failure.status == errSecInteractionNotAllowed
+        ? "locked" : "unknown (OSStatus \(failure.status))"
     } catch {
       return "unknown"
     }

@@ -38,7 +38,8 @@ final class ClassKey {
   /// does not open; a read that opens needs none.
   func identifier() throws(KeychainError) -> Data {
     do {
-      let digest = try Crypto.sha256(Array("AppGroups keychain class key identifier\0".utf8) + bytes)
+      let digest = try Crypto.sha256(
+        Array("AppGroups keychain class key identifier\0".utf8) + bytes)
       return Data(digest.prefix(8))
     } catch {
       throw KeychainError(errSecInternalComponent, "cannot name a class key: \(error)")

@@ -78,11 +78,14 @@ public struct Keychain: Sendable {
 
   /// The keychain of this process (its identity and root, as the `SecItem` calls use them).
   public init(service: String, accessGroup: String? = nil) {
-    self.init(service: service, accessGroup: accessGroup, accessibility: .whenUnlocked, who: .process)
+    self.init(
+      service: service, accessGroup: accessGroup, accessibility: .whenUnlocked, who: .process)
   }
 
   /// The keychain of `identity` in `root`, for tools and tests.
-  public init(service: String, accessGroup: String? = nil, identity: AppIdentity, root: ContainerRoot) {
+  public init(
+    service: String, accessGroup: String? = nil, identity: AppIdentity, root: ContainerRoot
+  ) {
     self.init(
       service: service, accessGroup: accessGroup, accessibility: .whenUnlocked,
       who: .app(identity, root))
@@ -117,7 +120,10 @@ public struct Keychain: Sendable {
   public func get(_ key: String) throws(KeychainError) -> String? {
     guard let data = try getData(key) else { return nil }
     guard let string = String(validating: data, as: UTF8.self) else {
-      throw KeychainError(errSecDecode, "the item \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) is not UTF-8 text; read it with getData")
+      throw KeychainError(
+        errSecDecode,
+        "the item \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service))"
+          + " is not UTF-8 text; read it with getData")
     }
     return string
   }
@@ -213,7 +219,8 @@ public struct Keychain: Sendable {
       }
     }
     throw KeychainError(
-      errSecIO, "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
+      errSecIO,
+      "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
   }
 
   /// Removes the item stored for `key`; nothing happens when there is none.
@@ -252,7 +259,9 @@ public struct Keychain: Sendable {
       do {
         if let newValue { try set(newValue, key: key) } else { try remove(key) }
       } catch {
-        AccessGroupFile.report("keychain: writing \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) failed: \(error)")
+        AccessGroupFile.report(
+          "keychain: writing \(KeychainService.quoted(key)) of service"
+            + " \(KeychainService.quoted(service)) failed: \(error)")
       }
     }
   }
@@ -274,7 +283,9 @@ public struct Keychain: Sendable {
 
   /// The query of the service's items, of `key` when given.
   private func base(_ key: String?) -> [String: Any] {
-    var query: [String: Any] = [SecKey.Class: SecKey.ClassGenericPassword, SecKey.AttrService: service]
+    var query: [String: Any] = [
+      SecKey.Class: SecKey.ClassGenericPassword, SecKey.AttrService: service,
+    ]
     if let key { query[SecKey.AttrAccount] = key }
     if let accessGroup { query[SecKey.AttrAccessGroup] = accessGroup }
     return query

@@ -122,7 +122,11 @@ final class KeychainService: Sendable {
     _ group: String, _ caller: KeychainCaller, _ groups: [String], _ operation: Operation
   ) -> KeychainError {
     let who: String
-    if case .app(let identity) = caller { who = identity.bundleIdentifier } else { who = "the administrator" }
+    if case .app(let identity) = caller {
+      who = identity.bundleIdentifier
+    } else {
+      who = "the administrator"
+    }
     return KeychainError(
       errSecMissingEntitlement,
       "\(operation.rawValue): \(who) names access group \(Self.quoted(group)) but is only entitled"
@@ -130,7 +134,10 @@ final class KeychainService: Sendable {
   }
 
   static func quoted(_ text: String) -> String {
-    "\"" + text.unicodeScalars.map { $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined() + "\""
+    "\""
+      + text.unicodeScalars.map {
+        $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}"
+      }.joined() + "\""
   }
 
   // MARK: Keys
@@ -170,7 +177,8 @@ final class KeychainService: Sendable {
     let groups = try accessGroups(for: caller)
     guard let group = query.accessGroup ?? (caller == .administrator ? nil : groups.first) else {
       throw KeychainError(
-        errSecParam, "SecItemAdd: the administrator adds to a named access group (kSecAttrAccessGroup)")
+        errSecParam,
+        "SecItemAdd: the administrator adds to a named access group (kSecAttrAccessGroup)")
     }
     guard groups.contains(group) || caller == .administrator else {
       throw notEntitled(group, caller, groups, .add)
@@ -192,7 +200,9 @@ final class KeychainService: Sendable {
     let added = item
     _ = try file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
       let primaryKey = added.primaryKey
-      if contents.items.contains(where: { $0.itemClass == added.itemClass && $0.primaryKey == primaryKey }) {
+      if contents.items.contains(where: {
+        $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
+      }) {
         throw KeychainError(
           errSecDuplicateItem,
           "SecItemAdd: access group \(group) already holds a \(added.itemClass.rawValue) item with"
@@ -241,7 +251,8 @@ final class KeychainService: Sendable {
   ///   the caller does not hold; `errSecInteractionNotAllowed` when a matching item's class is
   ///   unavailable, even when only its attributes are asked for (a device decrypts every row
   ///   it matches); `errSecItemNotFound` when none matches.
-  func copyMatching(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject? {
+  func copyMatching(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject?
+  {
     let found = try find(query, caller: caller)
     return result(found, query: query, limit: query.limit ?? 1)
   }
@@ -273,7 +284,8 @@ final class KeychainService: Sendable {
       throw KeychainError(
         errSecItemNotFound,
         "SecItemCopyMatching: no \(query.itemClass.rawValue) item matches in "
-          + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+          + (groups.count == 1
+            ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
     }
     return found
   }
@@ -309,7 +321,8 @@ final class KeychainService: Sendable {
     for (group, identifiers) in stale {
       _ = try? file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
         contents.items.removeAll { item in
-          identifiers.contains(item.identifier) && item.accessibility == .whenPasscodeSetThisDeviceOnly
+          identifiers.contains(item.identifier)
+            && item.accessibility == .whenPasscodeSetThisDeviceOnly
         }
       }
     }
@@ -320,11 +333,17 @@ final class KeychainService: Sendable {
   private func result(_ found: [Found], query: ItemQuery, limit: Int) -> AnyObject {
     let objects = found.map { one -> AnyObject in
       if !query.returnsSomething { return NSNull() }
-      if query.returnData && !query.returnAttributes && !query.returnRef && !query.returnPersistentRef {
+      if query.returnData && !query.returnAttributes && !query.returnRef
+        && !query.returnPersistentRef
+      {
         return NSData(bytes: one.secret, length: one.secret.count)
       }
-      if query.returnPersistentRef && !query.returnData && !query.returnAttributes && !query.returnRef {
-        return NSData(data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier).data)
+      if query.returnPersistentRef && !query.returnData && !query.returnAttributes
+        && !query.returnRef
+      {
+        return NSData(
+          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier)
+            .data)
       }
       var dictionary: [String: Any] = [:]
       if query.returnAttributes || query.returnRef {
@@ -333,11 +352,16 @@ final class KeychainService: Sendable {
         dictionary[SecKey.AttrAccessible] = NSString(string: one.item.accessibility.rawValue)
         dictionary[SecKey.AttrSynchronizable] = NSNumber(value: one.item.synchronizable)
       }
-      if query.returnRef { dictionary[SecKey.Class] = NSString(string: one.item.itemClass.rawValue) }
-      if query.returnData { dictionary[SecKey.ValueData] = NSData(bytes: one.secret, length: one.secret.count) }
+      if query.returnRef {
+        dictionary[SecKey.Class] = NSString(string: one.item.itemClass.rawValue)
+      }
+      if query.returnData {
+        dictionary[SecKey.ValueData] = NSData(bytes: one.secret, length: one.secret.count)
+      }
       if query.returnPersistentRef {
         dictionary[SecKey.ValuePersistentRef] = NSData(
-          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier).data)
+          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier)
+            .data)
       }
       return NSDictionary(dictionary: dictionary)
     }
@@ -353,19 +377,26 @@ final class KeychainService: Sendable {
   ///   changes move the items to a group the caller does not hold; `errSecDuplicateItem` when
   ///   a changed item would be another item of its group; `errSecAuthFailed` for the
   ///   passcode-set class without a passcode.
-  func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller) throws(KeychainError) {
+  func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller)
+    throws(KeychainError)
+  {
     let groups = try searchedGroups(query.accessGroup, caller, .update)
     if let destination = changes.accessGroup {
       let held = try accessGroups(for: caller)
       guard held.contains(destination) || caller == .administrator else {
         throw notEntitled(destination, caller, held, .update)
       }
-      if caller == .administrator, let reason = EntitlementManifest.accessGroupNameProblem(destination) {
-        throw KeychainError(errSecParam, "SecItemUpdate: access group \(Self.quoted(destination)): \(reason)")
+      if caller == .administrator,
+        let reason = EntitlementManifest.accessGroupNameProblem(destination)
+      {
+        throw KeychainError(
+          errSecParam, "SecItemUpdate: access group \(Self.quoted(destination)): \(reason)")
       }
     }
     var involved = groups
-    if let destination = changes.accessGroup, !involved.contains(destination) { involved.append(destination) }
+    if let destination = changes.accessGroup, !involved.contains(destination) {
+      involved.append(destination)
+    }
     let files = involved.map { file($0) }
     let limit = query.limit ?? .max
     let now = Date()
@@ -396,7 +427,8 @@ final class KeychainService: Sendable {
         let target = involved.firstIndex(of: destination) ?? g
         let primaryKey = changed.primaryKey
         let clash = all[target].items.enumerated().contains { other in
-          other.element.identifier != item.identifier && other.element.itemClass == changed.itemClass
+          other.element.identifier != item.identifier
+            && other.element.itemClass == changed.itemClass
             && other.element.primaryKey == primaryKey
             && !(removals[target]?.contains(other.offset) ?? false)
         }
@@ -417,13 +449,15 @@ final class KeychainService: Sendable {
         changedAny = true
       }
       for (g, indices) in removals {
-        all[g].items = all[g].items.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+        all[g].items = all[g].items.enumerated().filter { !indices.contains($0.offset) }.map(
+          \.element)
       }
       guard changedAny else {
         throw KeychainError(
           errSecItemNotFound,
           "SecItemUpdate: no \(query.itemClass.rawValue) item matches in "
-            + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+            + (groups.count == 1
+              ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
       }
     }
   }
@@ -440,8 +474,11 @@ final class KeychainService: Sendable {
     var deleted = 0
     for group in groups {
       // Looked at first without the lock: a group with nothing to delete is not locked.
-      guard try file(group).contents().items.contains(where: { $0.matches(query) }) else { continue }
-      let (count, _) = try file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
+      guard try file(group).contents().items.contains(where: { $0.matches(query) }) else {
+        continue
+      }
+      let (count, _) = try file(group).transaction {
+        (contents: inout GroupContents) throws(KeychainError) in
         let before = contents.items.count
         contents.items.removeAll { $0.matches(query) }
         return before - contents.items.count
@@ -452,7 +489,8 @@ final class KeychainService: Sendable {
       throw KeychainError(
         errSecItemNotFound,
         "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
-          + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+          + (groups.count == 1
+            ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
     }
   }
 }

@@ -35,7 +35,8 @@ package struct KeychainSession: Sendable {
   /// `SecItemUpdate`.
   package func update(_ query: [String: Any], _ changes: [String: Any]) throws(KeychainError) {
     let parsed = try ItemQuery.parse(query, for: .update)
-    try service.update(parsed, try ItemChanges.parse(changes, itemClass: parsed.itemClass), caller: caller)
+    try service.update(
+      parsed, try ItemChanges.parse(changes, itemClass: parsed.itemClass), caller: caller)
   }
 
   /// `SecItemDelete`.
@@ -90,8 +91,10 @@ package struct KeychainSession: Sendable {
     for group in groups {
       let file = service.file(group)
       let names = (try? FileManager.default.contentsOfDirectory(atPath: file.folder)) ?? []
-      let others = names.filter { $0 != AccessGroupFile.fileName && $0 != AccessGroupFile.fileName + ".lock" }
-        .sorted()
+      let others = names.filter {
+        $0 != AccessGroupFile.fileName && $0 != AccessGroupFile.fileName + ".lock"
+      }
+      .sorted()
       let contents: GroupContents
       do {
         guard let read = try file.contentsLeavingDamage() else {

@@ -29,7 +29,9 @@ struct StoredItem: Sendable {
   /// The values of the class's primary key, a missing one as empty: two items of one group
   /// with equal values (and equal `synchronizable`) are one item.
   var primaryKey: [AttributeValue?] {
-    itemClass.primaryKey.map { attributes[$0] ?? Self.emptyValue(for: $0) } + [.bool(synchronizable)]
+    itemClass.primaryKey.map { attributes[$0] ?? Self.emptyValue(for: $0) } + [
+      .bool(synchronizable)
+    ]
   }
 
   static func emptyValue(for key: String) -> AttributeValue {
@@ -47,7 +49,9 @@ struct StoredItem: Sendable {
       return false
     }
     for (key, wanted) in query.attributes {
-      guard let value = attributes[key] ?? (itemClass.primaryKey.contains(key) ? Self.emptyValue(for: key) : nil),
+      guard
+        let value = attributes[key]
+          ?? (itemClass.primaryKey.contains(key) ? Self.emptyValue(for: key) : nil),
         value.matches(wanted, caseInsensitive: query.caseInsensitive)
       else { return false }
     }
@@ -87,7 +91,9 @@ struct StoredItem: Sendable {
       return .secret(secret)
     }
     // It does not open: under another key (one the keybag no longer has), or changed on disk.
-    guard let identifier = try? key.identifier(), identifier == keyIdentifier else { return .keyGone }
+    guard let identifier = try? key.identifier(), identifier == keyIdentifier else {
+      return .keyGone
+    }
     return .damaged
   }
 
@@ -121,7 +127,9 @@ struct StoredItem: Sendable {
   }
 
   private func append(_ value: UInt32, to bytes: inout [UInt8]) {
-    for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    for shift in stride(from: 0, to: 32, by: 8) {
+      bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+    }
   }
 
   private func littleEndian(_ value: UInt64) -> [UInt8] {
@@ -181,7 +189,8 @@ extension StoredItem {
     guard case .dictionary(let fields) = value,
       case .string(let className) = fields["class"], let itemClass = ItemClass(rawValue: className),
       case .data(let identifier) = fields["id"], identifier.count == 16,
-      case .string(let pdmn) = fields["pdmn"], let accessibility = Keychain.Accessibility(rawValue: pdmn),
+      case .string(let pdmn) = fields["pdmn"],
+      let accessibility = Keychain.Accessibility(rawValue: pdmn),
       case .bool(let synchronizable) = fields["sync"],
       case .dictionary(let stored) = fields["attributes"],
       case .data(let keyIdentifier) = fields["kid"],

@@ -43,7 +43,8 @@ public struct KeychainRoot: Sendable {
   }
 
   /// The status a one-call worker printed ("status N"), or `nil`.
-  public func status(_ arguments: [String], as bundleID: String = KeychainRoot.app) throws -> Int32? {
+  public func status(_ arguments: [String], as bundleID: String = KeychainRoot.app) throws -> Int32?
+  {
     let run = try worker(arguments, as: bundleID)
     return run.stdout.split(separator: "\n").first { $0.hasPrefix("status ") }
       .flatMap { Int32($0.dropFirst(7)) }

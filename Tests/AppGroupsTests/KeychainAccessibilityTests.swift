@@ -27,12 +27,21 @@ struct KeychainAccessibilityTests {
     _ = try Keybag(root: k.root).unlock(passcode: Self.passcode)
   }
 
-  func add(_ k: KeychainRoot, _ account: String, _ accessible: String, as app: String = KeychainRoot.app) throws -> Int32? {
-    try k.status(["add", "class=genp", "svce=s", "acct=\(account)", "v_Data=secret-\(account)", "pdmn=\(accessible)"], as: app)
+  func add(
+    _ k: KeychainRoot, _ account: String, _ accessible: String, as app: String = KeychainRoot.app
+  ) throws -> Int32? {
+    try k.status(
+      [
+        "add", "class=genp", "svce=s", "acct=\(account)", "v_Data=secret-\(account)",
+        "pdmn=\(accessible)",
+      ], as: app)
   }
 
-  func read(_ k: KeychainRoot, _ account: String, as app: String = KeychainRoot.widget) throws -> (status: Int32?, stdout: String) {
-    let run = try k.worker(["copy", "class=genp", "svce=s", "acct=\(account)", "r_Data=true"], as: app)
+  func read(_ k: KeychainRoot, _ account: String, as app: String = KeychainRoot.widget) throws -> (
+    status: Int32?, stdout: String
+  ) {
+    let run = try k.worker(
+      ["copy", "class=genp", "svce=s", "acct=\(account)", "r_Data=true"], as: app)
     return (run.stdout.split(separator: "\n").first.flatMap { Int32($0.dropFirst(7)) }, run.stdout)
   }
 
@@ -42,17 +51,27 @@ struct KeychainAccessibilityTests {
     let k = try deviceWithPasscode()
     #expect(try add(k, "a", "ak") == errSecSuccess)
     // The default accessibility is WhenUnlocked.
-    #expect(try k.status(["add", "class=genp", "svce=s", "acct=default", "v_Data=x"]) == errSecSuccess)
-    #expect(try k.worker(["copy", "class=genp", "svce=s", "acct=default", "r_Attributes=true"]).stdout.contains("pdmn=ak"))
+    #expect(
+      try k.status(["add", "class=genp", "svce=s", "acct=default", "v_Data=x"]) == errSecSuccess)
+    #expect(
+      try k.worker(["copy", "class=genp", "svce=s", "acct=default", "r_Attributes=true"]).stdout
+        .contains("pdmn=ak"))
     try lock(k)
     #expect(try read(k, "a").status == errSecInteractionNotAllowed)
     #expect(try read(k, "default").status == errSecInteractionNotAllowed)
     // A query for attributes only gets -25308 too, as a device decrypts every row it matches.
-    #expect(try k.status(["copy", "class=genp", "svce=s", "acct=a", "r_Attributes=true"], as: KeychainRoot.widget) == errSecInteractionNotAllowed)
-    #expect(try k.status(["copy", "class=genp", "svce=s", "acct=a"], as: KeychainRoot.widget) == errSecInteractionNotAllowed)
+    #expect(
+      try k.status(
+        ["copy", "class=genp", "svce=s", "acct=a", "r_Attributes=true"], as: KeychainRoot.widget)
+        == errSecInteractionNotAllowed)
+    #expect(
+      try k.status(["copy", "class=genp", "svce=s", "acct=a"], as: KeychainRoot.widget)
+        == errSecInteractionNotAllowed)
     // Adding and updating need the class key: refused; nothing matching is still -25300.
     #expect(try add(k, "b", "ak") == errSecInteractionNotAllowed)
-    #expect(try k.status(["update", "class=genp", "svce=s", "acct=a", "--", "labl=x"]) == errSecInteractionNotAllowed)
+    #expect(
+      try k.status(["update", "class=genp", "svce=s", "acct=a", "--", "labl=x"])
+        == errSecInteractionNotAllowed)
     #expect(try read(k, "nobody").status == errSecItemNotFound)
     // ThisDeviceOnly behaves as its sibling.
     try unlock(k)
@@ -88,8 +107,12 @@ struct KeychainAccessibilityTests {
     #expect(try read(k, "cku").stdout == "status 0\ndata secret-cku\n")
     #expect(try read(k, "a").status == errSecInteractionNotAllowed)
     // A query that matches both is refused as a whole; one that picks class C is answered.
-    #expect(try k.status(["copy", "class=genp", "svce=s", "m_Limit=m_LimitAll", "r_Attributes=true"]) == errSecInteractionNotAllowed)
-    let classC = try k.worker(["copy", "class=genp", "svce=s", "pdmn=ck", "m_Limit=m_LimitAll", "r_Data=true"])
+    #expect(
+      try k.status(["copy", "class=genp", "svce=s", "m_Limit=m_LimitAll", "r_Attributes=true"])
+        == errSecInteractionNotAllowed)
+    let classC = try k.worker([
+      "copy", "class=genp", "svce=s", "pdmn=ck", "m_Limit=m_LimitAll", "r_Data=true",
+    ])
     #expect(classC.stdout == "status 0\ncount 1\ndata secret-c\n")
     // An AfterFirstUnlock item can be added while locked; a WhenUnlocked one cannot.
     #expect(try add(k, "c2", "ck") == errSecSuccess)
@@ -113,8 +136,11 @@ struct KeychainAccessibilityTests {
     try Keybag(root: k.root).clearPasscode(current: Self.passcode)
     #expect(try read(k, "p").status == errSecItemNotFound)
     #expect(try read(k, "keep").stdout == "status 0\ndata secret-keep\n")
-    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent("keychain.plist")
-    let plist = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) as? [String: Any])
+    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent(
+      "keychain.plist")
+    let plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
     let classes = (plist["Items"] as? [[String: Any]])?.compactMap { $0["pdmn"] as? String }
     #expect(classes == ["ck"])
     // A new passcode makes a new class key: an item of the old one could never come back.

@@ -17,7 +17,8 @@ extension Doctor {
           "groupctl grant \(bundleID) --team TEAMID gives it its App ID's group")
         continue
       }
-      let own = !entry.keychainAccessGroups.isEmpty || entry.applicationIdentifier != nil
+      let own =
+        !entry.keychainAccessGroups.isEmpty || entry.applicationIdentifier != nil
         || entry.teamIdentifier != nil
       add(
         .ok,

@@ -81,7 +81,9 @@ struct KeychainCommand: ParsableCommand {
     }
     self.action = action
     func value(_ option: String) throws(ValidationError) -> String {
-      guard let next = words.popFirst() else { throw ValidationError("option '\(option)' needs a value") }
+      guard let next = words.popFirst() else {
+        throw ValidationError("option '\(option)' needs a value")
+      }
       return next
     }
     while let word = words.popFirst() {
@@ -181,7 +183,7 @@ struct KeychainCommand: ParsableCommand {
     do {
       try session.update(query, changes)
       return true
-    } catch where error.code == .itemNotFound {
+    } catch  where error.code == .itemNotFound {
       return false
     }
   }
@@ -244,8 +246,10 @@ struct KeychainCommand: ParsableCommand {
         switch entry.state {
         case .readable(let secret?): printOut("data:\n\(Self.printable(secret))")
         case .readable(nil): break
-        case .locked: printOut("note: locked: the device's state keeps its class closed; attributes unchecked")
-        case .damaged: printOut("note: damaged: it does not open with its class key (changed on disk)")
+        case .locked:
+          printOut("note: locked: the device's state keeps its class closed; attributes unchecked")
+        case .damaged:
+          printOut("note: damaged: it does not open with its class key (changed on disk)")
         case .keyGone: printOut("note: its class key is gone (the passcode was removed)")
         }
       }

@@ -136,7 +136,9 @@ func round(_ p: [String: String]) {
   bus.standardError = FileHandle.nullDevice
   do { try bus.run() } catch { fail("cannot start dbus-daemon: \(error)") }
   let reader = LineReader(fd: out.fileHandleForReading.fileDescriptor)
-  guard let address = reader.readLine(timeout: 30), !address.isEmpty else { fail("dbus-daemon printed no address") }
+  guard let address = reader.readLine(timeout: 30), !address.isEmpty else {
+    fail("dbus-daemon printed no address")
+  }
   environment["DBUS_SESSION_BUS_ADDRESS"] = address
   setenv("DBUS_SESSION_BUS_ADDRESS", address, 1)
 
