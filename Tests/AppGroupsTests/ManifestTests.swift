@@ -14,16 +14,28 @@ private let committedManifest = """
   <dict>
   \t<key>com.example.app</key>
   \t<dict>
+  \t\t<key>com.apple.developer.team-identifier</key>
+  \t\t<string>EXAMPLE123</string>
   \t\t<key>com.apple.security.application-groups</key>
   \t\t<array>
   \t\t\t<string>group.com.example.shared</string>
   \t\t</array>
+  \t\t<key>keychain-access-groups</key>
+  \t\t<array>
+  \t\t\t<string>EXAMPLE123.com.example.shared</string>
+  \t\t</array>
   \t</dict>
   \t<key>com.example.widget</key>
   \t<dict>
+  \t\t<key>com.apple.developer.team-identifier</key>
+  \t\t<string>EXAMPLE123</string>
   \t\t<key>com.apple.security.application-groups</key>
   \t\t<array>
   \t\t\t<string>group.com.example.shared</string>
+  \t\t</array>
+  \t\t<key>keychain-access-groups</key>
+  \t\t<array>
+  \t\t\t<string>EXAMPLE123.com.example.shared</string>
   \t\t</array>
   \t</dict>
   </dict>
@@ -64,6 +76,10 @@ struct ManifestTests {
     #expect(!manifest.isEntitled("com.example.widget", to: "group.com.example.other"))
     #expect(!manifest.isEntitled("com.example.intruder", to: "group.com.example.shared"))
     #expect(manifest.groups(for: "com.example.intruder") == [])
+    #expect(
+      manifest.keychainAccessGroups(for: "com.example.widget") == [
+        "EXAMPLE123.com.example.shared", "EXAMPLE123.com.example.widget", "group.com.example.shared",
+      ])
     // Writing it back gives the same bytes: sorted keys, tabs, as Apple writes it.
     #expect(String(decoding: try manifest.propertyListData(), as: UTF8.self) == committedManifest)
   }
