@@ -147,20 +147,26 @@ package final class LockedFile: @unchecked Sendable {
   /// The words of the page ``page`` gives, without a lock or a reference: the file now at the
   /// path once a holder marked the read one retired (``refreshIfReplaced()``). `nil` when the
   /// file is not mapped. The page stays mapped as long as this file.
-  func pageWords() -> UnsafeMutablePointer<UInt64>? {
+  func pageWords() -> SharedWords? {
     guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
     else { return nil }
-    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return page }
+    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return SharedWords(base: page) }
     refreshIfReplaced()
-    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring))
+    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring)).map(SharedWords.init)
   }
 
   /// The handle of the file this process reads the page of.
   var current: Handle { state.withLock { $0.current } }
 
-  /// The page of the file this process holds locked, or of the current file when it holds
-  /// none. Read it through ``Handle/page``.
+  /// The file this process holds locked, or the current file when it holds none. Read its
+  /// page through ``Handle/page`` or ``heldPageWords``.
   var page: Handle { state.withLock { $0.held ?? $0.current } }
+
+  /// The page of the file this process holds locked, or of the current file when it holds
+  /// none; `nil` when the file is not mapped.
+  var heldPageWords: SharedWords? {
+    state.withLock { ($0.held ?? $0.current).page.map(SharedWords.init) }
+  }
 
   // MARK: Locking
 
