@@ -411,7 +411,10 @@ struct DirectoryWatcherTests {
 
 /// Collects the handler's batches; waits, up to a deadline, for an expected event.
 private final class EventLog: Sendable {
-  private let state = Mutex<(events: [DirectoryWatcher.Event], batches: Int)>(([], 0))
+  // The library's Mutex, which the thread sanitizer sees: the standard one locks with futexes
+  // in the uninstrumented standard library, and the sanitizer took `record` (the watcher's
+  // queue) and `wait` (the test) for a race.
+  private let state = AppGroups.Mutex<(events: [DirectoryWatcher.Event], batches: Int)>(([], 0))
   private let arrived = DispatchSemaphore(value: 0)
 
   @Sendable func record(_ batch: [DirectoryWatcher.Event]) {
