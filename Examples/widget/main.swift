@@ -2,7 +2,10 @@
 // with the values it reads from the group suite group.com.example.shared and
 // the suite's last-update token:
 //
-//   entry #2 unread=3 theme=dark greeting="hi" read=[] token=1747… (change)
+//   entry #2 unread=3 theme=dark greeting="hi" read=[] token=1747… account=signed-in (change)
+//
+// The account is whether the app signed in, read from the keychain (Account.swift):
+// signed-in, signed-out, or locked when the device's state keeps the token closed.
 //
 // It renders once at start, then whenever what it shows would change: on a
 // change of the suite (from any process, seen through inotify), on the app's
@@ -17,6 +20,14 @@
 //                          once it is watching, after the first entry
 //   widget --renders N     as --watch, but exits 0 after the Nth entry
 //   widget --once          renders one entry and exits
+//
+// Launched before the device's first unlock (`groupctl run --background`, as iOS launches a
+// widget's extension to refresh it), the suite cannot be read yet: the widget renders
+//
+//   entry #1 waiting for first unlock (protected data unavailable)
+//
+// and never the registered defaults as if they were the user's data; at the unlock
+// (ProtectedData.didBecomeAvailable) it registers its schema and renders the real entry.
 //
 // Every line goes to stdout: entries; "ready"; "reload: entry #N is current"
 // for a reload notification with nothing new to show; "resumed: …" after
@@ -108,13 +119,14 @@ do {
 do {
   try shared.register(ExampleSchema.schema)
 } catch {
-  fail("\(error)")
+  // Before the first unlock the migration waits for the data (see "unlock" below).
+  if error.code != .protectedDataUnavailable { fail("\(error)") }
 }
 
 // MARK: Rendering
 
 /// Why an entry was rendered.
-enum Reason: String { case start, change, reload, resume }
+enum Reason: String { case start, change, reload, resume, unlock }
 
 /// The widget's state; touched only on `renderQueue`.
 final class Timeline: @unchecked Sendable {
@@ -131,6 +143,10 @@ let renderQueue = DispatchQueue(label: "widget.render")
 /// the values are then at least as new as the token, never older.
 func read() -> (values: String, token: ChangeToken) {
   let token = shared.changeToken
+  // What the suite holds cannot be read yet: say so, rather than show the defaults as data.
+  if shared.unavailableReason != nil {
+    return ("waiting for first unlock (protected data unavailable)", token)
+  }
   let values =
     "unread=\(shared[PreferenceKeys.unreadCount]) theme=\(shared[PreferenceKeys.theme].rawValue) "
     + "greeting=\(shared[PreferenceKeys.greeting].debugDescription) "
@@ -145,10 +161,12 @@ func read() -> (values: String, token: ChangeToken) {
 func render(_ reason: Reason) -> Bool {
   let (values, token) = read()
   timeline.lastToken = token
-  guard values != timeline.lastValues else { return false }
+  // The account's state, from the keychain (Account.swift), shown after the token.
+  let account = Account.state()
+  guard values + account != timeline.lastValues else { return false }
   timeline.entries += 1
-  timeline.lastValues = values
-  say("entry #\(timeline.entries) \(values) token=\(token) (\(reason.rawValue))")
+  timeline.lastValues = values + account
+  say("entry #\(timeline.entries) \(values) token=\(token) account=\(account) (\(reason.rawValue))")
   if let limit = options.renderLimit, timeline.entries >= limit { exit(0) }
   return true
 }
@@ -186,6 +204,18 @@ do {
   fail("cannot observe \(reloadNotification): \(error)")
 }
 
+// The first unlock: the suite can be read now (the library read it before telling).
+let unlocks = ProtectedData.observe { event in
+  guard event.kind == .didBecomeAvailable else { return }
+  renderQueue.async {
+    _ = try? shared.register(ExampleSchema.schema)
+    render(.unlock)
+  }
+}
+
+// The device's state: an unlock may make the account readable (Account.swift).
+let deviceChanges = Account.observeDevice { renderQueue.async { render(.change) } }
+
 // Anything that changed while the observers were being set up.
 renderQueue.async {
   render(.change)
@@ -207,5 +237,7 @@ while true {
   }
   changes.cancel()
   reloads.cancel()
+  unlocks.cancel()
+  deviceChanges.cancel()
   exit(0)
 }

@@ -35,6 +35,7 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
       case migrationFailed
       case io
       case sandboxUnavailable
+      case protectedDataUnavailable
     }
     fileprivate let kind: Kind
 
@@ -72,6 +73,9 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     /// The process cannot be confined as asked: the kernel offers no Landlock, or other
     /// threads already run and the kernel cannot restrict them all at once.
     public static let sandboxUnavailable = Code(kind: .sandboxUnavailable)
+    /// The device state makes the data unavailable now: a suite's file before the first
+    /// unlock, a file whose protection class is unavailable while the device is locked.
+    public static let protectedDataUnavailable = Code(kind: .protectedDataUnavailable)
 
     public var description: String { kind.rawValue }
 

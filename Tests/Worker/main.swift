@@ -414,6 +414,10 @@ case "class-key":
 case "device-watch":
   runDeviceWatch()
 
+case "protected-read":
+  guard args.count == 2 else { fail("protected-read takes a PATH") }
+  runProtectedRead(args[1])
+
 default:
   fail("unknown mode \(mode)")
 }

@@ -181,6 +181,7 @@ internal import Synchronization
       self?.layerChanged(.global, changes, origin: origin)
     }
     handlerIDs.withLock { $0.append((store, id)) }
+    ProtectedSuites.wait(for: [store])
     // A change of the store heard between its opening and the handler above (another view
     // shares it) reached no handler of this view: forget every resolved entry.
     cache.withLock { cache in

@@ -33,6 +33,9 @@ final class SuiteStore: Sendable {
     /// (``SuiteJournal``) instead of rewriting the whole domain: below it, a rewrite costs
     /// about what the append does.
     var journalThreshold = 16 * 1024
+    /// What ``protectionGate`` is asked about (the device the file belongs to); `nil`: the
+    /// file is always readable. See `SuiteStore+Protection.swift`.
+    var protectionScope: String? = nil
   }
 
   let path: String
@@ -127,6 +130,11 @@ final class SuiteStore: Sendable {
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
 
+  /// Why the file cannot be read now (its protected data is unavailable), or `nil`; see
+  /// `SuiteStore+Protection.swift`. Set at open, cleared once when the data comes back.
+  let unavailability = Mutex<String?>(nil)
+  let isUnavailable = Atomic<Bool>(false)
+
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
   private let retry = Mutex(RetryState())
@@ -164,7 +172,9 @@ final class SuiteStore: Sendable {
     }
     state = Mutex(State())
     commit = Mutex(CommitState())
-    let loaded = try commit.withLock { cs throws(AppGroupsError) in
+    let unavailable = markUnavailableIfProtected()
+    let loaded = try commit.withLock { cs throws(AppGroupsError) -> [String: PropertyListValue] in
+      if unavailable { return [:] }
       let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
       return loaded
@@ -278,6 +288,7 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
+    try requireAvailable("replacing the whole domain")
     for (key, value) in values {
       if let reason = value.unstorableReason { throw unstorable(key, reason) }
     }
@@ -360,6 +371,8 @@ final class SuiteStore: Sendable {
     do {
       try commitPending(timeout: options.lockTimeout)
       return true
+    } catch where error.code == .protectedDataUnavailable {
+      return false  // kept in memory; they land when the data comes back
     } catch {
       retryLater()
       return false
@@ -533,6 +546,7 @@ final class SuiteStore: Sendable {
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
     guard let lockFile else { return }
+    try requireAvailable(extra == nil ? nil : "an atomic update")
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
     switch gate.enter(before: ceiling) {
@@ -830,6 +844,7 @@ final class SuiteStore: Sendable {
   /// - Returns: the changes, empty when the file had not moved.
   @discardableResult
   func refresh() -> [StoredChange] {
+    if isUnavailable.load(ordering: .acquiring) { return [] }
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
     // A lock file removed or replaced under this process: read the token from the new one.
@@ -876,6 +891,29 @@ final class SuiteStore: Sendable {
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
+  }
+
+  /// Reads the file once its protected data can be read again (see
+  /// `SuiteStore+Protection.swift`): what is on disk goes under this process's pending
+  /// changes, which then land key by key, merged with what other processes wrote (never as
+  /// a replacement of the domain); the change handlers hear every value that changed.
+  func loadAfterProtection() throws(AppGroupsError) {
+    var changes: [StoredChange] = []
+    var handler: ChangeHandlers?
+    try commit.withLock { cs throws(AppGroupsError) in
+      guard isUnavailable.load(ordering: .acquiring) else { return }
+      let loaded = try load(&cs, mode: .open) ?? [:]
+      cs.persisted = loaded
+      (changes, handler) = adopt(loaded, token: lockFile?.token)
+      unavailability.withLock { $0 = nil }
+      isUnavailable.store(false, ordering: .releasing)
+    }
+    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
+    let schedule = state.withLock { st in
+      st.flushScheduled = !st.pending.isEmpty || st.replacement != nil
+      return st.flushScheduled
+    }
+    if schedule { scheduleFlush() }
   }
 
   /// Says once why the file cannot be read again (until a re-read succeeds or the reason
@@ -943,6 +981,7 @@ final class SuiteStore: Sendable {
   /// wrote it: one token read from shared memory, and a `stat(2)` only when
   /// no kernel watch covers the folder; no parsing.
   func hasChangedOnDisk() -> Bool {
+    if isUnavailable.load(ordering: .acquiring) { return false }
     let seen = seenToken.load(ordering: .acquiring)
     if let lockFile, lockFile.token != seen { return true }
     // Every commit moves the token. An outside edit does not, but while a

@@ -11,6 +11,9 @@
 // eventfd is not part of Glibc's Swift module; including it here makes
 // eventfd() and EFD_CLOEXEC visible to Swift through this module.
 #include <sys/eventfd.h>
+// Likewise getxattr, setxattr and fsetxattr (a file's protection class is an extended
+// attribute): <sys/xattr.h> is not part of Glibc's Swift module.
+#include <sys/xattr.h>
 
 /// `inotify_event.name` is a flexible array member, which Swift does not
 /// import. Returns a pointer to the NUL-terminated name (empty when len == 0).
@@ -147,5 +150,12 @@ int32_t cappgroups_keyctl_user_keyring(void);
 /// pidfd_open(2) (no C library wrapper in older glibc): a descriptor that polls readable
 /// when process `pid` ends, whether or not it is a child. Close-on-exec. -1 with errno.
 int cappgroups_pidfd_open(int32_t pid);
+
+// MARK: Process tree (subreaper.c)
+
+/// prctl(PR_SET_CHILD_SUBREAPER, 1) (variadic, which Swift cannot call): an orphaned
+/// descendant of this process (its parent exited: a double fork) becomes this process's
+/// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
+int cappgroups_become_child_subreaper(void);
 
 #endif
