@@ -359,36 +359,21 @@ public struct EntitlementManifest: Sendable, Equatable {
   ) throws(AppGroupsError) -> EntitlementManifest {
     try root.prepareRoot()
     let path = root.manifestPath
-    let lockPath = path + ".lock"
-    let lock: LockedFile
-    do {
-      lock = try LockedFile(path: lockPath, options: .init(makeFolder: root.path))
-    } catch {
-      throw AppGroupsError(io: error, "cannot open the manifest lock \(lockPath)")
+    let lock = try LockedFile.opening(path + ".lock", options: .init(makeFolder: root.path))
+    return try lock.withLock(timeout: timeout, doing: "updating the manifest \(path)") { () throws(AppGroupsError) in
+      FileSystem.removeLeftoverTemporaries(for: ContainerRoot.manifestFileName, in: root.path)
+      let current = try loadIfPresent(atPath: root.manifestPath)
+      var manifest = current?.manifest ?? EntitlementManifest()
+      try body(&manifest)
+      if let current, current.manifest == manifest { return manifest }
+      let data = try manifest.propertyListData(keeping: current?.raw ?? [:])
+      do throws(SystemCallError) {
+        try FileSystem.writeAtomically(data, to: path, mode: 0o600)
+      } catch {
+        throw AppGroupsError(io: error, "cannot write the manifest \(path)")
+      }
+      return manifest
     }
-    do throws(LockedFile.Failure) {
-      try lock.lock(until: FileSystem.deadline(after: timeout))
-    } catch .failed(let error) {
-      throw AppGroupsError(io: error, "cannot lock the manifest lock \(lockPath)")
-    } catch {
-      throw AppGroupsError(
-        .lockTimeout,
-        "timed out after \(timeout) waiting for the manifest lock \(lockPath); "
-          + "another process holds it")
-    }
-    defer { lock.unlock() }
-    FileSystem.removeLeftoverTemporaries(for: ContainerRoot.manifestFileName, in: root.path)
-    let current = try loadIfPresent(atPath: root.manifestPath)
-    var manifest = current?.manifest ?? EntitlementManifest()
-    try body(&manifest)
-    if let current, current.manifest == manifest { return manifest }
-    let data = try manifest.propertyListData(keeping: current?.raw ?? [:])
-    do {
-      try FileSystem.writeAtomically(data, to: path, mode: 0o600)
-    } catch {
-      throw AppGroupsError(io: error, "cannot write the manifest \(path)")
-    }
-    return manifest
   }
 
   /// Grants `bundleIdentifier` the application groups `groups`, creating its

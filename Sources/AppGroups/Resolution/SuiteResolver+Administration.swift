@@ -130,7 +130,14 @@ extension SuiteResolver {
     for location: SuiteLocation
   ) throws(AppGroupsError) -> [String: PropertyListValue] {
     let path = location.root.managedPreferencesPath(forDomain: location.domain)
-    return try readManaged(path)?.values ?? [:]
+    do {
+      // As the library reads them: values that cannot be read are left out, not forced.
+      return try StoredSuite.read(plistAt: path)?.values ?? [:]
+    } catch where error.code == .corruptPreferences {
+      throw AppGroupsError(.corruptPreferences, "\(path): \(error.message)", cause: error)
+    } catch {
+      throw AppGroupsError(.io, "reading \(path): \(error.message)", cause: error)
+    }
   }
 
   /// Changes the values an administrator forces in the domain of
@@ -171,68 +178,12 @@ extension SuiteResolver {
     } catch {
       throw AppGroupsError(io: error, "creating the managed preferences folder \(directory)")
     }
-    let lock: LockedFile
-    do {
-      lock = try LockedFile(path: path + ".lock", options: .init(makeFolder: root.path))
-      try lock.lock(until: FileSystem.deadline(after: .seconds(5)))
-    } catch let error as SystemCallError where error.code == .tooManySymbolicLinkLevels {
-      throw AppGroupsError(
-        .outsideRoot, "\(path).lock is a symbolic link; nothing was written through it", cause: error)
-    } catch let error as SystemCallError {
-      throw AppGroupsError(io: error, "opening the lock of \(path)")
-    } catch LockedFile.Failure.failed(let error) {
-      throw AppGroupsError(io: error, "locking \(path)")
-    } catch {
-      throw AppGroupsError(
-        .lockTimeout,
-        "timed out after 5 seconds waiting for the lock \(path).lock; another process holds it")
-    }
-    defer { lock.unlock() }
-
-    let name = (path as NSString).lastPathComponent
-    FileSystem.removeLeftoverTemporaries(for: name, in: directory)
-    let current = try readManaged(path)
-    var values = current?.values ?? [:]
-    try body(&values)
-    if let current, current.values == values { return values }
-    if current == nil && values.isEmpty { return values }
-    do {
-      if values.isEmpty {
-        try FileSystem.removeDurably(path)
-      } else {
-        let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
-        try FileSystem.writeAtomically(
-          data, to: path, mode: 0o600, notBefore: current?.identity.modified)
-      }
-    } catch let error as SystemCallError {
-      throw AppGroupsError(io: error, "writing \(path)")
-    }
-    return values
+    let lock = try LockedFile.opening(path + ".lock", options: .init(makeFolder: root.path))
+    return try PropertyListFile.update(
+      path, holding: lock, timeout: .seconds(5), doing: "forcing values of \(location.domain)", body)
   }
 
   // MARK: Helpers
-
-  /// The managed file's values and the identity of the version read, or
-  /// `nil` when there is no file.
-  private static func readManaged(
-    _ path: String
-  ) throws(AppGroupsError) -> (values: [String: PropertyListValue], identity: FileIdentity)? {
-    let contents: PropertyListFile.Contents
-    do {
-      contents = try PropertyListFile.read(path)
-    } catch {
-      throw AppGroupsError(io: error, "reading \(path)")
-    }
-    switch contents {
-    case .missing: return nil
-    case .unreadable(let reason, _): throw AppGroupsError(.corruptPreferences, "\(path): \(reason)")
-    case .salvaged(_, _, let skipped, _):
-      // Rewriting it would drop what could not be read: leave it as it is.
-      let left = skipped.map(\.description).joined(separator: ", ")
-      throw AppGroupsError(.corruptPreferences, "\(path): some values cannot be read: \(left)")
-    case .values(let values, let identity): return (values, identity)
-    }
-  }
 
   /// The names of the folders (not links) in `path`.
   private static func realFolders(in path: String) -> [String] {

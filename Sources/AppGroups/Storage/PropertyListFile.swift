@@ -105,6 +105,63 @@ enum PropertyListFile {
     }
   }
 
+  /// Reads the domain at `path`, lets `body` change its values, and writes them back durably
+  /// and atomically (a binary property list, mode 0600; the file removed when no value is
+  /// left), holding `lock` all along: a whole preferences file's read-modify-write (see
+  /// ``LockedFile/withLock(timeout:whileHolderProgresses:doing:_:)``). Nothing is written
+  /// when the values did not change or `body` threw.
+  ///
+  /// - Returns: the values now in the file.
+  /// - Throws: what the lock throws; `.corruptPreferences` when the file cannot be read whole
+  ///   (it is left as it is: a rewrite would drop what could not be read); `.io` naming the
+  ///   call; or what `body` throws.
+  @discardableResult
+  static func update(
+    _ path: String, holding lock: LockedFile, timeout: Duration, doing what: String,
+    _ body: (inout [String: PropertyListValue]) throws -> Void
+  ) throws -> [String: PropertyListValue] {
+    var bodyError: (any Error)?
+    let values = try lock.withLock(timeout: timeout, doing: what) { () throws(AppGroupsError) in
+      let folder = FileSystem.folder(of: path)
+      FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: path), in: folder)
+      let contents: Contents
+      do throws(SystemCallError) {
+        contents = try read(path)
+      } catch {
+        throw AppGroupsError(io: error, "\(what): reading \(path)")
+      }
+      var current: (values: [String: PropertyListValue], identity: FileIdentity)?
+      switch contents {
+      case .missing: current = nil
+      case .values(let values, let identity): current = (values, identity)
+      case .unreadable(let reason, _): throw AppGroupsError(.corruptPreferences, "\(path): \(reason)")
+      case .salvaged(_, _, let skipped, _):
+        let left = skipped.map(\.description).joined(separator: ", ")
+        throw AppGroupsError(.corruptPreferences, "\(path): some values cannot be read: \(left)")
+      }
+      var values = current?.values ?? [:]
+      do {
+        try body(&values)
+      } catch {
+        bodyError = error
+        return values
+      }
+      if current?.values == values || (current == nil && values.isEmpty) { return values }
+      if values.isEmpty {
+        do throws(SystemCallError) {
+          try FileSystem.removeDurably(path)
+        } catch {
+          throw AppGroupsError(io: error, "\(what): removing \(path)")
+        }
+      } else {
+        _ = try write(values, to: path, notBefore: current?.identity.modified)
+      }
+      return values
+    }
+    if let bodyError { throw bodyError }
+    return values
+  }
+
   private static func asidePath(for path: String) -> String {
     let stamp = FileSystem.utcStamp()
     var candidate = "\(path).unreadable-\(stamp)"

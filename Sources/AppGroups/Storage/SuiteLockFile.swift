@@ -44,6 +44,16 @@ package final class SuiteLockFile: Sendable {
     file = try LockedFile(path: path, options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder))
   }
 
+  private init(file: LockedFile) { self.file = file }
+
+  /// Opens (creating) the lock file of the suite whose plist is at `plistPath`, its failures
+  /// said as ``LockedFile/opening(_:options:)`` says them.
+  static func opening(plistPath: String, makeFolder: String?) throws(AppGroupsError) -> SuiteLockFile {
+    SuiteLockFile(
+      file: try LockedFile.opening(
+        path(of: plistPath), options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder)))
+  }
+
   // MARK: The lock (see ``LockedFile``)
 
   /// The lock file's path.
@@ -52,6 +62,14 @@ package final class SuiteLockFile: Sendable {
   /// Takes the lock (see ``LockedFile/lock(until:whileHolderProgresses:)``).
   func lock(until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil) throws(LockedFile.Failure) {
     try file.lock(until: deadline, whileHolderProgresses: ceiling)
+  }
+
+  /// Takes the lock, its failures said one way (see
+  /// ``LockedFile/lock(until:bound:whileHolderProgresses:doing:)``).
+  func lock(
+    until deadline: UInt64, bound: Duration, whileHolderProgresses ceiling: UInt64?, doing what: String
+  ) throws(AppGroupsError) {
+    try file.lock(until: deadline, bound: bound, whileHolderProgresses: ceiling, doing: what)
   }
 
   /// Takes the lock if it is free now.

@@ -168,16 +168,7 @@ final class SuiteStore: Sendable {
     if options.readOnly {
       lockFile = nil
     } else {
-      do {
-        lockFile = try SuiteLockFile(path: SuiteLockFile.path(of: path), makeFolder: options.makeFolder)
-      } catch where error.code == .tooManySymbolicLinkLevels {
-        throw AppGroupsError(
-          .outsideRoot,
-          "\(path).lock is a symbolic link; a suite's lock file must be a regular file, so the suite is refused and nothing was created through the link",
-          cause: error)
-      } catch {
-        throw AppGroupsError(io: error, "opening the lock file of \(path)")
-      }
+      lockFile = try SuiteLockFile.opening(plistPath: path, makeFolder: options.makeFolder)
     }
     state = Mutex(State())
     commit = Mutex(CommitState())
@@ -631,24 +622,17 @@ final class SuiteStore: Sendable {
     // On failure nothing is dropped: `pending` is only cleared by finishCommit.
 
     let waitStart = FileSystem.monotonicNanoseconds()
-    do throws(LockedFile.Failure) {
-      try lockFile.lock(until: deadline, whileHolderProgresses: ceiling)
+    do throws(AppGroupsError) {
+      try lockFile.lock(until: deadline, bound: timeout, whileHolderProgresses: ceiling, doing: path)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
-    } catch .failed(let error) {
-      throw AppGroupsError(io: error, "locking \(path)")
-    } catch {
+    } catch where error.code == .lockTimeout {
       let count = pending.count + (replacement == nil ? 0 : 1)
       let report = retry.withLock { retry in
         defer { if count > 0 { retry.lockWaitReported = true } }
         return !retry.lockWaitReported && count > 0
       }
-      if report {
-        Diagnostics.report(
-          "\(path): another process has held its lock for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending and will be retried")
-      }
-      throw AppGroupsError(
-        .lockTimeout,
-        "\(path): another process held the lock \(lockFile.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
+      if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
+      throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }
     defer { lockFile.unlock() }
     gate.holdsFileLock()

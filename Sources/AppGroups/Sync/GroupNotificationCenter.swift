@@ -259,11 +259,7 @@ final class NotificationFolder: Sendable {
 
   static func shared(path: String) throws(AppGroupsError) -> NotificationFolder {
     let folder = try registry.object(forKey: path) { () throws(AppGroupsError) in
-      do throws(SystemCallError) {
-        return NotificationFolder(path: path, lock: try LockedFile(path: path + "/.lock"))
-      } catch {
-        throw AppGroupsError(io: error, "opening the lock of \(path)")
-      }
+      NotificationFolder(path: path, lock: try LockedFile.opening(path + "/.lock"))
     }
     folder.removeLeftoverTemporaries()
     return folder
@@ -320,18 +316,7 @@ final class NotificationFolder: Sendable {
     doing what: String, _ body: () throws(AppGroupsError) -> Void
   ) throws(AppGroupsError) {
     try lock.withLock { (lock: inout LockedFile) throws(AppGroupsError) -> Void in
-      let deadline = FileSystem.deadline(after: Self.lockTimeout)
-      do throws(LockedFile.Failure) {
-        try lock.lock(until: deadline)
-      } catch .failed(let error) {
-        throw AppGroupsError(io: error, what)
-      } catch {
-        throw AppGroupsError(
-          .lockTimeout,
-          "\(what): another process held \(lock.path) for more than \(Self.lockTimeout)")
-      }
-      defer { lock.unlock() }
-      try body()
+      try lock.withLock(timeout: Self.lockTimeout, doing: what, body)
     }
   }
 }
