@@ -32,17 +32,23 @@ let package = Package(
     .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
-    .executableTarget(name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag"]),
+    .executableTarget(
+      name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag", "AppGroupsKeychain"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     // The examples' keychain wrapper, written as iOS code is (only its import differs).
     .target(
       name: "ExampleKeychain", dependencies: ["AppGroupsKeychain"], path: "Examples/ExampleKeychain"),
-    .executableTarget(name: "app", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/app"),
     .executableTarget(
-      name: "widget", dependencies: ["AppGroups", "ExampleSchema"], path: "Examples/widget"),
+      name: "app", dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      path: "Examples/app"),
+    .executableTarget(
+      name: "widget",
+      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      path: "Examples/widget"),
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
-    .executableTarget(name: "benchmark", dependencies: ["AppGroups"], path: "Benchmarks/benchmark"),
+    .executableTarget(
+      name: "benchmark", dependencies: ["AppGroups", "AppGroupsKeychain"], path: "Benchmarks/benchmark"),
     .executableTarget(
       name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
     .executableTarget(

@@ -40,6 +40,8 @@ enum AppGroupsSide {
     case "contend": contendDriver(p)
     case "increments": increments(p)
     case "migrate": migrate(p)
+    case "keychain-read": KeychainSide.read(p)
+    case "keychain-add": KeychainSide.add(p)
     default: fail("unknown AppGroups mode \(mode)")
     }
   }

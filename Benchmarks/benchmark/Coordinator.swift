@@ -206,6 +206,7 @@ final class Coordinator {
       if wants("P11") {
         measure(.appGroups, "P11", "contend", "contend-r\(round)", ["contenders": c.contenders, "count": c.contendCount])
       }
+      measureKeychain(round)
       measureFloor()
       if let peer = c.dconfPeer, wants("P1") || wants("P2") || wants("P3") || wants("P4") || wants("P5") || wants("P8") {
         measureDconf(peer)
@@ -529,6 +530,7 @@ final class Coordinator {
       print("")
       print(growth.detail)
     }
+    printKeychainReport()
   }
 
   private func growthVerdicts() -> (write: String, load: String, detail: String) {
@@ -590,4 +592,72 @@ private func fileSystemType(_ path: String) -> String {
     }
   }
   return best.type
+}
+
+// MARK: The keychain rows
+
+extension Coordinator {
+  /// Benchmarks/keyring-peer's release build beside this package, when there is one
+  /// (`BENCH_KEYRING_PEER` names another; empty: leave GNOME Keyring out).
+  static func builtKeyringPeer() -> String? {
+    if let path = ProcessInfo.processInfo.environment["BENCH_KEYRING_PEER"] {
+      return path.isEmpty ? nil : path
+    }
+    let package = URL(fileURLWithPath: ChildProcess.executable)
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let path = package.appendingPathComponent("Benchmarks/keyring-peer/.build/release/keyring-peer").path
+    return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+  }
+
+  /// Durable adds per round (K2).
+  var keychainAdds: Int { configuration.quick ? 10 : 50 }
+
+  /// K1 and K2 on both sides, one round.
+  func measureKeychain(_ round: Int) {
+    let c = configuration
+    if wants("K1") {
+      measure(.appGroups, "K1", "keychain-read", "read", ["batch": c.batchSeconds, "batches": c.batches])
+    }
+    if wants("K2") {
+      measure(.appGroups, "K2", "keychain-add", "read", ["adds": keychainAdds, "name": "r\(round)"])
+    }
+    guard wants("K1") || wants("K2"), let peer = Self.builtKeyringPeer() else { return }
+    let arguments = ["round", "adds=\(keychainAdds)", "batch=\(c.batchSeconds)", "batches=\(c.batches)"]
+    let child = ChildProcess(executable: peer, arguments, environment: [:])
+    while let line = child.output.readLine(timeout: 900) {
+      if line == "done" { break }
+      let parts = line.split(separator: " ")
+      guard parts.count == 4, parts[0] == "sample", let number = Double(parts[3]) else {
+        fail("unexpected line from \(peer): \(line.debugDescription)")
+      }
+      samples["keyring/\(parts[1])/\(parts[2])", default: []].append(number)
+    }
+    guard child.finish() == 0 else { fail("\(peer) failed (run it by hand: \(peer) \(arguments.joined(separator: " ")))") }
+  }
+
+  /// The keychain's own table: AppGroups beside GNOME Keyring.
+  func printKeychainReport() {
+    guard wants("K1") || wants("K2") else { return }
+    let peer = Self.builtKeyringPeer()
+    print("")
+    print("Keychain: AppGroups SecItem calls vs GNOME Keyring (libsecret, a private gnome-keyring-daemon per round)")
+    print("")
+    if peer == nil {
+      print("- GNOME Keyring: not built (swift build -c release --package-path Benchmarks/keyring-peer, with libsecret-1-dev, gnome-keyring, dbus)")
+      print("")
+    }
+    print("| measure | AppGroups median | min | max | GNOME Keyring median | min | max | GNOME Keyring / AppGroups |")
+    print("| --- | --: | --: | --: | --: | --: | --: | --: |")
+    for (id, series, peerSeries, name) in [
+      ("K1", "read", "lookup", "K1 warm `SecItemCopyMatching` of one item, secret returned (wall time per call) / `secret_password_lookup_sync`"),
+      ("K2", "add", "store", "K2 durable `SecItemAdd` of a new item / `secret_password_store_sync`"),
+    ] where wants(id) {
+      let a = samples(.appGroups, id, series)
+      let g = samples["keyring/\(id)/\(peerSeries)"] ?? []
+      let gnome = g.isEmpty ? [peer == nil ? "not built" : "—", "—", "—"] : durations(g)
+      let cells = [name] + durations(a) + gnome + [ratio(g, a)]
+      print("| " + cells.joined(separator: " | ") + " |")
+    }
+  }
 }

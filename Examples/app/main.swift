@@ -21,6 +21,9 @@
 //                         the prewarm bug: before the first unlock it reads nothing, takes it
 //                         for a first launch, and its first-launch values land over the
 //                         user's choices at the unlock.
+//   app sign-in TOKEN [--accessible afterFirstUnlock]
+//                         keep the refresh token in the keychain's shared access group
+//                         (never in the suite); app sign-out removes it (Account.swift)
 //
 // The keys and the schema (version 2: "unread" became "unreadCount") are declared once, in
 // Examples/ExampleSchema, for the app and the widget. Every command but reset registers the
@@ -43,6 +46,7 @@ let reloadNotification = "com.example.widget.reload"
 let usage = """
   usage: app set KEY VALUE | unread N | theme light|dark|system | read ITEM | reload | show
              | reset | launch [--naive]
+         app sign-in TOKEN [--accessible whenUnlocked|afterFirstUnlock] | sign-out
   Writes into the group suite \(group), then posts \(reloadNotification).
   Environment: APPGROUPS_ROOT (default ./Containers), APPGROUPS_BUNDLE_ID (default com.example.app).
   """
@@ -120,6 +124,8 @@ func parse(_ arguments: [String]) -> Command {
   }
 }
 
+// The account commands (sign-in, sign-out) keep the token in the keychain: Account.swift.
+if Account.run(Array(CommandLine.arguments.dropFirst())) { exit(0) }
 let command = parse(Array(CommandLine.arguments.dropFirst()))
 
 // MARK: Opening the group

@@ -2,7 +2,10 @@
 // with the values it reads from the group suite group.com.example.shared and
 // the suite's last-update token:
 //
-//   entry #2 unread=3 theme=dark greeting="hi" read=[] token=1747… (change)
+//   entry #2 unread=3 theme=dark greeting="hi" read=[] token=1747… account=signed-in (change)
+//
+// The account is whether the app signed in, read from the keychain (Account.swift):
+// signed-in, signed-out, or locked when the device's state keeps the token closed.
 //
 // It renders once at start, then whenever what it shows would change: on a
 // change of the suite (from any process, seen through inotify), on the app's
@@ -158,10 +161,12 @@ func read() -> (values: String, token: ChangeToken) {
 func render(_ reason: Reason) -> Bool {
   let (values, token) = read()
   timeline.lastToken = token
-  guard values != timeline.lastValues else { return false }
+  // The account's state, from the keychain (Account.swift), shown after the token.
+  let account = Account.state()
+  guard values + account != timeline.lastValues else { return false }
   timeline.entries += 1
-  timeline.lastValues = values
-  say("entry #\(timeline.entries) \(values) token=\(token) (\(reason.rawValue))")
+  timeline.lastValues = values + account
+  say("entry #\(timeline.entries) \(values) token=\(token) account=\(account) (\(reason.rawValue))")
   if let limit = options.renderLimit, timeline.entries >= limit { exit(0) }
   return true
 }
@@ -208,6 +213,9 @@ let unlocks = ProtectedData.observe { event in
   }
 }
 
+// The device's state: an unlock may make the account readable (Account.swift).
+let deviceChanges = Account.observeDevice { renderQueue.async { render(.change) } }
+
 // Anything that changed while the observers were being set up.
 renderQueue.async {
   render(.change)
@@ -230,5 +238,6 @@ while true {
   changes.cancel()
   reloads.cancel()
   unlocks.cancel()
+  deviceChanges.cancel()
   exit(0)
 }

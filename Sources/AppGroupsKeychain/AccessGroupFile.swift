@@ -71,6 +71,20 @@ final class AccessGroupFile: @unchecked Sendable {
     return try transaction { _ throws(KeychainError) in }.contents
   }
 
+  /// The items as ``contents()`` reads them, except that a file that is not this format is
+  /// left where it is: `nil` then. For tools that look without changing anything.
+  func contentsLeavingDamage() throws(KeychainError) -> GroupContents? {
+    let identity: FileIdentity?
+    do {
+      identity = try FileSystem.identity(ofPath: path)
+    } catch {
+      throw ioError(error, "reading")
+    }
+    if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
+    guard identity != nil else { return GroupContents() }
+    return try readFile()
+  }
+
   /// Reads the file now; `nil` when it is not this format.
   private func readFile() throws(KeychainError) -> GroupContents? {
     let read: (Data, FileIdentity)?
@@ -83,7 +97,7 @@ final class AccessGroupFile: @unchecked Sendable {
       cache.withLock { $0 = Snapshot(identity: nil, contents: GroupContents()) }
       return GroupContents()
     }
-    guard let contents = GroupContents.decode(data) else { return nil }
+    guard let contents = GroupContents.decode(data, group: group) else { return nil }
     cache.withLock { $0 = Snapshot(identity: identity, contents: contents) }
     return contents
   }
@@ -101,7 +115,9 @@ final class AccessGroupFile: @unchecked Sendable {
       let result = try body(&all[0])
       outcome = (result, all[0])
     }
-    guard let outcome else { throw KeychainError(errSecInternalComponent, "a transaction ended without a result") }
+    guard let outcome else {
+      throw KeychainError(errSecInternalComponent, "a transaction ended without a result")
+    }
     return outcome
   }
 
@@ -150,21 +166,25 @@ final class AccessGroupFile: @unchecked Sendable {
 
   private static func same(_ a: GroupContents, _ b: GroupContents) -> Bool {
     a.items.count == b.items.count && a.unreadable == b.unreadable
-      && zip(a.items, b.items).allSatisfy { $0.identifier == $1.identifier && $0.sealed == $1.sealed }
+      && zip(a.items, b.items).allSatisfy {
+        $0.identifier == $1.identifier && $0.sealed == $1.sealed
+      }
   }
 
   /// Takes this process's gate and the lock file's lock.
   private func lock() throws(KeychainError) {
     gate.lock()
     do throws(KeychainError) {
-      if lockedFile == nil {
-        do {
-          try FileSystem.makeDirectory(folder, within: rootPath)
+      do {
+        // Every time: a folder on the way replaced by a symbolic link (out of the root) is
+        // refused (ELOOP), never written through.
+        try FileSystem.makeDirectory(folder, within: rootPath)
+        if lockedFile == nil {
           lockedFile = try LockedFile(
             path: path + ".lock", options: LockedFile.Options(makeFolder: rootPath))
-        } catch {
-          throw ioError(error, "opening the lock of")
         }
+      } catch {
+        throw ioError(error, "opening the lock of")
       }
       guard let lockedFile else { throw KeychainError(errSecInternalComponent, "no lock file") }
       var attempts = 0
@@ -179,7 +199,9 @@ final class AccessGroupFile: @unchecked Sendable {
           // Woken well past the bound: this process was stopped (suspended) or not run while
           // it waited; that time does not count against another process's hold.
           attempts += 1
-          if attempts < 3 && FileSystem.monotonicNanoseconds() > deadline &+ 500_000_000 { continue }
+          if attempts < 3 && FileSystem.monotonicNanoseconds() > deadline &+ 500_000_000 {
+            continue
+          }
           throw KeychainError(
             errSecIO,
             "timed out after \(Self.lockTimeout) waiting for the lock of access group \(group)"
@@ -241,7 +263,7 @@ final class AccessGroupFile: @unchecked Sendable {
         })
       cache.withLock { $0 = Snapshot(identity: identity, contents: contents) }
       return true
-    } catch where error.call == "flock" && error.errno == EAGAIN {
+    } catch  where error.call == "flock" && error.errno == EAGAIN {
       return false
     } catch {
       cache.withLock { $0 = nil }

@@ -48,7 +48,8 @@ enum AttributeValue: Sendable, Hashable {
     case .data(let value): NSData(data: value)
     case .number(let value): NSNumber(value: value)
     case .bool(let value): NSNumber(value: value)
-    case .date(let value): NSDate(timeIntervalSinceReferenceDate: value.timeIntervalSinceReferenceDate)
+    case .date(let value):
+      NSDate(timeIntervalSinceReferenceDate: value.timeIntervalSinceReferenceDate)
     }
   }
 
@@ -90,7 +91,8 @@ enum ItemAttribute {
 
   static let genericOnly: Set<String> = [SecKey.AttrService, SecKey.AttrGeneric]
   static let internetOnly: Set<String> = [
-    SecKey.AttrSecurityDomain, SecKey.AttrServer, SecKey.AttrProtocol, SecKey.AttrAuthenticationType,
+    SecKey.AttrSecurityDomain, SecKey.AttrServer, SecKey.AttrProtocol,
+    SecKey.AttrAuthenticationType,
     SecKey.AttrPort, SecKey.AttrPath,
   ]
   /// Set by the keychain, never by the caller.
@@ -124,7 +126,7 @@ enum ItemAttribute {
   /// `kSecAttrAccount (acct)`, or the key quoted when it is not one of Apple's.
   static func name(_ key: String) -> String {
     if let constant = constantNames[key] { return "\(constant) (\(key))" }
-    return "\"\(key.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())\""
+    return KeychainService.quoted(key)
   }
 }
 
@@ -207,7 +209,8 @@ struct PersistentReference: Sendable, Hashable {
   }
 
   init?(_ data: Data) {
-    guard data.count == 20, let itemClass = ItemClass(rawValue: String(decoding: data.prefix(4), as: UTF8.self))
+    guard data.count == 20,
+      let itemClass = ItemClass(rawValue: String(decoding: data.prefix(4), as: UTF8.self))
     else { return nil }
     self.itemClass = itemClass
     identifier = Data(data.dropFirst(4))
@@ -290,7 +293,10 @@ extension ItemQuery {
       if let reference = dictionary[SecKey.ValuePersistentRef], operation != .add {
         // A persistent reference names its class.
         guard case .data(let data) = Scalar(reference), let parsed = PersistentReference(data)
-        else { throw param("\(ItemAttribute.name(SecKey.ValuePersistentRef)) is not a persistent reference") }
+        else {
+          throw param(
+            "\(ItemAttribute.name(SecKey.ValuePersistentRef)) is not a persistent reference")
+        }
         var rest = dictionary
         rest[SecKey.Class] = parsed.itemClass.rawValue
         return try parse(rest, for: operation)
@@ -298,7 +304,9 @@ extension ItemQuery {
       throw param("the dictionary has no \(ItemAttribute.name(SecKey.Class))")
     }
     guard case .string(let className) = Scalar(classValue) else {
-      throw param("\(ItemAttribute.name(SecKey.Class)) must be a string, found \(Scalar(classValue).kindName)")
+      throw param(
+        "\(ItemAttribute.name(SecKey.Class)) must be a string, found \(Scalar(classValue).kindName)"
+      )
     }
     guard let itemClass = ItemClass(rawValue: className) else {
       if [SecKey.ClassCertificate, SecKey.ClassKey, SecKey.ClassIdentity].contains(className) {
@@ -308,7 +316,8 @@ extension ItemQuery {
             + " not kept by this keychain; it keeps generic and internet passwords")
       }
       throw KeychainError(
-        errSecNoSuchClass, "\(operation.rawValue): there is no item class \(ItemAttribute.name(className))")
+        errSecNoSuchClass,
+        "\(operation.rawValue): there is no item class \(ItemAttribute.name(className))")
     }
     var query = ItemQuery(itemClass: itemClass)
     func bool(_ key: String, _ value: Any) throws(KeychainError) -> Bool {
@@ -325,7 +334,8 @@ extension ItemQuery {
         if operation == .add && ItemAttribute.readOnly.contains(key) {
           throw KeychainError(
             errSecReadOnlyAttr,
-            "\(operation.rawValue): \(ItemAttribute.name(key)) is set by the keychain, not by the caller")
+            "\(operation.rawValue): \(ItemAttribute.name(key)) is set by the keychain, not by the caller"
+          )
         }
         query.attributes[key] = try attribute(key, value, itemClass, operation)
       case SecKey.AttrAccessControl:
@@ -340,19 +350,28 @@ extension ItemQuery {
         query.secret = data
       case SecKey.ValueRef:
         throw KeychainError(
-          errSecUnimplemented, "\(operation.rawValue): \(ItemAttribute.name(key)) is not kept by this keychain")
+          errSecUnimplemented,
+          "\(operation.rawValue): \(ItemAttribute.name(key)) is not kept by this keychain")
       case SecKey.ValuePersistentRef:
-        guard operation != .add else { throw param("\(ItemAttribute.name(key)) does not add an item") }
+        guard operation != .add else {
+          throw param("\(ItemAttribute.name(key)) does not add an item")
+        }
         guard case .data(let data) = Scalar(value), let reference = PersistentReference(data),
           reference.itemClass == itemClass
-        else { throw param("\(ItemAttribute.name(key)) is not a persistent reference of class \(itemClass.rawValue)") }
+        else {
+          throw param(
+            "\(ItemAttribute.name(key)) is not a persistent reference of class \(itemClass.rawValue)"
+          )
+        }
         query.persistentReference = reference
       case SecKey.ReturnData: query.returnData = try bool(key, value)
       case SecKey.ReturnAttributes: query.returnAttributes = try bool(key, value)
       case SecKey.ReturnRef: query.returnRef = try bool(key, value)
       case SecKey.ReturnPersistentRef: query.returnPersistentRef = try bool(key, value)
       case SecKey.MatchLimit:
-        guard operation != .add else { throw param("\(ItemAttribute.name(key)) is a search key; SecItemAdd takes none") }
+        guard operation != .add else {
+          throw param("\(ItemAttribute.name(key)) is a search key; SecItemAdd takes none")
+        }
         switch Scalar(value) {
         case .string(SecKey.MatchLimitOne): query.limit = 1
         case .string(SecKey.MatchLimitAll): query.limit = .max
@@ -363,18 +382,27 @@ extension ItemQuery {
               + " number, found \(Scalar(value).kindName)")
         }
       case SecKey.MatchCaseInsensitive:
-        guard operation != .add else { throw param("\(ItemAttribute.name(key)) is a search key; SecItemAdd takes none") }
+        guard operation != .add else {
+          throw param("\(ItemAttribute.name(key)) is a search key; SecItemAdd takes none")
+        }
         query.caseInsensitive = try bool(key, value)
       case SecKey.UseDataProtectionKeychain:
         _ = try bool(key, value)
       case SecKey.UseAuthenticationUI:
         guard case .string(let mode) = Scalar(value),
-          [SecKey.UseAuthenticationUIAllow, SecKey.UseAuthenticationUIFail, SecKey.UseAuthenticationUISkip]
-            .contains(mode)
-        else { throw param("\(ItemAttribute.name(key)) must be one of the kSecUseAuthenticationUI… values") }
+          [
+            SecKey.UseAuthenticationUIAllow, SecKey.UseAuthenticationUIFail,
+            SecKey.UseAuthenticationUISkip,
+          ]
+          .contains(mode)
+        else {
+          throw param(
+            "\(ItemAttribute.name(key)) must be one of the kSecUseAuthenticationUI… values")
+        }
       case SecKey.UseOperationPrompt:
         guard case .string = Scalar(value) else {
-          throw param("\(ItemAttribute.name(key)) must be a string, found \(Scalar(value).kindName)")
+          throw param(
+            "\(ItemAttribute.name(key)) must be a string, found \(Scalar(value).kindName)")
         }
       default:
         throw param("unknown key \(ItemAttribute.name(key))")
@@ -383,13 +411,19 @@ extension ItemQuery {
     switch operation {
     case .add:
       if query.synchronizable == .any {
-        throw param("\(ItemAttribute.name(SecKey.AttrSynchronizable)) cannot be kSecAttrSynchronizableAny in an item")
+        throw param(
+          "\(ItemAttribute.name(SecKey.AttrSynchronizable)) cannot be kSecAttrSynchronizableAny in an item"
+        )
       }
     case .update:
-      if query.returnsSomething { throw param("SecItemUpdate returns nothing; the query asks for a result") }
+      if query.returnsSomething {
+        throw param("SecItemUpdate returns nothing; the query asks for a result")
+      }
     case .delete:
       if let limit = query.limit, limit != .max {
-        throw param("\(ItemAttribute.name(SecKey.MatchLimit)) is not taken by SecItemDelete, which deletes every match")
+        throw param(
+          "\(ItemAttribute.name(SecKey.MatchLimit)) is not taken by SecItemDelete, which deletes every match"
+        )
       }
     case .copyMatching:
       break
@@ -398,7 +432,9 @@ extension ItemQuery {
   }
 
   /// The access group, the accessibility and `kSecAttrSynchronizable`.
-  fileprivate mutating func parseSpecial(_ key: String, _ value: Any, _ operation: Operation) throws(KeychainError) {
+  fileprivate mutating func parseSpecial(_ key: String, _ value: Any, _ operation: Operation)
+    throws(KeychainError)
+  {
     let scalar = Scalar(value)
     func param(_ message: String) -> KeychainError {
       KeychainError(errSecParam, "\(operation.rawValue): \(message)")
@@ -424,7 +460,8 @@ extension ItemQuery {
       case .string(SecKey.AttrSynchronizableAny): synchronizable = .any
       default:
         throw param(
-          "\(ItemAttribute.name(key)) must be a Boolean or kSecAttrSynchronizableAny, found \(scalar.kindName)")
+          "\(ItemAttribute.name(key)) must be a Boolean or kSecAttrSynchronizableAny, found \(scalar.kindName)"
+        )
       }
     }
   }
@@ -436,7 +473,8 @@ extension ItemQuery {
     guard itemClass.has(key) else {
       throw KeychainError(
         errSecNoSuchAttr,
-        "\(operation.rawValue): items of class \(itemClass.rawValue) have no \(ItemAttribute.name(key))")
+        "\(operation.rawValue): items of class \(itemClass.rawValue) have no \(ItemAttribute.name(key))"
+      )
     }
     let scalar = Scalar(value)
     let kind = ItemAttribute.kinds[key] ?? .string
@@ -450,7 +488,8 @@ extension ItemQuery {
     default:
       throw KeychainError(
         errSecParam,
-        "\(operation.rawValue): \(ItemAttribute.name(key)) must be \(kind.name), found \(scalar.kindName)")
+        "\(operation.rawValue): \(ItemAttribute.name(key)) must be \(kind.name), found \(scalar.kindName)"
+      )
     }
   }
 }
@@ -482,13 +521,16 @@ extension ItemChanges {
         if key == SecKey.AttrAccessible { changes.accessibility = probe.accessibility }
         if key == SecKey.AttrSynchronizable {
           guard probe.synchronizable != .any else {
-            throw param("\(ItemAttribute.name(key)) cannot be kSecAttrSynchronizableAny in the attributes to update")
+            throw param(
+              "\(ItemAttribute.name(key)) cannot be kSecAttrSynchronizableAny in the attributes to update"
+            )
           }
           changes.synchronizable = probe.synchronizable == .yes
         }
       case _ where ItemAttribute.readOnly.contains(key):
         throw KeychainError(
-          errSecReadOnlyAttr, "SecItemUpdate: \(ItemAttribute.name(key)) is set by the keychain, not by the caller")
+          errSecReadOnlyAttr,
+          "SecItemUpdate: \(ItemAttribute.name(key)) is set by the keychain, not by the caller")
       case _ where ItemAttribute.kinds[key] != nil:
         changes.attributes[key] = try ItemQuery.attribute(key, value, itemClass, .update)
       case SecKey.ValueData:
@@ -497,9 +539,12 @@ extension ItemChanges {
         }
         changes.secret = data
       case SecKey.AttrAccessControl:
-        throw KeychainError(errSecUnimplemented, "SecItemUpdate: \(ItemAttribute.name(key)) is not simulated")
+        throw KeychainError(
+          errSecUnimplemented, "SecItemUpdate: \(ItemAttribute.name(key)) is not simulated")
       case SecKey.Class:
-        throw param("an item's class cannot be changed; the attributes to update hold \(ItemAttribute.name(key))")
+        throw param(
+          "an item's class cannot be changed; the attributes to update hold \(ItemAttribute.name(key))"
+        )
       default:
         if ItemAttribute.constantNames[key] != nil {
           throw param("\(ItemAttribute.name(key)) is not an attribute to update")

@@ -78,11 +78,14 @@ public struct Keychain: Sendable {
 
   /// The keychain of this process (its identity and root, as the `SecItem` calls use them).
   public init(service: String, accessGroup: String? = nil) {
-    self.init(service: service, accessGroup: accessGroup, accessibility: .whenUnlocked, who: .process)
+    self.init(
+      service: service, accessGroup: accessGroup, accessibility: .whenUnlocked, who: .process)
   }
 
   /// The keychain of `identity` in `root`, for tools and tests.
-  public init(service: String, accessGroup: String? = nil, identity: AppIdentity, root: ContainerRoot) {
+  public init(
+    service: String, accessGroup: String? = nil, identity: AppIdentity, root: ContainerRoot
+  ) {
     self.init(
       service: service, accessGroup: accessGroup, accessibility: .whenUnlocked,
       who: .app(identity, root))
@@ -117,7 +120,10 @@ public struct Keychain: Sendable {
   public func get(_ key: String) throws(KeychainError) -> String? {
     guard let data = try getData(key) else { return nil }
     guard let string = String(validating: data, as: UTF8.self) else {
-      throw KeychainError(errSecDecode, "the item \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) is not UTF-8 text; read it with getData")
+      throw KeychainError(
+        errSecDecode,
+        "the item \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service))"
+          + " is not UTF-8 text; read it with getData")
     }
     return string
   }
@@ -130,10 +136,10 @@ public struct Keychain: Sendable {
     query[SecKey.ReturnData] = true
     query[SecKey.MatchLimit] = SecKey.MatchLimitOne
     do {
-      let object = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      let found = try perform { (service, caller) throws(KeychainError) in
+        try service.find(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
       }
-      return object as? Data
+      return found.first.map { Data($0.secret) }
     } catch KeychainError.Code.itemNotFound {
       return nil
     }
@@ -146,7 +152,7 @@ public struct Keychain: Sendable {
   public func contains(_ key: String) throws(KeychainError) -> Bool {
     do {
       _ = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(base(key), for: .copyMatching), caller: caller)
+        try service.find(try ItemQuery.parse(base(key), for: .copyMatching), caller: caller)
       }
       return true
     } catch KeychainError.Code.itemNotFound {
@@ -162,11 +168,13 @@ public struct Keychain: Sendable {
     query[SecKey.ReturnAttributes] = true
     query[SecKey.MatchLimit] = SecKey.MatchLimitAll
     do {
-      let object = try perform { (service, caller) throws(KeychainError) in
-        try service.copyMatching(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+      let found = try perform { (service, caller) throws(KeychainError) in
+        try service.find(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
       }
-      let items = object as? [[String: Any]] ?? []
-      return items.compactMap { $0[SecKey.AttrAccount] as? String }.sorted()
+      return found.compactMap { one -> String? in
+        if case .string(let account)? = one.item.attributes[SecKey.AttrAccount] { return account }
+        return nil
+      }.sorted()
     } catch KeychainError.Code.itemNotFound {
       return []
     }
@@ -211,7 +219,8 @@ public struct Keychain: Sendable {
       }
     }
     throw KeychainError(
-      errSecIO, "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
+      errSecIO,
+      "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
   }
 
   /// Removes the item stored for `key`; nothing happens when there is none.
@@ -250,16 +259,33 @@ public struct Keychain: Sendable {
       do {
         if let newValue { try set(newValue, key: key) } else { try remove(key) }
       } catch {
-        AccessGroupFile.report("keychain: writing \(KeychainService.quoted(key)) of service \(KeychainService.quoted(service)) failed: \(error)")
+        AccessGroupFile.report(
+          "keychain: writing \(KeychainService.quoted(key)) of service"
+            + " \(KeychainService.quoted(service)) failed: \(error)")
       }
     }
+  }
+
+  // MARK: The process
+
+  /// Says who the `SecItem` calls of this process act as, and in which root.
+  ///
+  /// By default they act as ``AppIdentity/current(fallback:)`` without a fallback
+  /// (`APPGROUPS_BUNDLE_ID`, else the executable's name) in ``ContainerRoot/default``, settled at
+  /// the first call. An app that names itself another way, as the examples do with
+  /// `AppIdentity.current(fallback: "com.example.app")`, says so here before its first keychain
+  /// call. A test scoped by `AppGroupsTesting` keeps its own identity and root.
+  public static func useProcessIdentity(_ identity: AppIdentity, root: ContainerRoot = .default) {
+    KeychainCall.settle(identity, root)
   }
 
   // MARK: Helpers
 
   /// The query of the service's items, of `key` when given.
   private func base(_ key: String?) -> [String: Any] {
-    var query: [String: Any] = [SecKey.Class: SecKey.ClassGenericPassword, SecKey.AttrService: service]
+    var query: [String: Any] = [
+      SecKey.Class: SecKey.ClassGenericPassword, SecKey.AttrService: service,
+    ]
     if let key { query[SecKey.AttrAccount] = key }
     if let accessGroup { query[SecKey.AttrAccessGroup] = accessGroup }
     return query

@@ -21,13 +21,16 @@ final class KeychainService: Sendable {
 
   private struct Entitlements {
     var manifestIdentity: FileIdentity?
-    var groups: [String: Result<[String], KeychainError>] = [:]
+    var groups: [AppIdentity: Result<[String], KeychainError>] = [:]
   }
+  /// The manifest's path, worked out once.
+  private let manifestPath: String
   private let entitlements = Mutex(Entitlements())
 
   private init(root: ContainerRoot) {
     self.root = root
     keys = ClassKeys(root: root)
+    manifestPath = root.manifestURL.path
   }
 
   private static let services = Mutex<[String: KeychainService]>([:])
@@ -59,9 +62,9 @@ final class KeychainService: Sendable {
   ///   used, or when it binds the app's bundle identifier to another executable.
   func accessGroups(for caller: KeychainCaller) throws(KeychainError) -> [String] {
     guard case .app(let identity) = caller else { return administratorGroups() }
-    let manifestPath = root.manifestURL.path
+    let manifestPath = self.manifestPath
     let current = try? FileSystem.identity(ofPath: manifestPath)
-    let key = identity.description
+    let key = identity
     if let cached = entitlements.withLock({ state -> Result<[String], KeychainError>? in
       guard state.manifestIdentity == current else { return nil }
       return state.groups[key]
@@ -119,7 +122,11 @@ final class KeychainService: Sendable {
     _ group: String, _ caller: KeychainCaller, _ groups: [String], _ operation: Operation
   ) -> KeychainError {
     let who: String
-    if case .app(let identity) = caller { who = identity.bundleIdentifier } else { who = "the administrator" }
+    if case .app(let identity) = caller {
+      who = identity.bundleIdentifier
+    } else {
+      who = "the administrator"
+    }
     return KeychainError(
       errSecMissingEntitlement,
       "\(operation.rawValue): \(who) names access group \(Self.quoted(group)) but is only entitled"
@@ -127,7 +134,10 @@ final class KeychainService: Sendable {
   }
 
   static func quoted(_ text: String) -> String {
-    "\"" + text.unicodeScalars.map { $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined() + "\""
+    "\""
+      + text.unicodeScalars.map {
+        $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}"
+      }.joined() + "\""
   }
 
   // MARK: Keys
@@ -141,7 +151,7 @@ final class KeychainService: Sendable {
     _ accessibility: Keychain.Accessibility, _ operation: Operation, group: String
   ) throws(KeychainError) -> ClassKey {
     do throws(ClassKeyProblem) {
-      return try keys.key(accessibility.protectionClass)
+      return try keys.key(accessibility.keyClass)
     } catch {
       switch error {
       case .unavailable(let reason):
@@ -167,7 +177,8 @@ final class KeychainService: Sendable {
     let groups = try accessGroups(for: caller)
     guard let group = query.accessGroup ?? (caller == .administrator ? nil : groups.first) else {
       throw KeychainError(
-        errSecParam, "SecItemAdd: the administrator adds to a named access group (kSecAttrAccessGroup)")
+        errSecParam,
+        "SecItemAdd: the administrator adds to a named access group (kSecAttrAccessGroup)")
     }
     guard groups.contains(group) || caller == .administrator else {
       throw notEntitled(group, caller, groups, .add)
@@ -189,7 +200,9 @@ final class KeychainService: Sendable {
     let added = item
     _ = try file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
       let primaryKey = added.primaryKey
-      if contents.items.contains(where: { $0.itemClass == added.itemClass && $0.primaryKey == primaryKey }) {
+      if contents.items.contains(where: {
+        $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
+      }) {
         throw KeychainError(
           errSecDuplicateItem,
           "SecItemAdd: access group \(group) already holds a \(added.itemClass.rawValue) item with"
@@ -238,7 +251,15 @@ final class KeychainService: Sendable {
   ///   the caller does not hold; `errSecInteractionNotAllowed` when a matching item's class is
   ///   unavailable, even when only its attributes are asked for (a device decrypts every row
   ///   it matches); `errSecItemNotFound` when none matches.
-  func copyMatching(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject? {
+  func copyMatching(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject?
+  {
+    let found = try find(query, caller: caller)
+    return result(found, query: query, limit: query.limit ?? 1)
+  }
+
+  /// The items `query` matches, opened, as ``copyMatching(_:caller:)`` finds them: for the
+  /// Swift-shaped layer, which needs no Foundation objects.
+  func find(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> [Found] {
     let groups = try searchedGroups(query.accessGroup, caller, .copyMatching)
     let limit = query.limit ?? 1
     var found: [Found] = []
@@ -263,9 +284,10 @@ final class KeychainService: Sendable {
       throw KeychainError(
         errSecItemNotFound,
         "SecItemCopyMatching: no \(query.itemClass.rawValue) item matches in "
-          + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+          + (groups.count == 1
+            ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
     }
-    return result(found, query: query, limit: limit)
+    return found
   }
 
   /// Opens `item`'s secret.
@@ -275,7 +297,7 @@ final class KeychainService: Sendable {
     _ item: StoredItem, group: String, _ operation: Operation
   ) throws(KeychainError) -> StoredItem.Opened {
     do throws(ClassKeyProblem) {
-      let key = try keys.key(item.accessibility.protectionClass)
+      let key = try keys.key(item.accessibility.keyClass)
       return item.open(group: group, key: key)
     } catch {
       switch error {
@@ -299,7 +321,8 @@ final class KeychainService: Sendable {
     for (group, identifiers) in stale {
       _ = try? file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
         contents.items.removeAll { item in
-          identifiers.contains(item.identifier) && item.accessibility == .whenPasscodeSetThisDeviceOnly
+          identifiers.contains(item.identifier)
+            && item.accessibility == .whenPasscodeSetThisDeviceOnly
         }
       }
     }
@@ -310,11 +333,17 @@ final class KeychainService: Sendable {
   private func result(_ found: [Found], query: ItemQuery, limit: Int) -> AnyObject {
     let objects = found.map { one -> AnyObject in
       if !query.returnsSomething { return NSNull() }
-      if query.returnData && !query.returnAttributes && !query.returnRef && !query.returnPersistentRef {
+      if query.returnData && !query.returnAttributes && !query.returnRef
+        && !query.returnPersistentRef
+      {
         return NSData(bytes: one.secret, length: one.secret.count)
       }
-      if query.returnPersistentRef && !query.returnData && !query.returnAttributes && !query.returnRef {
-        return NSData(data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier).data)
+      if query.returnPersistentRef && !query.returnData && !query.returnAttributes
+        && !query.returnRef
+      {
+        return NSData(
+          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier)
+            .data)
       }
       var dictionary: [String: Any] = [:]
       if query.returnAttributes || query.returnRef {
@@ -323,11 +352,16 @@ final class KeychainService: Sendable {
         dictionary[SecKey.AttrAccessible] = NSString(string: one.item.accessibility.rawValue)
         dictionary[SecKey.AttrSynchronizable] = NSNumber(value: one.item.synchronizable)
       }
-      if query.returnRef { dictionary[SecKey.Class] = NSString(string: one.item.itemClass.rawValue) }
-      if query.returnData { dictionary[SecKey.ValueData] = NSData(bytes: one.secret, length: one.secret.count) }
+      if query.returnRef {
+        dictionary[SecKey.Class] = NSString(string: one.item.itemClass.rawValue)
+      }
+      if query.returnData {
+        dictionary[SecKey.ValueData] = NSData(bytes: one.secret, length: one.secret.count)
+      }
       if query.returnPersistentRef {
         dictionary[SecKey.ValuePersistentRef] = NSData(
-          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier).data)
+          data: PersistentReference(itemClass: one.item.itemClass, identifier: one.item.identifier)
+            .data)
       }
       return NSDictionary(dictionary: dictionary)
     }
@@ -343,19 +377,26 @@ final class KeychainService: Sendable {
   ///   changes move the items to a group the caller does not hold; `errSecDuplicateItem` when
   ///   a changed item would be another item of its group; `errSecAuthFailed` for the
   ///   passcode-set class without a passcode.
-  func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller) throws(KeychainError) {
+  func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller)
+    throws(KeychainError)
+  {
     let groups = try searchedGroups(query.accessGroup, caller, .update)
     if let destination = changes.accessGroup {
       let held = try accessGroups(for: caller)
       guard held.contains(destination) || caller == .administrator else {
         throw notEntitled(destination, caller, held, .update)
       }
-      if caller == .administrator, let reason = EntitlementManifest.accessGroupNameProblem(destination) {
-        throw KeychainError(errSecParam, "SecItemUpdate: access group \(Self.quoted(destination)): \(reason)")
+      if caller == .administrator,
+        let reason = EntitlementManifest.accessGroupNameProblem(destination)
+      {
+        throw KeychainError(
+          errSecParam, "SecItemUpdate: access group \(Self.quoted(destination)): \(reason)")
       }
     }
     var involved = groups
-    if let destination = changes.accessGroup, !involved.contains(destination) { involved.append(destination) }
+    if let destination = changes.accessGroup, !involved.contains(destination) {
+      involved.append(destination)
+    }
     let files = involved.map { file($0) }
     let limit = query.limit ?? .max
     let now = Date()
@@ -386,7 +427,8 @@ final class KeychainService: Sendable {
         let target = involved.firstIndex(of: destination) ?? g
         let primaryKey = changed.primaryKey
         let clash = all[target].items.enumerated().contains { other in
-          other.element.identifier != item.identifier && other.element.itemClass == changed.itemClass
+          other.element.identifier != item.identifier
+            && other.element.itemClass == changed.itemClass
             && other.element.primaryKey == primaryKey
             && !(removals[target]?.contains(other.offset) ?? false)
         }
@@ -407,13 +449,15 @@ final class KeychainService: Sendable {
         changedAny = true
       }
       for (g, indices) in removals {
-        all[g].items = all[g].items.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+        all[g].items = all[g].items.enumerated().filter { !indices.contains($0.offset) }.map(
+          \.element)
       }
       guard changedAny else {
         throw KeychainError(
           errSecItemNotFound,
           "SecItemUpdate: no \(query.itemClass.rawValue) item matches in "
-            + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+            + (groups.count == 1
+              ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
       }
     }
   }
@@ -430,8 +474,11 @@ final class KeychainService: Sendable {
     var deleted = 0
     for group in groups {
       // Looked at first without the lock: a group with nothing to delete is not locked.
-      guard try file(group).contents().items.contains(where: { $0.matches(query) }) else { continue }
-      let (count, _) = try file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
+      guard try file(group).contents().items.contains(where: { $0.matches(query) }) else {
+        continue
+      }
+      let (count, _) = try file(group).transaction {
+        (contents: inout GroupContents) throws(KeychainError) in
         let before = contents.items.count
         contents.items.removeAll { $0.matches(query) }
         return before - contents.items.count
@@ -442,7 +489,8 @@ final class KeychainService: Sendable {
       throw KeychainError(
         errSecItemNotFound,
         "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
-          + (groups.count == 1 ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+          + (groups.count == 1
+            ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
     }
   }
 }

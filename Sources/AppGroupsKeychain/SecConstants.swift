@@ -112,11 +112,14 @@ enum SecKey {
 /// The key of an item's class: `kSecClassGenericPassword` or `kSecClassInternetPassword`.
 nonisolated(unsafe) public let kSecClass: CFString = CFString(string: SecKey.Class)
 /// A generic password: found by service and account.
-nonisolated(unsafe) public let kSecClassGenericPassword: CFString = CFString(string: SecKey.ClassGenericPassword)
+nonisolated(unsafe) public let kSecClassGenericPassword: CFString = CFString(
+  string: SecKey.ClassGenericPassword)
 /// An internet password: found by server, protocol, port, path, account and more.
-nonisolated(unsafe) public let kSecClassInternetPassword: CFString = CFString(string: SecKey.ClassInternetPassword)
+nonisolated(unsafe) public let kSecClassInternetPassword: CFString = CFString(
+  string: SecKey.ClassInternetPassword)
 /// Certificates are not kept by this keychain: an item of this class gets `errSecUnimplemented`.
-nonisolated(unsafe) public let kSecClassCertificate: CFString = CFString(string: SecKey.ClassCertificate)
+nonisolated(unsafe) public let kSecClassCertificate: CFString = CFString(
+  string: SecKey.ClassCertificate)
 /// Keys are not kept by this keychain: an item of this class gets `errSecUnimplemented`.
 nonisolated(unsafe) public let kSecClassKey: CFString = CFString(string: SecKey.ClassKey)
 /// Identities are not kept by this keychain: an item of this class gets `errSecUnimplemented`.
@@ -125,19 +128,25 @@ nonisolated(unsafe) public let kSecClassIdentity: CFString = CFString(string: Se
 // MARK: Attributes
 
 /// The access group of an item (a string): one of the app's keychain access groups.
-nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = CFString(string: SecKey.AttrAccessGroup)
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = CFString(
+  string: SecKey.AttrAccessGroup)
 /// When an item can be read (one of the `kSecAttrAccessible…` values); by default
 /// `kSecAttrAccessibleWhenUnlocked`.
-nonisolated(unsafe) public let kSecAttrAccessible: CFString = CFString(string: SecKey.AttrAccessible)
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = CFString(
+  string: SecKey.AttrAccessible)
 /// Access control objects (biometry, user presence) are not simulated: a dictionary with this
 /// key gets `errSecUnimplemented`.
-nonisolated(unsafe) public let kSecAttrAccessControl: CFString = CFString(string: SecKey.AttrAccessControl)
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = CFString(
+  string: SecKey.AttrAccessControl)
 /// When the item was created (a date, read only).
-nonisolated(unsafe) public let kSecAttrCreationDate: CFString = CFString(string: SecKey.AttrCreationDate)
+nonisolated(unsafe) public let kSecAttrCreationDate: CFString = CFString(
+  string: SecKey.AttrCreationDate)
 /// When the item was last changed (a date, read only).
-nonisolated(unsafe) public let kSecAttrModificationDate: CFString = CFString(string: SecKey.AttrModificationDate)
+nonisolated(unsafe) public let kSecAttrModificationDate: CFString = CFString(
+  string: SecKey.AttrModificationDate)
 /// A description of the item's kind (a string).
-nonisolated(unsafe) public let kSecAttrDescription: CFString = CFString(string: SecKey.AttrDescription)
+nonisolated(unsafe) public let kSecAttrDescription: CFString = CFString(
+  string: SecKey.AttrDescription)
 /// A comment (a string).
 nonisolated(unsafe) public let kSecAttrComment: CFString = CFString(string: SecKey.AttrComment)
 /// The item's creator, a four-character code (a number).
@@ -147,9 +156,11 @@ nonisolated(unsafe) public let kSecAttrType: CFString = CFString(string: SecKey.
 /// A label a person reads (a string).
 nonisolated(unsafe) public let kSecAttrLabel: CFString = CFString(string: SecKey.AttrLabel)
 /// Whether the item is hidden from people (a Boolean).
-nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = CFString(string: SecKey.AttrIsInvisible)
+nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = CFString(
+  string: SecKey.AttrIsInvisible)
 /// Whether the item stands for "never save a password here" (a Boolean).
-nonisolated(unsafe) public let kSecAttrIsNegative: CFString = CFString(string: SecKey.AttrIsNegative)
+nonisolated(unsafe) public let kSecAttrIsNegative: CFString = CFString(
+  string: SecKey.AttrIsNegative)
 /// The account (a string); part of what identifies a password.
 nonisolated(unsafe) public let kSecAttrAccount: CFString = CFString(string: SecKey.AttrAccount)
 /// The service of a generic password (a string); part of what identifies it.
@@ -157,14 +168,16 @@ nonisolated(unsafe) public let kSecAttrService: CFString = CFString(string: SecK
 /// Data of the app's own about a generic password (data).
 nonisolated(unsafe) public let kSecAttrGeneric: CFString = CFString(string: SecKey.AttrGeneric)
 /// The security domain of an internet password (a string).
-nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = CFString(string: SecKey.AttrSecurityDomain)
+nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = CFString(
+  string: SecKey.AttrSecurityDomain)
 /// The server of an internet password (a string).
 nonisolated(unsafe) public let kSecAttrServer: CFString = CFString(string: SecKey.AttrServer)
 /// The protocol of an internet password (one of the `kSecAttrProtocol…` values).
 nonisolated(unsafe) public let kSecAttrProtocol: CFString = CFString(string: SecKey.AttrProtocol)
 /// The authentication type of an internet password (one of the
 /// `kSecAttrAuthenticationType…` values).
-nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = CFString(string: SecKey.AttrAuthenticationType)
+nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = CFString(
+  string: SecKey.AttrAuthenticationType)
 /// The port of an internet password (a number).
 nonisolated(unsafe) public let kSecAttrPort: CFString = CFString(string: SecKey.AttrPort)
 /// The path of an internet password (a string).
@@ -172,77 +185,127 @@ nonisolated(unsafe) public let kSecAttrPath: CFString = CFString(string: SecKey.
 /// Whether the item is synchronizable (a Boolean, or `kSecAttrSynchronizableAny` in a query).
 /// Kept and matched as on a device, where it is part of what identifies an item; nothing is
 /// ever synchronised: the simulated device has no iCloud.
-nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = CFString(string: SecKey.AttrSynchronizable)
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = CFString(
+  string: SecKey.AttrSynchronizable)
 /// In a query: synchronizable items and the others alike.
-nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = CFString(string: SecKey.AttrSynchronizableAny)
+nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = CFString(
+  string: SecKey.AttrSynchronizableAny)
 
 // MARK: Accessibility values
 
 /// Readable while the device is unlocked (class A). The default.
-nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = CFString(string: SecKey.AttrAccessibleWhenUnlocked)
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = CFString(
+  string: SecKey.AttrAccessibleWhenUnlocked)
 /// Readable from the first unlock after a reboot until the next reboot (class C), even while
 /// the device is locked again: for background work.
-nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = CFString(string: SecKey.AttrAccessibleAfterFirstUnlock)
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = CFString(
+  string: SecKey.AttrAccessibleAfterFirstUnlock)
 /// Always readable (class D). Deprecated by Apple since iOS 12; kept so that old code runs.
 @available(*, deprecated, message: "Use kSecAttrAccessibleAfterFirstUnlock, as Apple says")
-nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = CFString(string: SecKey.AttrAccessibleAlways)
+nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = CFString(
+  string: SecKey.AttrAccessibleAlways)
 /// As `kSecAttrAccessibleWhenUnlocked`, never restored to another device.
-nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = CFString(string: SecKey.AttrAccessibleWhenUnlockedThisDeviceOnly)
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = CFString(
+  string: SecKey.AttrAccessibleWhenUnlockedThisDeviceOnly)
 /// As `kSecAttrAccessibleAfterFirstUnlock`, never restored to another device.
-nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = CFString(string: SecKey.AttrAccessibleAfterFirstUnlockThisDeviceOnly)
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString =
+  CFString(string: SecKey.AttrAccessibleAfterFirstUnlockThisDeviceOnly)
 /// As `kSecAttrAccessibleAlways`, never restored to another device. Deprecated by Apple.
-@available(*, deprecated, message: "Use kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, as Apple says")
-nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = CFString(string: SecKey.AttrAccessibleAlwaysThisDeviceOnly)
+@available(
+  *, deprecated, message: "Use kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, as Apple says"
+)
+nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = CFString(
+  string: SecKey.AttrAccessibleAlwaysThisDeviceOnly)
 /// Readable while the device is unlocked, and only while it has a passcode: refused on a
 /// device without one (`errSecAuthFailed`), and deleted when the passcode is removed.
-nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = CFString(string: SecKey.AttrAccessibleWhenPasscodeSetThisDeviceOnly)
+nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = CFString(
+  string: SecKey.AttrAccessibleWhenPasscodeSetThisDeviceOnly)
 
 // MARK: Protocol values
 
 /// `kSecAttrProtocol` values, Apple's four-character codes.
-nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = CFString(string: SecKey.AttrProtocolFTP)
-nonisolated(unsafe) public let kSecAttrProtocolFTPAccount: CFString = CFString(string: SecKey.AttrProtocolFTPAccount)
-nonisolated(unsafe) public let kSecAttrProtocolHTTP: CFString = CFString(string: SecKey.AttrProtocolHTTP)
-nonisolated(unsafe) public let kSecAttrProtocolIRC: CFString = CFString(string: SecKey.AttrProtocolIRC)
-nonisolated(unsafe) public let kSecAttrProtocolNNTP: CFString = CFString(string: SecKey.AttrProtocolNNTP)
-nonisolated(unsafe) public let kSecAttrProtocolPOP3: CFString = CFString(string: SecKey.AttrProtocolPOP3)
-nonisolated(unsafe) public let kSecAttrProtocolSMTP: CFString = CFString(string: SecKey.AttrProtocolSMTP)
-nonisolated(unsafe) public let kSecAttrProtocolSOCKS: CFString = CFString(string: SecKey.AttrProtocolSOCKS)
-nonisolated(unsafe) public let kSecAttrProtocolIMAP: CFString = CFString(string: SecKey.AttrProtocolIMAP)
-nonisolated(unsafe) public let kSecAttrProtocolLDAP: CFString = CFString(string: SecKey.AttrProtocolLDAP)
-nonisolated(unsafe) public let kSecAttrProtocolAppleTalk: CFString = CFString(string: SecKey.AttrProtocolAppleTalk)
-nonisolated(unsafe) public let kSecAttrProtocolAFP: CFString = CFString(string: SecKey.AttrProtocolAFP)
-nonisolated(unsafe) public let kSecAttrProtocolTelnet: CFString = CFString(string: SecKey.AttrProtocolTelnet)
-nonisolated(unsafe) public let kSecAttrProtocolSSH: CFString = CFString(string: SecKey.AttrProtocolSSH)
-nonisolated(unsafe) public let kSecAttrProtocolFTPS: CFString = CFString(string: SecKey.AttrProtocolFTPS)
-nonisolated(unsafe) public let kSecAttrProtocolHTTPS: CFString = CFString(string: SecKey.AttrProtocolHTTPS)
-nonisolated(unsafe) public let kSecAttrProtocolHTTPProxy: CFString = CFString(string: SecKey.AttrProtocolHTTPProxy)
-nonisolated(unsafe) public let kSecAttrProtocolHTTPSProxy: CFString = CFString(string: SecKey.AttrProtocolHTTPSProxy)
-nonisolated(unsafe) public let kSecAttrProtocolFTPProxy: CFString = CFString(string: SecKey.AttrProtocolFTPProxy)
-nonisolated(unsafe) public let kSecAttrProtocolSMB: CFString = CFString(string: SecKey.AttrProtocolSMB)
-nonisolated(unsafe) public let kSecAttrProtocolRTSP: CFString = CFString(string: SecKey.AttrProtocolRTSP)
-nonisolated(unsafe) public let kSecAttrProtocolRTSPProxy: CFString = CFString(string: SecKey.AttrProtocolRTSPProxy)
-nonisolated(unsafe) public let kSecAttrProtocolDAAP: CFString = CFString(string: SecKey.AttrProtocolDAAP)
-nonisolated(unsafe) public let kSecAttrProtocolEPPC: CFString = CFString(string: SecKey.AttrProtocolEPPC)
-nonisolated(unsafe) public let kSecAttrProtocolIPP: CFString = CFString(string: SecKey.AttrProtocolIPP)
-nonisolated(unsafe) public let kSecAttrProtocolNNTPS: CFString = CFString(string: SecKey.AttrProtocolNNTPS)
-nonisolated(unsafe) public let kSecAttrProtocolLDAPS: CFString = CFString(string: SecKey.AttrProtocolLDAPS)
-nonisolated(unsafe) public let kSecAttrProtocolTelnetS: CFString = CFString(string: SecKey.AttrProtocolTelnetS)
-nonisolated(unsafe) public let kSecAttrProtocolIMAPS: CFString = CFString(string: SecKey.AttrProtocolIMAPS)
-nonisolated(unsafe) public let kSecAttrProtocolIRCS: CFString = CFString(string: SecKey.AttrProtocolIRCS)
-nonisolated(unsafe) public let kSecAttrProtocolPOP3S: CFString = CFString(string: SecKey.AttrProtocolPOP3S)
+nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = CFString(
+  string: SecKey.AttrProtocolFTP)
+nonisolated(unsafe) public let kSecAttrProtocolFTPAccount: CFString = CFString(
+  string: SecKey.AttrProtocolFTPAccount)
+nonisolated(unsafe) public let kSecAttrProtocolHTTP: CFString = CFString(
+  string: SecKey.AttrProtocolHTTP)
+nonisolated(unsafe) public let kSecAttrProtocolIRC: CFString = CFString(
+  string: SecKey.AttrProtocolIRC)
+nonisolated(unsafe) public let kSecAttrProtocolNNTP: CFString = CFString(
+  string: SecKey.AttrProtocolNNTP)
+nonisolated(unsafe) public let kSecAttrProtocolPOP3: CFString = CFString(
+  string: SecKey.AttrProtocolPOP3)
+nonisolated(unsafe) public let kSecAttrProtocolSMTP: CFString = CFString(
+  string: SecKey.AttrProtocolSMTP)
+nonisolated(unsafe) public let kSecAttrProtocolSOCKS: CFString = CFString(
+  string: SecKey.AttrProtocolSOCKS)
+nonisolated(unsafe) public let kSecAttrProtocolIMAP: CFString = CFString(
+  string: SecKey.AttrProtocolIMAP)
+nonisolated(unsafe) public let kSecAttrProtocolLDAP: CFString = CFString(
+  string: SecKey.AttrProtocolLDAP)
+nonisolated(unsafe) public let kSecAttrProtocolAppleTalk: CFString = CFString(
+  string: SecKey.AttrProtocolAppleTalk)
+nonisolated(unsafe) public let kSecAttrProtocolAFP: CFString = CFString(
+  string: SecKey.AttrProtocolAFP)
+nonisolated(unsafe) public let kSecAttrProtocolTelnet: CFString = CFString(
+  string: SecKey.AttrProtocolTelnet)
+nonisolated(unsafe) public let kSecAttrProtocolSSH: CFString = CFString(
+  string: SecKey.AttrProtocolSSH)
+nonisolated(unsafe) public let kSecAttrProtocolFTPS: CFString = CFString(
+  string: SecKey.AttrProtocolFTPS)
+nonisolated(unsafe) public let kSecAttrProtocolHTTPS: CFString = CFString(
+  string: SecKey.AttrProtocolHTTPS)
+nonisolated(unsafe) public let kSecAttrProtocolHTTPProxy: CFString = CFString(
+  string: SecKey.AttrProtocolHTTPProxy)
+nonisolated(unsafe) public let kSecAttrProtocolHTTPSProxy: CFString = CFString(
+  string: SecKey.AttrProtocolHTTPSProxy)
+nonisolated(unsafe) public let kSecAttrProtocolFTPProxy: CFString = CFString(
+  string: SecKey.AttrProtocolFTPProxy)
+nonisolated(unsafe) public let kSecAttrProtocolSMB: CFString = CFString(
+  string: SecKey.AttrProtocolSMB)
+nonisolated(unsafe) public let kSecAttrProtocolRTSP: CFString = CFString(
+  string: SecKey.AttrProtocolRTSP)
+nonisolated(unsafe) public let kSecAttrProtocolRTSPProxy: CFString = CFString(
+  string: SecKey.AttrProtocolRTSPProxy)
+nonisolated(unsafe) public let kSecAttrProtocolDAAP: CFString = CFString(
+  string: SecKey.AttrProtocolDAAP)
+nonisolated(unsafe) public let kSecAttrProtocolEPPC: CFString = CFString(
+  string: SecKey.AttrProtocolEPPC)
+nonisolated(unsafe) public let kSecAttrProtocolIPP: CFString = CFString(
+  string: SecKey.AttrProtocolIPP)
+nonisolated(unsafe) public let kSecAttrProtocolNNTPS: CFString = CFString(
+  string: SecKey.AttrProtocolNNTPS)
+nonisolated(unsafe) public let kSecAttrProtocolLDAPS: CFString = CFString(
+  string: SecKey.AttrProtocolLDAPS)
+nonisolated(unsafe) public let kSecAttrProtocolTelnetS: CFString = CFString(
+  string: SecKey.AttrProtocolTelnetS)
+nonisolated(unsafe) public let kSecAttrProtocolIMAPS: CFString = CFString(
+  string: SecKey.AttrProtocolIMAPS)
+nonisolated(unsafe) public let kSecAttrProtocolIRCS: CFString = CFString(
+  string: SecKey.AttrProtocolIRCS)
+nonisolated(unsafe) public let kSecAttrProtocolPOP3S: CFString = CFString(
+  string: SecKey.AttrProtocolPOP3S)
 
 // MARK: Authentication type values
 
 /// `kSecAttrAuthenticationType` values, Apple's four-character codes.
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeNTLM: CFString = CFString(string: SecKey.AttrAuthenticationTypeNTLM)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = CFString(string: SecKey.AttrAuthenticationTypeMSN)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = CFString(string: SecKey.AttrAuthenticationTypeDPA)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = CFString(string: SecKey.AttrAuthenticationTypeRPA)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPBasic: CFString = CFString(string: SecKey.AttrAuthenticationTypeHTTPBasic)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPDigest: CFString = CFString(string: SecKey.AttrAuthenticationTypeHTTPDigest)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = CFString(string: SecKey.AttrAuthenticationTypeHTMLForm)
-nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = CFString(string: SecKey.AttrAuthenticationTypeDefault)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeNTLM: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeNTLM)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeMSN)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeDPA)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeRPA)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPBasic: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeHTTPBasic)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPDigest: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeHTTPDigest)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeHTMLForm)
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = CFString(
+  string: SecKey.AttrAuthenticationTypeDefault)
 
 // MARK: Search
 
@@ -254,18 +317,21 @@ nonisolated(unsafe) public let kSecMatchLimitOne: CFString = CFString(string: Se
 /// Every matching item.
 nonisolated(unsafe) public let kSecMatchLimitAll: CFString = CFString(string: SecKey.MatchLimitAll)
 /// Whether strings are compared without regard to case (a Boolean).
-nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = CFString(string: SecKey.MatchCaseInsensitive)
+nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = CFString(
+  string: SecKey.MatchCaseInsensitive)
 
 // MARK: Return types
 
 /// Return the secret (a Boolean).
 nonisolated(unsafe) public let kSecReturnData: CFString = CFString(string: SecKey.ReturnData)
 /// Return the attributes (a Boolean).
-nonisolated(unsafe) public let kSecReturnAttributes: CFString = CFString(string: SecKey.ReturnAttributes)
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = CFString(
+  string: SecKey.ReturnAttributes)
 /// Return a reference to the item (a Boolean): for passwords, the attributes and the class.
 nonisolated(unsafe) public let kSecReturnRef: CFString = CFString(string: SecKey.ReturnRef)
 /// Return a persistent reference to the item (a Boolean): data that finds it again.
-nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = CFString(string: SecKey.ReturnPersistentRef)
+nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = CFString(
+  string: SecKey.ReturnPersistentRef)
 
 // MARK: Values
 
@@ -274,17 +340,24 @@ nonisolated(unsafe) public let kSecValueData: CFString = CFString(string: SecKey
 /// An item reference: not kept by this keychain (`errSecUnimplemented`).
 nonisolated(unsafe) public let kSecValueRef: CFString = CFString(string: SecKey.ValueRef)
 /// A persistent reference, as `kSecReturnPersistentRef` returns it (data).
-nonisolated(unsafe) public let kSecValuePersistentRef: CFString = CFString(string: SecKey.ValuePersistentRef)
+nonisolated(unsafe) public let kSecValuePersistentRef: CFString = CFString(
+  string: SecKey.ValuePersistentRef)
 
 // MARK: Use
 
 /// On macOS, use the data-protection keychain (a Boolean). Accepted; this keychain is one.
-nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = CFString(string: SecKey.UseDataProtectionKeychain)
+nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = CFString(
+  string: SecKey.UseDataProtectionKeychain)
 /// How to treat items that need authentication: accepted and ignored (nothing here asks the
 /// user).
-nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = CFString(string: SecKey.UseAuthenticationUI)
-nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = CFString(string: SecKey.UseAuthenticationUIAllow)
-nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = CFString(string: SecKey.UseAuthenticationUIFail)
-nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = CFString(string: SecKey.UseAuthenticationUISkip)
+nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = CFString(
+  string: SecKey.UseAuthenticationUI)
+nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = CFString(
+  string: SecKey.UseAuthenticationUIAllow)
+nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = CFString(
+  string: SecKey.UseAuthenticationUIFail)
+nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = CFString(
+  string: SecKey.UseAuthenticationUISkip)
 /// A prompt for authentication (a string): accepted and ignored.
-nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = CFString(string: SecKey.UseOperationPrompt)
+nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = CFString(
+  string: SecKey.UseOperationPrompt)

@@ -63,7 +63,8 @@ public func SecItemCopyMatching(
   KeychainCall.run(.copyMatching) { (service, caller) throws(KeychainError) in
     let parsed = try ItemQuery.parse(try dictionary(query, .copyMatching), for: .copyMatching)
     if parsed.returnsSomething && result == nil {
-      throw KeychainError(errSecParam, "SecItemCopyMatching: the query asks for a result and gives no pointer")
+      throw KeychainError(
+        errSecParam, "SecItemCopyMatching: the query asks for a result and gives no pointer")
     }
     let object = try service.copyMatching(parsed, caller: caller)
     if let object { result?.pointee = object }
@@ -95,7 +96,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
   KeychainCall.run(.delete) { (service, caller) throws(KeychainError) in
-    try service.delete(try ItemQuery.parse(try dictionary(query, .delete), for: .delete), caller: caller)
+    try service.delete(
+      try ItemQuery.parse(try dictionary(query, .delete), for: .delete), caller: caller)
   }
 }
 
@@ -110,7 +112,8 @@ private func dictionary(_ dictionary: CFDictionary, _ operation: Operation) thro
   for (key, value) in dictionary {
     guard let key = key as? String else {
       throw KeychainError(
-        errSecParam, "\(operation.rawValue): a key of the dictionary is a \(type(of: key)), not a string")
+        errSecParam,
+        "\(operation.rawValue): a key of the dictionary is a \(type(of: key)), not a string")
     }
     result[key] = value
   }
@@ -148,7 +151,14 @@ enum KeychainCall {
     return (KeychainService.shared(root: root), .app(identity))
   }
 
-  static let logs = ProcessInfo.processInfo.environment["APPGROUPS_KEYCHAIN_LOG"].map { !$0.isEmpty } ?? false
+  /// Settles who the process is, as ``Keychain/useProcessIdentity(_:root:)`` says.
+  static func settle(_ identity: AppIdentity, _ root: ContainerRoot) {
+    process.withLock { $0 = (identity, root) }
+    AppLifecycle.start(identity: identity, root: root)
+  }
+
+  static let logs =
+    ProcessInfo.processInfo.environment["APPGROUPS_KEYCHAIN_LOG"].map { !$0.isEmpty } ?? false
 
   /// Runs `body` for the current caller and returns its status.
   static func run(

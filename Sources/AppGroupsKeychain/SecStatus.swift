@@ -98,7 +98,8 @@ let statusNames: [OSStatus: String] = [
   errSecInternalComponent: "errSecInternalComponent", errSecNotAvailable: "errSecNotAvailable",
   errSecAuthFailed: "errSecAuthFailed", errSecDuplicateItem: "errSecDuplicateItem",
   errSecItemNotFound: "errSecItemNotFound", errSecNoSuchAttr: "errSecNoSuchAttr",
-  errSecNoSuchClass: "errSecNoSuchClass", errSecInteractionNotAllowed: "errSecInteractionNotAllowed",
+  errSecNoSuchClass: "errSecNoSuchClass",
+  errSecInteractionNotAllowed: "errSecInteractionNotAllowed",
   errSecReadOnlyAttr: "errSecReadOnlyAttr", errSecDataNotAvailable: "errSecDataNotAvailable",
   errSecDecode: "errSecDecode", errSecMissingEntitlement: "errSecMissingEntitlement",
 ]

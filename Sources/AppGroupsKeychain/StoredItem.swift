@@ -22,11 +22,16 @@ struct StoredItem: Sendable {
   var keyIdentifier: Data
   /// Nonce, ciphertext and tag.
   var sealed: Data
+  /// ``associatedData(group:)`` as worked out when the item was read or sealed, so that a
+  /// read does not work it out again; `nil` until then.
+  var knownAssociatedData: [UInt8]? = nil
 
   /// The values of the class's primary key, a missing one as empty: two items of one group
   /// with equal values (and equal `synchronizable`) are one item.
   var primaryKey: [AttributeValue?] {
-    itemClass.primaryKey.map { attributes[$0] ?? Self.emptyValue(for: $0) } + [.bool(synchronizable)]
+    itemClass.primaryKey.map { attributes[$0] ?? Self.emptyValue(for: $0) } + [
+      .bool(synchronizable)
+    ]
   }
 
   static func emptyValue(for key: String) -> AttributeValue {
@@ -44,7 +49,9 @@ struct StoredItem: Sendable {
       return false
     }
     for (key, wanted) in query.attributes {
-      guard let value = attributes[key] ?? (itemClass.primaryKey.contains(key) ? Self.emptyValue(for: key) : nil),
+      guard
+        let value = attributes[key]
+          ?? (itemClass.primaryKey.contains(key) ? Self.emptyValue(for: key) : nil),
         value.matches(wanted, caseInsensitive: query.caseInsensitive)
       else { return false }
     }
@@ -55,10 +62,12 @@ struct StoredItem: Sendable {
 
   /// Seals `secret` for an item of `group` under `key`.
   mutating func seal(_ secret: [UInt8], group: String, key: ClassKey) throws(KeychainError) {
+    keyIdentifier = try key.identifier()
+    let associated = associatedData(group: group)
+    knownAssociatedData = associated
     do {
-      let box = try Crypto.seal(secret, key: key.bytes, associatedData: associatedData(group: group))
+      let box = try Crypto.seal(secret, key: key.bytes, associatedData: associated)
       sealed = Data(box.combined)
-      keyIdentifier = key.identifier
     } catch {
       throw KeychainError(errSecInternalComponent, "cannot seal an item: \(error)")
     }
@@ -75,13 +84,17 @@ struct StoredItem: Sendable {
 
   /// Opens the secret with `key`, checking the whole item.
   func open(group: String, key: ClassKey) -> Opened {
-    guard keyIdentifier == key.identifier else { return .keyGone }
-    guard let box = SealedBox(combined: Array(sealed)) else { return .damaged }
-    do {
-      return .secret(try Crypto.open(box, key: key.bytes, associatedData: associatedData(group: group)))
-    } catch {
-      return .damaged
+    if let box = SealedBox(combined: Array(sealed)),
+      let secret = try? Crypto.open(
+        box, key: key.bytes, associatedData: knownAssociatedData ?? associatedData(group: group))
+    {
+      return .secret(secret)
     }
+    // It does not open: under another key (one the keybag no longer has), or changed on disk.
+    guard let identifier = try? key.identifier(), identifier == keyIdentifier else {
+      return .keyGone
+    }
+    return .damaged
   }
 
   /// The associated data of the seal: a fixed label, then each field as its name's length and
@@ -114,7 +127,9 @@ struct StoredItem: Sendable {
   }
 
   private func append(_ value: UInt32, to bytes: inout [UInt8]) {
-    for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    for shift in stride(from: 0, to: 32, by: 8) {
+      bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+    }
   }
 
   private func littleEndian(_ value: UInt64) -> [UInt8] {
@@ -138,14 +153,15 @@ struct GroupContents: Sendable {
   ///
   /// - Returns: `nil` when the bytes are not this format (not a property list, or another
   ///   shape): the caller moves the file aside.
-  static func decode(_ data: Data) -> GroupContents? {
+  static func decode(_ data: Data, group: String) -> GroupContents? {
     guard let value = try? PropertyListValue(propertyListData: data),
       case .dictionary(let root) = value, root["Format"] == .string(format),
       case .array(let entries) = root["Items"]
     else { return nil }
     var contents = GroupContents()
     for entry in entries {
-      if let item = StoredItem(entry) {
+      if var item = StoredItem(entry) {
+        item.knownAssociatedData = item.associatedData(group: group)
         contents.items.append(item)
       } else {
         contents.unreadable.append(entry)
@@ -173,7 +189,8 @@ extension StoredItem {
     guard case .dictionary(let fields) = value,
       case .string(let className) = fields["class"], let itemClass = ItemClass(rawValue: className),
       case .data(let identifier) = fields["id"], identifier.count == 16,
-      case .string(let pdmn) = fields["pdmn"], let accessibility = Keychain.Accessibility(rawValue: pdmn),
+      case .string(let pdmn) = fields["pdmn"],
+      let accessibility = Keychain.Accessibility(rawValue: pdmn),
       case .bool(let synchronizable) = fields["sync"],
       case .dictionary(let stored) = fields["attributes"],
       case .data(let keyIdentifier) = fields["kid"],

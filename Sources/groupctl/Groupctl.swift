@@ -19,6 +19,7 @@ enum Groupctl {
           ImportEntitlementsCommand.self,
         ]
       ),
+      ("KEYCHAIN", [KeychainCommand.self]),
       (
         "APPS",
         [

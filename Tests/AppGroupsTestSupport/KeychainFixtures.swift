@@ -19,11 +19,7 @@ public struct KeychainRoot: Sendable {
   public static let intruderTeam = "ZZZZZ99999"
   public static let appGroup = TestRoot.group
 
-  /// The class key every process of the tests uses until the device's keybag is merged.
-  public static let interimKey = String(repeating: "5a17", count: 16)
-
   public init(_ name: String = #function) throws {
-    Self.prepareProcess()
     t = try TestRoot(name)
     for app in [Self.app, Self.widget] {
       try EntitlementManifest.grantKeychainAccess(
@@ -33,14 +29,9 @@ public struct KeychainRoot: Sendable {
       Self.intruder, teamIdentifier: Self.intruderTeam, root: t.root)
   }
 
-  /// Sets the interim class key in this process's environment, once.
-  public static func prepareProcess() {
-    setenv("APPGROUPS_INTERIM_CLASS_KEY", interimKey, 0)
-  }
-
   /// The environment of a child acting as `bundleID` in this root.
   public func environment(as bundleID: String = KeychainRoot.app) -> [String: String] {
-    t.environment(as: bundleID).merging(["APPGROUPS_INTERIM_CLASS_KEY": Self.interimKey]) { $1 }
+    t.environment(as: bundleID)
   }
 
   /// Runs `appgroups-keychain-worker` as `bundleID` with `arguments` to its end.
@@ -52,14 +43,18 @@ public struct KeychainRoot: Sendable {
   }
 
   /// The status a one-call worker printed ("status N"), or `nil`.
-  public func status(_ arguments: [String], as bundleID: String = KeychainRoot.app) throws -> Int32? {
+  public func status(_ arguments: [String], as bundleID: String = KeychainRoot.app) throws -> Int32?
+  {
     let run = try worker(arguments, as: bundleID)
     return run.stdout.split(separator: "\n").first { $0.hasPrefix("status ") }
       .flatMap { Int32($0.dropFirst(7)) }
   }
 
   /// Every regular file under the root, by path.
-  public func allFiles() -> [String] {
+  public func allFiles() -> [String] { Self.files(under: path) }
+
+  /// Every regular file under `path`, by path.
+  public static func files(under path: String) -> [String] {
     var files: [String] = []
     let enumerator = FileManager.default.enumerator(atPath: path)
     while let relative = enumerator?.nextObject() as? String {

@@ -32,7 +32,9 @@ struct GroupctlKeychainEntitlementsTests {
     let decoded = try #require(
       try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
     #expect(decoded[0]["keychainAccessGroups"] as? [String] == ["ABCDE12345.com.example.shared"])
-    #expect(decoded[0]["accessGroups"] as? [String] == manifest.keychainAccessGroups(for: "com.example.app"))
+    #expect(
+      decoded[0]["accessGroups"] as? [String]
+        == manifest.keychainAccessGroups(for: "com.example.app"))
     #expect(decoded[0]["applicationIdentifier"] as? String == "ABCDE12345.com.example.app")
     #expect(decoded[0]["teamIdentifier"] as? String == "ABCDE12345")
 
@@ -57,8 +59,14 @@ struct GroupctlKeychainEntitlementsTests {
         ["grant", "com.example.app", "group.b", "--keychain-group", "ZZZZZ99999.shared"],
         "does not start with the app's App ID prefix ABCDE12345.", 1
       ),
-      (["grant", "com.example.other", "--keychain-group", "ABCDE12345.x"], "needs the app's App ID prefix", 1),
-      (["grant", "com.example.app", "--team", "team"], "--team: \"team\" is not a team identifier", 64),
+      (
+        ["grant", "com.example.other", "--keychain-group", "ABCDE12345.x"],
+        "needs the app's App ID prefix", 1
+      ),
+      (
+        ["grant", "com.example.app", "--team", "team"], "--team: \"team\" is not a team identifier",
+        64
+      ),
       (["grant", "com.example.app"], "missing argument GROUP-ID", 64),
     ]
     for (args, message, status) in cases {

@@ -10,7 +10,7 @@ struct GroupctlParsingTests {
     "grant", "revoke", "list", "container", "run", "import-entitlements", "ps", "suspend", "resume",
     "device", "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
-    "doctor", "help", "completion",
+    "doctor", "help", "completion", "keychain",
   ]
 
   private func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String)

@@ -18,8 +18,14 @@ struct KeychainHostileTests {
 
   /// Each key a generic-password dictionary may hold, and the kinds of value it takes.
   static let accepted: [(String, Set<String>)] = [
-    (kSecAttrAccount as String, ["string", "empty string", "NUL string", "huge string", "emoji", "NSString"]),
-    (kSecAttrLabel as String, ["string", "empty string", "NUL string", "huge string", "emoji", "NSString"]),
+    (
+      kSecAttrAccount as String,
+      ["string", "empty string", "NUL string", "huge string", "emoji", "NSString"]
+    ),
+    (
+      kSecAttrLabel as String,
+      ["string", "empty string", "NUL string", "huge string", "emoji", "NSString"]
+    ),
     (kSecAttrGeneric as String, ["data", "NSData"]),
     (kSecAttrCreator as String, ["int", "negative"]),
     (kSecAttrIsInvisible as String, ["bool", "NSNumber bool"]),
@@ -35,7 +41,9 @@ struct KeychainHostileTests {
   @Test func wrongTypesAreParamErrors() throws {
     let k = try KeychainRoot()
     try asApp(k, KeychainRoot.app) {
-      #expect(SecItemAdd(genp("base", [kSecAttrAccount as String: "a"]) as CFDictionary, nil) == errSecSuccess)
+      #expect(
+        SecItemAdd(genp("base", [kSecAttrAccount as String: "a"]) as CFDictionary, nil)
+          == errSecSuccess)
       for (key, accepted) in Self.accepted {
         for (kind, value) in Self.values where !accepted.contains(kind) {
           let dictionary = genp("base", [key: value])
@@ -44,7 +52,8 @@ struct KeychainHostileTests {
             key == kSecMatchLimit as String || key == kSecMatchCaseInsensitive as String
               ? errSecParam : SecItemAdd(dictionary as CFDictionary, nil),
             SecItemCopyMatching(dictionary as CFDictionary, &result),
-            SecItemUpdate(dictionary as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary),
+            SecItemUpdate(
+              dictionary as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary),
             SecItemDelete(dictionary as CFDictionary),
           ]
           // A return key with the wrong type is refused by the calls that read it; SecItemUpdate
@@ -62,11 +71,21 @@ struct KeychainHostileTests {
       // Unknown keys, a key that is not a string, a class of the wrong type.
       #expect(SecItemAdd(genp("base", ["xyzw": "1"]) as CFDictionary, nil) == errSecParam)
       #expect(SecItemAdd(genp("base", ["r_Bogus": true]) as CFDictionary, nil) == errSecParam)
-      #expect(SecItemAdd([1: "x", kSecClass as String: kSecClassGenericPassword] as NSDictionary, nil) == errSecParam)
+      #expect(
+        SecItemAdd([1: "x", kSecClass as String: kSecClassGenericPassword] as NSDictionary, nil)
+          == errSecParam)
       #expect(SecItemAdd([kSecClass as String: 5] as CFDictionary, nil) == errSecParam)
-      #expect(SecItemUpdate(genp("base") as CFDictionary, [kSecClass as String: kSecClassInternetPassword] as CFDictionary) == errSecParam)
-      #expect(SecItemUpdate(genp("base") as CFDictionary, [kSecMatchLimit as String: kSecMatchLimitAll] as CFDictionary) == errSecParam)
-      #expect(SecItemAdd(genp("base", [kSecAttrAccessible as String: "ak "]) as CFDictionary, nil) == errSecParam)
+      #expect(
+        SecItemUpdate(
+          genp("base") as CFDictionary,
+          [kSecClass as String: kSecClassInternetPassword] as CFDictionary) == errSecParam)
+      #expect(
+        SecItemUpdate(
+          genp("base") as CFDictionary,
+          [kSecMatchLimit as String: kSecMatchLimitAll] as CFDictionary) == errSecParam)
+      #expect(
+        SecItemAdd(genp("base", [kSecAttrAccessible as String: "ak "]) as CFDictionary, nil)
+          == errSecParam)
       // The one item is intact.
       #expect(copy(genp("base", [kSecAttrAccount as String: "a"])).0 == errSecSuccess)
     }
@@ -76,17 +95,22 @@ struct KeychainHostileTests {
   /// crashes. APPGROUPS_FUZZ_SEED replays a run; APPGROUPS_FUZZ_COUNT sets its length.
   @Test func randomDictionariesNeverCrash() throws {
     let environment = ProcessInfo.processInfo.environment
-    let seed = environment["APPGROUPS_FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+    let seed =
+      environment["APPGROUPS_FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
     let count = environment["APPGROUPS_FUZZ_COUNT"].flatMap { Int($0) } ?? 1500
     var random = SeededGenerator(seed: seed)
     let keys =
       Self.accepted.map(\.0) + [
-        kSecClass as String, kSecAttrService as String, kSecAttrAccessGroup as String, kSecAttrServer as String,
+        kSecClass as String, kSecAttrService as String, kSecAttrAccessGroup as String,
+        kSecAttrServer as String,
         kSecAttrPort as String, kSecAttrCreationDate as String, kSecReturnAttributes as String,
-        kSecReturnPersistentRef as String, kSecValuePersistentRef as String, kSecAttrAccessControl as String,
+        kSecReturnPersistentRef as String, kSecValuePersistentRef as String,
+        kSecAttrAccessControl as String,
         kSecValueRef as String, "", "class ", "🔑", "m_", "r_", "v_",
       ]
-    let classes: [Any] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassKey, "junk", 3]
+    let classes: [Any] = [
+      kSecClassGenericPassword, kSecClassInternetPassword, kSecClassKey, "junk", 3,
+    ]
     let allowed: Set<OSStatus> = [
       errSecSuccess, errSecParam, errSecItemNotFound, errSecDuplicateItem, errSecMissingEntitlement,
       errSecNoSuchClass, errSecNoSuchAttr, errSecReadOnlyAttr, errSecUnimplemented,
@@ -96,18 +120,22 @@ struct KeychainHostileTests {
       for round in 0..<count {
         var dictionary: [String: Any] = [:]
         if Int.random(in: 0..<10, using: &random) > 0 {
-          dictionary[kSecClass as String] = classes[Int.random(in: 0..<classes.count, using: &random)]
+          dictionary[kSecClass as String] =
+            classes[Int.random(in: 0..<classes.count, using: &random)]
         }
         for _ in 0..<Int.random(in: 0...5, using: &random) {
           let key = keys[Int.random(in: 0..<keys.count, using: &random)]
           var value = Self.values[Int.random(in: 0..<Self.values.count, using: &random)].1
-          if key == kSecAttrAccessGroup as String, Bool.random(using: &random) { value = KeychainRoot.shared }
+          if key == kSecAttrAccessGroup as String, Bool.random(using: &random) {
+            value = KeychainRoot.shared
+          }
           dictionary[key] = value
         }
         var result: AnyObject?
         let added =
           Bool.random(using: &random)
-          ? SecItemAdd(dictionary as CFDictionary, &result) : SecItemAdd(dictionary as CFDictionary, nil)
+          ? SecItemAdd(dictionary as CFDictionary, &result)
+          : SecItemAdd(dictionary as CFDictionary, nil)
         let statuses = [
           added,
           SecItemCopyMatching(dictionary as CFDictionary, &result),
@@ -115,7 +143,8 @@ struct KeychainHostileTests {
           SecItemDelete(dictionary as CFDictionary),
         ]
         for status in statuses where !allowed.contains(status) {
-          Issue.record("seed \(seed), round \(round): status \(status) for \(dictionary.keys.sorted())")
+          Issue.record(
+            "seed \(seed), round \(round): status \(status) for \(dictionary.keys.sorted())")
         }
       }
     }
@@ -127,18 +156,37 @@ struct KeychainHostileTests {
     let marker = "PLAINTEXT-MARKER-\(UUID().uuidString)"
     try asApp(k, KeychainRoot.app) {
       for i in 0..<20 {
-        let item = genp("s", [kSecAttrAccount as String: "a\(i)", kSecValueData as String: Data("\(marker)-\(i)".utf8)])
+        let item = genp(
+          "s",
+          [
+            kSecAttrAccount as String: "a\(i)",
+            kSecValueData as String: Data("\(marker)-\(i)".utf8),
+          ])
         #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
       }
-      #expect(SecItemUpdate(genp("s", [kSecAttrAccount as String: "a3"]) as CFDictionary, [kSecValueData as String: Data("\(marker)-updated".utf8)] as CFDictionary) == errSecSuccess)
-      #expect(SecItemUpdate(genp("s", [kSecAttrAccount as String: "a4"]) as CFDictionary, [kSecAttrAccessGroup as String: KeychainRoot.appGroup] as CFDictionary) == errSecSuccess)
-      #expect(SecItemDelete(genp("s", [kSecAttrAccount as String: "a5"]) as CFDictionary) == errSecSuccess)
+      #expect(
+        SecItemUpdate(
+          genp("s", [kSecAttrAccount as String: "a3"]) as CFDictionary,
+          [kSecValueData as String: Data("\(marker)-updated".utf8)] as CFDictionary)
+          == errSecSuccess)
+      #expect(
+        SecItemUpdate(
+          genp("s", [kSecAttrAccount as String: "a4"]) as CFDictionary,
+          [kSecAttrAccessGroup as String: KeychainRoot.appGroup] as CFDictionary) == errSecSuccess)
+      #expect(
+        SecItemDelete(genp("s", [kSecAttrAccount as String: "a5"]) as CFDictionary) == errSecSuccess
+      )
     }
-    try Keychain(service: "swift", identity: AppIdentity(bundleIdentifier: KeychainRoot.widget), root: k.root)
-      .set(marker, key: "k")
+    try Keychain(
+      service: "swift", identity: AppIdentity(bundleIdentifier: KeychainRoot.widget), root: k.root
+    )
+    .set(marker, key: "k")
     let files = k.allFiles()
     #expect(files.contains { $0.hasSuffix("/keychain.plist") })
-    let needles = [Data(marker.utf8), marker.data(using: .utf16LittleEndian)!, marker.data(using: .utf16BigEndian)!]
+    let needles = [
+      Data(marker.utf8), marker.data(using: .utf16LittleEndian)!,
+      marker.data(using: .utf16BigEndian)!,
+    ]
     for file in files {
       let data = try Data(contentsOf: URL(fileURLWithPath: file))
       for needle in needles { #expect(data.range(of: needle) == nil, "\(file) holds the secret") }
@@ -149,13 +197,23 @@ struct KeychainHostileTests {
   /// flipped bit. None of them reads as a secret; nothing is deleted.
   @Test func damageOnDiskNeverReadsAsASecret() throws {
     let k = try KeychainRoot()
-    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent("keychain.plist")
+    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent(
+      "keychain.plist")
     try asApp(k, KeychainRoot.app) {
       for account in ["a", "b", "c"] {
-        #expect(SecItemAdd(genp("s", [kSecAttrAccount as String: account, kSecValueData as String: Data("secret-\(account)".utf8)]) as CFDictionary, nil) == errSecSuccess)
+        #expect(
+          SecItemAdd(
+            genp(
+              "s",
+              [
+                kSecAttrAccount as String: account,
+                kSecValueData as String: Data("secret-\(account)".utf8),
+              ]) as CFDictionary, nil) == errSecSuccess)
       }
     }
-    var plist = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) as? [String: Any])
+    var plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
     var items = try #require(plist["Items"] as? [[String: Any]])
     #expect(items.count == 3)
     // a gets b's sealed secret; b's label is rewritten; c's last byte is flipped.
@@ -167,16 +225,41 @@ struct KeychainHostileTests {
     sealed[sealed.count - 1] ^= 1
     items[2]["data"] = sealed
     plist["Items"] = items
-    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(to: file)
+    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(
+      to: file)
     try asApp(k, KeychainRoot.app) {
       for account in ["a", "b", "c"] {
-        #expect(copy(genp("s", [kSecAttrAccount as String: account, kSecReturnData as String: true])).0 == errSecItemNotFound)
+        #expect(
+          copy(genp("s", [kSecAttrAccount as String: account, kSecReturnData as String: true])).0
+            == errSecItemNotFound)
       }
       // A new item beside them is fine, and writing the group keeps the damaged ones as they are.
-      #expect(SecItemAdd(genp("s", [kSecAttrAccount as String: "d"]) as CFDictionary, nil) == errSecSuccess)
+      #expect(
+        SecItemAdd(genp("s", [kSecAttrAccount as String: "d"]) as CFDictionary, nil)
+          == errSecSuccess)
     }
-    let after = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) as? [String: Any])
+    let after = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
     #expect((after["Items"] as? [Any])?.count == 4)
+  }
+
+  /// A group's folder replaced by a symbolic link out of the root, under a process that has
+  /// written there already: a write is refused, and nothing is created outside the root.
+  @Test func aFolderReplacedByALinkOutOfTheRootIsNeverWrittenThrough() throws {
+    let k = try KeychainRoot()
+    let outside = try Sandbox()
+    try asApp(k, KeychainRoot.app) {
+      #expect(SecItemAdd(genp("s", [kSecAttrAccount as String: "1"]) as CFDictionary, nil) == errSecSuccess)
+    }
+    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    try FileManager.default.removeItem(at: folder)
+    try FileManager.default.createSymbolicLink(at: folder, withDestinationURL: outside.url)
+    try asApp(k, KeychainRoot.app) {
+      let status = SecItemAdd(genp("s", [kSecAttrAccount as String: "2"]) as CFDictionary, nil)
+      #expect(status == errSecIO)
+    }
+    #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
   }
 
   /// A file that is not a keychain file is moved aside, never deleted, and the group starts
@@ -193,18 +276,28 @@ struct KeychainHostileTests {
     }
     let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
     let aside = try #require(names.first { $0.hasPrefix("keychain.plist.unreadable-") })
-    #expect(try Data(contentsOf: folder.appendingPathComponent(aside)) == Data("not a property list".utf8))
+    #expect(
+      try Data(contentsOf: folder.appendingPathComponent(aside)) == Data("not a property list".utf8)
+    )
 
-    var plist = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) as? [String: Any])
+    var plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
     var items = try #require(plist["Items"] as? [Any])
     items.append(["class": "future", "what": "a later version's entry"])
     plist["Items"] = items
-    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(to: file)
+    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(
+      to: file)
     try asApp(k, KeychainRoot.app) {
-      #expect(SecItemAdd(genp("s", [kSecAttrAccount as String: "2"]) as CFDictionary, nil) == errSecSuccess)
+      #expect(
+        SecItemAdd(genp("s", [kSecAttrAccount as String: "2"]) as CFDictionary, nil)
+          == errSecSuccess)
     }
-    let after = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) as? [String: Any])
-    #expect((after["Items"] as? [[String: Any]])?.contains { $0["class"] as? String == "future" } == true)
+    let after = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
+    #expect(
+      (after["Items"] as? [[String: Any]])?.contains { $0["class"] as? String == "future" } == true)
   }
 }
 

@@ -47,11 +47,13 @@ struct PasswordItem {
       try _ = readPassword()
       var attributesToUpdate = [String: AnyObject]()
       attributesToUpdate[kSecValueData as String] = encodedPassword as AnyObject?
-      let query = PasswordItem.query(withService: service, account: account, accessGroup: accessGroup)
+      let query = PasswordItem.query(
+        withService: service, account: account, accessGroup: accessGroup)
       let status = SecItemUpdate(query as CFDictionary, attributesToUpdate as CFDictionary)
       guard status == noErr else { throw KeychainError.unhandledError(status: status) }
     } catch KeychainError.noPassword {
-      var newItem = PasswordItem.query(withService: service, account: account, accessGroup: accessGroup)
+      var newItem = PasswordItem.query(
+        withService: service, account: account, accessGroup: accessGroup)
       newItem[kSecValueData as String] = encodedPassword as AnyObject?
       let status = SecItemAdd(newItem as CFDictionary, nil)
       guard status == noErr else { throw KeychainError.unhandledError(status: status) }
@@ -66,7 +68,9 @@ struct PasswordItem {
     }
   }
 
-  static func passwordItems(forService service: String, accessGroup: String? = nil) throws -> [PasswordItem] {
+  static func passwordItems(forService service: String, accessGroup: String? = nil) throws
+    -> [PasswordItem]
+  {
     var query = PasswordItem.query(withService: service, accessGroup: accessGroup)
     query[kSecMatchLimit as String] = kSecMatchLimitAll
     query[kSecReturnAttributes as String] = kCFBooleanTrue
@@ -81,8 +85,11 @@ struct PasswordItem {
     }
     var passwordItems = [PasswordItem]()
     for result in results {
-      guard let account = result[kSecAttrAccount as String] as? String else { throw KeychainError.unexpectedItemData }
-      passwordItems.append(PasswordItem(service: service, account: account, accessGroup: accessGroup))
+      guard let account = result[kSecAttrAccount as String] as? String else {
+        throw KeychainError.unexpectedItemData
+      }
+      passwordItems.append(
+        PasswordItem(service: service, account: account, accessGroup: accessGroup))
     }
     return passwordItems
   }
@@ -107,23 +114,25 @@ struct PasswordItem {
 /// literals, `NSDictionary` results and an error message from `SecCopyErrorMessageString`.
 enum TokenHelpers {
   static func store(_ token: Data, key: String) -> OSStatus {
-    let query = [
-      kSecClass: kSecClassGenericPassword,
-      kSecAttrAccount: key,
-      kSecValueData: token,
-      kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
-    ] as CFDictionary
+    let query =
+      [
+        kSecClass: kSecClassGenericPassword,
+        kSecAttrAccount: key,
+        kSecValueData: token,
+        kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+      ] as CFDictionary
     SecItemDelete(query)
     return SecItemAdd(query, nil)
   }
 
   static func token(key: String) -> Data? {
-    let query = [
-      kSecClass: kSecClassGenericPassword,
-      kSecAttrAccount: key,
-      kSecReturnData: kCFBooleanTrue!,
-      kSecMatchLimit: kSecMatchLimitOne,
-    ] as CFDictionary
+    let query =
+      [
+        kSecClass: kSecClassGenericPassword,
+        kSecAttrAccount: key,
+        kSecReturnData: kCFBooleanTrue!,
+        kSecMatchLimit: kSecMatchLimitOne,
+      ] as CFDictionary
     var dataTypeRef: AnyObject? = nil
     let status: OSStatus = SecItemCopyMatching(query, &dataTypeRef)
     if status == noErr {

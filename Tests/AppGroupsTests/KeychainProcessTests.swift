@@ -30,35 +30,60 @@ struct KeychainProcessTests {
     let load = try CPULoad()
     defer { withExtendedLifetime(load) {} }
     let k = try KeychainRoot()
-    try EntitlementManifest.grant("com.example.plain", groups: ["group.b", "group.a"], root: k.root)
+    try EntitlementManifest.grant(
+      "com.example.plain", groups: ["group.b", "group.a"], root: k.root)
 
     // An add without a group goes to the app's first keychain access group.
-    #expect(try k.status(["add", "class=genp", "svce=auth", "acct=token", "v_Data=secret"]) == errSecSuccess)
+    #expect(
+      try k.status(["add", "class=genp", "svce=auth", "acct=token", "v_Data=secret"])
+        == errSecSuccess)
     let attributes = try k.worker(["copy", "class=genp", "svce=auth", "r_Attributes=true"])
     #expect(attributes.stdout.contains("agrp=\(KeychainRoot.shared)"), "\(attributes.stdout)")
     // Without keychain-access-groups or an App ID, the first application group.
-    #expect(try k.status(["add", "class=genp", "svce=plain"], as: "com.example.plain") == errSecSuccess)
-    #expect(try k.worker(["copy", "class=genp", "svce=plain", "r_Attributes=true"], as: "com.example.plain").stdout.contains("agrp=group.b"))
+    #expect(
+      try k.status(["add", "class=genp", "svce=plain"], as: "com.example.plain") == errSecSuccess)
+    #expect(
+      try k.worker(
+        ["copy", "class=genp", "svce=plain", "r_Attributes=true"], as: "com.example.plain"
+      ).stdout.contains("agrp=group.b"))
 
     // A group the app is not entitled to: -34018 for every call.
     let other = "agrp=\(KeychainRoot.intruderTeam).com.example.intruder"
-    for call in [["add", "class=genp", "svce=x"], ["copy", "class=genp", "svce=x"], ["delete", "class=genp", "svce=x"], ["update", "class=genp", "svce=x", "--", "labl=l"]] {
+    for call in [
+      ["add", "class=genp", "svce=x"], ["copy", "class=genp", "svce=x"],
+      ["delete", "class=genp", "svce=x"], ["update", "class=genp", "svce=x", "--", "labl=l"],
+    ] {
       #expect(try k.status(call + [other]) == errSecMissingEntitlement, "\(call)")
     }
     // An app with no group at all: -34018.
-    #expect(try k.status(["copy", "class=genp", "svce=auth"], as: "com.example.stranger") == errSecMissingEntitlement)
-    #expect(try k.status(["add", "class=genp", "svce=auth"], as: "com.example.stranger") == errSecMissingEntitlement)
+    #expect(
+      try k.status(["copy", "class=genp", "svce=auth"], as: "com.example.stranger")
+        == errSecMissingEntitlement)
+    #expect(
+      try k.status(["add", "class=genp", "svce=auth"], as: "com.example.stranger")
+        == errSecMissingEntitlement)
 
     // Two apps of one group see each other's items.
-    let widget = try k.worker(["copy", "class=genp", "svce=auth", "r_Data=true"], as: KeychainRoot.widget)
+    let widget = try k.worker(
+      ["copy", "class=genp", "svce=auth", "r_Data=true"], as: KeychainRoot.widget)
     #expect(widget.stdout == "status 0\ndata secret\n")
     // An app of another team sees nothing: -25300 without naming the group, -34018 naming it.
-    #expect(try k.status(["copy", "class=genp", "svce=auth", "r_Data=true"], as: KeychainRoot.intruder) == errSecItemNotFound)
-    #expect(try k.status(["copy", "class=genp", "svce=auth", "agrp=\(KeychainRoot.shared)"], as: KeychainRoot.intruder) == errSecMissingEntitlement)
+    #expect(
+      try k.status(["copy", "class=genp", "svce=auth", "r_Data=true"], as: KeychainRoot.intruder)
+        == errSecItemNotFound)
+    #expect(
+      try k.status(
+        ["copy", "class=genp", "svce=auth", "agrp=\(KeychainRoot.shared)"],
+        as: KeychainRoot.intruder) == errSecMissingEntitlement)
 
     // A query without a group searches all of the app's groups.
-    #expect(try k.status(["add", "class=genp", "svce=auth", "acct=token", "agrp=\(KeychainRoot.appGroup)"]) == errSecSuccess)
-    let all = try k.worker(["copy", "class=genp", "svce=auth", "m_Limit=m_LimitAll", "r_Attributes=true"])
+    #expect(
+      try k.status([
+        "add", "class=genp", "svce=auth", "acct=token", "agrp=\(KeychainRoot.appGroup)",
+      ]) == errSecSuccess)
+    let all = try k.worker([
+      "copy", "class=genp", "svce=auth", "m_Limit=m_LimitAll", "r_Attributes=true",
+    ])
     #expect(all.stdout.hasPrefix("status 0\ncount 2\n"), "\(all.stdout)")
   }
 
@@ -70,8 +95,11 @@ struct KeychainProcessTests {
       let workers = try (0..<8).map { index in
         try ChildProcess(
           "appgroups-keychain-worker",
-          ["race", "add", "class=genp", "svce=race", "acct=round-\(round)", "v_Data=from-\(index)"],
-          environment: k.environment(as: index.isMultiple(of: 2) ? KeychainRoot.app : KeychainRoot.widget))
+          [
+            "race", "add", "class=genp", "svce=race", "acct=round-\(round)", "v_Data=from-\(index)",
+          ],
+          environment: k.environment(
+            as: index.isMultiple(of: 2) ? KeychainRoot.app : KeychainRoot.widget))
       }
       for worker in workers { #expect(worker.waitFor("ready")) }
       for worker in workers { worker.send("go") }
@@ -79,7 +107,9 @@ struct KeychainProcessTests {
       for worker in workers { worker.wait(timeout: 30) }
       #expect(statuses.count == 8)
       #expect(statuses.filter { $0 == "status 0" }.count == 1, "round \(round): \(statuses)")
-      #expect(statuses.filter { $0 == "status \(errSecDuplicateItem)" }.count == 7, "round \(round): \(statuses)")
+      #expect(
+        statuses.filter { $0 == "status \(errSecDuplicateItem)" }.count == 7,
+        "round \(round): \(statuses)")
     }
   }
 
@@ -87,11 +117,15 @@ struct KeychainProcessTests {
     let load = try CPULoad()
     defer { withExtendedLifetime(load) {} }
     let k = try KeychainRoot()
-    #expect(try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0", "agrp=\(KeychainRoot.shared)"]) == errSecSuccess)
+    #expect(
+      try k.status([
+        "add", "class=genp", "svce=s", "acct=a", "v_Data=value-0", "agrp=\(KeychainRoot.shared)",
+      ]) == errSecSuccess)
     let reader = try repl(k, as: KeychainRoot.widget)
     // No stale cache: a change by another process is seen by the very next query.
     #expect(ask(reader, "copy class=genp svce=s r_Data=true") == ["status 0", "data value-0"])
-    #expect(try k.status(["update", "class=genp", "svce=s", "--", "v_Data=value-x"]) == errSecSuccess)
+    #expect(
+      try k.status(["update", "class=genp", "svce=s", "--", "v_Data=value-x"]) == errSecSuccess)
     #expect(ask(reader, "copy class=genp svce=s r_Data=true") == ["status 0", "data value-x"])
 
     // A writer updating as fast as it can; every read sees one whole value, never going back.
@@ -119,7 +153,10 @@ struct KeychainProcessTests {
     #expect(ask(reader, "copy class=genp svce=s r_Data=true").first == "status 0")
     #expect(ask(reader, "add class=genp svce=s acct=b") == ["status 0"])
     let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).path
-    #expect(entries(of: URL(fileURLWithPath: folder)).sorted() == ["keychain.plist", "keychain.plist.lock"])
+    #expect(
+      entries(of: URL(fileURLWithPath: folder)).sorted() == [
+        "keychain.plist", "keychain.plist.lock",
+      ])
     reader.send("quit")
     reader.wait()
   }
@@ -128,7 +165,8 @@ struct KeychainProcessTests {
     let load = try CPULoad()
     defer { withExtendedLifetime(load) {} }
     let k = try KeychainRoot()
-    #expect(try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
+    #expect(
+      try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
     let writer = try ChildProcess(
       "appgroups-keychain-worker", ["update-loop", "s", "a"], environment: k.environment())
     #expect(writer.waitForLine { $0 == "updated 50" } != nil)
@@ -141,7 +179,10 @@ struct KeychainProcessTests {
       // While it is stopped, another app of the group changes the item at once: no lock of the
       // group is held by the stopped process.
       let start = ContinuousClock.now
-      #expect(try k.status(["update", "class=genp", "svce=s", "--", "labl=changed"], as: KeychainRoot.widget) == errSecSuccess)
+      #expect(
+        try k.status(
+          ["update", "class=genp", "svce=s", "--", "labl=changed"], as: KeychainRoot.widget)
+          == errSecSuccess)
       #expect(ContinuousClock.now - start < .seconds(4))
       try device.resume(pid: pid)
       // It goes on updating after the resume.
@@ -156,10 +197,19 @@ struct KeychainProcessTests {
   @Test func theReferenceKeychainStoreWorksAcrossTheAppAndTheWidget() throws {
     let k = try KeychainRoot()
     let token = "refresh-\(UUID().uuidString)"
-    #expect(try k.worker(["store", "save", "com.company.app.auth", "refreshToken", token]).stdout == "saved\n")
-    #expect(try k.worker(["store", "load", "com.company.app.auth", "refreshToken"], as: KeychainRoot.widget).stdout == "loaded \(token)\n")
-    #expect(try k.worker(["store", "load", "com.company.app.auth", "refreshToken"], as: KeychainRoot.intruder).stdout == "none\n")
-    let stranger = try k.worker(["store", "load", "com.company.app.auth", "refreshToken"], as: "com.example.stranger")
+    #expect(
+      try k.worker(["store", "save", "com.company.app.auth", "refreshToken", token]).stdout
+        == "saved\n")
+    #expect(
+      try k.worker(
+        ["store", "load", "com.company.app.auth", "refreshToken"], as: KeychainRoot.widget
+      ).stdout == "loaded \(token)\n")
+    #expect(
+      try k.worker(
+        ["store", "load", "com.company.app.auth", "refreshToken"], as: KeychainRoot.intruder
+      ).stdout == "none\n")
+    let stranger = try k.worker(
+      ["store", "load", "com.company.app.auth", "refreshToken"], as: "com.example.stranger")
     #expect(stranger.stdout == "error \(errSecMissingEntitlement)\n")
   }
 
@@ -167,19 +217,25 @@ struct KeychainProcessTests {
     guard (try? AppSandbox.landlockABI()) != nil else { return }
     let k = try KeychainRoot()
     #expect(try k.status(["add", "class=genp", "svce=s", "v_Data=x"]) == errSecSuccess)
-    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).path + "/keychain.plist"
+    let file =
+      k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).path + "/keychain.plist"
     // The widget, sandboxed, reads and writes its groups' items through the keychain.
-    let widget = try k.worker(["--sandbox", "copy", "class=genp", "svce=s", "r_Data=true"], as: KeychainRoot.widget)
+    let widget = try k.worker(
+      ["--sandbox", "copy", "class=genp", "svce=s", "r_Data=true"], as: KeychainRoot.widget)
     #expect(widget.stdout.hasSuffix("status 0\ndata x\n"), "\(widget.stdout) \(widget.stderr)")
-    #expect(try k.worker(["--sandbox", "add", "class=genp", "svce=w"], as: KeychainRoot.widget).stdout.hasSuffix("status 0\n"))
+    #expect(
+      try k.worker(["--sandbox", "add", "class=genp", "svce=w"], as: KeychainRoot.widget).stdout
+        .hasSuffix("status 0\n"))
     // The intruder, sandboxed, is refused the shared group's file by the kernel itself.
     let intruder = try Product.run(
       "appgroups-worker", ["restrict-self", "read", file, "list", k.root.keychainsURL.path],
       environment: k.environment(as: KeychainRoot.intruder))
-    #expect(intruder.stdout.contains("read \(file) EACCES"), "\(intruder.stdout) \(intruder.stderr)")
+    #expect(
+      intruder.stdout.contains("read \(file) EACCES"), "\(intruder.stdout) \(intruder.stderr)")
     #expect(intruder.stdout.contains("list \(k.root.keychainsURL.path) EACCES"))
     let reader = try Product.run(
-      "appgroups-worker", ["restrict-self", "read", file], environment: k.environment(as: KeychainRoot.widget))
+      "appgroups-worker", ["restrict-self", "read", file],
+      environment: k.environment(as: KeychainRoot.widget))
     #expect(reader.stdout.contains("read \(file) ok"), "\(reader.stdout) \(reader.stderr)")
   }
 }

@@ -46,10 +46,11 @@ struct LifecycleRoot {
     try launch(Self.writer, [Product.url("cache-writer").path] + arguments)
   }
 
-  /// The 0xdead10cc line for the cache writer's lock.
-  func report(_ verb: String, pid: Int32) -> String {
+  /// The 0xdead10cc line for the cache writer's lock, held by the writer itself unless
+  /// `holder` (`PID (COMMAND)`) says otherwise.
+  func report(_ verb: String, pid: Int32, holder: String? = nil) -> String {
     "\(verb): \(Self.writer) (\(pid)) held a lock on \(cachePath) in group \(TestRoot.group)"
-      + " while being suspended (0xdead10cc)"
+      + " while being suspended (0xdead10cc), held by process \(holder ?? "\(pid) (cache-writer)")"
   }
 }
 

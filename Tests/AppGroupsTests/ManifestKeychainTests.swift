@@ -110,7 +110,10 @@ struct ManifestKeychainTests {
     try EntitlementManifest.grantKeychainAccess(
       "com.example.app", keychainAccessGroups: ["ABCDE12345.shared", "ABCDE12345.more"], root: root)
     var loaded = try EntitlementManifest.load(root: root)
-    #expect(loaded.entries["com.example.app"]?.keychainAccessGroups == ["ABCDE12345.shared", "ABCDE12345.more"])
+    #expect(
+      loaded.entries["com.example.app"]?.keychainAccessGroups == [
+        "ABCDE12345.shared", "ABCDE12345.more",
+      ])
     #expect(loaded.entries["com.example.app"]?.applicationGroups == ["group.a"])
     try EntitlementManifest.revokeKeychainAccess(
       "com.example.app", keychainAccessGroups: ["ABCDE12345.shared"], root: root)
@@ -129,20 +132,24 @@ struct ManifestKeychainTests {
 
   /// Keychain entitlements a provisioning profile would refuse: the grant throws and writes
   /// nothing.
-  @Test(arguments: [
-    (["ABCDE12345.shared"], nil, nil, "needs the app's App ID prefix"),
-    (["FGHIJ67890.shared"], "ABCDE12345", nil, "does not start with the app's App ID prefix"),
-    (["group.com.example.shared"], "ABCDE12345", nil, "does not start with the app's App ID prefix"),
-    (["ABCDE12345."], "ABCDE12345", nil, "does not start with the app's App ID prefix"),
-    (["ABCDE12345.a/b"], "ABCDE12345", nil, "contains '/'"),
-    (["ABCDE12345.*"], "ABCDE12345", nil, "contains '*'"),
-    ([], "TEAMID", nil, "is not a team identifier"),
-    ([], "abcde12345", nil, "is not a team identifier"),
-    ([], nil, "ABCDE12345.com.example.other", "must be the App ID prefix, a dot and the bundle"),
-    ([], nil, "com.example.app", "must be the App ID prefix, a dot and the bundle"),
-    ([], nil, "$(AppIdentifierPrefix).com.example.app", "its prefix"),
-    ([], nil, "ABC.com.example.app", "its prefix"),
-  ] as [([String], String?, String?, String)])
+  @Test(
+    arguments: [
+      (["ABCDE12345.shared"], nil, nil, "needs the app's App ID prefix"),
+      (["FGHIJ67890.shared"], "ABCDE12345", nil, "does not start with the app's App ID prefix"),
+      (
+        ["group.com.example.shared"], "ABCDE12345", nil,
+        "does not start with the app's App ID prefix"
+      ),
+      (["ABCDE12345."], "ABCDE12345", nil, "does not start with the app's App ID prefix"),
+      (["ABCDE12345.a/b"], "ABCDE12345", nil, "contains '/'"),
+      (["ABCDE12345.*"], "ABCDE12345", nil, "contains '*'"),
+      ([], "TEAMID", nil, "is not a team identifier"),
+      ([], "abcde12345", nil, "is not a team identifier"),
+      ([], nil, "ABCDE12345.com.example.other", "must be the App ID prefix, a dot and the bundle"),
+      ([], nil, "com.example.app", "must be the App ID prefix, a dot and the bundle"),
+      ([], nil, "$(AppIdentifierPrefix).com.example.app", "its prefix"),
+      ([], nil, "ABC.com.example.app", "its prefix"),
+    ] as [([String], String?, String?, String)])
   func refusesWhatAProfileRefuses(
     groups: [String], team: String?, appID: String?, expected: String
   ) throws {
@@ -165,7 +172,10 @@ struct ManifestKeychainTests {
   /// manifest whose message names the entry, the key and the reason.
   @Test(arguments: [
     (strings(keychainKey, ["ABCDE12345.x"]), "needs the app's App ID prefix"),
-    ("<key>\(keychainKey)</key><string>ABCDE12345.x</string>", "must be an array of strings, found string"),
+    (
+      "<key>\(keychainKey)</key><string>ABCDE12345.x</string>",
+      "must be an array of strings, found string"
+    ),
     ("<key>\(keychainKey)</key><array><integer>1</integer></array>", "found integer at index 0"),
     ("<key>\(appIDKey)</key><array/>", "application-identifier must be a string, found array"),
     ("<key>\(teamKey)</key><true/>", "com.apple.developer.team-identifier must be a string"),
@@ -191,7 +201,8 @@ struct ManifestKeychainTests {
   @Test func legacyAppIDPrefixDiffersFromTheTeam() throws {
     // An App ID prefix from before teams (a seed id) is the prefix its groups must carry.
     let entry = EntitlementManifest.Entry(
-      keychainAccessGroups: ["SEED123456.shared"], applicationIdentifier: "SEED123456.com.example.app",
+      keychainAccessGroups: ["SEED123456.shared"],
+      applicationIdentifier: "SEED123456.com.example.app",
       teamIdentifier: "ABCDE12345")
     let manifest = EntitlementManifest(entries: ["com.example.app": entry])
     _ = try manifest.propertyListData()

@@ -109,7 +109,9 @@ func describe(_ object: AnyObject?) -> [String] {
     let pairs = attributes.keys.sorted().map { key -> String in
       let value = attributes[key]
       if let data = value as? Data { return "\(key)=\(String(decoding: data, as: UTF8.self))" }
-      if let date = value as? Date { return "\(key)=date" + (date.timeIntervalSinceNow < 60 ? "" : "?") }
+      if let date = value as? Date {
+        return "\(key)=date" + (date.timeIntervalSinceNow < 60 ? "" : "?")
+      }
       return "\(key)=\(value.map { "\($0)" } ?? "nil")"
     }
     return ["attrs " + pairs.joined(separator: ",")]
@@ -142,7 +144,9 @@ func call(_ words: [String]) -> [String] {
   }
 }
 
-guard let mode = arguments.first else { fail("usage: see the comment in Tests/KeychainWorker/main.swift") }
+guard let mode = arguments.first else {
+  fail("usage: see the comment in Tests/KeychainWorker/main.swift")
+}
 
 switch mode {
 case "add", "copy", "update", "delete":

@@ -139,7 +139,8 @@ extension EntitlementManifest {
   /// Why `team` is not a team identifier (or an App ID prefix), or `nil` when it is one:
   /// ten characters of `A-Z` and `0-9`, as Apple issues them.
   public static func teamIdentifierProblem(_ team: String) -> String? {
-    let valid = team.utf8.count == 10
+    let valid =
+      team.utf8.count == 10
       && team.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
     return valid
       ? nil

@@ -56,7 +56,7 @@ public struct SuiteLocation: Sendable, Hashable {
         containerPath: root.appContainerPath(for: bundleIdentifier), root: root)
     case .global:
       self.init(
-        kind: .global, domain: GroupDefaults.globalDomain,
+        kind: .global, domain: Names.globalDomain,
         containerPath: root.globalContainerPath, fileName: ContainerRoot.globalFileName,
         root: root)
     }
@@ -161,7 +161,7 @@ public struct SuiteResolver: Sendable {
           + "whose domain is the standard suite (Apple's UserDefaults(suiteName:) returns nil "
           + "for it too); use the standard suite, suite name nil, instead")
     }
-    if suiteName == GroupDefaults.globalDomain {
+    if suiteName == Names.globalDomain {
       throw AppGroupsError(
         .reservedSuiteName,
         "suite name \(suiteName) is reserved: it is the global domain, which every suite "
@@ -217,9 +217,17 @@ public struct SuiteResolver: Sendable {
     let loaded = try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)
     let manifest = loaded?.manifest ?? EntitlementManifest()
     let bundleIdentifier = identity.bundleIdentifier
-    if let bound = manifest.entries[bundleIdentifier]?.executable,
+    if let entry = manifest.entries[bundleIdentifier], let bound = entry.executable,
       let running = identity.executablePath, !identity.runs(bound)
     {
+      if entry.executableIsBareName {
+        throw AppGroupsError(
+          .executableMismatch,
+          "\(bundleIdentifier) is bound to '\(bound)' in \(root.manifestPath), a bare file name,"
+            + " which any program of that name could claim; it binds no program until it names"
+            + " one file: 'groupctl grant \(bundleIdentifier) --executable PATH' (this process"
+            + " runs \(running))")
+      }
       throw AppGroupsError(
         .executableMismatch,
         "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestPath) "

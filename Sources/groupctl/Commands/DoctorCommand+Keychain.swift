@@ -1,13 +1,15 @@
 import AppGroups
+import AppGroupsKeychain
 import Foundation
 
 extension Doctor {
-  /// The keychain: each app's keychain access groups, default first.
+  /// The keychain: each app's keychain access groups, default first; each group's items on
+  /// disk (damaged ones, files moved aside, groups no app holds); the modes of its files.
   mutating func checkKeychain(manifest: EntitlementManifest?) {
     guard let manifest else { return }
     for (bundleID, entry) in manifest.entries.sorted(by: { $0.key < $1.key }) {
       let groups = manifest.keychainAccessGroups(for: bundleID)
-      guard !groups.isEmpty else {
+      guard let first = groups.first else {
         add(
           .note,
           "\(bundleID) has no keychain access group: its keychain calls get -34018"
@@ -15,13 +17,61 @@ extension Doctor {
           "groupctl grant \(bundleID) --team TEAMID gives it its App ID's group")
         continue
       }
-      let own = !entry.keychainAccessGroups.isEmpty || entry.applicationIdentifier != nil
+      let own =
+        !entry.keychainAccessGroups.isEmpty || entry.applicationIdentifier != nil
         || entry.teamIdentifier != nil
       add(
         .ok,
-        "\(bundleID) keychain access groups: \(groups[0]) (default)"
+        "\(bundleID) keychain access groups: \(first) (default)"
           + groups.dropFirst().map { ", \($0)" }.joined()
           + (own ? "" : " (its application groups)"))
     }
+    let keychains = root.keychainsURL.path
+    guard FileManager.default.fileExists(atPath: keychains) else { return }
+    let held = manifest.allKeychainAccessGroups
+    let reports: [KeychainSession.GroupReport]
+    do {
+      reports = try KeychainSession(root: root, identity: nil).inventory(secrets: false)
+    } catch {
+      add(.problem, "the keychain cannot be read: \(error)", "check \(keychains)")
+      return
+    }
+    var items = 0
+    for report in reports {
+      let count = report.entries.count
+      items += count
+      if !held.contains(report.accessGroup), FileManager.default.fileExists(atPath: report.folder) {
+        add(
+          .note,
+          "no app holds keychain access group \(report.accessGroup); its \(count)"
+            + " \(count == 1 ? "item stays" : "items stay") on disk in \(report.folder)",
+          "remove the folder if its items are no longer needed")
+      }
+      if let problem = report.problem {
+        add(.problem, problem, "move it aside yourself, or let the next keychain call do it")
+      }
+      let damaged = report.entries.filter { $0.state == .damaged }.count
+      if damaged > 0 {
+        add(
+          .problem,
+          "\(damaged) \(damaged == 1 ? "item" : "items") of keychain access group"
+            + " \(report.accessGroup) \(damaged == 1 ? "does" : "do") not open with the class key:"
+            + " changed on disk",
+          "delete them with groupctl keychain delete-generic-password, or restore the file")
+      }
+      if report.unreadableEntries > 0 {
+        add(
+          .note,
+          "\(report.unreadableEntries) entries of keychain access group \(report.accessGroup) are"
+            + " not items this version reads; they are kept as they are")
+      }
+    }
+    let locked = reports.flatMap(\.entries).filter { $0.state == .locked }.count
+    add(
+      .ok,
+      "keychain: \(items) \(items == 1 ? "item" : "items") in \(reports.count) access"
+        + " \(reports.count == 1 ? "group" : "groups")"
+        + (locked > 0 ? " (\(locked) closed by the device's state, not checked)" : ""))
+    _ = walk([keychains])
   }
 }

@@ -23,12 +23,19 @@ struct RunCommand: ParsableCommand {
                       state (<root>/Device); /proc; a few files of /etc; /dev/random
                       and /dev/urandom; each --ro PATH
         read-execute  /usr, /lib*, /bin, /sbin; the Swift runtime's folder; COMMAND's
-                      folder, unless it is inside the root
+                      folder, unless it is inside the root (or holds it: then COMMAND
+                      alone); each file COMMAND needs to start: its #! interpreters,
+                      ELF interpreter and libraries (DT_NEEDED through DT_RPATH,
+                      LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache); an interpreter's
+                      PREFIX/lib when it lives outside the system folders
         write         the global preferences' lock file (alone); /dev/null,
                       /dev/zero, /dev/full, /dev/tty
 
       Everything else is denied: another app's container, a group the app is not \
-      entitled to, the rest of the root, the manifest for writing. From Landlock ABI \
+      entitled to, the rest of the root, the manifest for writing. No rule ever names \
+      a folder that holds the root: such a system folder is allowed entry by entry \
+      around it, and --ro or --rw of one is refused. COMMAND gets standard input, \
+      output and error as they are, and no other descriptor of the caller. From Landlock ABI \
       6 on, COMMAND also cannot signal processes outside the sandbox or connect to \
       their abstract Unix sockets (EPERM). Containers that \
       do not exist yet are created first. When the manifest binds the app to an \
@@ -56,7 +63,10 @@ struct RunCommand: ParsableCommand {
       The exit status is COMMAND's; 1 when it cannot be started or confined.
       """,
     options: [
-      OptionHelp("--ro PATH", "Also allow reading PATH (a file or folder); repeatable."),
+      OptionHelp(
+        "--ro PATH",
+        "Also allow reading PATH (a file or folder), and running the programs in it when it is"
+          + " outside the root; repeatable."),
       OptionHelp("--rw PATH", "Also allow reading and writing PATH; repeatable."),
       OptionHelp(
         "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
@@ -188,6 +198,7 @@ struct RunCommand: ParsableCommand {
     environment[ContainerRoot.environmentVariable] = root.path
     if let temporary = ruleset.temporaryDirectory { environment["TMPDIR"] = temporary }
 
+    for note in ruleset.notes { printError("groupctl: note: \(note)") }
     if let abi {
       do {
         try ruleset.restrictCurrentThread(abi: abi)
@@ -195,10 +206,39 @@ struct RunCommand: ParsableCommand {
         throw CommandFailure(
           "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
       }
+      if let refused = ruleset.refusedProgramFiles().first {
+        let inside = refused.path.hasPrefix(root.path + "/")
+        throw CommandFailure(
+          "cannot run \(name) as \(identity.bundleIdentifier): the sandbox refuses"
+            + " \(refused.path) (\(refused.purpose)), which it needs to start; "
+            + (inside
+              ? "it lies inside the root, where the sandbox opens only the app's containers:"
+                + " move it out of the root"
+              : "--ro PATH allows a file or folder outside the root"))
+      }
+    }
+    // The app is this process and every process it starts: one that double-forks stays in
+    // its tree (groupctl suspend, resume, ps), as a child of the app's first process.
+    do {
+      try Processes.becomeChildSubreaper()
+    } catch {
+      throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
     }
     let failure = Processes.replaceCurrent(
       with: path, arguments: arguments, environment: environment)
-    throw CommandFailure(failure.message)
+    guard abi != nil, failure.systemErrno == EACCES else {
+      throw CommandFailure(failure.message)
+    }
+    // It could be run before the sandbox was applied (locate checked): the sandbox refused
+    // the program or an interpreter it names.
+    let real = Paths.realPath(path) ?? path
+    if real == root.path || real.hasPrefix(root.path + "/") {
+      throw CommandFailure(
+        failure.message + ": the sandbox runs no program inside the root \(root.path)")
+    }
+    throw CommandFailure(
+      failure.message + ": the sandbox refused it or its interpreter;"
+        + " --ro PATH allows a file or folder outside the root")
   }
 
   static func printRuleset(_ ruleset: SandboxRuleset, abi: Int) {

@@ -1,0 +1,318 @@
+import AppGroups
+import AppGroupsKeychain
+import Foundation
+import Glibc
+
+/// `groupctl keychain add-generic-password|find-generic-password|delete-generic-password|dump`,
+/// with macOS `security`'s flags.
+struct KeychainCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "keychain",
+    abstract: "Add, find, delete and list keychain items, as macOS's security does.",
+    usage: """
+      keychain add-generic-password -a ACCOUNT -s SERVICE [-w [PASSWORD]] [-U] [-l LABEL] [-G GROUP] [--accessible CLASS]
+      keychain find-generic-password [-a ACCOUNT] [-s SERVICE] [-G GROUP] [-w]
+      keychain delete-generic-password [-a ACCOUNT] [-s SERVICE] [-G GROUP]
+      keychain dump [-G GROUP] [-w]
+      """,
+    discussion: """
+      With --as BUNDLE-ID, groupctl acts as that app: the manifest's keychain access groups \
+      and the device's state decide as they do for the app. Without --as it acts as the \
+      administrator: every access group, and add needs -G.
+
+      -w with a value is the password to add; -w last, with no value, reads it from \
+      standard input (prompting, without echo, on a terminal), so that it never sits in \
+      the command line. find prints the item's attributes, or with -w its password only. \
+      dump prints every item, never a password unless -w is given.
+
+      Exits with 44 when no item matches, as security does; any other failure exits with 1 \
+      and names the OSStatus and its message.
+      """,
+    options: [
+      OptionHelp("-a ACCOUNT", "The account (kSecAttrAccount)."),
+      OptionHelp("-s SERVICE", "The service (kSecAttrService)."),
+      OptionHelp("-w [PASSWORD]", "add: the password, or read it; find, dump: print passwords."),
+      OptionHelp("-U", "add: update the item if it exists."),
+      OptionHelp("-l LABEL", "add: the label (kSecAttrLabel)."),
+      OptionHelp("-G GROUP", "The access group (kSecAttrAccessGroup)."),
+      OptionHelp(
+        "--accessible CLASS",
+        "add: when the item can be read, the kSecAttrAccessible… constant's name without its"
+          + " prefix: whenUnlocked (default), afterFirstUnlock, whenPasscodeSetThisDeviceOnly, …"),
+    ]
+  )
+
+  enum Action: String {
+    case add = "add-generic-password"
+    case find = "find-generic-password"
+    case delete = "delete-generic-password"
+    case dump
+  }
+
+  /// `-w`: absent, given without a value (read it), or given with one.
+  enum PasswordOption: Equatable {
+    case absent
+    case read
+    case value(String)
+  }
+
+  let globals: GlobalOptions
+  let action: Action
+  var account: String?
+  var service: String?
+  var password: PasswordOption = .absent
+  var update = false
+  var label: String?
+  var group: String?
+  var accessibility: Keychain.Accessibility?
+
+  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
+    self.globals = globals
+    var words = arguments.rawWords()[...]
+    guard let name = words.popFirst() else {
+      throw ValidationError(
+        "missing subcommand: add-generic-password, find-generic-password,"
+          + " delete-generic-password or dump")
+    }
+    guard let action = Action(rawValue: name) else {
+      throw ValidationError(
+        "unknown keychain subcommand '\(name)'; use add-generic-password, find-generic-password,"
+          + " delete-generic-password or dump")
+    }
+    self.action = action
+    func value(_ option: String) throws(ValidationError) -> String {
+      guard let next = words.popFirst() else {
+        throw ValidationError("option '\(option)' needs a value")
+      }
+      return next
+    }
+    while let word = words.popFirst() {
+      switch word {
+      case "-a": account = try value(word)
+      case "-s": service = try value(word)
+      case "-l" where action == .add: label = try value(word)
+      case "-G": group = try value(word)
+      case "-U" where action == .add: update = true
+      case "-w":
+        if action == .add, let next = words.first, !ArgumentReader.isOptionLike(next) {
+          password = .value(next)
+          words.removeFirst()
+        } else {
+          password = .read
+        }
+      case _ where word.hasPrefix("-w=") && action == .add:
+        password = .value(String(word.dropFirst(3)))
+      case "--accessible" where action == .add:
+        let name = try value(word)
+        guard let parsed = Keychain.Accessibility(name: name) else {
+          throw ValidationError(
+            "--accessible: unknown class '\(name)'; use one of "
+              + Keychain.Accessibility.allCases.map(\.description).joined(separator: ", "))
+        }
+        accessibility = parsed
+      default:
+        if ArgumentReader.isOptionLike(word) {
+          throw ValidationError("\(action.rawValue) takes no option '\(word)'")
+        }
+        throw ValidationError("unexpected argument '\(word)'")
+      }
+    }
+  }
+
+  func validate() throws {
+    if action == .add {
+      guard account != nil, service != nil else {
+        throw ValidationError("add-generic-password needs -a ACCOUNT and -s SERVICE")
+      }
+      if globals.identity == nil, group == nil {
+        throw ValidationError(
+          "the administrator adds an item to a named access group: give -G GROUP, or act as an app"
+            + " with --as BUNDLE-ID")
+      }
+    }
+    if action == .delete, account == nil, service == nil {
+      throw ValidationError("delete-generic-password needs -a ACCOUNT or -s SERVICE")
+    }
+  }
+
+  func run() throws {
+    let session = KeychainSession(root: globals.containerRoot, identity: try globals.appIdentity())
+    do {
+      switch action {
+      case .add: try add(session)
+      case .find: try find(session)
+      case .delete: try delete(session)
+      case .dump: try dump(session)
+      }
+    } catch let error as KeychainError {
+      if error.code == .itemNotFound {
+        printError("groupctl: keychain: The specified item could not be found in the keychain.")
+        throw ExitCode(44)
+      }
+      throw CommandFailure("keychain: \(error)")
+    }
+  }
+
+  /// The query of the item named by -a, -s and -G.
+  private var query: [String: Any] {
+    var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+    if let account { query[kSecAttrAccount as String] = account }
+    if let service { query[kSecAttrService as String] = service }
+    if let group { query[kSecAttrAccessGroup as String] = group }
+    return query
+  }
+
+  private func add(_ session: KeychainSession) throws {
+    let secret: Data
+    switch password {
+    case .absent: secret = Data()
+    case .value(let text): secret = Data(text.utf8)
+    case .read: secret = try Self.readPassword()
+    }
+    var changes: [String: Any] = [kSecValueData as String: secret]
+    if let label { changes[kSecAttrLabel as String] = label }
+    if let accessibility { changes[kSecAttrAccessible as String] = accessibility.rawValue }
+    if update, try Self.updated(session, query, changes) { return }
+    _ = try session.add(query.merging(changes) { $1 })
+  }
+
+  /// Whether `-U`'s update found the item.
+  private static func updated(
+    _ session: KeychainSession, _ query: [String: Any], _ changes: [String: Any]
+  ) throws(KeychainError) -> Bool {
+    do {
+      try session.update(query, changes)
+      return true
+    } catch  where error.code == .itemNotFound {
+      return false
+    }
+  }
+
+  private func find(_ session: KeychainSession) throws {
+    var query = self.query
+    query[kSecReturnAttributes as String] = true
+    query[kSecReturnData as String] = password != .absent
+    query[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny as String
+    let found = try session.copyMatching(query)
+    guard let attributes = found as? [String: Any] else {
+      throw CommandFailure("keychain: the item came back as \(type(of: found))")
+    }
+    if password != .absent {
+      printOut(Self.printable(attributes[kSecValueData as String] as? Data ?? Data()))
+      return
+    }
+    for line in Self.describe(attributes, root: globals.containerRoot) { printOut(line) }
+  }
+
+  private func delete(_ session: KeychainSession) throws {
+    // One item, the first found, as security deletes it: by its persistent reference.
+    var query = self.query
+    query[kSecReturnAttributes as String] = true
+    query[kSecReturnPersistentRef as String] = true
+    query[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny as String
+    let found = try session.copyMatching(query)
+    guard let attributes = found as? [String: Any],
+      let reference = attributes[kSecValuePersistentRef as String] as? Data
+    else {
+      throw CommandFailure("keychain: the item came back as \(type(of: found))")
+    }
+    var target: [String: Any] = [kSecValuePersistentRef as String: reference]
+    target[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny as String
+    if let group = attributes[kSecAttrAccessGroup as String] as? String {
+      target[kSecAttrAccessGroup as String] = group
+    }
+    try session.delete(target)
+    for line in Self.describe(attributes, root: globals.containerRoot) { printOut(line) }
+    printOut("password has been deleted.")
+  }
+
+  private func dump(_ session: KeychainSession) throws {
+    var reports = try session.inventory(secrets: password != .absent)
+    if let group { reports = reports.filter { $0.accessGroup == group } }
+    var first = true
+    for report in reports {
+      if let problem = report.problem { printError("groupctl: keychain: \(problem)") }
+      for entry in report.entries {
+        if !first { printOut("") }
+        first = false
+        printOut("keychain: \(KeychainSession.quoted(report.folder))")
+        printOut("class: \"\(entry.itemClass)\"")
+        printOut("attributes:")
+        var attributes = entry.attributes
+        attributes[kSecAttrAccessGroup as String] = "<blob>=\"\(entry.accessGroup)\""
+        attributes[kSecAttrAccessible as String] = "<blob>=\"\(entry.accessibility)\""
+        attributes[kSecAttrSynchronizable as String] = "<sint32>=\(entry.synchronizable ? 1 : 0)"
+        for key in attributes.keys.sorted() { printOut("    \"\(key)\"\(attributes[key] ?? "")") }
+        switch entry.state {
+        case .readable(let secret?): printOut("data:\n\(Self.printable(secret))")
+        case .readable(nil): break
+        case .locked:
+          printOut("note: locked: the device's state keeps its class closed; attributes unchecked")
+        case .damaged:
+          printOut("note: damaged: it does not open with its class key (changed on disk)")
+        case .keyGone: printOut("note: its class key is gone (the passcode was removed)")
+        }
+      }
+    }
+  }
+
+  /// `security`'s listing of an item's attributes.
+  static func describe(_ attributes: [String: Any], root: ContainerRoot) -> [String] {
+    let group = attributes[kSecAttrAccessGroup as String] as? String ?? "?"
+    var lines = [
+      "keychain: " + KeychainSession.quoted(root.keychainFolderURL(forAccessGroup: group).path),
+      "class: \"genp\"", "attributes:",
+    ]
+    for key in attributes.keys.sorted()
+    where key != kSecValueData as String && key != kSecValuePersistentRef as String {
+      let value = attributes[key]
+      let text: String
+      switch value {
+      case let string as String: text = "<blob>=\"\(string)\""
+      case let date as Date: text = "<timedate>=\"\(date)\""
+      case let number as NSNumber: text = "<sint32>=\(number.intValue)"
+      case let data as Data: text = "<blob>=0x" + data.map { String(format: "%02X", $0) }.joined()
+      default: text = "<blob>=<NULL>"
+      }
+      lines.append("    \"\(key)\"\(text)")
+    }
+    return lines
+  }
+
+  /// A password as `security -w` prints it: the text when it is UTF-8, else its bytes in hex.
+  static func printable(_ data: Data) -> String {
+    if let text = String(validating: data, as: UTF8.self) { return text }
+    return data.map { String(format: "%02x", $0) }.joined()
+  }
+
+  /// The password from standard input: on a terminal, prompted twice without echo, as
+  /// `security` prompts; otherwise everything read, less one final newline.
+  static func readPassword() throws -> Data {
+    guard isatty(STDIN_FILENO) == 1 else {
+      var data = FileHandle.standardInput.readDataToEndOfFile()
+      if data.last == UInt8(ascii: "\n") { data.removeLast() }
+      if data.last == UInt8(ascii: "\r") { data.removeLast() }
+      return data
+    }
+    func prompt(_ text: String) throws -> String {
+      FileHandle.standardError.write(Data(text.utf8))
+      var saved = termios()
+      tcgetattr(STDIN_FILENO, &saved)
+      var quiet = saved
+      quiet.c_lflag &= ~tcflag_t(ECHO)
+      tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+      defer {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+        FileHandle.standardError.write(Data("\n".utf8))
+      }
+      guard let line = readLine(strippingNewline: true) else {
+        throw CommandFailure("keychain: no password was given on standard input")
+      }
+      return line
+    }
+    let first = try prompt("password data for new item: ")
+    let again = try prompt("retype password for new item: ")
+    guard first == again else { throw CommandFailure("keychain: the passwords do not match") }
+    return Data(first.utf8)
+  }
+}

@@ -1,0 +1,180 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+@Suite("groupctl keychain", .processBound)
+struct GroupctlKeychainTests {
+  let k: KeychainRoot
+
+  init() throws {
+    k = try KeychainRoot()
+  }
+
+  @discardableResult
+  func run(_ args: [String], as bundleID: String? = nil, stdin: Data? = nil) throws -> (
+    status: Int32, stdout: String, stderr: String
+  ) {
+    try Product.run(
+      "groupctl",
+      ["--root", k.path] + (bundleID.map { ["--as", $0] } ?? []) + ["keychain"] + args,
+      environment: k.environment(), stdin: stdin)
+  }
+
+  @Test func addFindDeleteWithSecuritysFlags() throws {
+    let secret = "s3cret-\(UUID().uuidString)"
+    var result = try run(
+      ["add-generic-password", "-a", "alice", "-s", "auth", "-w", secret], as: KeychainRoot.app)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stdout.isEmpty)
+    // The widget of the same group finds it; -w prints the password alone.
+    result = try run(
+      ["find-generic-password", "-a", "alice", "-s", "auth"], as: KeychainRoot.widget)
+    #expect(result.status == 0)
+    #expect(result.stdout.contains("\"acct\"<blob>=\"alice\""))
+    #expect(result.stdout.contains("\"agrp\"<blob>=\"\(KeychainRoot.shared)\""))
+    #expect(!result.stdout.contains(secret))
+    #expect(
+      try run(
+        ["find-generic-password", "-a", "alice", "-s", "auth", "-w"], as: KeychainRoot.widget
+      ).stdout == secret + "\n")
+
+    // A second add is a duplicate (exit 1, the OSStatus named); -U updates.
+    result = try run(
+      ["add-generic-password", "-a", "alice", "-s", "auth", "-w", "x"], as: KeychainRoot.app)
+    #expect(result.status == 1)
+    #expect(
+      result.stderr.contains(
+        "errSecDuplicateItem (-25299): The specified item already exists in the keychain."))
+    #expect(
+      try run(
+        ["add-generic-password", "-a", "alice", "-s", "auth", "-U", "-w", "second"],
+        as: KeychainRoot.app
+      ).status == 0)
+    #expect(
+      try run(["find-generic-password", "-a", "alice", "-w"], as: KeychainRoot.app).stdout
+        == "second\n")
+
+    // Nothing matches: 44, as security exits. Another team's app: 44 without the group, 1 with it.
+    result = try run(["find-generic-password", "-a", "nobody"], as: KeychainRoot.app)
+    #expect(result.status == 44)
+    #expect(result.stderr.contains("could not be found in the keychain"))
+    #expect(
+      try run(["find-generic-password", "-a", "alice"], as: KeychainRoot.intruder).status == 44)
+    result = try run(
+      ["find-generic-password", "-a", "alice", "-G", KeychainRoot.shared], as: KeychainRoot.intruder
+    )
+    #expect(result.status == 1)
+    #expect(
+      result.stderr.contains(
+        "errSecMissingEntitlement (-34018): A required entitlement isn't present."))
+    #expect(result.stderr.contains("com.example.intruder names access group"))
+
+    // Delete one item; then it is gone.
+    result = try run(
+      ["delete-generic-password", "-a", "alice", "-s", "auth"], as: KeychainRoot.widget)
+    #expect(result.status == 0)
+    #expect(result.stdout.hasSuffix("password has been deleted.\n"))
+    #expect(
+      try run(["delete-generic-password", "-a", "alice", "-s", "auth"], as: KeychainRoot.widget)
+        .status == 44)
+  }
+
+  @Test func aPasswordReadFromStandardInputNeverSitsInTheCommandLine() throws {
+    let secret = "piped-\(UUID().uuidString)"
+    let result = try run(
+      [
+        "add-generic-password", "-a", "bob", "-s", "auth", "--accessible", "afterFirstUnlock", "-w",
+      ],
+      as: KeychainRoot.app, stdin: Data((secret + "\n").utf8))
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      try run(["find-generic-password", "-a", "bob", "-w"], as: KeychainRoot.app).stdout == secret
+        + "\n")
+    #expect(
+      try run(["find-generic-password", "-a", "bob"], as: KeychainRoot.app).stdout.contains(
+        "\"pdmn\"<blob>=\"ck\""))
+    let bad = try run(
+      ["add-generic-password", "-a", "c", "-s", "auth", "--accessible", "sometimes", "-w", "x"],
+      as: KeychainRoot.app)
+    #expect(bad.status == 64)
+    #expect(
+      bad.stderr.contains("unknown class 'sometimes'; use one of whenUnlocked, afterFirstUnlock"))
+  }
+
+  @Test func dumpNeverPrintsASecretWithoutW() throws {
+    let secret = "dumped-\(UUID().uuidString)"
+    #expect(
+      try run(["add-generic-password", "-a", "a", "-s", "s", "-w", secret], as: KeychainRoot.app)
+        .status == 0)
+    #expect(
+      try run(
+        ["add-generic-password", "-a", "i", "-s", "s", "-w", secret + "-i"],
+        as: KeychainRoot.intruder
+      ).status == 0)
+    // The administrator sees every group; the app its own.
+    let all = try run(["dump"])
+    #expect(all.status == 0)
+    #expect(!all.stdout.contains(secret))
+    #expect(all.stdout.contains("\"agrp\"<blob>=\"\(KeychainRoot.shared)\""))
+    #expect(all.stdout.contains("\"agrp\"<blob>=\"ZZZZZ99999.com.example.intruder\""))
+    let mine = try run(["dump", "-w"], as: KeychainRoot.app)
+    #expect(mine.stdout.contains("data:\n\(secret)\n"))
+    #expect(!mine.stdout.contains(secret + "-i"))
+    // The administrator adds only to a named group.
+    let refused = try run(["add-generic-password", "-a", "x", "-s", "y", "-w", "z"])
+    #expect(refused.status == 64)
+    #expect(
+      try run(["add-generic-password", "-a", "x", "-s", "y", "-w", "z", "-G", KeychainRoot.shared])
+        .status == 0)
+  }
+
+  @Test func doctorFindsDamagedItemsAndGroupsNoAppHolds() throws {
+    #expect(
+      try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"], as: KeychainRoot.app)
+        .status == 0)
+    #expect(
+      try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x", "-G", "ABCDE12345.orphan"])
+        .status == 0)
+    var doctor = try Product.run(
+      "groupctl", ["--root", k.path, "doctor"], environment: k.environment())
+    #expect(doctor.status == 0, "\(doctor.stdout)")
+    #expect(doctor.stdout.contains("ok: keychain: 2 items in "))
+    #expect(
+      doctor.stdout.contains(
+        "note: no app holds keychain access group ABCDE12345.orphan; its 1 item stays on disk"))
+    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent(
+      "keychain.plist")
+    var plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
+    var items = try #require(plist["Items"] as? [[String: Any]])
+    var attributes = try #require(items[0]["attributes"] as? [String: Any])
+    attributes["acct"] = "forged"
+    items[0]["attributes"] = attributes
+    plist["Items"] = items
+    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0).write(
+      to: file)
+    doctor = try Product.run(
+      "groupctl", ["--root", k.path, "doctor"], environment: k.environment())
+    #expect(doctor.status == 1)
+    #expect(
+      doctor.stdout.contains(
+        "problem: 1 item of keychain access group \(KeychainRoot.shared) does not open"),
+      "\(doctor.stdout)")
+  }
+
+  @Test(arguments: [
+    (["frobnicate"], "unknown keychain subcommand 'frobnicate'"),
+    ([], "missing subcommand"),
+    (["add-generic-password", "-s", "x"], "needs -a ACCOUNT and -s SERVICE"),
+    (["find-generic-password", "-U"], "takes no option '-U'"),
+    (["delete-generic-password"], "needs -a ACCOUNT or -s SERVICE"),
+    (["find-generic-password", "-a"], "option '-a' needs a value"),
+  ])
+  func usageErrorsExit64(args: [String], message: String) throws {
+    let result = try run(args, as: KeychainRoot.app)
+    #expect(result.status == 64)
+    #expect(result.stderr.contains(message), "\(result.stderr)")
+  }
+}
