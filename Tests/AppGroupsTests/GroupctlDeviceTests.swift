@@ -112,4 +112,51 @@ struct GroupctlDeviceTests {
     #expect(t.device.runningApps().isEmpty)
     #expect(t.device.state.lockState == .beforeFirstUnlock)
   }
+
+  @Test func aCommandOnARootWithNoDeviceStateMakesANewDevice() throws {
+    let g = try GroupctlRoot()
+    #expect(
+      try g.ok(["device", "lock"]) == "locked; no passcode is set, so every class stays available\n"
+    )
+    let shown = try g.ok(["device"])
+    #expect(
+      shown.contains("state: locked\npasscode: none\nprotected data: available (no passcode)"))
+    #expect(shown.contains("boot session: 1"))
+  }
+
+  @Test func lockingAndUnlockingWhileAnAppWritesLosesNothing() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "passcode", "set", "1234"])
+    let writer = try ChildProcess(
+      "appgroups-worker", ["acked-sets", TestRoot.group, "w", "150"],
+      environment: g.t.environment(as: TestRoot.app))
+    #expect(writer.waitFor("ready"))
+    writer.send("go")
+    for _ in 0..<4 {
+      try g.ok(["device", "lock", "--grace", "0"])
+      try g.ok(["device", "unlock", "--passcode", "1234"])
+    }
+    // Preferences are of class completeUntilFirstUserAuthentication: a lock does not touch them.
+    #expect(writer.waitForLine(timeout: 60) { $0.hasPrefix("done ") } == "done 0")
+    #expect(writer.wait() == 0)
+    let disk = try TestRoot.readOnDisk(g.t.groupSuiteFile)
+    let missing = (0..<150).filter { disk["w-" + String($0)] as? Int != $0 }
+    #expect(missing.isEmpty, "acknowledged and not on disk: \(missing)")
+  }
+
+  @Test func aRebootLandsWhatARunningAppWroteBeforeItEnds() throws {
+    let t = try LifecycleRoot()
+    try t.g.ok(["device", "passcode", "set", "1234"])
+    let app = try t.launch(
+      TestRoot.app, [Product.url("appgroups-worker").path, "repl", TestRoot.group])
+    app.send("set written before-reboot")
+    #expect(app.waitFor("ok"))
+    let reboot = try t.g.run(["device", "reboot", "--grace", "10"])
+    #expect(
+      reboot.stdout.contains(
+        "terminated: \(TestRoot.app) (\(app.process.processIdentifier)) exited"), "\(reboot)")
+    #expect(app.wait() != nil)
+    // Before the first unlock an app could not read it; the administrator can.
+    #expect(try t.g.ok(["read", TestRoot.group, "written"]) == "before-reboot\n")
+  }
 }

@@ -89,12 +89,22 @@ package enum Processes {
   }
 
   /// Ends this process as `signal`'s default action does: the disposition is set back to the
-  /// default, then the signal is raised. Returns only for a signal whose default does not end
-  /// the process.
+  /// default, the signal is unblocked in the calling thread, then raised there. Returns only
+  /// for a signal whose default does not end the process.
   ///
-  /// The corresponding C functions are `signal(3)` with `SIG_DFL` and `raise(3)`.
+  /// The caller is a Dispatch worker thread, which blocks every signal: raised there without
+  /// the unblocking, the signal would stay pending and the process would go on (and a process
+  /// started with every signal blocked, as a child spawned from such a thread is, would not
+  /// take it in any thread either).
+  ///
+  /// The corresponding C functions are `signal(3)` with `SIG_DFL`, `pthread_sigmask(3)` and
+  /// `raise(3)`.
   static func raiseWithDefaultAction(_ signal: Signal) {
     Glibc.signal(signal.rawValue, SIG_DFL)
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, signal.rawValue)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
     raise(signal.rawValue)
   }
 
