@@ -21,6 +21,14 @@
 //   widget --renders N     as --watch, but exits 0 after the Nth entry
 //   widget --once          renders one entry and exits
 //
+// Launched before the device's first unlock (`groupctl run --background`, as iOS launches a
+// widget's extension to refresh it), the suite cannot be read yet: the widget renders
+//
+//   entry #1 waiting for first unlock (protected data unavailable)
+//
+// and never the registered defaults as if they were the user's data; at the unlock
+// (ProtectedData.didBecomeAvailable) it registers its schema and renders the real entry.
+//
 // Every line goes to stdout: entries; "ready"; "reload: entry #N is current"
 // for a reload notification with nothing new to show; "resumed: …" after
 // SIGCONT, saying whether the token moved and whether it re-read; and
@@ -118,7 +126,7 @@ do {
 // MARK: Rendering
 
 /// Why an entry was rendered.
-enum Reason: String { case start, change, reload, resume }
+enum Reason: String { case start, change, reload, resume, unlock }
 
 /// The widget's state; touched only on `renderQueue`.
 final class Timeline: @unchecked Sendable {
@@ -135,6 +143,10 @@ let renderQueue = DispatchQueue(label: "widget.render")
 /// the values are then at least as new as the token, never older.
 func read() -> (values: String, token: ChangeToken) {
   let token = shared.changeToken
+  // What the suite holds cannot be read yet: say so, rather than show the defaults as data.
+  if shared.unavailableReason != nil {
+    return ("waiting for first unlock (protected data unavailable)", token)
+  }
   let values =
     "unread=\(shared[PreferenceKeys.unreadCount]) theme=\(shared[PreferenceKeys.theme].rawValue) "
     + "greeting=\(shared[PreferenceKeys.greeting].debugDescription) "
@@ -192,7 +204,16 @@ do {
   fail("cannot observe \(reloadNotification): \(error)")
 }
 
-// The device's state: an unlock may make the account readable (Account.swift).
+// The first unlock: the suite can be read now (the library read it before telling).
+let unlocks = ProtectedData.observe { event in
+  guard event.kind == .didBecomeAvailable else { return }
+  renderQueue.async {
+    _ = try? shared.register(ExampleSchema.schema)
+    render(.unlock)
+  }
+}
+
+// The device's other changes (a lock, a reboot) may change what the account shows (Account.swift).
 let deviceChanges = Account.observeDevice { renderQueue.async { render(.change) } }
 
 // Anything that changed while the observers were being set up.
@@ -216,6 +237,7 @@ while true {
   }
   changes.cancel()
   reloads.cancel()
+  unlocks.cancel()
   deviceChanges.cancel()
   exit(0)
 }

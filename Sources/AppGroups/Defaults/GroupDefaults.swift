@@ -221,6 +221,7 @@ public final class GroupDefaults: Sendable {
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
     ProtectedSuites.wait(for: [view.suite] + [view.openedGlobal].compactMap { $0 })
+    ProtectedSuites.reportIfUnavailable(location.domain, view.suite)
     // An app's commits are kept out of its suspensions (see AppLifecycle).
     if let identity { AppLifecycle.start(identity: identity, root: root) }
   }

@@ -17,6 +17,8 @@ enum ProtectedSuites {
     var stores: [WeakReference<SuiteStore>]
   }
   private static let waiting = Mutex<[String: Waiting]>([:])
+  /// The suites this process said it cannot read yet (once each, until they are read).
+  private static let reported = Mutex<Set<String>>([])
   private static let installed = Atomic<Bool>(false)
 
   /// Installs Storage's gate, once per process.
@@ -29,6 +31,17 @@ enum ProtectedSuites {
       }
     }
     installed.store(true, ordering: .releasing)
+  }
+
+  /// Says once, for a suite whose file cannot be read yet, why and what happens meanwhile.
+  static func reportIfUnavailable(_ suiteName: String, _ store: SuiteStore) {
+    guard let reason = store.unavailabilityReason,
+      reported.withLock({ $0.insert(store.path).inserted })
+    else { return }
+    Diagnostics.report(
+      "\(suiteName) cannot be read: protected data is unavailable (\(reason)); it reads as"
+        + " its registered defaults, and writes stay in memory until then, when they land key"
+        + " by key (\(store.path))")
   }
 
   /// Keeps each store that could not be read until the device's state changes, then tries
@@ -54,6 +67,7 @@ enum ProtectedSuites {
   static func retry(_ rootPath: String) {
     let stores = waiting.withLock { $0[rootPath]?.stores.compactMap(\.object) ?? [] }
     let loaded = stores.filter { $0.retryProtectedLoad() }
+    reported.withLock { reported in for store in loaded { reported.remove(store.path) } }
     let done: Observation? = waiting.withLock { waiting in
       guard var entry = waiting[rootPath] else { return nil }
       entry.stores.removeAll { reference in

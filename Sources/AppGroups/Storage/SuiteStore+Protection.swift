@@ -22,19 +22,14 @@ extension SuiteStore {
   /// back, never on a read.
   static let protectionGate = Mutex<(@Sendable (_ scope: String) -> String?)?>(nil)
 
-  /// Asks the gate whether this store's file can be read; marks it unavailable and says so
-  /// once (one line per suite) when it cannot. Called from `init`.
+  /// Asks the gate whether this store's file can be read; marks it unavailable when it
+  /// cannot (whoever opened the store says so). Called from `init`.
   func markUnavailableIfProtected() -> Bool {
     guard let scope = options.protectionScope, !options.readOnly,
       let gate = Self.protectionGate.withLock({ $0 }), let reason = gate(scope)
     else { return false }
     unavailability.withLock { $0 = reason }
     isUnavailable.store(true, ordering: .releasing)
-    Diagnostics.report(
-      "\(path) cannot be read: protected data is unavailable (\(reason)); the suite reads as"
-        + " empty (registered defaults only), and what this process writes stays in its memory"
-        + " until the data is available, when it lands key by key, merged with what other"
-        + " processes wrote")
     return true
   }
 

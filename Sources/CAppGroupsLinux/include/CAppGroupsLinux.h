@@ -151,4 +151,11 @@ int32_t cappgroups_keyctl_user_keyring(void);
 /// when process `pid` ends, whether or not it is a child. Close-on-exec. -1 with errno.
 int cappgroups_pidfd_open(int32_t pid);
 
+// MARK: Process tree (subreaper.c)
+
+/// prctl(PR_SET_CHILD_SUBREAPER, 1) (variadic, which Swift cannot call): an orphaned
+/// descendant of this process (its parent exited: a double fork) becomes this process's
+/// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
+int cappgroups_become_child_subreaper(void);
+
 #endif
