@@ -19,21 +19,6 @@ public struct ChangeToken: RawRepresentable, Sendable, Hashable, Comparable, Cod
   public var description: String { String(rawValue) }
 }
 
-/// A registered observer; cancelling it (or letting it go) stops the calls.
-public final class Observation: Sendable {
-  private let cancelAction: Mutex<(@Sendable () -> Void)?>
-  init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = Mutex(cancel) }
-  /// Stops the observer. Safe to call more than once.
-  public func cancel() {
-    let action = cancelAction.withLock { action in
-      defer { action = nil }
-      return action
-    }
-    action?()
-  }
-  deinit { cancel() }
-}
-
 extension GroupDefaults {
   /// `userInfo` key of ``didChangeNotification``: the changes themselves
   /// (`[GroupDefaults.Change]`, with old and new values). A burst that mixes

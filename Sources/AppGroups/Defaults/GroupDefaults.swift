@@ -73,7 +73,7 @@ public final class GroupDefaults: Sendable {
   public static let originKey = "origin"
 
   /// The name used for the global domain, as on Apple platforms.
-  public static let globalDomain = "NSGlobalDomain"
+  public static let globalDomain = Names.globalDomain
   /// The registration domain's name, for ``volatileDomain(forName:)``.
   public static let registrationDomain = "NSRegistrationDomain"
   /// The argument domain's name, for ``volatileDomain(forName:)``.
@@ -149,7 +149,7 @@ public final class GroupDefaults: Sendable {
     do {
       try self.init(suiteName: suiteName, identity: AppIdentity.current(), root: .default)
     } catch {
-      Self.reportRefusalOnce(error)
+      Diagnostics.reportOnce("\(error)")
       return nil
     }
   }
@@ -227,12 +227,6 @@ public final class GroupDefaults: Sendable {
   }
 
   deinit { view.detach(self) }
-
-  private static let reported = Mutex<Set<String>>([])
-  static func reportRefusalOnce(_ error: AppGroupsError) {
-    let first = reported.withLock { $0.insert(error.message).inserted }
-    if first { Diagnostics.report("\(error)") }
-  }
 
   /// The suite's domain name: the bundle id, group id or suite name.
   public var suiteName: String { location.domain }

@@ -121,7 +121,7 @@ internal import Synchronization
     do {
       store = try SuiteStore.shared(path: globalPath, options: options)
     } catch {
-      GroupDefaults.reportRefusalOnce(error)
+      Diagnostics.reportOnce("\(error)")
       return nil
     }
     adoptGlobal(store)

@@ -12,6 +12,8 @@ enum Names {
   static let maximumByteCount = 255
   /// What every application group identifier starts with.
   static let groupPrefix = "group."
+  /// The global domain's name, as on Apple platforms: no suite may take it.
+  static let globalDomain = "NSGlobalDomain"
   /// The longest executable path a manifest may bind (`PATH_MAX`).
   static let maximumExecutableByteCount = 4096
 

@@ -253,6 +253,7 @@ final class Lifecycle: @unchecked Sendable {
     guard self.identity == nil else { return }
     self.identity = identity
     self.root = root
+    SuspensionBarrier.install()
     deviceMonitor = DeviceMonitor.shared(root: root)
     // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
     // from a parent that ignored it: the notice is taken, but job control still cannot stop

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Keeps the library's file locks out of a suspension: every `flock(2)` the library takes goes
-/// through ``LockedFile``, which enters the barrier before it locks and leaves it after it
-/// unlocks. While a suspension is being prepared the barrier is closed: the locks held are
+/// through ``LockedFile``, which, once the app's lifecycle has started (``install()``), enters
+/// the barrier before it locks and leaves it after it unlocks. While a suspension is being prepared the barrier is closed: the locks held are
 /// waited for (``closeAndDrain(until:)``), and a lock asked for meanwhile waits until the
 /// barrier opens again or its own deadline passes, as it would wait for another process.
 ///
@@ -18,6 +18,12 @@ enum SuspensionBarrier {
   /// The clock runs on while the process is stopped, so after a long suspension it opens at
   /// once.
   static let closedBound: UInt64 = 10_000_000_000
+
+  /// Makes every lock taken through a ``LockedFile`` from now on pass the barrier: called when
+  /// the app's lifecycle starts, before any suspension can be prepared.
+  static func install() {
+    LockedFile.install(LockedFile.Admission(enter: { enter(until: $0) }, leave: { leave() }))
+  }
 
   /// Waits until the barrier is open and counts the caller as a holder; `false` when it was
   /// still closed at `deadline` (``FileSystem/monotonicNanoseconds()``).

@@ -30,7 +30,7 @@ extension SuiteResolver {
       case .standard(let bundleIdentifier): bundleIdentifier
       case .group(let groupIdentifier): groupIdentifier
       case .privateSuite(let bundleIdentifier, let suiteName): "\(bundleIdentifier):\(suiteName)"
-      case .global: GroupDefaults.globalDomain
+      case .global: Names.globalDomain
       }
     }
   }
@@ -74,7 +74,7 @@ extension SuiteResolver {
             + "starts with '\(Names.groupPrefix)' is an application group's suite, which lives "
             + "in the group container, not in an app's own")
       }
-      if suiteName == bundleIdentifier || suiteName == GroupDefaults.globalDomain {
+      if suiteName == bundleIdentifier || suiteName == Names.globalDomain {
         throw AppGroupsError(
           .reservedSuiteName,
           "suite name \(suiteName) is reserved for \(bundleIdentifier): it names "
@@ -101,7 +101,7 @@ extension SuiteResolver {
       for name in preferencesFileDomains(in: preferences.path) {
         if name == bundleIdentifier {
           domains.append(.standard(bundleIdentifier: bundleIdentifier))
-        } else if !name.hasPrefix(Names.groupPrefix), name != GroupDefaults.globalDomain {
+        } else if !name.hasPrefix(Names.groupPrefix), name != Names.globalDomain {
           domains.append(.privateSuite(bundleIdentifier: bundleIdentifier, suiteName: name))
         }
       }
@@ -252,30 +252,5 @@ extension SuiteResolver {
 
   private static func isRegularFile(_ path: String) -> Bool {
     FileStatus(atPath: path)?.kind == .regularFile
-  }
-}
-
-extension GroupDefaults {
-  /// Replaces every value of this suite at once, as
-  /// ``setPersistentDomain(_:forName:)`` does for the suite's own name, but
-  /// throws the reason when it is refused instead of reporting it.
-  ///
-  /// The replacement reaches the file as one unit (values other processes
-  /// wrote before it are replaced too); call ``synchronize()`` to wait for it.
-  ///
-  /// - Throws: `.sizeLimitExceeded` when the values are larger than the
-  ///   suite's limit; nothing changes then.
-  package func replacePersistentDomain(with values: [String: PropertyListValue])
-    throws(AppGroupsError)
-  {
-    try view.suite.replaceAll(with: values)
-  }
-
-  /// The argument domain that a process started with `arguments` would
-  /// have: each `-key value` pair, the value read as a property list when it
-  /// is one written in text (`(a, b)`, `{ k = v; }`, `<integer>1</integer>`,
-  /// a quoted string) and as a plain string otherwise. Other words are skipped.
-  package static func argumentValues(parsing arguments: [String]) -> [String: PropertyListValue] {
-    ProcessDomains.parseArguments(arguments)
   }
 }

@@ -56,7 +56,7 @@ public struct SuiteLocation: Sendable, Hashable {
         containerPath: root.appContainerPath(for: bundleIdentifier), root: root)
     case .global:
       self.init(
-        kind: .global, domain: GroupDefaults.globalDomain,
+        kind: .global, domain: Names.globalDomain,
         containerPath: root.globalContainerPath, fileName: ContainerRoot.globalFileName,
         root: root)
     }
@@ -161,7 +161,7 @@ public struct SuiteResolver: Sendable {
           + "whose domain is the standard suite (Apple's UserDefaults(suiteName:) returns nil "
           + "for it too); use the standard suite, suite name nil, instead")
     }
-    if suiteName == GroupDefaults.globalDomain {
+    if suiteName == Names.globalDomain {
       throw AppGroupsError(
         .reservedSuiteName,
         "suite name \(suiteName) is reserved: it is the global domain, which every suite "

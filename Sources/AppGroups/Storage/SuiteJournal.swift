@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// A large suite's journal, `<suite>.plist.journal`: the changes of small commits, appended
 /// and made durable with one `fdatasync(2)`, instead of the whole domain re-encoded and
@@ -171,19 +170,18 @@ package enum SuiteJournal {
   ) throws(SystemCallError) -> Tail? {
     let path = path(of: plistPath)
     let nothing = Position(inode: 0, end: 0)
-    let fd: CInt
+    let opened: OpenFile?
     do {
-      // O_NONBLOCK: a fifo in its place must not block the reader.
-      fd = try FileSystem.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)
-    } catch where error.code == .noSuchFileOrDirectory {
-      guard let published = published(), published.length > 0 else { return nil }
-      return Tail(position: nothing, damage: [.missing(published: published.length)])
-    } catch where error.code == .tooManySymbolicLinkLevels || error.errno == ENXIO {
-      let kind = error.errno == ENXIO ? "a socket" : "a symbolic link"
+      opened = try OpenFile(existing: path, for: .reading)
+    } catch where error.code == .tooManySymbolicLinkLevels || error.code == .noSuchDeviceOrAddress {
+      let kind = error.code == .noSuchDeviceOrAddress ? "a socket" : "a symbolic link"
       return Tail(position: nothing, damage: [.notARegularFile(kind: kind, published: published()?.length ?? 0)])
     }
-    defer { FileSystem.close(fd) }
-    let status = try FileSystem.status(of: fd, path: path)
+    guard let file = opened else {
+      guard let published = published(), published.length > 0 else { return nil }
+      return Tail(position: nothing, damage: [.missing(published: published.length)])
+    }
+    let status = try file.status()
     let inode = status.identity.inode
     guard status.isRegularFile else {
       return Tail(
@@ -213,7 +211,7 @@ package enum SuiteJournal {
     // From the start, the header is read even when nothing is durable: it tells a journal of
     // another version (left by a compaction that crashed) from a file that is none.
     let count = start == 0 ? max(end, min(status.size, headerSize)) : end - start
-    let bytes = try FileSystem.read(fd, path: path, at: start, count: count)
+    let bytes = try file.read(at: start, count: count)
     var offset = 0
     if start == 0 {
       let isJournal = bytes.count >= headerSize && Array(bytes[0..<8]) == magic
@@ -311,22 +309,23 @@ package enum SuiteJournal {
     published: (Position) -> Void
   ) throws(SystemCallError) {
     let path = path(of: plistPath)
-    let fd: CInt
+    let replaced = SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
+    let opened: OpenFile?
     do {
-      fd = try FileSystem.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
-    } catch where error.code == .noSuchFileOrDirectory || error.code == .tooManySymbolicLinkLevels {
-      throw SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
+      opened = try OpenFile(existing: path, for: .writing)
+    } catch where error.code == .tooManySymbolicLinkLevels {
+      throw replaced
     }
-    defer { FileSystem.close(fd) }
-    let status = try FileSystem.status(of: fd, path: path)
+    guard let file = opened else { throw replaced }
+    let status = try file.status()
     guard status.isRegularFile, status.identity.inode == position.inode, status.size >= position.end else {
-      throw SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
+      throw replaced
     }
     if status.size > position.end {
-      try FileSystem.truncate(fd, path: path, to: position.end)
+      try file.truncate(to: position.end)
     }
-    try FileSystem.write(record, to: fd, path: path, at: position.end)
-    try FileSystem.syncData(fd, path: path)
+    try file.write(record, at: position.end)
+    try file.syncData()
     TestHooks.pauseBeforePublish(path: path)
     published(Position(inode: position.inode, end: position.end + record.count))
   }

@@ -1,6 +1,3 @@
-import CAppGroupsLinux
-import Glibc
-
 /// A suite's lock file, `<suite>.plist.lock`: the commit lock, and the token record, the
 /// last-update token readable by every process without parsing the plist.
 ///
@@ -80,12 +77,11 @@ package final class SuiteLockFile: Sendable {
   /// or killed there); callers then treat the suite as changed.
   func read() -> Record? {
     guard let words = file.pageWords() else { return nil }
-    func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
     for _ in 0..<10_000 {
-      let before = load(1)
+      let before = words.load(1)
       if before & 1 == 1 { continue }
-      let record = Self.record(load)
-      if load(1) == before { return record }
+      let record = Self.record(words.load)
+      if words.load(1) == before { return record }
     }
     return nil
   }
@@ -94,17 +90,16 @@ package final class SuiteLockFile: Sendable {
   /// it (`groupctl read`): with `pread(2)`, nothing created, mapped or locked. `nil` when there
   /// is no record (no file, a page of zeros, or a writer in the middle of an update).
   static func peek(atPath path: String) -> Record? {
-    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return nil }
-    defer { FileSystem.close(fd) }
-    var words = [UInt64](repeating: 0, count: 11)
-    var sequence: UInt64 = 0
+    guard let file = try? OpenFile(existing: path, for: .reading) else { return nil }
+    let count = 11
     for _ in 0..<100 {
-      let read = words.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-      guard read == words.count * 8, words[0] == magic else { return nil }
-      guard words[1] & 1 == 0,
-        pread(fd, &sequence, 8, 8) == 8, sequence == words[1]
+      guard let bytes = try? file.read(at: 0, count: count * 8), bytes.count == count * 8 else { return nil }
+      func word(_ index: Int) -> UInt64 { SharedWords.word(index, of: bytes) }
+      guard word(0) == magic else { return nil }
+      guard word(1) & 1 == 0, let again = try? file.read(at: 8, count: 8),
+        SharedWords.word(0, of: again) == word(1)
       else { continue }
-      return record { words[$0] }
+      return record(word)
     }
     return nil
   }
@@ -127,10 +122,10 @@ package final class SuiteLockFile: Sendable {
     // No lock and no reference: a resume check reads this on every call.
     guard let words = file.pageWords() else { return nil }
     for _ in 0..<10_000 {
-      let before = cappgroups_atomic_load_u64(words + 1)
+      let before = words.load(1)
       if before & 1 == 1 { continue }
-      let token = cappgroups_atomic_load_u64(words + 2)
-      if cappgroups_atomic_load_u64(words + 1) == before { return token }
+      let token = words.load(2)
+      if words.load(1) == before { return token }
     }
     return nil
   }
@@ -142,10 +137,9 @@ package final class SuiteLockFile: Sendable {
   /// of ``file``.
   @discardableResult
   func advance(to identity: FileIdentity?, journal: SuiteJournal.Published? = nil) -> UInt64 {
-    let handle = file.page
-    guard let words = handle.page else { return 0 }
-    func load(_ index: Int) -> UInt64 { cappgroups_atomic_load_u64(words + index) }
-    func store(_ index: Int, _ value: UInt64) { cappgroups_atomic_store_u64(words + index, value) }
+    guard let words = file.heldPageWords else { return 0 }
+    let load = words.load
+    let store = words.store
     let journal =
       journal ?? (SuiteJournal.sameVersion(Self.record(load).identity, identity) ? nil : .noJournal)
     var sequence = load(1)

@@ -33,6 +33,14 @@ public enum Diagnostics {
     return try body()
   }
 
+  private static let reported = Mutex<Set<String>>([])
+
+  /// Reports `message` unless this process reported the same text before: a refusal said
+  /// once however often the call that is refused is made.
+  static func reportOnce(_ message: String) {
+    if reported.withLock({ $0.insert(message).inserted }) { report(message) }
+  }
+
   package static func report(_ message: String) {
     let (primary, scoped) = handlers.withLock { ($0.primary, Array($0.scoped.values)) }
     if primary != nil || !scoped.isEmpty {

@@ -460,7 +460,7 @@ private final class WatcherEngine: Sendable {
 
   private func reportFallback(_ directory: String, reason: SystemCallError) {
     Diagnostics.report(
-      "inotify watch on \(directory) failed (\(String(cString: strerror(reason.errno)))); "
+      "inotify watch on \(directory) failed (\(reason.code)); "
         + "checking every \(Self.milliseconds(fallbackInterval)) ms instead")
   }
 

@@ -30,6 +30,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   static let noFunction = Errno(rawValue: ENOSYS)
   /// `ELOOP`: a symbolic link where none may be followed, or too many of them.
   static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
+  /// `ENXIO`: no such device or address (`open(2)` of a socket).
+  static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
   /// `EOPNOTSUPP`: the kernel has the call but does not support it here.
   static let notSupported = Errno(rawValue: EOPNOTSUPP)
 

@@ -81,6 +81,25 @@ package final class LockedFile: @unchecked Sendable {
     }
   }
 
+  /// What every lock taken through a `LockedFile` passes first, installed from above:
+  /// Lifecycle's suspension barrier, so that no lock is held across a suspension. System
+  /// knows nothing of suspensions; it only asks.
+  struct Admission: Sendable {
+    /// Waits until a lock may be taken; `false` when it still may not at the deadline
+    /// (``FileSystem/monotonicNanoseconds()``).
+    var enter: @Sendable (_ deadline: UInt64) -> Bool
+    /// Called once for each `enter` that returned `true`, once the lock is released (or was
+    /// not taken after all).
+    var leave: @Sendable () -> Void
+  }
+
+  private static let admission = Mutex<Admission?>(nil)
+
+  /// Installs what every lock taken from now on passes first (the latest installed wins).
+  static func install(_ admission: Admission) {
+    Self.admission.withLock { $0 = admission }
+  }
+
   /// Why the lock could not be taken.
   package enum Failure: Error {
     /// Another process still held it at the deadline.
@@ -108,6 +127,8 @@ package final class LockedFile: @unchecked Sendable {
     }
     /// The handle whose lock this process holds, between ``lock(until:)`` and ``unlock()``.
     var held: Handle?
+    /// The admission the held lock passed, to leave when it is released.
+    var admitted: Admission?
     /// The pages of files replaced at the path, unmapped only when this goes.
     var retiredPages: [UnsafeMutablePointer<UInt64>] = []
 
@@ -147,20 +168,26 @@ package final class LockedFile: @unchecked Sendable {
   /// The words of the page ``page`` gives, without a lock or a reference: the file now at the
   /// path once a holder marked the read one retired (``refreshIfReplaced()``). `nil` when the
   /// file is not mapped. The page stays mapped as long as this file.
-  func pageWords() -> UnsafeMutablePointer<UInt64>? {
+  func pageWords() -> SharedWords? {
     guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
     else { return nil }
-    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return page }
+    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return SharedWords(base: page) }
     refreshIfReplaced()
-    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring))
+    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring)).map(SharedWords.init)
   }
 
   /// The handle of the file this process reads the page of.
   var current: Handle { state.withLock { $0.current } }
 
-  /// The page of the file this process holds locked, or of the current file when it holds
-  /// none. Read it through ``Handle/page``.
+  /// The file this process holds locked, or the current file when it holds none. Read its
+  /// page through ``Handle/page`` or ``heldPageWords``.
   var page: Handle { state.withLock { $0.held ?? $0.current } }
+
+  /// The page of the file this process holds locked, or of the current file when it holds
+  /// none; `nil` when the file is not mapped.
+  var heldPageWords: SharedWords? {
+    state.withLock { ($0.held ?? $0.current).page.map(SharedWords.init) }
+  }
 
   // MARK: Locking
 
@@ -174,10 +201,11 @@ package final class LockedFile: @unchecked Sendable {
   package func lock(
     until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
   ) throws(Failure) {
-    // Never held across a suspension: see SuspensionBarrier (Lifecycle/).
-    guard SuspensionBarrier.enter(until: deadline) else { throw .timedOut }
+    // Never held across a suspension: the admission installed from above (Lifecycle/).
+    let admission = Self.admission.withLock { $0 }
+    if let admission, !admission.enter(deadline) { throw .timedOut }
     var locked = false
-    defer { if !locked { SuspensionBarrier.leave() } }
+    defer { if !locked { admission?.leave() } }
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
@@ -193,7 +221,10 @@ package final class LockedFile: @unchecked Sendable {
         throw .failed(error)
       }
       guard let replacement else {
-        update { $0.held = handle }
+        update {
+          $0.held = handle
+          $0.admitted = admission
+        }
         locked = true
         return
       }
@@ -223,13 +254,16 @@ package final class LockedFile: @unchecked Sendable {
   /// Releases the lock.
   package func unlock() {
     var held: Handle?
+    var admitted: Admission?
     update { state in
       held = state.held
+      admitted = state.admitted
       state.held = nil
+      state.admitted = nil
     }
     if let held {
       cappgroups_funlock(held.descriptor, held.page)
-      SuspensionBarrier.leave()
+      admitted?.leave()
     }
   }
 

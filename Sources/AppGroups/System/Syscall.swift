@@ -20,7 +20,7 @@ package struct SystemCallError: Error, Sendable, CustomStringConvertible {
   }
 
   package var description: String {
-    let reason = self.reason ?? String(cString: strerror(errno))
+    let reason = self.reason ?? code.description
     if let path { return "\(call)(\(path)): \(reason)" }
     return "\(call): \(reason)"
   }
@@ -46,7 +46,7 @@ func valueOrErrno<T: FixedWidthInteger>(
     if code == EINTR && retryOnInterrupt { continue }
     precondition(
       (code != EBADF || !closedDescriptorIsBug) && code != EFAULT,
-      "\(call): \(String(cString: strerror(code)))")
+      "\(call): \(Errno(rawValue: code))")
     throw SystemCallError(call: call, path: path, errno: code)
   }
 }
@@ -59,7 +59,7 @@ func pointerOrErrno(
   let result = body()
   guard let result, result != MAP_FAILED else {
     let code = Glibc.errno
-    precondition(code != EBADF && code != EFAULT, "\(call): \(String(cString: strerror(code)))")
+    precondition(code != EBADF && code != EFAULT, "\(call): \(Errno(rawValue: code))")
     throw SystemCallError(call: call, path: path, errno: code)
   }
   return result

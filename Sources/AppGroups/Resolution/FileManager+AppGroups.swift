@@ -27,7 +27,7 @@ extension FileManager {
       let resolver = SuiteResolver(identity: try AppIdentity.current(), root: .default)
       return try resolver.container(forSecurityApplicationGroupIdentifier: groupIdentifier)
     } catch {
-      GroupDefaults.reportRefusalOnce(error)
+      Diagnostics.reportOnce("\(error)")
       return nil
     }
   }
