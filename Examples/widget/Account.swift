@@ -39,8 +39,12 @@ enum Account {
     }
   }
 
-  /// Calls `handler` at every change of the device's state.
+  /// Calls `handler` at every change of the device's state but the unlock, which main.swift's
+  /// own observer renders (after it registers the schema).
   static func observeDevice(_ handler: @escaping @Sendable () -> Void) -> Observation {
-    ProtectedData.observe { _ in handler() }
+    ProtectedData.observe { event in
+      guard event.kind != .didBecomeAvailable else { return }
+      handler()
+    }
   }
 }

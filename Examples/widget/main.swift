@@ -213,7 +213,7 @@ let unlocks = ProtectedData.observe { event in
   }
 }
 
-// The device's state: an unlock may make the account readable (Account.swift).
+// The device's other changes (a lock, a reboot) may change what the account shows (Account.swift).
 let deviceChanges = Account.observeDevice { renderQueue.async { render(.change) } }
 
 // Anything that changed while the observers were being set up.

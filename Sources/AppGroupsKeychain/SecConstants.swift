@@ -223,87 +223,124 @@ nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: 
 
 // MARK: Protocol values
 
-/// `kSecAttrProtocol` values, Apple's four-character codes.
+/// `kSecAttrProtocol` value: FTP. (Every protocol value is Apple's four-character code.)
 nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = CFString(
   string: SecKey.AttrProtocolFTP)
+/// `kSecAttrProtocol` value: FTPAccount.
 nonisolated(unsafe) public let kSecAttrProtocolFTPAccount: CFString = CFString(
   string: SecKey.AttrProtocolFTPAccount)
+/// `kSecAttrProtocol` value: HTTP.
 nonisolated(unsafe) public let kSecAttrProtocolHTTP: CFString = CFString(
   string: SecKey.AttrProtocolHTTP)
+/// `kSecAttrProtocol` value: IRC.
 nonisolated(unsafe) public let kSecAttrProtocolIRC: CFString = CFString(
   string: SecKey.AttrProtocolIRC)
+/// `kSecAttrProtocol` value: NNTP.
 nonisolated(unsafe) public let kSecAttrProtocolNNTP: CFString = CFString(
   string: SecKey.AttrProtocolNNTP)
+/// `kSecAttrProtocol` value: POP3.
 nonisolated(unsafe) public let kSecAttrProtocolPOP3: CFString = CFString(
   string: SecKey.AttrProtocolPOP3)
+/// `kSecAttrProtocol` value: SMTP.
 nonisolated(unsafe) public let kSecAttrProtocolSMTP: CFString = CFString(
   string: SecKey.AttrProtocolSMTP)
+/// `kSecAttrProtocol` value: SOCKS.
 nonisolated(unsafe) public let kSecAttrProtocolSOCKS: CFString = CFString(
   string: SecKey.AttrProtocolSOCKS)
+/// `kSecAttrProtocol` value: IMAP.
 nonisolated(unsafe) public let kSecAttrProtocolIMAP: CFString = CFString(
   string: SecKey.AttrProtocolIMAP)
+/// `kSecAttrProtocol` value: LDAP.
 nonisolated(unsafe) public let kSecAttrProtocolLDAP: CFString = CFString(
   string: SecKey.AttrProtocolLDAP)
+/// `kSecAttrProtocol` value: AppleTalk.
 nonisolated(unsafe) public let kSecAttrProtocolAppleTalk: CFString = CFString(
   string: SecKey.AttrProtocolAppleTalk)
+/// `kSecAttrProtocol` value: AFP.
 nonisolated(unsafe) public let kSecAttrProtocolAFP: CFString = CFString(
   string: SecKey.AttrProtocolAFP)
+/// `kSecAttrProtocol` value: Telnet.
 nonisolated(unsafe) public let kSecAttrProtocolTelnet: CFString = CFString(
   string: SecKey.AttrProtocolTelnet)
+/// `kSecAttrProtocol` value: SSH.
 nonisolated(unsafe) public let kSecAttrProtocolSSH: CFString = CFString(
   string: SecKey.AttrProtocolSSH)
+/// `kSecAttrProtocol` value: FTPS.
 nonisolated(unsafe) public let kSecAttrProtocolFTPS: CFString = CFString(
   string: SecKey.AttrProtocolFTPS)
+/// `kSecAttrProtocol` value: HTTPS.
 nonisolated(unsafe) public let kSecAttrProtocolHTTPS: CFString = CFString(
   string: SecKey.AttrProtocolHTTPS)
+/// `kSecAttrProtocol` value: HTTPProxy.
 nonisolated(unsafe) public let kSecAttrProtocolHTTPProxy: CFString = CFString(
   string: SecKey.AttrProtocolHTTPProxy)
+/// `kSecAttrProtocol` value: HTTPSProxy.
 nonisolated(unsafe) public let kSecAttrProtocolHTTPSProxy: CFString = CFString(
   string: SecKey.AttrProtocolHTTPSProxy)
+/// `kSecAttrProtocol` value: FTPProxy.
 nonisolated(unsafe) public let kSecAttrProtocolFTPProxy: CFString = CFString(
   string: SecKey.AttrProtocolFTPProxy)
+/// `kSecAttrProtocol` value: SMB.
 nonisolated(unsafe) public let kSecAttrProtocolSMB: CFString = CFString(
   string: SecKey.AttrProtocolSMB)
+/// `kSecAttrProtocol` value: RTSP.
 nonisolated(unsafe) public let kSecAttrProtocolRTSP: CFString = CFString(
   string: SecKey.AttrProtocolRTSP)
+/// `kSecAttrProtocol` value: RTSPProxy.
 nonisolated(unsafe) public let kSecAttrProtocolRTSPProxy: CFString = CFString(
   string: SecKey.AttrProtocolRTSPProxy)
+/// `kSecAttrProtocol` value: DAAP.
 nonisolated(unsafe) public let kSecAttrProtocolDAAP: CFString = CFString(
   string: SecKey.AttrProtocolDAAP)
+/// `kSecAttrProtocol` value: EPPC.
 nonisolated(unsafe) public let kSecAttrProtocolEPPC: CFString = CFString(
   string: SecKey.AttrProtocolEPPC)
+/// `kSecAttrProtocol` value: IPP.
 nonisolated(unsafe) public let kSecAttrProtocolIPP: CFString = CFString(
   string: SecKey.AttrProtocolIPP)
+/// `kSecAttrProtocol` value: NNTPS.
 nonisolated(unsafe) public let kSecAttrProtocolNNTPS: CFString = CFString(
   string: SecKey.AttrProtocolNNTPS)
+/// `kSecAttrProtocol` value: LDAPS.
 nonisolated(unsafe) public let kSecAttrProtocolLDAPS: CFString = CFString(
   string: SecKey.AttrProtocolLDAPS)
+/// `kSecAttrProtocol` value: TelnetS.
 nonisolated(unsafe) public let kSecAttrProtocolTelnetS: CFString = CFString(
   string: SecKey.AttrProtocolTelnetS)
+/// `kSecAttrProtocol` value: IMAPS.
 nonisolated(unsafe) public let kSecAttrProtocolIMAPS: CFString = CFString(
   string: SecKey.AttrProtocolIMAPS)
+/// `kSecAttrProtocol` value: IRCS.
 nonisolated(unsafe) public let kSecAttrProtocolIRCS: CFString = CFString(
   string: SecKey.AttrProtocolIRCS)
+/// `kSecAttrProtocol` value: POP3S.
 nonisolated(unsafe) public let kSecAttrProtocolPOP3S: CFString = CFString(
   string: SecKey.AttrProtocolPOP3S)
 
 // MARK: Authentication type values
 
-/// `kSecAttrAuthenticationType` values, Apple's four-character codes.
+/// `kSecAttrAuthenticationType` value: NTLM. (Every value is Apple's four-character code.)
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeNTLM: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeNTLM)
+/// `kSecAttrAuthenticationType` value: MSN.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeMSN)
+/// `kSecAttrAuthenticationType` value: DPA.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeDPA)
+/// `kSecAttrAuthenticationType` value: RPA.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeRPA)
+/// `kSecAttrAuthenticationType` value: HTTPBasic.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPBasic: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeHTTPBasic)
+/// `kSecAttrAuthenticationType` value: HTTPDigest.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPDigest: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeHTTPDigest)
+/// `kSecAttrAuthenticationType` value: HTMLForm.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeHTMLForm)
+/// `kSecAttrAuthenticationType` value: Default.
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = CFString(
   string: SecKey.AttrAuthenticationTypeDefault)
 
@@ -352,10 +389,13 @@ nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = CFStrin
 /// user).
 nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = CFString(
   string: SecKey.UseAuthenticationUI)
+/// `kSecUseAuthenticationUI` value: Allow (accepted; nothing asks the user).
 nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = CFString(
   string: SecKey.UseAuthenticationUIAllow)
+/// `kSecUseAuthenticationUI` value: Fail (accepted; nothing asks the user).
 nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = CFString(
   string: SecKey.UseAuthenticationUIFail)
+/// `kSecUseAuthenticationUI` value: Skip (accepted; nothing asks the user).
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = CFString(
   string: SecKey.UseAuthenticationUISkip)
 /// A prompt for authentication (a string): accepted and ignored.

@@ -1,6 +1,7 @@
 import AppGroups
 import AppGroupsTestSupport
 import Foundation
+import Glibc
 import Testing
 
 @Suite("groupctl keychain", .processBound)
@@ -127,6 +128,46 @@ struct GroupctlKeychainTests {
     #expect(
       try run(["add-generic-password", "-a", "x", "-s", "y", "-w", "z", "-G", KeychainRoot.shared])
         .status == 0)
+  }
+
+  @Test(.enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
+  func anAddOntoAFullDiskFailsNamingENOSPCAndKeepsWhatWasThere() throws {
+    let sandbox = try Sandbox()
+    let mount = sandbox.path + "/disk"
+    try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+    let mounted = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/mount"),
+      ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mount])
+    try #require(mounted.wait(timeout: 60) == 0, "mount -t tmpfs: \(mounted.standardError)")
+    defer {
+      let unmount = try? ChildProcess(executable: URL(fileURLWithPath: "/bin/umount"), [mount])
+      _ = unmount?.wait(timeout: 60)
+    }
+    let root = ContainerRoot(path: mount)
+    try EntitlementManifest.grantKeychainAccess(
+      KeychainRoot.app, keychainAccessGroups: [KeychainRoot.shared],
+      teamIdentifier: KeychainRoot.team, root: root)
+    func keychain(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+      try Product.run(
+        "groupctl", ["--root", mount, "--as", KeychainRoot.app, "keychain"] + args,
+        environment: ["APPGROUPS_ROOT": mount])
+    }
+    #expect(try keychain(["add-generic-password", "-a", "a", "-s", "s", "-w", "old"]).status == 0)
+    // Fill the disk to the last block.
+    let filler = open(mount + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(filler >= 0)
+    let block = [UInt8](repeating: 0xAB, count: 4096)
+    while block.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
+    close(filler)
+    let big = String(repeating: "x", count: 64 * 1024)
+    let result = try keychain(["add-generic-password", "-a", "b", "-s", "s", "-w", big])
+    #expect(result.status == 1, "\(result.stderr)")
+    #expect(result.stderr.contains("errSecIO (-36)"), "\(result.stderr)")
+    #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
+    #expect(try keychain(["find-generic-password", "-a", "a", "-w"]).stdout == "old\n")
+    #expect(try keychain(["find-generic-password", "-a", "b"]).status == 44)
+    let folder = root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    #expect(entries(of: folder).filter { $0.contains(".tmp-") } == [])
   }
 
   @Test func doctorFindsDamagedItemsAndGroupsNoAppHolds() throws {
