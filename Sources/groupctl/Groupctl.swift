@@ -29,6 +29,13 @@ enum Groupctl {
         ]
       ),
       (
+        "FILES",
+        [
+          PresentCommand.self,
+          CoordinateCommand.self,
+        ]
+      ),
+      (
         "PREFERENCES",
         [
           ReadCommand.self,

@@ -323,7 +323,7 @@ public struct Device: Sendable {
     let locks = HeldLock.locks(heldBy: pid, root: root)
     let verb = reportOnly ? "reported" : "terminated"
     let reports = locks.map { lock in
-      "\(verb): \(bundle) (\(pid)) held a lock on \(lock.path) in group \(lock.groupIdentifier)"
+      "\(verb): \(bundle) (\(pid)) held \(lock.subject) in group \(lock.groupIdentifier)"
         + " while being suspended (0xdead10cc)"
     }
     appendToLog(reports)

@@ -31,17 +31,43 @@ struct PsCommand: ParsableCommand {
     try globals.requireAdministrator("ps")
   }
 
+  /// The presenters and coordinated accesses of processes `groupctl run` did not launch,
+  /// and the presenters reported for not answering.
+  private func printCoordination(
+    presenters: [CoordinationStatus.Presenter], apps: Set<Int32>, root: ContainerRoot
+  ) {
+    let others = presenters.filter { !apps.contains($0.pid) }
+    let accesses = CoordinationStatus.accesses(root: root).filter { !apps.contains($0.pid) }
+    if !others.isEmpty || !accesses.isEmpty {
+      printOut("")
+      printOut("Other processes (file coordination):")
+      for presenter in others { printOut("  \(presenter)") }
+      for access in accesses { printOut("  \(access)") }
+    }
+    let unanswered = CoordinationStatus.reports(root: root)
+    if !unanswered.isEmpty {
+      printOut("")
+      printOut("Unanswered presenters (\(Device(root: root).logURL.path) and the containers' Library/Coordination/log):")
+      for line in unanswered.suffix(10) { printOut("  \(line)") }
+    }
+  }
+
   func run() throws {
     let root = globals.containerRoot
     warnIfMissing(root)
     let device = Device(root: root)
     let apps = device.runningApps()
+    let presenters = CoordinationStatus.presenters(root: root).filter(\.isLive)
     printOut("PID\tSTATE\tBUNDLE-ID\tEXECUTABLE")
     for app in apps {
       let record = app.record
       printOut("\(record.pid)\t\(app.state.rawValue)\t\(record.bundleIdentifier)\t\(record.executable)")
       for lock in app.locks { printOut("  lock: \(lock)") }
+      for presenter in presenters where presenter.pid == record.pid {
+        printOut("  presents: \(presenter.path)\(presenter.isFolder ? " (folder)" : "")")
+      }
     }
+    printCoordination(presenters: presenters, apps: Set(apps.map(\.record.pid)), root: root)
     let terminations = device.logLines().filter { $0.contains(" terminated: ") }
     if !terminations.isEmpty {
       printOut("")
