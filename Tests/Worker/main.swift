@@ -414,6 +414,11 @@ case "class-key":
 case "device-watch":
   runDeviceWatch()
 
+case "present-and-write", "coordinate-loop":
+  guard args.count == 2 else { fail("\(mode) needs a PATH") }
+  if mode == "present-and-write" { runPresentAndWrite(args[1]) }
+  runCoordinateLoop(args[1])
+
 default:
   fail("unknown mode \(mode)")
 }

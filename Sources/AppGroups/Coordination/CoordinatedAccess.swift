@@ -83,8 +83,17 @@ extension NSFileCoordinator {
     let existedBefore = claims.map { Paths.exists($0.item.path) }
     try session.askPresenters()
 
+    // The coordinator's own presenter hears nothing of the access, its watch of the item
+    // included.
+    if let own = session.own {
+      UncoordinatedChanges.coordinated(own, begins: true, path: nil)
+    }
     running.withLock { $0.append(RunningAccess(thread: thread, claims: claims)) }
     accessor(urls)
+    if let own = session.own, let entry = PresenterHost.shared.entry(named: own) {
+      let path = PresenterHost.shared.currentItem(of: entry)?.path
+      UncoordinatedChanges.coordinated(own, begins: false, path: path)
+    }
     let moves = running.withLock { running -> [(from: CoordinatedItem, to: CoordinatedItem)] in
       guard let index = running.lastIndex(where: { $0.thread == thread }) else { return [] }
       return running.remove(at: index).moves
@@ -131,7 +140,8 @@ final class AskSession {
   /// The presenters asked, with their inbox, in order.
   private(set) var asked: [(record: PresenterRegistry.Record, space: CoordinationSpace)] = []
   private var id: UInt64 = 0
-  private let own: String?
+  /// The registration name of the coordinator's own presenter, which is neither asked nor told.
+  let own: String?
 
   init(
     coordinator: NSFileCoordinator, identity: AppIdentity, requests: [AccessRequest],

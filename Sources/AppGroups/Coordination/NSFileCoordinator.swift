@@ -349,19 +349,27 @@ open class NSFileAccessIntent: NSObject, @unchecked Sendable {
 /// The name this package's vocabulary uses for Foundation's `NSFileCoordinator`.
 public typealias FileCoordinator = NSFileCoordinator
 
-/// Settings of file coordination for the whole process.
-package enum FileCoordination {
-  private static let override = Mutex<AppIdentity?>(nil)
-
-  /// Makes every coordinator and presenter of this process act as `identity` (a tool acting
-  /// as an app, such as `groupctl coordinate --as`), instead of ``AppIdentity/current(fallback:)``.
-  package static func act(as identity: AppIdentity?) {
-    override.withLock { $0 = identity }
+extension NSFileCoordinator {
+  /// The app this process's coordinators and presenters act as: the one set here (an app
+  /// that chose its identity with a fallback, a tool acting as an app), else the one
+  /// ``AppLifecycle/start(identity:root:)`` was given (opening a ``GroupDefaults`` starts it),
+  /// else ``AppIdentity/current(fallback:)``. Its entitlements decide which containers the
+  /// process may coordinate in. Not in Apple's API.
+  public static var appIdentity: AppIdentity? {
+    get { FileCoordination.override.withLock { $0 } }
+    set { FileCoordination.override.withLock { $0 = newValue } }
   }
+}
 
-  /// Who this process's coordinators and presenters act as.
+/// Settings of file coordination for the whole process.
+enum FileCoordination {
+  static let override = Mutex<AppIdentity?>(nil)
+
+  /// Who this process's coordinators and presenters act as (see
+  /// ``NSFileCoordinator/appIdentity``).
   static func identity() throws(AppGroupsError) -> AppIdentity {
     if let identity = override.withLock({ $0 }) { return identity }
+    if let identity = Lifecycle.shared.startedIdentity { return identity }
     return try AppIdentity.current()
   }
 }

@@ -57,6 +57,7 @@ final class PresenterHost: @unchecked Sendable {
   private var order: [String] = []
   private var pending: [String: Pending] = [:]
   private var number: UInt64 = 0
+  private var registryWatches: Set<String> = []
 
   private init() {}
 
@@ -104,6 +105,23 @@ final class PresenterHost: @unchecked Sendable {
     if let previous, previous.space != item.space { previous.space.registry.remove(entry.name) }
     try item.space.registry.write(record(entry, item: item, isFolder: isFolder))
     UncoordinatedChanges.watch(entry)
+    watchRegistry(of: item.space)
+  }
+
+  /// Watches `space`'s presenters folder (once): when it is removed under the running
+  /// process, or a registration of this process goes, they are written again.
+  private func watchRegistry(of space: CoordinationSpace) {
+    let first = lock.withLock { registryWatches.insert(space.container).inserted }
+    guard first else { return }
+    do {
+      _ = try ChangeMonitor.shared.addListener(directory: space.registry.folder, prefix: "") { _ in
+        PresenterHost.shared.restoreRegistrations(in: space)
+      }
+    } catch {
+      Diagnostics.report(
+        "cannot watch \(space.registry.folder) (\(error.message)): a registration removed under"
+          + " this process is not written again")
+    }
   }
 
   func record(_ entry: Entry, item: CoordinatedItem, isFolder: Bool) -> PresenterRegistry.Record {
@@ -205,7 +223,7 @@ final class PresenterHost: @unchecked Sendable {
           answer.flags = 1
           answer.errorDomain = ns.domain
           answer.errorCode = ns.code
-          answer.text = "\(error)"
+          answer.text = ns.localizedDescription
         }
         if Courier.shared.isMine(message.from) {
           Courier.shared.deliverLocally(answer)

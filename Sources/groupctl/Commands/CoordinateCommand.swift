@@ -116,7 +116,7 @@ struct CoordinateCommand: ParsableCommand {
 
   func run() throws {
     guard let identity = try globals.appIdentity() else { return }
-    FileCoordination.act(as: identity)
+    NSFileCoordinator.appIdentity = identity
     let executable = try RunCommand.locate(command[0])
     let url = URL(fileURLWithPath: path).standardizedFileURL
     let coordinator = NSFileCoordinator(filePresenter: nil)

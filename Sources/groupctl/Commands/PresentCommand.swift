@@ -75,7 +75,7 @@ struct PresentCommand: ParsableCommand {
   func run() throws {
     guard let identity = try globals.appIdentity() else { return }
     let root = globals.containerRoot
-    FileCoordination.act(as: identity)
+    NSFileCoordinator.appIdentity = identity
     let stop = DispatchSemaphore(value: 0)
     let sources = Processes.interceptInterruptAndTerminate(on: .global()) { stop.signal() }
     let url = URL(fileURLWithPath: path).standardizedFileURL
