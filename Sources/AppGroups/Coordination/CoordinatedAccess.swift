@@ -30,8 +30,11 @@ struct RunningAccess: @unchecked Sendable {
 extension NSFileCoordinator {
   /// One coordinated access of `requests`' items: claims, asks, the accessor, tells (see
   /// ``NSFileCoordinator``).
-  func perform(_ requests: [AccessRequest], accessor: ([URL]) -> Void) throws(AppGroupsError) {
-    let identity = try FileCoordination.identity()
+  func perform(
+    _ requests: [AccessRequest], as given: AppIdentity? = nil, accessor: ([URL]) -> Void
+  ) throws(AppGroupsError) {
+    let identity: AppIdentity
+    if let given { identity = given } else { identity = try FileCoordination.identity() }
     let cancelledAt = cancellations.load(ordering: .relaxed)
     let cancelled = { self.cancellations.load(ordering: .relaxed) != cancelledAt }
     let (presenterTimeout, accessTimeout) = settings.withLock { ($0.presenterTimeout, $0.accessTimeout) }

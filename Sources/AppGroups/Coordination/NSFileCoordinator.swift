@@ -220,9 +220,11 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         ? .write(intent.url, intent.writingOptions) : .read(intent.url, intent.readingOptions)
     }
     let box = UncheckedBox(value: self)
+    // Who acts is decided here: a thread of its own does not see the caller's task-local scope.
+    let identity = try? FileCoordination.identity()
     Thread.detachNewThread {
       do throws(AppGroupsError) {
-        try box.value.perform(requests) { _ in
+        try box.value.perform(requests, as: identity) { _ in
           let done = DispatchSemaphore(value: 0)
           queue.addOperation {
             accessor(nil)
@@ -352,8 +354,9 @@ public typealias FileCoordinator = NSFileCoordinator
 extension NSFileCoordinator {
   /// The app this process's coordinators and presenters act as: the one set here (an app
   /// that chose its identity with a fallback, a tool acting as an app), else the one
-  /// ``AppLifecycle/start(identity:root:)`` was given (opening a ``GroupDefaults`` starts it),
-  /// else ``AppIdentity/current(fallback:)``. Its entitlements decide which containers the
+  /// ``AppLifecycle/start(identity:root:)`` was given (opening a ``GroupDefaults`` starts it;
+  /// inside a test scoped by `AppGroupsTesting`, the test's identity comes first), else
+  /// ``AppIdentity/current(fallback:)``. Its entitlements decide which containers the
   /// process may coordinate in. Not in Apple's API.
   public static var appIdentity: AppIdentity? {
     get { FileCoordination.override.withLock { $0 } }
@@ -369,6 +372,7 @@ enum FileCoordination {
   /// ``NSFileCoordinator/appIdentity``).
   static func identity() throws(AppGroupsError) -> AppIdentity {
     if let identity = override.withLock({ $0 }) { return identity }
+    if let scoped = ScopedEnvironment.identity { return scoped }
     if let identity = Lifecycle.shared.startedIdentity { return identity }
     return try AppIdentity.current()
   }
