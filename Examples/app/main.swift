@@ -10,6 +10,17 @@
 //   app show              print the values the widget shows, and the suite's token
 //   app reset             remove every value of the group suite (and its schema marker:
 //                         the next launch sees a new suite and records the schema version)
+//   app launch [--naive]  what the app does when it is launched, by the user or in the
+//                         background (`groupctl run --background`, as iOS prewarms it): on its
+//                         first launch (no "hasLaunched" yet) it writes its first-launch
+//                         values (theme=system, unread=0); then it waits until protected data
+//                         is available (the user opens the app), lands what it wrote, prints
+//                         what it sees and exits. Before the first unlock, it first waits for
+//                         ProtectedData.didBecomeAvailable and only then reads: the user's
+//                         choices stay. With --naive it reads at once, as apps do that get
+//                         the prewarm bug: before the first unlock it reads nothing, takes it
+//                         for a first launch, and its first-launch values land over the
+//                         user's choices at the unlock.
 //
 // The keys and the schema (version 2: "unread" became "unreadCount") are declared once, in
 // Examples/ExampleSchema, for the app and the widget. Every command but reset registers the
@@ -30,7 +41,8 @@ let group = ExampleSchema.group
 let reloadNotification = "com.example.widget.reload"
 
 let usage = """
-  usage: app set KEY VALUE | unread N | theme light|dark|system | read ITEM | reload | show | reset
+  usage: app set KEY VALUE | unread N | theme light|dark|system | read ITEM | reload | show
+             | reset | launch [--naive]
   Writes into the group suite \(group), then posts \(reloadNotification).
   Environment: APPGROUPS_ROOT (default ./Containers), APPGROUPS_BUNDLE_ID (default com.example.app).
   """
@@ -56,6 +68,7 @@ enum Command {
   case theme(Theme)
   case read(String)
   case reload, show, reset
+  case launch(naive: Bool)
 }
 
 func parse(_ arguments: [String]) -> Command {
@@ -97,6 +110,11 @@ func parse(_ arguments: [String]) -> Command {
   case "reset":
     expect(0, "no arguments")
     return .reset
+  case "launch":
+    if rest.count > 1 || (rest.count == 1 && rest[0] != "--naive") {
+      usageError("launch takes no arguments but --naive")
+    }
+    return .launch(naive: rest == ["--naive"])
   default:
     usageError("unknown command \(name.debugDescription)")
   }
@@ -116,9 +134,11 @@ do {
   fail("refused: \(error)")
 }
 // Registration is per process and never written to disk; the migration, if one is due, is
-// one commit. A reset needs neither: it removes the marker too.
-if case .reset = command {
-} else {
+// one commit. A reset needs neither: it removes the marker too. A launch registers when it
+// can read the suite (before the first unlock the migration has to wait).
+switch command {
+case .reset, .launch: break
+default:
   do {
     try shared.register(ExampleSchema.schema)
   } catch {
@@ -197,4 +217,34 @@ case .show:
 case .reset:
   shared.removePersistentDomain(forName: group)
   landAndPost("reset")
+case .launch(let naive):
+  launch(naive: naive)
+}
+
+/// A launch: the first-launch values when there is no sign of an earlier one, then a wait
+/// until protected data is available (the user opens the app), then what it sees.
+func launch(naive: Bool) -> Never {
+  let available = DispatchSemaphore(value: 0)
+  let watching = ProtectedData.observe { event in
+    if event.kind == .didBecomeAvailable { available.signal() }
+  }
+  if AppLifecycle.isPrewarmed { say("app: launched in the background (prewarmed)") }
+  if !naive, let reason = shared.unavailableReason {
+    // The fix: nothing read before the first unlock means nothing, so wait for it.
+    say("app: protected data is unavailable (\(reason)); waiting for it before reading")
+    while shared.unavailableReason != nil { available.wait() }
+  }
+  _ = try? shared.register(ExampleSchema.schema)  // the migration waits for the data
+  if shared.bool(forKey: "hasLaunched") {
+    say("app: welcome back: theme=\(shared[PreferenceKeys.theme].rawValue) unread=\(shared[PreferenceKeys.unreadCount])")
+  } else {
+    write(Theme.system, PreferenceKeys.theme)
+    write(0, PreferenceKeys.unreadCount)
+    shared.set(true, forKey: "hasLaunched")
+    say("app: first launch: wrote the first-launch values theme=system unread=0")
+  }
+  while shared.unavailableReason != nil || !ProtectedData.isAvailable { available.wait() }
+  watching.cancel()
+  landAndPost("launched: theme=\(shared[PreferenceKeys.theme].rawValue) unread=\(shared[PreferenceKeys.unreadCount])")
+  exit(0)
 }

@@ -18,6 +18,14 @@
 //   widget --renders N     as --watch, but exits 0 after the Nth entry
 //   widget --once          renders one entry and exits
 //
+// Launched before the device's first unlock (`groupctl run --background`, as iOS launches a
+// widget's extension to refresh it), the suite cannot be read yet: the widget renders
+//
+//   entry #1 waiting for first unlock (protected data unavailable)
+//
+// and never the registered defaults as if they were the user's data; at the unlock
+// (ProtectedData.didBecomeAvailable) it registers its schema and renders the real entry.
+//
 // Every line goes to stdout: entries; "ready"; "reload: entry #N is current"
 // for a reload notification with nothing new to show; "resumed: …" after
 // SIGCONT, saying whether the token moved and whether it re-read; and
@@ -108,13 +116,14 @@ do {
 do {
   try shared.register(ExampleSchema.schema)
 } catch {
-  fail("\(error)")
+  // Before the first unlock the migration waits for the data (see "unlock" below).
+  if error.code != .protectedDataUnavailable { fail("\(error)") }
 }
 
 // MARK: Rendering
 
 /// Why an entry was rendered.
-enum Reason: String { case start, change, reload, resume }
+enum Reason: String { case start, change, reload, resume, unlock }
 
 /// The widget's state; touched only on `renderQueue`.
 final class Timeline: @unchecked Sendable {
@@ -131,6 +140,10 @@ let renderQueue = DispatchQueue(label: "widget.render")
 /// the values are then at least as new as the token, never older.
 func read() -> (values: String, token: ChangeToken) {
   let token = shared.changeToken
+  // What the suite holds cannot be read yet: say so, rather than show the defaults as data.
+  if shared.unavailableReason != nil {
+    return ("waiting for first unlock (protected data unavailable)", token)
+  }
   let values =
     "unread=\(shared[PreferenceKeys.unreadCount]) theme=\(shared[PreferenceKeys.theme].rawValue) "
     + "greeting=\(shared[PreferenceKeys.greeting].debugDescription) "
@@ -186,6 +199,15 @@ do {
   fail("cannot observe \(reloadNotification): \(error)")
 }
 
+// The first unlock: the suite can be read now (the library read it before telling).
+let unlocks = ProtectedData.observe { event in
+  guard event.kind == .didBecomeAvailable else { return }
+  renderQueue.async {
+    _ = try? shared.register(ExampleSchema.schema)
+    render(.unlock)
+  }
+}
+
 // Anything that changed while the observers were being set up.
 renderQueue.async {
   render(.change)
@@ -207,5 +229,6 @@ while true {
   }
   changes.cancel()
   reloads.cancel()
+  unlocks.cancel()
   exit(0)
 }

@@ -39,6 +39,7 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
       case presenterTimeout
       case presenterRefused
       case cancelled
+      case protectedDataUnavailable
     }
     fileprivate let kind: Kind
 
@@ -86,6 +87,9 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     public static let presenterRefused = Code(kind: .presenterRefused)
     /// A coordinated access was cancelled (``NSFileCoordinator/cancel()``) before it began.
     public static let cancelled = Code(kind: .cancelled)
+    /// The device state makes the data unavailable now: a suite's file before the first
+    /// unlock, a file whose protection class is unavailable while the device is locked.
+    public static let protectedDataUnavailable = Code(kind: .protectedDataUnavailable)
 
     public var description: String { kind.rawValue }
 

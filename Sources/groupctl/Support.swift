@@ -46,28 +46,43 @@ struct ResolvedDomain {
 
   /// Resolves `domain`. Creates nothing on disk.
   ///
+  /// - Parameter readsData: Whether the command reads or writes the suite's values as the
+  ///   app: then, for `--as`, the device's data protection applies (before the first unlock
+  ///   an app can neither read nor write a suite's file). `explain`, `report` and `watch`
+  ///   say so instead.
   /// - Throws: The library's refusal (`.notEntitled`, `.invalidName`, …), or
-  ///   a ``CommandFailure`` when an app asks for another app's suite.
-  init(_ domain: DomainArgument, globals: GlobalOptions) throws {
+  ///   a ``CommandFailure`` when an app asks for another app's suite, or when `readsData` and
+  ///   the device state keeps the suite's file from the app.
+  init(_ domain: DomainArgument, globals: GlobalOptions, readsData: Bool = true) throws {
     self.domain = domain
-    let root = globals.containerRoot
     identity = try globals.appIdentity()
+    location = try Self.location(of: domain, for: identity, root: globals.containerRoot)
+    if readsData, let identity, let reason = protectedDataUnavailability {
+      throw CommandFailure(
+        "\(domain) cannot be read or written as \(identity.bundleIdentifier): protected data"
+          + " is unavailable (\(reason)); an app sees none of its values until the first unlock"
+          + " ('groupctl device unlock'); nothing was read or written")
+    }
+  }
+
+  private static func location(
+    of domain: DomainArgument, for identity: AppIdentity?, root: ContainerRoot
+  ) throws -> SuiteLocation {
     guard let identity else {
-      location = try SuiteResolver.administratorLocation(for: domain, root: root)
-      return
+      return try SuiteResolver.administratorLocation(for: domain, root: root)
     }
     let resolver = SuiteResolver(identity: identity, root: root)
     switch domain {
     case .global:
       // Every app reads the global domain; check the identity all the same.
       _ = try resolver.resolve(suiteName: nil)
-      location = resolver.globalDomain()
+      return resolver.globalDomain()
     case .group(let groupID):
-      location = try resolver.resolve(suiteName: groupID)
+      return try resolver.resolve(suiteName: groupID)
     case .standard(let bundleID) where bundleID == identity.bundleIdentifier:
-      location = try resolver.resolve(suiteName: nil)
+      return try resolver.resolve(suiteName: nil)
     case .privateSuite(let bundleID, let name) where bundleID == identity.bundleIdentifier:
-      location = try resolver.resolve(suiteName: name)
+      return try resolver.resolve(suiteName: name)
     case .standard(let bundleID), .privateSuite(let bundleID, _):
       throw CommandFailure(
         "\(identity.bundleIdentifier) cannot open \(domain): it belongs to \(bundleID); an app"
@@ -75,6 +90,13 @@ struct ResolvedDomain {
           + " (\(identity.bundleIdentifier):SUITE), the groups it is entitled to, and"
           + " NSGlobalDomain")
     }
+  }
+
+  /// Why an app cannot read the suite's file now (before the device's first unlock), or
+  /// `nil`.
+  var protectedDataUnavailability: String? {
+    DeviceState.current(root: location.root)
+      .unavailabilityReason(for: .completeUntilFirstUserAuthentication)
   }
 
   /// The suite's file.

@@ -135,7 +135,7 @@ struct FaultKillTests {
     #expect(d.synchronize())
     let before = d.changeToken
     // A writer killed inside the token's sequence lock leaves the sequence odd (word 1 of
-    // the sidecar): every reader would spin, then see no token at all.
+    // the lock file): every reader would spin, then see no token at all.
     let fd = open(t.groupSuiteFile.path + ".lock", O_RDWR | O_CLOEXEC)
     #expect(fd >= 0)
     var sequence: UInt64 = 0

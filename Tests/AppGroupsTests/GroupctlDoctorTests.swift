@@ -137,6 +137,16 @@ struct GroupctlDoctorTests {
         return "com.example.bound is bound to the executable /no/such/exe"
       }, message: "no process can claim com.example.bound", advice: "groupctl revoke"),
     Damage(
+      testDescription: "bare-name binding of an older manifest",
+      apply: { g in
+        _ = try EntitlementManifest.update(root: g.root) { manifest in
+          manifest.entries["com.example.legacy"] = .init(
+            applicationGroups: [TestRoot.group], executable: "widget")
+        }
+        return "com.example.legacy is bound to 'widget', a bare file name"
+      }, message: "it binds no program, so every process is refused com.example.legacy",
+      advice: "groupctl grant com.example.legacy --executable PATH"),
+    Damage(
       testDescription: "manifest that does not load",
       apply: { g in
         try Data("<plist><array/></plist>".utf8).write(to: g.root.manifestURL)

@@ -35,7 +35,11 @@ struct GroupctlEntitlementsTests {
     let cases: [([String], String)] = [
       (["grant", "com.example.app", "shared"], "invalid group identifier \"shared\""),
       (["grant", "../app", "group.a"], "invalid bundle identifier \"../app\""),
-      (["grant", "com.example.app", "group.a", "--executable", "bin/app"], "is a relative path"),
+      (["grant", "com.example.app", "group.a", "--executable", "bin/app"], "bin/app: no such file"),
+      (
+        ["grant", "com.example.app", "group.a", "--executable", "no-such-program-here"],
+        "no program of that name in PATH"
+      ),
     ]
     for (args, message) in cases {
       let result = try g.run(args)
@@ -55,11 +59,11 @@ struct GroupctlEntitlementsTests {
 
     try g.ok(["grant", "com.example.app", "group.com.example.shared"])
     try g.ok(["grant", "com.example.widget", "group.com.example.shared", "group.x"])
-    try g.ok(["grant", "com.example.widget", "group.x", "--executable", "widget"])
+    try g.ok(["grant", "com.example.widget", "group.x", "--executable", "/opt/bin/widget"])
     #expect(
       try g.ok(["list"])
         == "com.example.app     group.com.example.shared\n"
-        + "com.example.widget  group.com.example.shared, group.x  (executable: widget)\n")
+        + "com.example.widget  group.com.example.shared, group.x  (executable: /opt/bin/widget)\n")
     #expect(
       try g.ok(["list", "com.example.app"]) == "com.example.app  group.com.example.shared\n")
 
@@ -70,7 +74,7 @@ struct GroupctlEntitlementsTests {
     #expect(decoded[1]["bundleIdentifier"] as? String == "com.example.widget")
     #expect(
       decoded[1]["applicationGroups"] as? [String] == ["group.com.example.shared", "group.x"])
-    #expect(decoded[1]["executable"] as? String == "widget")
+    #expect(decoded[1]["executable"] as? String == "/opt/bin/widget")
     #expect(decoded[0]["executable"] == nil)
 
     let unknown = try g.run(["list", "com.example.nobody"])

@@ -23,14 +23,17 @@ struct LifecycleRoot {
     root.groupContainerURL(for: TestRoot.group).path + "/Library/Caches/cache.db"
   }
 
-  /// Launches `command` as `bundleID` with `groupctl run`, and waits for its `ready` line
-  /// (when `waitsForReady`).
+  /// Launches `command` as `bundleID` with `groupctl run` (`--background`: as iOS prewarms
+  /// it), and waits for its `ready` line (when `waitsForReady`).
   func launch(
     _ bundleID: String, _ command: [String], environment: [String: String] = [:],
-    waitsForReady: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+    waitsForReady: Bool = true, background: Bool = false,
+    sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> ChildProcess {
     let child = try ChildProcess(
-      "groupctl", ["--root", path, "run", "--as", bundleID, "--best-effort", "--"] + command,
+      "groupctl",
+      ["--root", path, "run", "--as", bundleID, "--best-effort"] + (background ? ["--background"] : [])
+        + ["--"] + command,
       environment: ["APPGROUPS_ROOT": path].merging(environment) { $1 })
     guard waitsForReady else { return child }
     #expect(
@@ -43,10 +46,11 @@ struct LifecycleRoot {
     try launch(Self.writer, [Product.url("cache-writer").path] + arguments)
   }
 
-  /// The 0xdead10cc line for the cache writer's lock.
-  func report(_ verb: String, pid: Int32) -> String {
+  /// The 0xdead10cc line for the cache writer's lock, held by the writer itself unless
+  /// `holder` (`PID (COMMAND)`) says otherwise.
+  func report(_ verb: String, pid: Int32, holder: String? = nil) -> String {
     "\(verb): \(Self.writer) (\(pid)) held a lock on \(cachePath) in group \(TestRoot.group)"
-      + " while being suspended (0xdead10cc)"
+      + " while being suspended (0xdead10cc), held by process \(holder ?? "\(pid) (cache-writer)")"
   }
 }
 

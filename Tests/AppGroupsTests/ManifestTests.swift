@@ -18,8 +18,6 @@ private let committedManifest = """
   \t\t<array>
   \t\t\t<string>group.com.example.shared</string>
   \t\t</array>
-  \t\t<key>executable</key>
-  \t\t<string>app</string>
   \t</dict>
   \t<key>com.example.widget</key>
   \t<dict>
@@ -27,8 +25,6 @@ private let committedManifest = """
   \t\t<array>
   \t\t\t<string>group.com.example.shared</string>
   \t\t</array>
-  \t\t<key>executable</key>
-  \t\t<string>widget</string>
   \t</dict>
   </dict>
   </plist>
@@ -62,7 +58,8 @@ struct ManifestTests {
     let manifest = try EntitlementManifest.load(root: root)
     #expect(manifest.entries.count == 2)
     #expect(manifest.groups(for: "com.example.app") == ["group.com.example.shared"])
-    #expect(manifest.entries["com.example.widget"]?.executable == "widget")
+    // Bound to no executable: where the binaries are depends on where the package is.
+    #expect(manifest.entries["com.example.widget"]?.executable == nil)
     #expect(manifest.isEntitled("com.example.widget", to: "group.com.example.shared"))
     #expect(!manifest.isEntitled("com.example.widget", to: "group.com.example.other"))
     #expect(!manifest.isEntitled("com.example.intruder", to: "group.com.example.shared"))
@@ -256,7 +253,7 @@ struct ManifestTests {
     let root = ContainerRoot(url: sandbox.url.appendingPathComponent("new-root"))
     // The root is created by the first grant.
     let granted = try EntitlementManifest.grant(
-      "com.example.app", groups: ["group.a", "group.b"], executable: "app", root: root)
+      "com.example.app", groups: ["group.a", "group.b"], executable: "/usr/bin/app", root: root)
     #expect(granted.groups(for: "com.example.app") == ["group.a", "group.b"])
     var s = stat()
     #expect(stat(root.manifestURL.path, &s) == 0)
@@ -267,7 +264,7 @@ struct ManifestTests {
       "com.example.app", groups: ["group.b", "group.c", "group.a"], root: root)
     var loaded = try EntitlementManifest.load(root: root)
     #expect(loaded.groups(for: "com.example.app") == ["group.a", "group.b", "group.c"])
-    #expect(loaded.entries["com.example.app"]?.executable == "app")
+    #expect(loaded.entries["com.example.app"]?.executable == "/usr/bin/app")
     try EntitlementManifest.grant("com.example.app", groups: [], executable: "/opt/app", root: root)
     #expect(
       try EntitlementManifest.load(root: root).entries["com.example.app"]?.executable == "/opt/app")
@@ -314,6 +311,10 @@ struct ManifestTests {
       caught { try EntitlementManifest.grant("com.a", groups: [], executable: "x/y", root: root) }?
         .code
         == .invalidName)
+    // A bare name would bind every program of that name.
+    let bare = caught { try EntitlementManifest.grant("com.a", groups: [], executable: "x", root: root) }
+    #expect(bare?.code == .invalidName)
+    #expect(bare?.message.contains("a binding names one file, by its absolute path") == true)
     #expect(!FileManager.default.fileExists(atPath: root.manifestURL.path))
     // An update body cannot write an invalid name either.
     let invalid = caught {

@@ -179,7 +179,8 @@ struct AppIdentityTests {
   @Test func executableBindingRule() throws {
     let identity = try AppIdentity(
       bundleIdentifier: "com.example.app", executablePath: "/opt/example/bin/app")
-    #expect(identity.runs("app"))
+    // A bare name names no file: it matches nothing, its own name included.
+    #expect(!identity.runs("app"))
     #expect(!identity.runs("widget"))
     #expect(identity.runs("/opt/example/bin/app"))
     #expect(!identity.runs("/usr/bin/app"))

@@ -146,7 +146,8 @@ struct SandboxEnclosureTests {
     ruleset.allow(.readOnly, p.root.path, purpose: "the root")
     ruleset.allow(.readOnly, "/", purpose: "everything")
     for rule in ruleset.rules {
-      let real = try #require(Paths.realPath(rule.path))
+      // Another test's temporary folder may go between the listing and this look.
+      guard let real = Paths.realPath(rule.path) else { continue }
       #expect(real != p.root.path && !p.root.path.hasPrefix(real + "/") && real != "/", "\(rule)")
     }
   }

@@ -283,15 +283,31 @@ struct SandboxRunTests {
 
   @Test func theExecutableBindingIsEnforced() throws {
     let s = try SandboxRoot()
-    try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", "widget"])
+    // Given as a bare name, the binding is the one file PATH finds.
+    let widget = Product.url("widget").path
+    let bound = try Product.run(
+      "groupctl", ["--root", s.path, "grant", TestRoot.widget, "--executable", "widget"],
+      environment: ["PATH": Product.directory.path + ":/usr/bin:/bin"])
+    #expect(bound.status == 0, "\(bound.stderr)")
+    #expect(bound.stderr == "groupctl: --executable widget binds \(widget)\n")
+    #expect(try EntitlementManifest.load(root: s.root).entries[TestRoot.widget]?.executable == widget)
     let refused = try s.run(as: TestRoot.widget, [], [SandboxRoot.worker, "fs-check"])
     #expect(refused.status == 1)
     #expect(
       refused.stderr
         == "groupctl: cannot run \(SandboxRoot.worker) as \(TestRoot.widget):"
-        + " \(TestRoot.widget) is bound to executable 'widget' in \(s.root.manifestURL.path)"
+        + " \(TestRoot.widget) is bound to executable '\(widget)' in \(s.root.manifestURL.path)"
         + " but this process runs \(SandboxRoot.worker)\n")
     #expect(refused.stdout.isEmpty)
+    // The impostor: another program renamed to the bound name.
+    let elsewhere = try Sandbox()
+    let renamed = elsewhere.path + "/widget"
+    try FileManager.default.copyItem(atPath: SandboxRoot.worker, toPath: renamed)
+    let impostor = try s.run(
+      as: TestRoot.widget, [], [renamed, "fs-check", "list", s.groupPreferences(TestRoot.group)])
+    #expect(impostor.status == 1)
+    #expect(impostor.stdout.isEmpty)
+    #expect(impostor.stderr.contains("but this process runs \(renamed)"), "\(impostor.stderr)")
 
     // The bound executable, by path or found in PATH, runs.
     try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", SandboxRoot.worker])
@@ -304,6 +320,16 @@ struct SandboxRunTests {
       as: TestRoot.widget, [], ["appgroups-worker", "fs-check"],
       environment: ["PATH": Product.directory.path + ":/usr/bin:/bin"])
     #expect(viaPath.status == 0, "\(viaPath.stderr)")
+
+    // Rebuilt at the same path (a new file, as a linker writes it), it keeps its binding.
+    let tool = elsewhere.path + "/tool"
+    try FileManager.default.copyItem(atPath: SandboxRoot.worker, toPath: tool)
+    try s.g.ok(["grant", TestRoot.widget, "--executable", tool])
+    try FileManager.default.removeItem(atPath: tool)
+    try FileManager.default.copyItem(atPath: SandboxRoot.worker, toPath: tool)
+    let rebuilt = try s.run(
+      as: TestRoot.widget, [], [tool, "fs-check", "list", s.groupPreferences(TestRoot.group)])
+    #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
   }
 
   @Test func aProgramInsideTheRootDoesNotOpenItsFolderAndDoesNotRun() throws {
@@ -316,7 +342,9 @@ struct SandboxRunTests {
       #expect(result.status == 1)
       #expect(result.stdout.isEmpty)
       #expect(
-        result.stderr.hasSuffix("groupctl: cannot run \(program): execve: Permission denied\n"))
+        result.stderr.hasSuffix(
+          "groupctl: cannot run \(program): execve: Permission denied: the sandbox runs no"
+            + " program inside the root \(s.path)\n"), "\(result.stderr)")
       #expect(!result.stderr.contains("the executable's folder"), "\(result.stderr)")
     }
   }
@@ -467,7 +495,7 @@ struct SandboxSelfRestrictionTests {
 
   @Test func aProcessBoundToAnotherExecutableIsRefused() throws {
     let s = try SandboxRoot()
-    try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", "widget"])
+    try s.g.ok(["grant", TestRoot.widget, TestRoot.group, "--executable", Product.url("widget").path])
     let result = try Product.run(
       "appgroups-worker", ["restrict-self"], environment: s.g.t.environment(as: TestRoot.widget))
     #expect(result.status == 1)

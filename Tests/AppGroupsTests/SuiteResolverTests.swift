@@ -6,15 +6,17 @@ import Testing
 @testable import AppGroups
 
 
-/// A root in `sandbox` whose manifest is the committed example's:
-/// com.example.app (executable `app`) and com.example.widget (executable
-/// `widget`) both hold group.com.example.shared.
+/// A root in `sandbox` whose manifest is the committed example's, bound:
+/// com.example.app (executable `/opt/bin/app`) and com.example.widget
+/// (executable `/opt/bin/widget`) both hold group.com.example.shared.
 private func exampleRoot(_ sandbox: borrowing Sandbox) throws -> ContainerRoot {
   let root = ContainerRoot(url: sandbox.url)
   try EntitlementManifest.grant(
-    "com.example.app", groups: ["group.com.example.shared"], executable: "app", root: root)
+    "com.example.app", groups: ["group.com.example.shared"], executable: "/opt/bin/app",
+    root: root)
   try EntitlementManifest.grant(
-    "com.example.widget", groups: ["group.com.example.shared"], executable: "widget", root: root)
+    "com.example.widget", groups: ["group.com.example.shared"], executable: "/opt/bin/widget",
+    root: root)
   return root
 }
 
@@ -201,7 +203,7 @@ struct SuiteResolverTests {
     #expect(contents(root.path) == before)
   }
 
-  @Test func executableMismatchByBareName() throws {
+  @Test func executableMismatch() throws {
     let sandbox = try Sandbox()
     let root = try exampleRoot(sandbox)
     let impostor = try resolver(
@@ -211,15 +213,58 @@ struct SuiteResolverTests {
       #expect(error.code == .executableMismatch)
       #expect(
         error.message
-          == "com.example.app is bound to executable 'app' in \(root.manifestURL.path) "
+          == "com.example.app is bound to executable '/opt/bin/app' in \(root.manifestURL.path) "
           + "but this process runs /opt/example/bin/widget")
     }
     #expect(
       impostor.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.shared")
         == nil)
-    // The right executable, wherever it lives, matches a bare name.
-    let genuine = try resolver("com.example.app", executable: "/somewhere/else/app", root: root)
+    // A program of the same name elsewhere is another program.
+    let renamed = try resolver("com.example.app", executable: "/somewhere/else/app", root: root)
+    #expect(caught { try renamed.resolve(suiteName: nil) }?.code == .executableMismatch)
+    let genuine = try resolver("com.example.app", executable: "/opt/bin/app", root: root)
     #expect(try genuine.resolve(suiteName: "group.com.example.shared").kind == .group)
+  }
+
+  @Test func aBareNameFromAnOlderManifestBindsNoProgramAndSaysSo() throws {
+    let sandbox = try Sandbox()
+    let root = ContainerRoot(url: sandbox.url)
+    // As earlier versions wrote it: a bare name, which any program of that name matched.
+    try Data(
+      """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <plist version="1.0"><dict><key>com.example.widget</key><dict>
+      <key>com.apple.security.application-groups</key><array><string>group.s</string></array>
+      <key>executable</key><string>widget</string></dict></dict></plist>
+      """.utf8
+    ).write(to: root.manifestURL)
+    let manifest = try EntitlementManifest.load(root: root)
+    #expect(manifest.entries["com.example.widget"]?.executable == "widget")
+    #expect(manifest.entries["com.example.widget"]?.executableIsBareName == true)
+    for running in ["/opt/bin/widget", "/tmp/renamed-worker/widget"] {
+      let error = try #require(
+        caught { try resolver("com.example.widget", executable: running, root: root).resolve(suiteName: "group.s") })
+      #expect(error.code == .executableMismatch)
+      #expect(
+        error.message
+          == "com.example.widget is bound to 'widget' in \(root.manifestURL.path), a bare file"
+          + " name, which any program of that name could claim; it binds no program until it"
+          + " names one file: 'groupctl grant com.example.widget --executable PATH' (this"
+          + " process runs \(running))")
+    }
+    // Rewriting the manifest for another app keeps the binding as written.
+    try EntitlementManifest.grant("com.example.app", groups: ["group.s"], root: root)
+    #expect(try EntitlementManifest.load(root: root).entries["com.example.widget"]?.executable == "widget")
+    // A new bare binding is refused; a path is the fix.
+    #expect(
+      caught {
+        try EntitlementManifest.grant("com.example.widget", groups: [], executable: "widget", root: root)
+      }?.code == .invalidName)
+    try EntitlementManifest.grant(
+      "com.example.widget", groups: [], executable: "/opt/bin/widget", root: root)
+    #expect(
+      try resolver("com.example.widget", executable: "/opt/bin/widget", root: root)
+        .resolve(suiteName: "group.s").kind == .group)
   }
 
   @Test func executableMatchByAbsolutePath() throws {

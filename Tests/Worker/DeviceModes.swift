@@ -57,3 +57,30 @@ func runDeviceWatch() -> Never {
   observation.cancel()
   exit(0)
 }
+
+// appgroups-worker protected-read PATH   reads PATH through FileProtection ("library ok" or
+//                                        "library COCOA-CODE UNDERLYING-ERRNO") and with a
+//                                        plain open(2) and read(2) ("raw ok" or "raw ERRNO");
+//                                        no wait.
+
+/// `protected-read`: what the library says of a protected file, and what the kernel says.
+func runProtectedRead(_ path: String) -> Never {
+  do {
+    _ = try FileProtection.read(contentsOf: URL(fileURLWithPath: path))
+    say("library ok")
+  } catch let error as CocoaError {
+    let underlying = (error.userInfo[NSUnderlyingErrorKey] as? POSIXError)?.code.rawValue ?? 0
+    say("library \(error.code.rawValue) \(errnoName(underlying))")
+  } catch {
+    say("library error \(error)")
+  }
+  let fd = open(path, O_RDONLY)
+  var byte: UInt8 = 0
+  if fd < 0 {
+    say("raw \(errnoName(errno))")
+  } else {
+    say(read(fd, &byte, 1) < 0 ? "raw \(errnoName(errno))" : "raw ok")
+    close(fd)
+  }
+  exit(0)
+}

@@ -207,14 +207,21 @@ public final class GroupDefaults: Sendable {
     }
     let managedPath = root.managedPreferencesPath(forDomain: location.domain)
     // A suite's folder removed under a running process is made again, inside the root only.
-    let storeOptions = SuiteStore.Options(
+    var storeOptions = SuiteStore.Options(
       lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit, makeFolder: root.path)
+    // An app's suites follow the device's data protection; an administrator reads the files.
+    if identity != nil {
+      ProtectedSuites.installGate()
+      storeOptions.protectionScope = root.path
+    }
     self.location = location
     self.identity = identity
     self.view = try SuiteView.shared(
       domain: location.domain, suitePath: location.filePath, globalPath: globalPath,
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
+    ProtectedSuites.wait(for: [view.suite] + [view.openedGlobal].compactMap { $0 })
+    ProtectedSuites.reportIfUnavailable(location.domain, view.suite)
     // An app's commits are kept out of its suspensions (see AppLifecycle).
     if let identity { AppLifecycle.start(identity: identity, root: root) }
   }
@@ -246,7 +253,26 @@ public final class GroupDefaults: Sendable {
   }
 
   /// Which layer of the search list supplied `key`'s value, or `nil` when none has it.
+  ///
+  /// Before the device's first unlock the suite's file cannot be read (``unavailableReason``):
+  /// a key it may hold then answers for the layers that can be read (the registration domain,
+  /// or `nil`), which says nothing of what the file holds.
   public func source(forKey key: String) -> Domain? { lookup(forKey: key)?.domain }
+
+  /// Why this suite's stored values cannot be read now, or `nil` when they can.
+  ///
+  /// A suite's file is of class `completeUntilFirstUserAuthentication`: from a restart of a
+  /// device with a passcode until its first unlock, it cannot be read. Meanwhile the suite
+  /// reads as registered defaults or nil, ``dictionaryRepresentation()`` holds no stored key,
+  /// writes stay in this process's memory and ``synchronize()`` returns `false`; at the first
+  /// unlock the file is read, the writes land key by key (merged with what other processes
+  /// wrote, never replacing the domain), and observers hear every key whose effective value
+  /// changed. Said once on stderr when the suite opens. An app waits for
+  /// ``ProtectedData/didBecomeAvailableNotification`` before it trusts a missing value.
+  public var unavailableReason: String? {
+    if let reason = view.suite.unavailabilityReason { return reason }
+    return view.openedGlobal?.unavailabilityReason
+  }
 
   /// The value for `key` as a Foundation object (`String`, `Int`, `Double`,
   /// `Bool`, `Date`, `Data`, `[Any]`, `[String: Any]`), or `nil`.
@@ -378,6 +404,9 @@ public final class GroupDefaults: Sendable {
   ///   stay pending and are retried).
   @discardableResult
   public func synchronize() -> Bool {
+    // Before the first unlock: the suite stays unloaded and its changes in memory (`false`).
+    view.suite.retryProtectedLoad()
+    view.openedGlobal?.retryProtectedLoad()
     var landed = view.suite.flush()
     if let global = view.openedGlobal, global.hasPendingChanges {
       landed = global.flush() && landed

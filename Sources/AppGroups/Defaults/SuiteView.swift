@@ -68,7 +68,7 @@ internal import Synchronization
       // refuses the suite at open (a link, a folder it cannot write) still does.
       let global = try globalPath.flatMap { path throws(AppGroupsError) -> SuiteStore? in
         if let open = SuiteStore.existing(path: path) { return open }
-        guard FileSystem.isReadyLockFile(path + ".lock", size: LockedFile.pageSize) else {
+        guard FileSystem.isReadyLockFile(SuiteLockFile.path(of: path), size: LockedFile.pageSize) else {
           return try SuiteStore.shared(path: path, options: options)
         }
         return nil
@@ -181,6 +181,7 @@ internal import Synchronization
       self?.layerChanged(.global, changes, origin: origin)
     }
     handlerIDs.withLock { $0.append((store, id)) }
+    ProtectedSuites.wait(for: [store])
     // A change of the store heard between its opening and the handler above (another view
     // shares it) reached no handler of this view: forget every resolved entry.
     cache.withLock { cache in

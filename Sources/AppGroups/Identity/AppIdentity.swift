@@ -92,17 +92,15 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     return bundleIdentifier
   }
 
-  /// Whether this identity runs `executable`, as a manifest binds it: a
-  /// binding with a `/` is an absolute path compared with the executable
-  /// path (the binding's own links resolved when it exists); a bare name is
-  /// compared with the executable path's last component. An identity with
-  /// no executable path matches every binding.
+  /// Whether this identity runs `executable`, as a manifest binds it: an
+  /// absolute path compared with the executable path (the binding's own
+  /// links resolved when it exists). A bare file name, from an older
+  /// manifest, names no file and matches nothing. An identity with no
+  /// executable path matches every binding.
   func runs(_ executable: String) -> Bool {
     guard let executablePath else { return true }
-    if executable.contains("/") {
-      if executablePath == executable { return true }
-      return Paths.realPath(executable) == executablePath
-    }
-    return (executablePath as NSString).lastPathComponent == executable
+    guard executable.hasPrefix("/") else { return false }
+    if executablePath == executable { return true }
+    return Paths.realPath(executable) == executablePath
   }
 }

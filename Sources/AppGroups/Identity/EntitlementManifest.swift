@@ -16,13 +16,16 @@ public import Foundation
 /// 			<string>group.com.example.shared</string>
 /// 		</array>
 /// 		<key>executable</key>
-/// 		<string>app</string>
+/// 		<string>/opt/example/bin/app</string>
 /// 	</dict>
 /// </dict>
 /// ```
 ///
-/// An `executable` with a `/` is an absolute path; a bare name matches any
-/// executable with that file name. The keychain's entitlements
+/// An `executable` names one file, by its absolute path: only a process running that file
+/// (its symbolic links resolved) may claim the bundle identifier. A bare file name, which
+/// manifests of earlier versions held and which matched any program of that name, is still
+/// read and kept, but binds no program: the identity is refused until it is bound to a path
+/// (``Entry/executableIsBareName``, and `groupctl doctor` says so). The keychain's entitlements
 /// (`keychain-access-groups`, `application-identifier`,
 /// `com.apple.developer.team-identifier`) are read and checked too (see
 /// `EntitlementManifest+Keychain.swift`). Other keys in an entry (Xcode
@@ -40,9 +43,15 @@ public struct EntitlementManifest: Sendable, Equatable {
   public struct Entry: Sendable, Equatable {
     /// The application groups the app holds, in the manifest's order.
     public var applicationGroups: [String]
-    /// The executable bound to the app's bundle identifier: a bare file name
-    /// or an absolute path; `nil` when any executable may claim it.
+    /// The executable bound to the app's bundle identifier, an absolute path; `nil` when any
+    /// executable may claim it. A bare file name read from an older manifest is kept here as
+    /// written, and binds no program (see ``executableIsBareName``).
     public var executable: String?
+
+    /// Whether ``executable`` is a bare file name from an older manifest, which any program
+    /// of that name once matched: it binds no program now, so the identity is refused until
+    /// the entry is bound to one file (`groupctl grant BUNDLE-ID --executable PATH`).
+    public var executableIsBareName: Bool { executable.map { !$0.hasPrefix("/") } ?? false }
     /// The keychain access groups the app holds (`keychain-access-groups`), team-prefixed
     /// (`ABCDE12345.com.example.shared`), in the manifest's order.
     public var keychainAccessGroups: [String]
@@ -397,7 +406,7 @@ public struct EntitlementManifest: Sendable, Equatable {
   ) throws(AppGroupsError) -> EntitlementManifest {
     try Names.validateBundleIdentifier(bundleIdentifier)
     for group in groups { try Names.validateGroupIdentifier(group) }
-    if let executable { try Names.validateExecutable(executable) }
+    if let executable { try Names.validateExecutableBinding(executable) }
     return try update(root: root, timeout: lockTimeout) { manifest throws(AppGroupsError) in
       var entry = manifest.entries[bundleIdentifier] ?? Entry()
       for group in groups where !entry.applicationGroups.contains(group) {

@@ -39,11 +39,24 @@ enum Names {
     try validate(id, as: "bundle identifier")
   }
 
-  /// Throws `.invalidName` when `executable` cannot be an executable binding:
-  /// it must be a bare file name or an absolute path, without control characters.
+  /// Throws `.invalidName` when `executable` cannot stand in a manifest as an executable
+  /// binding: an absolute path, or a bare file name kept from an older manifest, without
+  /// control characters.
   static func validateExecutable(_ executable: String) throws(AppGroupsError) {
     if let reason = executableProblem(with: executable) {
       throw AppGroupsError(.invalidName, "invalid executable \(quoted(executable)): \(reason)")
+    }
+  }
+
+  /// Throws `.invalidName` when `executable` cannot be a new executable binding: it must
+  /// name one file, by its absolute path.
+  static func validateExecutableBinding(_ executable: String) throws(AppGroupsError) {
+    try validateExecutable(executable)
+    guard executable.hasPrefix("/") else {
+      throw AppGroupsError(
+        .invalidName,
+        "invalid executable \(quoted(executable)): a bare file name would let any program of"
+          + " that name claim the identity; a binding names one file, by its absolute path")
     }
   }
 
@@ -114,7 +127,7 @@ enum Names {
     }
     if executable.contains("/") {
       if !executable.hasPrefix("/") {
-        return "is a relative path; bind a bare file name or an absolute path"
+        return "is a relative path; a binding names one file, by its absolute path"
       }
       if executable.hasSuffix("/") { return "ends with '/'" }
     } else if executable == "." || executable == ".." {

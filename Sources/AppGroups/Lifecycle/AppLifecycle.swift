@@ -133,6 +133,18 @@ public enum AppLifecycle {
   /// Whether a suspension notice is being handled, or the app has acknowledged one and not
   /// been resumed yet.
   public static var isSuspending: Bool { Lifecycle.shared.isSuspending }
+
+  /// The environment variable that says the app was launched in the background, as iOS
+  /// prewarms an app: `ActivePrewarm`, set to `1` (iOS 15's name; `groupctl run --background`
+  /// sets it).
+  public static let prewarmEnvironmentVariable = "ActivePrewarm"
+
+  /// Whether the app was launched in the background (``prewarmEnvironmentVariable`` is `1`):
+  /// it may run before the device's first unlock, when its suites and most files cannot be
+  /// read yet (``ProtectedData``).
+  public static var isPrewarmed: Bool {
+    ProcessInfo.processInfo.environment[prewarmEnvironmentVariable] == "1"
+  }
 }
 
 /// Time asked for before a suspension (``AppLifecycle/beginBackgroundActivity(named:expirationHandler:)``).

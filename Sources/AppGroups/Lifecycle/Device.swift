@@ -70,8 +70,12 @@ public struct RunningApp: Sendable {
   public let record: RunRecord
   /// The process's state now.
   public let state: State
-  /// The locks it holds on files in group containers.
+  /// The locks its processes hold on files in group containers (each with the process that
+  /// holds it, ``HeldLock/pid``).
   public let locks: [HeldLock]
+  /// Its processes: the one `groupctl run` started, then its descendants
+  /// (``Device/processes(ofApp:)``).
+  public let processes: [AppProcess]
 }
 
 /// How a suspension ended (``Device/suspend(pid:grace:reportOnly:)``).
@@ -99,11 +103,15 @@ public struct SuspensionOutcome: Sendable {
   public let acknowledged: Bool
   /// How long the suspender waited for the app.
   public let waited: Duration
-  /// The locks it held in group containers when it was inspected.
+  /// The locks its processes held in group containers when they were inspected, each once.
   public let locks: [HeldLock]
   /// One line per lock: `terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID
-  /// while being suspended (0xdead10cc)`, or with `--report-only`, `reported: …`.
+  /// while being suspended (0xdead10cc), held by process PID (COMMAND)`, or with
+  /// `--report-only`, `reported: …`.
   public let reports: [String]
+  /// The app's processes that were stopped, and then killed when it was terminated: the
+  /// first one, then its descendants.
+  public let processes: [AppProcess]
 }
 
 /// The simulated device's running apps: run records, suspension and resume, and the locks
@@ -214,8 +222,11 @@ public struct Device: Sendable {
       else { return nil }
       let state: RunningApp.State =
         status.isStopped ? (record.isSuspended ? .suspended : .stopped) : .running
+      let processes = Self.processes(ofApp: record.pid)
       return RunningApp(
-        record: record, state: state, locks: HeldLock.locks(heldBy: record.pid, root: root))
+        record: record, state: state,
+        locks: processes.flatMap { HeldLock.locks(heldBy: $0.pid, root: root) },
+        processes: processes)
     }
   }
 
@@ -244,19 +255,26 @@ public struct Device: Sendable {
 
   // MARK: Suspend and resume
 
-  /// Suspends `pid` as iOS suspends an app: tells it, waits for it, looks at its locks, and
-  /// stops it, or terminates it when it holds a lock in a group container.
+  /// Suspends the app whose first process is `pid` as iOS suspends an app: tells it, waits
+  /// for it, stops it, looks at its locks, and leaves it stopped, or terminates it when it
+  /// holds a lock in a group container. The app is `pid` and its descendants
+  /// (``processes(ofApp:)``): on iOS an app is one process, and here every process it started
+  /// is part of it.
   ///
   /// 1. Posts ``AppLifecycle/willSuspendNotification`` in each of the app's groups (state:
-  ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP), when the process
-  ///    handles it (`SigCgt` in `/proc/PID/status`); one that does not is not waited for.
-  /// 2. Waits `grace` at most for the app to say it is done (``AppLifecycle``), or to stop
-  ///    (a process that does not handle SIGTSTP stops itself) or exit.
-  /// 3. Reads the locks it holds on files in the root's group containers
-  ///    (``HeldLock/locks(heldBy:root:)``). None: SIGSTOP, and the record says suspended. A
-  ///    lock: a line per lock, `terminated: BUNDLE-ID (PID) held a lock on PATH in group
-  ///    GROUP-ID while being suspended (0xdead10cc)`, appended to ``logURL``, and SIGKILL;
-  ///    with `reportOnly`, the lines (`reported: …`) and SIGSTOP instead.
+  ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP) to each of its
+  ///    processes that handles it (`SigCgt` in `/proc/PID/status`); one that does not is not
+  ///    waited for.
+  /// 2. Waits `grace` at most for each of those to say it is done (``AppLifecycle``), or to
+  ///    stop or exit.
+  /// 3. Stops every process of the app (SIGSTOP, the first one first, then those it started
+  ///    meanwhile), so that none takes a lock or starts another process while it is looked at.
+  /// 4. Reads the locks they hold on files in the root's group containers
+  ///    (``HeldLock/locks(heldBy:root:)``). None: the app stays stopped, and the record says
+  ///    suspended. A lock: a line per lock, `terminated: BUNDLE-ID (PID) held a lock on PATH
+  ///    in group GROUP-ID while being suspended (0xdead10cc), held by process PID (COMMAND)`,
+  ///    appended to ``logURL``, and SIGKILL to every process of the app; with `reportOnly`,
+  ///    the lines (`reported: …`) and the app stays stopped.
   ///
   /// - Throws: `.io` when there is no such process, or it cannot be signalled (the errno
   ///   text); `.invalidName` when its bundle id is unknown (no record and no
@@ -272,88 +290,115 @@ public struct Device: Sendable {
           + " \(AppIdentity.environmentVariable): which app it is is unknown")
     }
     try Names.validateBundleIdentifier(bundle)
-    let ready = SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid)
+    let handshakeFolder = SuspensionHandshake.folder(root: root, bundleIdentifier: bundle)
     do {
-      try FileSystem.makeDirectory(FileSystem.folder(of: ready), within: root.path)
+      try FileSystem.makeDirectory(handshakeFolder, within: root.path)
     } catch {
       throw AppGroupsError(io: error, "preparing the suspension of \(bundle) (\(pid))")
     }
-    try? FileSystem.remove(ready)
+    func ready(_ member: Int32) -> String {
+      SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: member)
+    }
+    let members = Self.processes(ofApp: pid)
+    for member in members { try? FileSystem.remove(ready(member.pid)) }
     post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
 
     let sent = FileSystem.monotonicNanoseconds()
     // A process with no SIGTSTP handler has no library listening: the signal would only stop
     // it (or be dropped, in an orphaned process group), and no answer would come.
-    let listening = ProcessStatus.catches(.terminalStop, pid: pid)
+    let listeners = members.filter { ProcessStatus.catches(.terminalStop, pid: $0.pid) }
     var acknowledged = false
-    if listening {
-      let request = SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: pid)
+    if !listeners.isEmpty {
       let (seconds, attoseconds) = grace.components
       let span =
         UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
-      do {
-        let text = SuspensionHandshake.request(sent: sent, grace: span)
-        try SuspensionHandshake.write(text, to: request)
-      } catch {
-        throw AppGroupsError(io: error, "asking \(bundle) (\(pid)) to get ready")
+      let text = SuspensionHandshake.request(sent: sent, grace: span)
+      var told: [Int32] = []
+      for listener in listeners {
+        let request = SuspensionHandshake.requestFile(
+          root: root, bundleIdentifier: bundle, pid: listener.pid)
+        do {
+          try SuspensionHandshake.write(text, to: request)
+        } catch {
+          throw AppGroupsError(io: error, "asking \(bundle) (\(listener.pid)) to get ready")
+        }
+        if listener.pid == pid {
+          try signal(pid, .terminalStop, "suspending \(bundle)")
+        } else if (try? Processes.send(.terminalStop, to: listener.pid)) == nil {
+          continue  // gone meanwhile
+        }
+        told.append(listener.pid)
       }
-      try signal(pid, .terminalStop, "suspending \(bundle)")
-      _ = FileSystem.wait(for: ready, toAppear: true, until: sent &+ span, recheck: 20) {
-        guard let status = ProcessStatus(pid: pid) else { return true }
-        return status.isStopped
+      acknowledged = true
+      for member in told {
+        _ = FileSystem.wait(for: ready(member), toAppear: true, until: sent &+ span, recheck: 20) {
+          guard let status = ProcessStatus(pid: member) else { return true }
+          return status.isStopped
+        }
+        let answered = SuspensionHandshake.noticeTime(in: ready(member)).map { $0 >= sent }
+        if answered != true && ProcessStatus(pid: member) != nil { acknowledged = false }
+        try? FileSystem.remove(
+          SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: member))
       }
-      if let time = SuspensionHandshake.noticeTime(in: ready), time >= sent { acknowledged = true }
-      try? FileSystem.remove(request)
     }
     let waited = Duration.nanoseconds(Int64(FileSystem.monotonicNanoseconds() &- sent))
 
-    func outcome(_ result: SuspensionOutcome.Result, _ locks: [HeldLock] = [], _ reports: [String] = [])
-      -> SuspensionOutcome
-    {
+    func outcome(
+      _ result: SuspensionOutcome.Result, _ locks: [HeldLock] = [], _ reports: [String] = [],
+      _ processes: [AppProcess] = []
+    ) -> SuspensionOutcome {
       SuspensionOutcome(
-        pid: pid, bundleIdentifier: bundle, result: result, listening: listening,
-        acknowledged: acknowledged,
-        waited: waited, locks: locks, reports: reports)
+        pid: pid, bundleIdentifier: bundle, result: result, listening: !listeners.isEmpty,
+        acknowledged: acknowledged, waited: waited, locks: locks, reports: reports,
+        processes: processes)
     }
     guard ProcessStatus(pid: pid) != nil else {
-      try? FileSystem.remove(ready)
+      for member in members { try? FileSystem.remove(ready(member.pid)) }
       removeRecord(pid: pid)
       return outcome(.gone)
     }
-    let locks = HeldLock.locks(heldBy: pid, root: root)
+    // The whole app stops before its locks are read: none is taken, and no process started,
+    // while they are looked at.
+    let stopped = signalApp(pid, .stop)
+    for member in stopped { _ = ProcessStatus.waitUntilStopped(pid: member.pid) }
+    let held = Self.locks(heldBy: Self.processes(ofApp: pid), root: root)
     let verb = reportOnly ? "reported" : "terminated"
-    let reports = locks.map { lock in
+    let reports = held.map { lock, holders in
       "\(verb): \(bundle) (\(pid)) held \(lock.subject) in group \(lock.groupIdentifier)"
-        + " while being suspended (0xdead10cc)"
+        + " while being suspended (0xdead10cc), held by \(Self.describe(holders))"
     }
     appendToLog(reports)
-    if !locks.isEmpty && !reportOnly {
-      try signal(pid, .kill, "terminating \(bundle)")
-      try? FileSystem.remove(ready)
+    if !held.isEmpty && !reportOnly {
+      let killed = signalApp(pid, .kill)
+      for member in members + killed { try? FileSystem.remove(ready(member.pid)) }
       removeRecord(pid: pid)
-      return outcome(.terminated, locks, reports)
+      return outcome(.terminated, held.map(\.lock), reports, killed)
     }
-    try signal(pid, .stop, "suspending \(bundle)")
-    _ = ProcessStatus.waitUntilStopped(pid: pid)
     if var record = liveRecord(pid: pid) {
       record.isSuspended = true
       try self.record(record)
     }
-    return outcome(.suspended, locks, reports)
+    return outcome(.suspended, held.map(\.lock), reports, stopped)
   }
 
-  /// Resumes `pid`: lets its library take its locks again (the handshake file is removed),
-  /// sends SIGCONT, and posts ``AppLifecycle/didResumeNotification`` in each of its groups.
+  /// Resumes the app whose first process is `pid`: lets the library of each of its processes
+  /// take its locks again (the handshake files are removed), sends SIGCONT to every one of
+  /// them, the first one first, and posts ``AppLifecycle/didResumeNotification`` in each of
+  /// its groups.
   ///
   /// - Throws: `.io` when there is no such process or it cannot be signalled.
   public func resume(pid: Int32) throws(AppGroupsError) {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "resuming") }
     let bundle = bundleIdentifier(of: pid)
+    let members = Self.processes(ofApp: pid)
     if let bundle, (try? Names.validateBundleIdentifier(bundle)) != nil {
-      try? FileSystem.remove(
-        SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: pid))
+      for member in members {
+        try? FileSystem.remove(
+          SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: member.pid))
+      }
     }
     try signal(pid, .continue, "resuming \(bundle ?? "process \(pid)")")
+    _ = signalApp(pid, .continue)
     if var record = liveRecord(pid: pid), record.isSuspended {
       record.isSuspended = false
       try self.record(record)

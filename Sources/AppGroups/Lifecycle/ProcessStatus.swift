@@ -3,13 +3,15 @@ import Foundation
 /// What `/proc/PID/stat` says of a process.
 ///
 /// See: man 5 proc (`/proc/pid/stat`): field 2 the command name in parentheses, field 3 the
-/// state, field 22 the start time in clock ticks after boot.
+/// state, field 4 the parent's process id, field 22 the start time in clock ticks after boot.
 struct ProcessStatus: Sendable, Equatable {
   var pid: Int32
   /// The command name (`comm`), at most 15 bytes.
   var name: String
   /// The state letter: `R`, `S`, `D`, `T` (stopped), `t` (stopped by a tracer), `Z`, …
   var state: Character
+  /// The parent's process id (0 for the first process).
+  var parentID: Int32
   /// The start time in clock ticks after boot: with the pid, it names one process.
   var startTime: UInt64
 
@@ -25,13 +27,16 @@ struct ProcessStatus: Sendable, Equatable {
       return nil
     }
     let fields = text[text.index(after: close)...].split(separator: " ")
-    guard fields.count > 19, let state = fields[0].first, let start = UInt64(fields[19]) else {
+    guard fields.count > 19, let state = fields[0].first, let parent = Int32(fields[1]),
+      let start = UInt64(fields[19])
+    else {
       return nil
     }
     if state == "Z" || state == "X" { return nil }
     self.pid = pid
     self.name = String(text[text.index(after: open)..<close])
     self.state = state
+    self.parentID = parent
     self.startTime = start
   }
 

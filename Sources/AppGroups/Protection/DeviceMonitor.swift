@@ -52,6 +52,9 @@ final class DeviceMonitor: Sendable {
     /// Whether the last event said protected data is available (or none came, and it was).
     var available: Bool
     var handlers: [(id: UInt64, handler: @Sendable (DeviceEvent) -> Void)] = []
+    /// The library's own, told of each change before any event is delivered (the suites that
+    /// waited for the first unlock are loaded before an app hears of it).
+    var libraryHandlers: [(id: UInt64, handler: @Sendable (DeviceState) -> Void)] = []
     var nextID: UInt64 = 1
   }
   private let delivered: Mutex<Delivered>
@@ -134,14 +137,28 @@ final class DeviceMonitor: Sendable {
     }
   }
 
+  /// Adds `handler`, told of every change of the state before the events are delivered, on
+  /// the monitor's queue: for the library's own needs.
+  func addLibraryHandler(_ handler: @escaping @Sendable (DeviceState) -> Void) -> Observation {
+    let id = delivered.withLock { delivered in
+      defer { delivered.nextID &+= 1 }
+      delivered.libraryHandlers.append((delivered.nextID, handler))
+      return delivered.nextID
+    }
+    return Observation { [self] in
+      delivered.withLock { $0.libraryHandlers.removeAll { $0.id == id } }
+    }
+  }
+
   /// Reads the page and delivers what changed since the last delivery. `refresh`: the folder
   /// may have been replaced (events were lost): the file at the path is mapped again.
   func check(refresh: Bool = false) {
     if refresh { page.remapIfReplaced() }
     let state = page.state
-    let (events, handlers): ([DeviceEvent], [@Sendable (DeviceEvent) -> Void]) =
+    let (events, handlers, library):
+      ([DeviceEvent], [@Sendable (DeviceEvent) -> Void], [@Sendable (DeviceState) -> Void]) =
       delivered.withLock { delivered in
-        guard state.generation != delivered.generation else { return ([], []) }
+        guard state.generation != delivered.generation else { return ([], [], []) }
         var events: [DeviceEvent] = []
         let locks = state.lockCount &- delivered.lockCount
         let unlocks = state.unlockCount &- delivered.unlockCount
@@ -167,11 +184,12 @@ final class DeviceMonitor: Sendable {
         delivered.lockCount = state.lockCount
         delivered.unlockCount = state.unlockCount
         delivered.available = available
-        return (events, delivered.handlers.map(\.handler))
+        return (events, delivered.handlers.map(\.handler), delivered.libraryHandlers.map(\.handler))
       }
     guard !events.isEmpty else { return }
     let root = self.root
     queue.async {
+      for handler in library { handler(state) }
       for event in events {
         for handler in handlers { handler(event) }
         let name: Notification.Name? =

@@ -134,7 +134,7 @@ public struct DeviceState: Sendable, Hashable, CustomStringConvertible {
     guard !isAvailable(protectionClass) else { return nil }
     switch lockState {
     case .beforeFirstUnlock:
-      return "the device has not been unlocked since it started (before first unlock)"
+      return "before first unlock: the device has not been unlocked since it started"
     case .locked, .unlocked:
       return "the device is locked"
     }

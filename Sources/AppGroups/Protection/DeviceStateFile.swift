@@ -159,7 +159,7 @@ package final class DeviceStateFile: Sendable {
 
   /// `<root>/Device`.
   package static func folder(root: ContainerRoot) -> String { root.path + "/Device" }
-  /// `<root>/Device/state`.
+  /// `<root>/Device/state` (``DeviceStatePage/read(rootPath:)`` spells it too).
   package static func path(root: ContainerRoot) -> String { folder(root: root) + "/state" }
 
   /// Opens the state file, creating the root's `Device` folder (0700) and the file (0600)
@@ -296,8 +296,11 @@ final class DeviceStatePage: Sendable {
   }
 
   /// The state of `root` now: from the page this process has mapped, or one `pread(2)`.
-  static func read(root: ContainerRoot) -> DeviceState {
-    let path = DeviceStateFile.path(root: root)
+  static func read(root: ContainerRoot) -> DeviceState { read(rootPath: root.path) }
+
+  /// The state of the root at `rootPath` (resolved, as ``ContainerRoot/path`` is).
+  static func read(rootPath: String) -> DeviceState {
+    let path = rootPath + "/Device/state"
     if let page = registry.existing(forKey: path) { return page.state }
     return peek(path).state
   }

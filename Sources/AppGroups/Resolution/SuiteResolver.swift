@@ -217,9 +217,17 @@ public struct SuiteResolver: Sendable {
     let loaded = try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)
     let manifest = loaded?.manifest ?? EntitlementManifest()
     let bundleIdentifier = identity.bundleIdentifier
-    if let bound = manifest.entries[bundleIdentifier]?.executable,
+    if let entry = manifest.entries[bundleIdentifier], let bound = entry.executable,
       let running = identity.executablePath, !identity.runs(bound)
     {
+      if entry.executableIsBareName {
+        throw AppGroupsError(
+          .executableMismatch,
+          "\(bundleIdentifier) is bound to '\(bound)' in \(root.manifestPath), a bare file name,"
+            + " which any program of that name could claim; it binds no program until it names"
+            + " one file: 'groupctl grant \(bundleIdentifier) --executable PATH' (this process"
+            + " runs \(running))")
+      }
       throw AppGroupsError(
         .executableMismatch,
         "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestPath) "

@@ -72,6 +72,15 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// ``allow(_:_:purpose:)``).
   var protectedPaths: [String] = []
 
+  /// The files the program needs to start (itself, its interpreters, its libraries), each
+  /// with why, whether a rule of its own or a folder's allows it; see
+  /// ``refusedProgramFiles()``.
+  public internal(set) var programFiles: [Rule] = []
+
+  /// What the ruleset could not provide for, one sentence each: a library found nowhere, a
+  /// malformed one, a file the program needs that lies inside the root.
+  public internal(set) var notes: [String] = []
+
   /// An empty ruleset: nothing is allowed.
   public init() {}
 
@@ -162,6 +171,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     }
     if let executable { ruleset.addExecutable(executable, root: root) }
     ruleset.addSystemRules()
+    if let executable {
+      try ruleset.addProgramFiles(executable, environment: ProcessInfo.processInfo.environment)
+    }
     return ruleset
   }
 
@@ -201,9 +213,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
     // Every process that reads the global domain maps its lock file's token
     // page and may take its lock: the file is made here, once, and allowed
     // alone, so the folder (and the preferences file) stays read-only.
-    let globalLock = root.globalPreferencesPath + ".lock"
+    let globalLock = SuiteLockFile.path(of: root.globalPreferencesPath)
     do throws(SystemCallError) {
-      _ = try SuiteSidecar(path: globalLock, makeFolder: nil)
+      _ = try SuiteLockFile(path: globalLock, makeFolder: nil)
     } catch {
       throw AppGroupsError(io: error, "cannot create the global preferences' lock file")
     }
@@ -274,7 +286,9 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
             + " manifest entitles it to ('groupctl grant \(bundleIdentifier) GROUP-ID')")
       }
     }
-    allow(access, absolute, purpose: purpose)
+    // What is read outside the root may be a program or an interpreter the program runs.
+    let outside = !protectedPaths.contains { Self.isWithin(real, $0) }
+    allow(access == .readOnly && outside ? .readExecute : access, absolute, purpose: purpose)
   }
 
   /// Read-execute: the folder of `executable` (as `realpath(3)` resolves it); the program
@@ -339,9 +353,10 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// The folders of the shared libraries mapped into this process, from
   /// `/proc/self/maps`: where the Swift runtime and Foundation live.
   static func loadedLibraryFolders() -> [String] {
-    guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else {
-      return []
-    }
+    // Read to its end: Foundation's String(contentsOfFile:) came back empty for the 50 KB
+    // map of a process built with the thread sanitizer.
+    guard let data = try? FileSystem.read("/proc/self/maps")?.0 else { return [] }
+    let maps = String(decoding: data, as: UTF8.self)
     var folders: [String] = []
     for line in maps.split(separator: "\n") {
       guard let slash = line.firstIndex(of: "/") else { continue }

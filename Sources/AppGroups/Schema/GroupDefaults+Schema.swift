@@ -167,7 +167,9 @@ extension GroupDefaults {
   ///   is committed: the suite stays at its version); `.corruptPreferences` when the
   ///   suite's marker is malformed (nothing is changed); `.lockTimeout` when another process
   ///   held the lock past the bound; `.io`, `.unsupportedValue` or `.sizeLimitExceeded`
-  ///   when the commit fails. Nothing is committed then either.
+  ///   when the commit fails. Nothing is committed then either. `.protectedDataUnavailable`
+  ///   before the device's first unlock (``unavailableReason``): the defaults are
+  ///   registered, and the migration waits for the next registration.
   @discardableResult
   public func register(_ schema: PreferenceSchema) throws(AppGroupsError) -> MigrationReport {
     var registration: [String: Any] = [:]
@@ -180,6 +182,13 @@ extension GroupDefaults {
 
   private func migrate(to schema: PreferenceSchema) throws(AppGroupsError) -> MigrationReport {
     let store = view.suite
+    if let reason = store.unavailabilityReason {
+      throw AppGroupsError(
+        .protectedDataUnavailable,
+        "\(suiteName): its schema version cannot be read: protected data is unavailable"
+          + " (\(reason)); the defaults are registered, and nothing was migrated: register the"
+          + " schema again once ProtectedData.didBecomeAvailableNotification is posted")
+    }
     // In memory first: a suite at the version costs no lock.
     let marker = PreferenceSchema.Marker(store.value(forKey: PreferenceSchema.markerKey))
     if case .malformed(let storedType, let holds) = marker {

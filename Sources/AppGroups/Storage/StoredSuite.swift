@@ -44,7 +44,7 @@ package struct StoredSuite: Sendable {
     let tail: SuiteJournal.Tail?
     do {
       tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
-        SuiteSidecar.peek(atPath: plistPath + ".lock")?.journal(of: identity)
+        SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
       }
     } catch {
       throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)

@@ -16,7 +16,7 @@ import Glibc
 /// the payload, and the payload: a binary property list `{s: {key: value}, r: [key]}`, the
 /// keys set and the keys removed by one commit. Records are only ever appended, under the
 /// suite's lock. How far a reader may go is what the suite's token record publishes once the
-/// append is durable (see ``SuiteSidecar``): the length, and which file (its inode). A value
+/// append is durable (see ``SuiteLockFile``): the length, and which file (its inode). A value
 /// is never shown before it is on disk.
 ///
 /// Finding records: the first starts at the fixed offset 40, whatever the header holds, and
@@ -43,7 +43,7 @@ package enum SuiteJournal {
   }
 
   /// What a suite's lock file publishes of the journal of one plist version (see
-  /// ``SuiteSidecar``): how many of its bytes are durable, and which file holds them.
+  /// ``SuiteLockFile``): how many of its bytes are durable, and which file holds them.
   struct Published: Equatable, Sendable {
     /// The durable length: a reader applies no record past it.
     var length: Int
@@ -125,7 +125,16 @@ package enum SuiteJournal {
     }
   }
 
-  static func path(of plistPath: String) -> String { plistPath + ".journal" }
+  /// The journal of the plist at `plistPath`: `<plist>.journal`.
+  package static func path(of plistPath: String) -> String { plistPath + suffix }
+
+  /// What a suite's journal adds to its plist's name.
+  package static let suffix = ".journal"
+
+  /// The name of the plist whose journal is called `name`; `nil` when `name` is no journal's.
+  static func plistName(ofJournalNamed name: String) -> Substring? {
+    name.hasSuffix(suffix) ? name.dropLast(suffix.utf8.count) : nil
+  }
 
   /// How large the journal of a plist of `plistSize` bytes may grow before a commit folds it
   /// into the plist: a sixteenth of it (at least 1 KiB). A record costs a reader more per
@@ -254,7 +263,7 @@ package enum SuiteJournal {
     func examine() -> [Damage] {
       do {
         return try read(journalOf: plistPath, base: identity, after: nil) {
-          SuiteSidecar.peek(atPath: plistPath + ".lock")?.journal(of: identity)
+          SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
         }?.damage ?? []
       } catch {
         return [.notARegularFile(kind: "a file that cannot be read (\(error))", published: 0)]
@@ -262,7 +271,7 @@ package enum SuiteJournal {
     }
     var damage = examine()
     if damage.contains(where: \.mayBeInFlight) {
-      damage = LockedFile.withSharedLockIfFree(path: plistPath + ".lock") { examine() }
+      damage = LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath)) { examine() }
         ?? damage.filter { !$0.mayBeInFlight }
     }
     guard !damage.isEmpty else { return nil }

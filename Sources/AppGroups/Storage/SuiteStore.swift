@@ -33,13 +33,16 @@ final class SuiteStore: Sendable {
     /// (``SuiteJournal``) instead of rewriting the whole domain: below it, a rewrite costs
     /// about what the append does.
     var journalThreshold = 16 * 1024
+    /// What ``protectionGate`` is asked about (the device the file belongs to); `nil`: the
+    /// file is always readable. See `SuiteStore+Protection.swift`.
+    var protectionScope: String? = nil
   }
 
   let path: String
   let directory: String
   let fileName: String
   let options: Options
-  private let sidecar: SuiteSidecar?
+  private let lockFile: SuiteLockFile?
   private let queue: DispatchQueue
 
   /// One change not yet on disk. The pending changes are a log in the order they were made
@@ -127,6 +130,11 @@ final class SuiteStore: Sendable {
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
 
+  /// Why the file cannot be read now (its protected data is unavailable), or `nil`; see
+  /// `SuiteStore+Protection.swift`. Set at open, cleared once when the data comes back.
+  let unavailability = Mutex<String?>(nil)
+  let isUnavailable = Atomic<Bool>(false)
+
   private let state: Mutex<State>
   private let commit: Mutex<CommitState>
   private let retry = Mutex(RetryState())
@@ -158,10 +166,10 @@ final class SuiteStore: Sendable {
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
     if options.readOnly {
-      sidecar = nil
+      lockFile = nil
     } else {
       do {
-        sidecar = try SuiteSidecar(path: path + ".lock", makeFolder: options.makeFolder)
+        lockFile = try SuiteLockFile(path: SuiteLockFile.path(of: path), makeFolder: options.makeFolder)
       } catch where error.code == .tooManySymbolicLinkLevels {
         throw AppGroupsError(
           .outsideRoot,
@@ -173,12 +181,14 @@ final class SuiteStore: Sendable {
     }
     state = Mutex(State())
     commit = Mutex(CommitState())
-    let loaded = try commit.withLock { cs throws(AppGroupsError) in
+    let unavailable = markUnavailableIfProtected()
+    let loaded = try commit.withLock { cs throws(AppGroupsError) -> [String: PropertyListValue] in
+      if unavailable { return [:] }
       let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
       return loaded
     }
-    seenToken.store(sidecar?.token ?? 0, ordering: .releasing)
+    seenToken.store(lockFile?.token ?? 0, ordering: .releasing)
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
@@ -287,6 +297,7 @@ final class SuiteStore: Sendable {
   /// processes wrote before it are replaced too.
   func replaceAll(with values: [String: PropertyListValue]) throws(AppGroupsError) {
     precondition(!options.readOnly, "a read-only store cannot be written")
+    try requireAvailable("replacing the whole domain")
     for (key, value) in values {
       if let reason = value.unstorableReason { throw unstorable(key, reason) }
     }
@@ -369,6 +380,8 @@ final class SuiteStore: Sendable {
     do {
       try commitPending(timeout: options.lockTimeout)
       return true
+    } catch where error.code == .protectedDataUnavailable {
+      return false  // kept in memory; they land when the data comes back
     } catch {
       retryLater()
       return false
@@ -541,7 +554,8 @@ final class SuiteStore: Sendable {
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
-    guard let sidecar else { return }
+    guard let lockFile else { return }
+    try requireAvailable(extra == nil ? nil : "an atomic update")
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
     switch gate.enter(before: ceiling) {
@@ -566,7 +580,7 @@ final class SuiteStore: Sendable {
         let outcome: CommitOutcome
         do {
           outcome = try commitBody(
-            sidecar: sidecar, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+            lockFile: lockFile, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -601,7 +615,7 @@ final class SuiteStore: Sendable {
   }
 
   private func commitBody(
-    sidecar: SuiteSidecar, deadline: UInt64, ceiling: UInt64, timeout: Duration,
+    lockFile: SuiteLockFile, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -618,7 +632,7 @@ final class SuiteStore: Sendable {
 
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(LockedFile.Failure) {
-      try sidecar.file.lock(until: deadline, whileHolderProgresses: ceiling)
+      try lockFile.lock(until: deadline, whileHolderProgresses: ceiling)
       lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
     } catch .failed(let error) {
       throw AppGroupsError(io: error, "locking \(path)")
@@ -634,9 +648,9 @@ final class SuiteStore: Sendable {
       }
       throw AppGroupsError(
         .lockTimeout,
-        "\(path): another process held the lock \(sidecar.file.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
+        "\(path): another process held the lock \(lockFile.path) for more than \(timeout) without making progress (stopped, or idle); \(count) change(s) stay pending")
     }
-    defer { sidecar.file.unlock() }
+    defer { lockFile.unlock() }
     gate.holdsFileLock()
     let reportAcquired = retry.withLock { retry in
       defer {
@@ -737,8 +751,8 @@ final class SuiteStore: Sendable {
       let path = self.path
       let check = { () throws(SystemCallError) -> Void in
         TestHooks.pauseBeforeRename(path: path)
-        if !sidecar.file.stillLocksPath() {
-          race = "the lock file \(sidecar.file.path) was replaced during the commit"
+        if !lockFile.stillLocksPath() {
+          race = "the lock file \(lockFile.path) was replaced during the commit"
         } else if try FileSystem.identity(ofPath: path) != expected {
           race = "\(path) was replaced during the commit by a writer that did not take the lock"
         }
@@ -751,18 +765,18 @@ final class SuiteStore: Sendable {
           if let position = cs.journal {
             try check()
             try SuiteJournal.append(record, journalOf: path, at: position) { position in
-              sidecar.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
+              lockFile.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
               cs.journal = position
             }
           } else {
             cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
-              sidecar.advance(to: expected, journal: $0)
+              lockFile.advance(to: expected, journal: $0)
               published = true
             }
           }
         } catch {
           // A length published for a journal that did not take its place names none.
-          if published { sidecar.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
+          if published { lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
           keepPersisted()
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
@@ -777,7 +791,7 @@ final class SuiteStore: Sendable {
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { sidecar.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
+          afterRename: { lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
         cs.deadBytes = 0
@@ -809,7 +823,7 @@ final class SuiteStore: Sendable {
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) {
-    if let token = sidecar?.token { seenToken.store(token, ordering: .releasing) }
+    if let token = lockFile?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       if repaired { st.repairPending = false }
       st.lastBatchSize = pending.count
@@ -846,13 +860,14 @@ final class SuiteStore: Sendable {
   /// - Returns: the changes, empty when the file had not moved.
   @discardableResult
   func refresh() -> [StoredChange] {
+    if isUnavailable.load(ordering: .acquiring) { return [] }
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
     // A lock file removed or replaced under this process: read the token from the new one.
-    sidecar?.file.refreshIfReplaced()
+    lockFile?.refreshIfReplaced()
     commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let token = sidecar?.token
+      let token = lockFile?.token
       if cs.unreadableIdentity != nil && cs.unreadableIdentity == current {
         if let token { seenToken.store(token, ordering: .releasing) }
         return
@@ -892,6 +907,29 @@ final class SuiteStore: Sendable {
     }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
+  }
+
+  /// Reads the file once its protected data can be read again (see
+  /// `SuiteStore+Protection.swift`): what is on disk goes under this process's pending
+  /// changes, which then land key by key, merged with what other processes wrote (never as
+  /// a replacement of the domain); the change handlers hear every value that changed.
+  func loadAfterProtection() throws(AppGroupsError) {
+    var changes: [StoredChange] = []
+    var handler: ChangeHandlers?
+    try commit.withLock { cs throws(AppGroupsError) in
+      guard isUnavailable.load(ordering: .acquiring) else { return }
+      let loaded = try load(&cs, mode: .open) ?? [:]
+      cs.persisted = loaded
+      (changes, handler) = adopt(loaded, token: lockFile?.token)
+      unavailability.withLock { $0 = nil }
+      isUnavailable.store(false, ordering: .releasing)
+    }
+    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
+    let schedule = state.withLock { st in
+      st.flushScheduled = !st.pending.isEmpty || st.replacement != nil
+      return st.flushScheduled
+    }
+    if schedule { scheduleFlush() }
   }
 
   /// Says once why the file cannot be read again (until a re-read succeeds or the reason
@@ -959,15 +997,16 @@ final class SuiteStore: Sendable {
   /// wrote it: one token read from shared memory, and a `stat(2)` only when
   /// no kernel watch covers the folder; no parsing.
   func hasChangedOnDisk() -> Bool {
+    if isUnavailable.load(ordering: .acquiring) { return false }
     let seen = seenToken.load(ordering: .acquiring)
-    if let sidecar, sidecar.token != seen { return true }
+    if let lockFile, lockFile.token != seen { return true }
     // Every commit moves the token. An outside edit does not, but while a
     // kernel watch covers the folder the change monitor hears of it and
     // re-reads by itself: no stat(2) is needed here.
     if watchedByKernel.load(ordering: .acquiring) { return false }
     // Without a watch, a lock file removed (or replaced) under this process is found here: the
     // token page read above is then a dead file's.
-    if let sidecar, sidecar.file.refreshIfReplaced() || sidecar.file.currentIsUnlinked { return true }
+    if let lockFile, lockFile.refreshIfReplaced() || lockFile.currentIsUnlinked { return true }
     let current = try? FileSystem.identity(ofPath: path)
     return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
   }
@@ -975,16 +1014,16 @@ final class SuiteStore: Sendable {
   /// The suite's last-update token: monotonic, persistent, moved by every
   /// commit and by an outside edit of the file.
   func token() -> UInt64 {
-    guard let sidecar else {
+    guard let lockFile else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
     let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
     var pause = 20_000  // 20 µs, doubling to 1 ms
     while true {
-      guard let record = sidecar.read() else {
+      guard let record = lockFile.read() else {
         // A writer died in the middle of moving the token (its sequence is left odd): repair
         // it if no commit is in flight; else answer the last token seen, never going back.
-        return repairToken(sidecar) ?? lastSeenToken
+        return repairToken(lockFile) ?? lastSeenToken
       }
       let current = try? FileSystem.identity(ofPath: path)
       if record.identity == current { return record.token }
@@ -994,12 +1033,12 @@ final class SuiteStore: Sendable {
       let moved: UInt64? = {
         guard gate.tryEnter() else { return nil }
         defer { gate.leave() }
-        guard sidecar.file.tryLock() else { return nil }
-        defer { sidecar.file.unlock() }
-        guard let again = sidecar.read() else { return nil }
+        guard lockFile.tryLock() else { return nil }
+        defer { lockFile.unlock() }
+        guard let again = lockFile.read() else { return nil }
         let now = try? FileSystem.identity(ofPath: path)
         if again.identity == now { return again.token }
-        return sidecar.advance(to: now)
+        return lockFile.advance(to: now)
       }()
       if let moved { return moved }
       // A commit is in flight, here or in another process: its token is next.
@@ -1013,14 +1052,14 @@ final class SuiteStore: Sendable {
 
   /// Moves a token whose last update never finished forward, under the lock: a live writer
   /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
-  private func repairToken(_ sidecar: SuiteSidecar) -> UInt64? {
+  private func repairToken(_ lockFile: SuiteLockFile) -> UInt64? {
     // The file lock is shared by this process's threads: only with the gate may it be taken.
     guard gate.tryEnter() else { return nil }
     defer { gate.leave() }
-    guard sidecar.file.tryLock() else { return nil }
-    defer { sidecar.file.unlock() }
-    if let record = sidecar.read() { return record.token }
-    let token = sidecar.advance(to: try? FileSystem.identity(ofPath: path))
+    guard lockFile.tryLock() else { return nil }
+    defer { lockFile.unlock() }
+    if let record = lockFile.read() { return record.token }
+    let token = lockFile.advance(to: try? FileSystem.identity(ofPath: path))
     var seen = seenToken.load(ordering: .acquiring)
     while seen < token {
       let (exchanged, now) = seenToken.compareExchange(
@@ -1095,7 +1134,7 @@ final class SuiteStore: Sendable {
       cs.unreadableIdentity = identity
       return nil
     }
-    guard let sidecar, !options.readOnly else {
+    guard let lockFile, !options.readOnly else {
       if cs.unreadableIdentity != identity {
         Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
       }
@@ -1104,7 +1143,7 @@ final class SuiteStore: Sendable {
     }
     if !holdingLock {
       do throws(LockedFile.Failure) {
-        try sidecar.file.lock(
+        try lockFile.lock(
           until: FileSystem.deadline(after: options.lockTimeout),
           whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
       } catch {
@@ -1116,7 +1155,7 @@ final class SuiteStore: Sendable {
         return [:]
       }
     }
-    defer { if !holdingLock { sidecar.file.unlock() } }
+    defer { if !holdingLock { lockFile.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
       return try load(&cs, mode: .commit)
@@ -1127,7 +1166,7 @@ final class SuiteStore: Sendable {
     } catch {
       throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
     }
-    sidecar.advance(to: nil, journal: SuiteJournal.Published.noJournal)
+    lockFile.advance(to: nil, journal: SuiteJournal.Published.noJournal)
     cs.identity = nil
     cs.unreadableIdentity = nil
     return [:]
@@ -1280,7 +1319,7 @@ final class SuiteStore: Sendable {
   /// flight), as far as the records check.
   private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
     try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      sidecar?.read()?.journal(of: base)
+      lockFile?.read()?.journal(of: base)
     }
   }
 

@@ -190,7 +190,7 @@ final class ChangeMonitor: Sendable {
           // A suite's plist, or its journal (see ``SuiteJournal``).
           let named = st.directories[event.directory]?.stores
           if let store = named?[event.name]?.object
-            ?? (event.name.hasSuffix(".journal") ? named?[String(event.name.dropLast(8))]?.object : nil)
+            ?? SuiteJournal.plistName(ofJournalNamed: event.name).flatMap({ named?[String($0)]?.object })
           {
             add(store)
           }

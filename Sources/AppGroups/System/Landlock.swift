@@ -99,7 +99,8 @@ enum Landlock {
   /// `allThreads`, every thread).
   ///
   /// Each path is opened with `O_PATH` (following symbolic links, so a rule
-  /// on a link allows its target); on a file only the file rights are kept.
+  /// on a link allows its target); on a file only the file rights are kept; a path
+  /// that no longer exists is left out.
   /// Nothing is restricted when a step fails.
   ///
   /// - Throws: the failed call, naming the path for a rule.
@@ -113,9 +114,13 @@ enum Landlock {
     }
     defer { close(ruleset) }
     for rule in rules {
-      // See: man 2 open (O_PATH: no access to the file is needed to name it)
-      let descriptor = try valueOrErrno("open", path: rule.path) {
-        cappgroups_open_path(rule.path)
+      // See: man 2 open (O_PATH: no access to the file is needed to name it). A path gone
+      // since the ruleset was made allows nothing: it is left out.
+      let descriptor: CInt
+      do {
+        descriptor = try valueOrErrno("open", path: rule.path) { cappgroups_open_path(rule.path) }
+      } catch where error.errno == ENOENT || error.errno == ENOTDIR {
+        continue
       }
       defer { close(descriptor) }
       var status = stat()

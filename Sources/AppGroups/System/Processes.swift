@@ -137,6 +137,21 @@ package enum Processes {
     [Signal.interrupt, .terminate].map { take($0, on: queue, handler) }
   }
 
+  /// Makes this process a child subreaper, for good and across `execve(2)`: a descendant
+  /// whose parent exits (a double fork) becomes its child instead of init's, so that the
+  /// process tree of an app keeps every process the app started.
+  ///
+  /// The corresponding system call is `prctl(2)` with `PR_SET_CHILD_SUBREAPER`.
+  package static func becomeChildSubreaper() throws(AppGroupsError) {
+    do {
+      _ = try valueOrErrno("prctl", path: "PR_SET_CHILD_SUBREAPER") {
+        cappgroups_become_child_subreaper()
+      }
+    } catch {
+      throw AppGroupsError(io: error, "cannot keep the app's processes in one tree")
+    }
+  }
+
   /// Replaces this process with the program at `path`, run with `arguments` (the first one
   /// is its name) and exactly `environment`, with standard input, output and error as they
   /// are and no other descriptor: every descriptor above 2 is closed by the exec, except a

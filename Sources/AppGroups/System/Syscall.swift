@@ -71,3 +71,8 @@ extension AppGroupsError {
     self.init(.io, "\(doing): \(error)", cause: error)
   }
 }
+
+extension AppGroupsError {
+  /// The `errno` of the system call that caused this error, when one did.
+  package var systemErrno: CInt? { (cause as? SystemCallError)?.errno }
+}

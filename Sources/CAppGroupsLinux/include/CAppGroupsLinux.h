@@ -11,6 +11,9 @@
 // eventfd is not part of Glibc's Swift module; including it here makes
 // eventfd() and EFD_CLOEXEC visible to Swift through this module.
 #include <sys/eventfd.h>
+// Likewise getxattr, setxattr and fsetxattr (a file's protection class is an extended
+// attribute): <sys/xattr.h> is not part of Glibc's Swift module.
+#include <sys/xattr.h>
 
 /// `inotify_event.name` is a flexible array member, which Swift does not
 /// import. Returns a pointer to the NUL-terminated name (empty when len == 0).
@@ -180,5 +183,12 @@ int cappgroups_ofd_lock_steps_until(int fd, const struct cappgroups_lock_step *s
 /// 1 when another open file description holds a conflicting lock (`*holder_type` its type),
 /// -1 with errno on failure.
 int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int16_t *holder_type);
+
+// MARK: Process tree (subreaper.c)
+
+/// prctl(PR_SET_CHILD_SUBREAPER, 1) (variadic, which Swift cannot call): an orphaned
+/// descendant of this process (its parent exited: a double fork) becomes this process's
+/// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
+int cappgroups_become_child_subreaper(void);
 
 #endif

@@ -215,8 +215,8 @@ struct DeviceCommand: ParsableCommand {
       }
     } else if state.lockState == .beforeFirstUnlock {
       protected =
-        "unavailable; before first unlock, classes complete and"
-        + " completeUntilFirstUserAuthentication (preferences) are unavailable"
+        "unavailable (before first unlock: classes complete and"
+        + " completeUntilFirstUserAuthentication, preferences included)"
     } else {
       protected = "unavailable (class complete)"
     }

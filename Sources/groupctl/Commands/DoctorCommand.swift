@@ -113,23 +113,43 @@ extension DoctorCommand {
     let root = globals.containerRoot
     warnIfMissing(root)
     let device = Device(root: root)
-    let names = Dictionary(
-      device.runningApps().map { ($0.record.pid, $0.record.bundleIdentifier) },
-      uniquingKeysWith: { first, _ in first })
+    device.pruneStaleRecords()
+    let apps = device.appsByProcess()
     let hazards = device.stoppedProcessesHoldingLocks()
     for hazard in hazards {
-      let who = names[hazard.pid] ?? hazard.name
+      // A process of an app is named with the app: its first process, which resume takes.
+      let app = apps[hazard.pid]
+      let who =
+        app.map { record in
+          record.pid == hazard.pid
+            ? "\(record.bundleIdentifier) (\(hazard.pid))"
+            : "\(record.bundleIdentifier) (\(record.pid)), its process \(hazard.pid) (\(hazard.name)),"
+        } ?? "\(hazard.name) (\(hazard.pid))"
       for lock in hazard.locks {
         printOut(
-          "problem: \(who) (\(hazard.pid)) is stopped while it holds a lock on \(lock.path) in"
+          "problem: \(who) is stopped while it holds a lock on \(lock.path) in"
             + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
             + " the file waits for it (0xdead10cc on iOS)")
         printOut(
           "  fix: release the lock before the suspension (AppLifecycle.onSuspend), or"
-            + " 'groupctl resume \(hazard.pid)'")
+            + " 'groupctl resume \(app?.pid ?? hazard.pid)'")
       }
     }
-    let count = hazards.reduce(0) { $0 + $1.locks.count }
+    let escaped = device.escapedProcessesHoldingLocks()
+    for stray in escaped {
+      for lock in stray.locks {
+        printOut(
+          "problem: \(stray.bundleIdentifier) is suspended, but process \(stray.process),"
+            + " which carries its identity outside its process tree, runs on holding a lock on"
+            + " \(lock.path) in group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every"
+            + " process that needs the file waits for it")
+        printOut(
+          "  fix: end it ('kill \(stray.process.pid)'), or start it under the app without"
+            + " leaving its tree (a double fork from a process 'groupctl run' did not start)")
+      }
+    }
+    let count =
+      hazards.reduce(0) { $0 + $1.locks.count } + escaped.reduce(0) { $0 + $1.locks.count }
     printOut(
       count == 0
         ? "No stopped process holds a lock in a group container of \(root.path)."
@@ -249,15 +269,21 @@ private struct SharingCheck {
         "groupctl grant \(app) \(group) --executable PATH binds it")
       return
     }
-    if executable.hasPrefix("/") {
-      guard FileManager.default.isExecutableFile(atPath: executable) else {
-        fail(
-          app,
-          "\(app) is bound to the executable \(executable), which does not exist or is not"
-            + " executable: no process can claim \(app)",
-          "groupctl grant \(app) \(group) --executable PATH with the right path")
-        return
-      }
+    guard executable.hasPrefix("/") else {
+      fail(
+        app,
+        "\(app) is bound to '\(executable)', a bare file name, which binds no program: no"
+          + " process can claim \(app)",
+        "groupctl grant \(app) --executable PATH binds it to one file")
+      return
+    }
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+      fail(
+        app,
+        "\(app) is bound to the executable \(executable), which does not exist or is not"
+          + " executable: no process can claim \(app)",
+        "groupctl grant \(app) \(group) --executable PATH with the right path")
+      return
     }
     add(
       "ok",
@@ -432,6 +458,16 @@ struct Doctor {
       "manifest \(path): \(manifest.entries.count) \(manifest.entries.count == 1 ? "app" : "apps"),"
         + " \(groups.count) \(groups.count == 1 ? "group" : "groups")")
     for (bundleID, entry) in manifest.entries.sorted(by: { $0.key < $1.key }) {
+      if entry.executableIsBareName, let name = entry.executable {
+        add(
+          .problem,
+          "\(bundleID) is bound to '\(name)', a bare file name, which any program of that name"
+            + " could claim: it binds no program, so every process is refused \(bundleID)"
+            + " until it is bound to one file",
+          "groupctl grant \(bundleID) --executable PATH (a bare name is looked up in PATH and"
+            + " the absolute path kept)")
+        continue
+      }
       guard let executable = entry.executable, executable.hasPrefix("/") else { continue }
       if !FileManager.default.isExecutableFile(atPath: executable) {
         add(
@@ -587,12 +623,12 @@ struct Doctor {
     let present = Set(names)
     for name in names.sorted() {
       let path = folder + "/" + name
-      if name.hasSuffix(".plist.lock") {
-        let plist = String(name.dropLast(".lock".count))
+      if name.hasSuffix(".plist" + SuiteLockFile.suffix) {
+        let plist = String(name.dropLast(SuiteLockFile.suffix.count))
         guard !present.contains(plist) else { continue }
         // A suite's lock file is made when the suite is opened, and stays a
         // page of zeros until the first commit records the token in it
-        // (Storage/SuiteSidecar.swift): one without its plist is normal for
+        // (Storage/SuiteLockFile.swift): one without its plist is normal for
         // a suite that was opened and never written, or that is open now.
         guard openFiles[path] == nil, !Self.isAllZero(path) else { continue }
         add(
@@ -600,10 +636,10 @@ struct Doctor {
           "\(path) was left behind: \(plist) was written once and is gone now, and no process"
             + " has the suite open; it is harmless",
           "rm '\(path)' to tidy up")
-      } else if name.hasSuffix(".plist.journal") {
+      } else if name.hasSuffix(".plist" + SuiteJournal.suffix) {
         // A large suite's journal (Storage/SuiteJournal.swift) names the version of the plist
         // it belongs to; one whose plist is gone is never read again.
-        let plist = String(name.dropLast(".journal".count))
+        let plist = String(name.dropLast(SuiteJournal.suffix.count))
         guard !present.contains(plist), openFiles[path] == nil else { continue }
         add(
           .note,

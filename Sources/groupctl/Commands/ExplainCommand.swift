@@ -35,7 +35,7 @@ struct ExplainCommand: ParsableCommand {
   }
 
   func run() throws {
-    let resolved = try ResolvedDomain(domain, globals: globals)
+    let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
     printOut("\(quotedIfNeeded(key)) in \(domain), \(who); the first layer that holds it wins:")
@@ -51,14 +51,22 @@ struct ExplainCommand: ParsableCommand {
         detail: processArguments.isEmpty
           ? "no arguments given: put the app's command line after --"
           : "the arguments after --: " + processArguments.joined(separator: " ")))
+    // Before the first unlock an app reads neither file: say so, and what is on disk.
+    let unavailable = resolved.protectedDataUnavailability
+    func stored(_ lookup: (State, String)) -> Layer.Lookup {
+      guard let unavailable else { return lookup }
+      var detail = lookup.1
+      if case .readable(let value?) = lookup.0 { detail += "; on disk: \(formatCompact(value))" }
+      return (.unavailable(unavailable), detail)
+    }
     layers.append(
-      Layer(.application, lookUp(in: resolved.path) { try resolved.storedValues() ?? [:] }))
+      Layer(.application, stored(lookUp(in: resolved.path) { try resolved.storedValues() ?? [:] })))
     if location.kind == .global {
       layers.append(Layer(.global, .notApplicable, detail: "the domain itself, above"))
     } else {
       let global = try ResolvedDomain(.global, globals: GlobalOptions(root: location.root.path))
       layers.append(
-        Layer(.global, lookUp(in: global.path) { try global.storedValues() ?? [:] }))
+        Layer(.global, stored(lookUp(in: global.path) { try global.storedValues() ?? [:] })))
     }
     layers.append(
       Layer(
@@ -73,6 +81,7 @@ struct ExplainCommand: ParsableCommand {
       case .readable(let value?): state = formatCompact(value)
       case .readable(nil): state = "not set"
       case .unreadable(let reason): state = "unreadable: \(reason)"
+      case .unavailable(let reason): state = "unavailable (protected data): \(reason)"
       case .unknown: state = "unknown to groupctl"
       case .notApplicable: state = "-"
       }
@@ -91,6 +100,11 @@ struct ExplainCommand: ParsableCommand {
       printOut(
         "Result: \(formatCompact(key: key, value)), from the \(layers[winner].domain.rawValue)"
           + " layer.")
+    } else if unavailable != nil {
+      printOut(
+        "Result: before the first unlock the app reads \(quotedIfNeeded(key)) from what it"
+          + " registers with register(defaults:), if any, else nil; the suite's own value"
+          + " cannot be read yet.")
     } else {
       printOut(
         "Result: no layer groupctl can see holds \(quotedIfNeeded(key)): the app reads the value it"
@@ -101,6 +115,8 @@ struct ExplainCommand: ParsableCommand {
   private enum State {
     case readable(PropertyListValue?)
     case unreadable(String)
+    /// Before the device's first unlock: an app reads nothing from the layer.
+    case unavailable(String)
     case unknown
     case notApplicable
   }
@@ -116,7 +132,9 @@ struct ExplainCommand: ParsableCommand {
       self.detail = detail
     }
 
-    init(_ domain: GroupDefaults.Domain, _ lookup: (State, String)) {
+    typealias Lookup = (State, String)
+
+    init(_ domain: GroupDefaults.Domain, _ lookup: Lookup) {
       self.init(domain, lookup.0, detail: lookup.1)
     }
 

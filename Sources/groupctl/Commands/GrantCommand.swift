@@ -9,12 +9,19 @@ struct GrantCommand: ParsableCommand {
     abstract: "Entitle an app to application groups and keychain access groups in the manifest.",
     usage: """
       grant BUNDLE-ID GROUP-ID... [--executable PATH]
+      grant BUNDLE-ID --executable PATH
       grant BUNDLE-ID [GROUP-ID...] [--team TEAMID] [--keychain-group GROUP]...
       """,
     discussion: """
       Adds each GROUP-ID (group.…) to the app's com.apple.security.application-groups \
       in the root's manifest, creating the app's entry when it has none. Groups it \
       already holds are kept.
+
+      --executable binds the bundle id to one file: only a process running that file \
+      (symbolic links resolved) may claim the identity, and 'run --as' runs nothing \
+      else. A bare name is looked up in PATH and a relative path taken from the \
+      current folder; the absolute path is what the manifest keeps. A binary rebuilt \
+      at the same path keeps its binding.
 
       --team records the app's team (com.apple.developer.team-identifier), whose App ID \
       is then TEAMID.BUNDLE-ID (application-identifier). --keychain-group adds a keychain \
@@ -26,7 +33,8 @@ struct GrantCommand: ParsableCommand {
     options: [
       OptionHelp(
         "--executable PATH",
-        "Bind the bundle id to this executable: only it may claim the identity."),
+        "Bind the bundle id to this one file (a relative path or a bare name is resolved to"
+          + " its absolute path): only a process running it may claim the identity."),
       OptionHelp("--team TEAMID", "Record the app's team (ten characters of A-Z and 0-9)."),
       OptionHelp(
         "--keychain-group GROUP", "Add a keychain access group (TEAMID.name); may be repeated."),
@@ -47,8 +55,9 @@ struct GrantCommand: ParsableCommand {
     keychainGroups = try arguments.options("--keychain-group", value: "GROUP")
     bundleID = try arguments.positional("BUNDLE-ID")
     groupIDs = try arguments.remainingPositionals("GROUP-ID")
-    guard !groupIDs.isEmpty || team != nil || !keychainGroups.isEmpty else {
-      throw ValidationError("missing argument GROUP-ID (or --team, --keychain-group)")
+    guard !groupIDs.isEmpty || executable != nil || team != nil || !keychainGroups.isEmpty else {
+      throw ValidationError(
+        "missing argument GROUP-ID (or --executable, --team, --keychain-group)")
     }
   }
 
@@ -61,6 +70,7 @@ struct GrantCommand: ParsableCommand {
 
   func run() throws {
     let root = globals.containerRoot
+    let executable = try self.executable.map(Self.binding(for:))
     guard team != nil || !keychainGroups.isEmpty else {
       try EntitlementManifest.grant(bundleID, groups: groupIDs, executable: executable, root: root)
       return
@@ -68,7 +78,6 @@ struct GrantCommand: ParsableCommand {
     // Application groups and keychain entitlements in one locked update: all or nothing.
     let bundleID = bundleID
     let groupIDs = groupIDs
-    let executable = executable
     let team = team
     let keychainGroups = keychainGroups
     _ = try AppIdentity(bundleIdentifier: bundleID)
@@ -82,5 +91,32 @@ struct GrantCommand: ParsableCommand {
         to: &entry, bundleID, keychainAccessGroups: keychainGroups, teamIdentifier: team)
       manifest.entries[bundleID] = entry
     }
+  }
+
+  /// The one file `--executable` names, by its absolute path: an absolute path as given; a
+  /// relative one taken from the current folder; a bare name, the program `PATH` finds, as
+  /// `which` does (said on stderr). A relative path or a bare name must name a file.
+  static func binding(for given: String) throws -> String {
+    if given.hasPrefix("/") { return given }
+    let found: String
+    if given.contains("/") {
+      found = URL(fileURLWithPath: given).standardized.path
+      guard FileManager.default.fileExists(atPath: found) else {
+        throw CommandFailure(
+          "--executable \(given): no such file (\(found)); a binding names one file, by its path")
+      }
+    } else {
+      let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+      do {
+        let located = try Paths.executable(named: given, searchPath: searchPath)
+        found = URL(fileURLWithPath: located).standardized.path
+      } catch {
+        throw CommandFailure(
+          "--executable \(given): no program of that name in PATH; a binding names one file:"
+            + " give its path")
+      }
+    }
+    printError("groupctl: --executable \(given) binds \(found)")
+    return found
   }
 }

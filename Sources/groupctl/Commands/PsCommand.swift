@@ -11,7 +11,10 @@ struct PsCommand: ParsableCommand {
       Lists the processes 'groupctl run' launched (their records in <root>/Run), one \
       line each: PID, STATE, BUNDLE-ID and executable, then one indented line per lock \
       the process holds on a file in a group container (flock, POSIX or OFD; read from \
-      /proc/PID/fdinfo). STATE is running, suspended (by 'groupctl suspend') or stopped \
+      /proc/PID/fdinfo). The app is the process 'groupctl run' started and every process \
+      it started in turn: each of those follows as a 'process:' line (PID, running or \
+      stopped, command), and a lock one of them holds says which. STATE is running, \
+      suspended (by 'groupctl suspend') or stopped \
       (by anything else: such a process holding a lock is the hazard 'groupctl doctor \
       --locks' reports).
 
@@ -62,12 +65,25 @@ struct PsCommand: ParsableCommand {
     for app in apps {
       let record = app.record
       printOut("\(record.pid)\t\(app.state.rawValue)\t\(record.bundleIdentifier)\t\(record.executable)")
-      for lock in app.locks { printOut("  lock: \(lock)") }
-      for presenter in presenters where presenter.pid == record.pid {
+      for process in app.processes.dropFirst() {
+        let state = process.isStopped ? "stopped" : "running"
+        printOut("  process: \(process.pid)\t\(state)\t\(process.command)")
+      }
+      for lock in app.locks {
+        guard lock.pid != record.pid else {
+          printOut("  lock: \(lock)")
+          continue
+        }
+        let holder = app.processes.first { $0.pid == lock.pid }.map(\.description) ?? "\(lock.pid)"
+        printOut("  lock: \(lock), held by process \(holder)")
+      }
+      let pids = Set(app.processes.map(\.pid) + [record.pid])
+      for presenter in presenters where pids.contains(presenter.pid) {
         printOut("  presents: \(presenter.path)\(presenter.isFolder ? " (folder)" : "")")
       }
     }
-    printCoordination(presenters: presenters, apps: Set(apps.map(\.record.pid)), root: root)
+    let appPIDs = Set(apps.flatMap { $0.processes.map(\.pid) + [$0.record.pid] })
+    printCoordination(presenters: presenters, apps: appPIDs, root: root)
     let terminations = device.logLines().filter { $0.contains(" terminated: ") }
     if !terminations.isEmpty {
       printOut("")

@@ -41,7 +41,7 @@ struct ReportCommand: ParsableCommand {
   }
 
   func run() throws {
-    let resolved = try ResolvedDomain(domain, globals: globals)
+    let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
     var layers: [Layer] = []
@@ -59,11 +59,21 @@ struct ReportCommand: ParsableCommand {
         domain: .argument, values: GroupDefaults.argumentValues(parsing: processArguments),
         detail: processArguments.isEmpty ? "no arguments given (put the app's command line after --)" : "the arguments after --"))
     let suite = read(resolved.path) { try resolved.storedValues() ?? [:] }
-    layers.append(Layer(domain: .application, values: suite, detail: resolved.path))
+    // Before the first unlock an app reads neither file: their keys are not what it sees.
+    let unavailable = resolved.protectedDataUnavailability
+    var hidden = 0
+    func visible(_ values: [String: PropertyListValue]) -> [String: PropertyListValue] {
+      guard unavailable != nil else { return values }
+      hidden += values.count
+      return [:]
+    }
+    let unavailableNote = unavailable == nil ? "" : "unavailable (protected data); "
+    layers.append(
+      Layer(domain: .application, values: visible(suite), detail: unavailableNote + resolved.path))
     if location.kind != .global {
       let global = try ResolvedDomain(.global, globals: GlobalOptions(root: location.root.path))
-      layers.append(
-        Layer(domain: .global, values: read(global.path) { try global.storedValues() ?? [:] }, detail: global.path))
+      let values = visible(read(global.path) { try global.storedValues() ?? [:] })
+      layers.append(Layer(domain: .global, values: values, detail: unavailableNote + global.path))
     }
 
     printOut("report for \(domain), \(who)\(showValues ? "" : "; values left out (--values shows them)")")
@@ -79,6 +89,11 @@ struct ReportCommand: ParsableCommand {
     }
     printOut("  registration  not visible: kept in each running app's memory by register(defaults:)")
     for problem in problems { printOut("  unreadable: \(problem)") }
+    if let unavailable {
+      printOut(
+        "  unavailable (protected data): \(unavailable); an app reads neither file until the"
+          + " first unlock (\(hidden) key\(hidden == 1 ? "" : "s") on disk)")
+    }
 
     let keys = Set(layers.flatMap { $0.values.keys }).sorted()
     printOut("keys (\(keys.count)):")

@@ -8,7 +8,8 @@ struct ResumeCommand: ParsableCommand {
     abstract: "Resume a suspended app.",
     usage: "resume BUNDLE-ID|PID",
     discussion: """
-      Lets the app's library take its locks again, sends SIGCONT, and posts \
+      Lets the app's library take its locks again, sends SIGCONT to each of the app's \
+      processes (the one 'groupctl run' started, then its descendants), and posts \
       \(AppLifecycle.didResumeNotification) in each of the app's groups. An app that \
       watches its suites sees what changed while it was suspended (the example widget \
       re-renders once, through refreshIfChanged()). Exits with 1 when there is no such \
@@ -33,6 +34,8 @@ struct ResumeCommand: ParsableCommand {
     let pid = try target.resolve(on: device)
     try device.resume(pid: pid)
     let bundle = device.bundleIdentifier(of: pid).map { "\($0) " } ?? ""
-    printOut("resumed: \(bundle)(\(pid))")
+    let others = Device.processes(ofApp: pid).count - 1
+    let more = others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")"
+    printOut("resumed: \(bundle)(\(pid))\(more)")
   }
 }

@@ -1,13 +1,16 @@
 import AppGroups
+import AppGroupsKeybag
 import Foundation
 
-/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [-v] -- COMMAND …`
+/// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [--background] [-v]
+/// -- COMMAND …`
 struct RunCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "run",
     abstract: "Run a command as an app, confined by the kernel to the app's containers.",
     usage:
-      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [-v] -- COMMAND [ARGS...]",
+      "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [--background] [-v]"
+      + " -- COMMAND [ARGS...]",
     discussion: """
       Runs COMMAND with APPGROUPS_BUNDLE_ID, APPGROUPS_ROOT and TMPDIR set, inside a \
       Landlock sandbox, as an app runs inside Apple's App Sandbox: the kernel then \
@@ -20,12 +23,19 @@ struct RunCommand: ParsableCommand {
                       state (<root>/Device); /proc; a few files of /etc; /dev/random
                       and /dev/urandom; each --ro PATH
         read-execute  /usr, /lib*, /bin, /sbin; the Swift runtime's folder; COMMAND's
-                      folder, unless it is inside the root
+                      folder, unless it is inside the root (or holds it: then COMMAND
+                      alone); each file COMMAND needs to start: its #! interpreters,
+                      ELF interpreter and libraries (DT_NEEDED through DT_RPATH,
+                      LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache); an interpreter's
+                      PREFIX/lib when it lives outside the system folders
         write         the global preferences' lock file (alone); /dev/null,
                       /dev/zero, /dev/full, /dev/tty
 
       Everything else is denied: another app's container, a group the app is not \
-      entitled to, the rest of the root, the manifest for writing. From Landlock ABI \
+      entitled to, the rest of the root, the manifest for writing. No rule ever names \
+      a folder that holds the root: such a system folder is allowed entry by entry \
+      around it, and --ro or --rw of one is refused. COMMAND gets standard input, \
+      output and error as they are, and no other descriptor of the caller. From Landlock ABI \
       6 on, COMMAND also cannot signal processes outside the sandbox or connect to \
       their abstract Unix sockets (EPERM). Containers that \
       do not exist yet are created first. When the manifest binds the app to an \
@@ -42,13 +52,27 @@ struct RunCommand: ParsableCommand {
       process (execve), so the record stays when it exits and is removed by the next \
       command that finds its process gone or its pid reused.
 
+      With --background, COMMAND is launched as iOS launches an app in the background \
+      (prewarming, a push, a widget's refresh): ActivePrewarm=1 in its environment \
+      (AppLifecycle.isPrewarmed), whatever the device state, before the first unlock too, \
+      when the app's suites and most of its files cannot be read yet (see 'groupctl \
+      device'). Without it, ActivePrewarm is removed from COMMAND's environment. The \
+      device's keys that need no passcode are loaded into the kernel's keyring first, \
+      for an app whose sandbox keeps it from the keybag.
+
       The exit status is COMMAND's; 1 when it cannot be started or confined.
       """,
     options: [
-      OptionHelp("--ro PATH", "Also allow reading PATH (a file or folder); repeatable."),
+      OptionHelp(
+        "--ro PATH",
+        "Also allow reading PATH (a file or folder), and running the programs in it when it is"
+          + " outside the root; repeatable."),
       OptionHelp("--rw PATH", "Also allow reading and writing PATH; repeatable."),
       OptionHelp(
         "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
+      ),
+      OptionHelp(
+        "--background", "Launch COMMAND in the background, as iOS prewarms an app (ActivePrewarm=1)."
       ),
       OptionHelp("-v, --verbose", "Print the Landlock ABI and the ruleset on stderr."),
     ]
@@ -58,6 +82,7 @@ struct RunCommand: ParsableCommand {
   let readOnly: [String]
   let readWrite: [String]
   let bestEffort: Bool
+  let background: Bool
   let verbose: Bool
   let command: [String]
 
@@ -66,6 +91,7 @@ struct RunCommand: ParsableCommand {
     readOnly = try arguments.options("--ro", value: "PATH")
     readWrite = try arguments.options("--rw", value: "PATH")
     bestEffort = try arguments.flag("--best-effort")
+    background = try arguments.flag("--background")
     let short = try arguments.flag("-v")
     verbose = try arguments.flag("--verbose") || short
     guard arguments.hasTerminator else {
@@ -114,6 +140,7 @@ struct RunCommand: ParsableCommand {
     let record = try Device.currentRecord(
       bundleIdentifier: identity.bundleIdentifier, executable: Paths.realPath(path) ?? path)
     try device.record(record)
+    Self.prepareDevice(root: root, background: background)
     do {
       try Self.confineAndExec(
         identity: identity, root: root, path: path, arguments: command,
@@ -121,6 +148,21 @@ struct RunCommand: ParsableCommand {
     } catch {
       device.removeRecord(pid: record.pid)
       throw error
+    }
+  }
+
+  /// What the device gives an app at launch: the keys it may use without the passcode, in
+  /// the kernel's keyring (the app's sandbox keeps it from the keybag), and whether it is
+  /// launched in the background (`ActivePrewarm`, as iOS 15 sets it).
+  static func prepareDevice(root: ContainerRoot, background: Bool) {
+    let prepared = Result { () throws(KeybagError) in try Keybag(root: root).prepare() }
+    if case .failure(let error) = prepared, error.code != .keyringUnavailable {
+      printError("groupctl: note: the device's keys were not loaded: \(error.message)")
+    }
+    if background {
+      setenv(AppLifecycle.prewarmEnvironmentVariable, "1", 1)
+    } else {
+      unsetenv(AppLifecycle.prewarmEnvironmentVariable)
     }
   }
 
@@ -156,6 +198,7 @@ struct RunCommand: ParsableCommand {
     environment[ContainerRoot.environmentVariable] = root.path
     if let temporary = ruleset.temporaryDirectory { environment["TMPDIR"] = temporary }
 
+    for note in ruleset.notes { printError("groupctl: note: \(note)") }
     if let abi {
       do {
         try ruleset.restrictCurrentThread(abi: abi)
@@ -163,10 +206,39 @@ struct RunCommand: ParsableCommand {
         throw CommandFailure(
           "cannot confine \(name) as \(identity.bundleIdentifier): \(error.message)")
       }
+      if let refused = ruleset.refusedProgramFiles().first {
+        let inside = refused.path.hasPrefix(root.path + "/")
+        throw CommandFailure(
+          "cannot run \(name) as \(identity.bundleIdentifier): the sandbox refuses"
+            + " \(refused.path) (\(refused.purpose)), which it needs to start; "
+            + (inside
+              ? "it lies inside the root, where the sandbox opens only the app's containers:"
+                + " move it out of the root"
+              : "--ro PATH allows a file or folder outside the root"))
+      }
+    }
+    // The app is this process and every process it starts: one that double-forks stays in
+    // its tree (groupctl suspend, resume, ps), as a child of the app's first process.
+    do {
+      try Processes.becomeChildSubreaper()
+    } catch {
+      throw CommandFailure("cannot run \(name) as \(identity.bundleIdentifier): \(error.message)")
     }
     let failure = Processes.replaceCurrent(
       with: path, arguments: arguments, environment: environment)
-    throw CommandFailure(failure.message)
+    guard abi != nil, failure.systemErrno == EACCES else {
+      throw CommandFailure(failure.message)
+    }
+    // It could be run before the sandbox was applied (locate checked): the sandbox refused
+    // the program or an interpreter it names.
+    let real = Paths.realPath(path) ?? path
+    if real == root.path || real.hasPrefix(root.path + "/") {
+      throw CommandFailure(
+        failure.message + ": the sandbox runs no program inside the root \(root.path)")
+    }
+    throw CommandFailure(
+      failure.message + ": the sandbox refused it or its interpreter;"
+        + " --ro PATH allows a file or folder outside the root")
   }
 
   static func printRuleset(_ ruleset: SandboxRuleset, abi: Int) {

@@ -19,9 +19,15 @@ struct SuspendCommand: ParsableCommand {
         none      SIGSTOP: the app is suspended ('groupctl ps' says so)
         a lock    SIGKILL: the app is terminated, as iOS terminates it
 
+      The app is the process 'groupctl run' started and every process it started in \
+      turn (found through their parents in /proc; 'run' makes the first one a child \
+      subreaper, so a process that double-forks stays in it): each process that handles \
+      SIGTSTP is told and waited for, all are stopped (SIGSTOP) before their locks are \
+      read, and a lock held by any of them terminates them all (SIGKILL).
+
       A termination is said on stderr and in <root>/Run/lifecycle.log, one line per \
       lock: "terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID while \
-      being suspended (0xdead10cc)".
+      being suspended (0xdead10cc), held by process PID (COMMAND)".
 
       With --report-only, the lines say 'reported:' and the app is suspended instead. \
       stdout says what happened, how long the app took to answer, and whether it \
@@ -65,7 +71,10 @@ struct SuspendCommand: ParsableCommand {
     let pid = try target.resolve(on: device)
     let outcome = try device.suspend(pid: pid, grace: grace, reportOnly: reportOnly)
     for line in outcome.reports { printError(line) }
-    let app = "\(outcome.bundleIdentifier) (\(pid))"
+    let others = outcome.processes.filter { $0.pid != pid }.count
+    let app =
+      "\(outcome.bundleIdentifier) (\(pid))"
+      + (others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")")
     let milliseconds = Double(outcome.waited.components.attoseconds) / 1e15
       + Double(outcome.waited.components.seconds) * 1000
     let answer =

@@ -33,7 +33,7 @@ struct WatchCommand: ParsableCommand {
   }
 
   func run() throws {
-    let resolved = try ResolvedDomain(domain, globals: globals)
+    let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     // Refuse an unreadable file instead of letting the library move it aside.
     _ = try resolved.storedValues()
     // Take SIGINT and SIGTERM before the library opens a suite, so that it

@@ -1,7 +1,7 @@
 import CAppGroupsLinux
 import Glibc
 
-/// A suite's sidecar file, `<suite>.plist.lock`: the commit lock, and the
+/// A suite's lock file, `<suite>.plist.lock`: the commit lock, and the token record, the
 /// last-update token readable by every process without parsing the plist.
 ///
 /// The token lives in the first page of the file, mapped shared into every
@@ -15,10 +15,16 @@ import Glibc
 /// length and its inode (see ``SuiteJournal``); words 504 to 506 are the lock's
 /// fair wait (`cappgroups_flock_until`), and the page's last word is ``LockedFile``'s
 /// retired mark.
-final class SuiteSidecar: Sendable {
-  /// The lock file: its lock, and the page the token lives in (see ``LockedFile``).
-  let file: LockedFile
+package final class SuiteLockFile: Sendable {
+  /// The file: its lock, and the page the token lives in (see ``LockedFile``).
+  private let file: LockedFile
   private static let magic: UInt64 = 0x3154_4e45_4b4f_5447  // "GTOKENT1"
+
+  /// The lock file of the suite whose plist is at `plistPath`: `<plist>.lock`.
+  package static func path(of plistPath: String) -> String { plistPath + suffix }
+
+  /// What a suite's lock file adds to its plist's name.
+  package static let suffix = ".lock"
 
   /// The record a committer leaves: the token, and which version of the
   /// plist it describes.
@@ -36,10 +42,38 @@ final class SuiteSidecar: Sendable {
     }
   }
 
-  /// Opens (creating) the sidecar at `path`; `makeFolder` as in ``LockedFile/Options``.
+  /// Opens (creating) the lock file at `path`; `makeFolder` as in ``LockedFile/Options``.
   init(path: String, makeFolder: String?) throws(SystemCallError) {
     file = try LockedFile(path: path, options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder))
   }
+
+  // MARK: The lock (see ``LockedFile``)
+
+  /// The lock file's path.
+  var path: String { file.path }
+
+  /// Takes the lock (see ``LockedFile/lock(until:whileHolderProgresses:)``).
+  func lock(until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil) throws(LockedFile.Failure) {
+    try file.lock(until: deadline, whileHolderProgresses: ceiling)
+  }
+
+  /// Takes the lock if it is free now.
+  func tryLock() -> Bool { file.tryLock() }
+
+  func unlock() { file.unlock() }
+
+  /// Whether the lock held is still the lock of the file at the path.
+  func stillLocksPath() -> Bool { file.stillLocksPath() }
+
+  /// Opens the file now at the path when another replaced the one read.
+  /// - Returns: whether it changed.
+  @discardableResult
+  func refreshIfReplaced() -> Bool { file.refreshIfReplaced() }
+
+  /// Whether the file read was removed from its folder.
+  var currentIsUnlinked: Bool { file.currentIsUnlinked }
+
+  // MARK: The token record
 
   /// The current record, read without the lock. `nil` only if a writer is
   /// in the middle of an update for the whole bounded retry (it was stopped
@@ -119,7 +153,7 @@ final class SuiteSidecar: Sendable {
     store(1, sequence)
     var token = load(2)
     if load(0) != Self.magic {
-      // A new sidecar (or one deleted by hand) starts from the clock, so the
+      // A new lock file (or one deleted by hand) starts from the clock, so the
       // token never goes backwards across its re-creation.
       token = max(token, UInt64(max(FileSystem.nowNanoseconds(), 0)))
       store(0, Self.magic)

@@ -1,0 +1,141 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// Waits, a bounded time, until `pid` is gone (or a zombie): the kernel gives no event for
+/// another process's end.
+private func isGone(_ pid: Int32, within seconds: Double = 20) -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    let state = processState(pid)
+    if state == nil || state == "Z" { return true }
+    usleep(2_000)
+  }
+  return false
+}
+
+/// The app of these tests: a shell (the process `groupctl run` starts) whose child takes an
+/// flock on the cache file in the group container, says `locked PID`, and becomes `sleep`,
+/// keeping the lock.
+private func lockingChild(_ t: LifecycleRoot, shape: String) -> [String] {
+  // $0 of the inner shell is the cache file; $$ its pid, which `exec sleep` keeps.
+  let child = "exec 9>\"$0\"; flock -x 9; echo \"locked $$\"; exec sleep 600"
+  switch shape {
+  case "child":
+    return [
+      "/bin/sh", "-c",
+      "sh -c '\(child)' \"$0\" & wait", t.cachePath,
+    ]
+  default:  // "double fork": the child's parent exits at once, and it leaves the session
+    return [
+      "/bin/sh", "-c",
+      "(setsid sh -c '\(child)' \"$0\" &); echo forked; exec sleep 600", t.cachePath,
+    ]
+  }
+}
+
+@Suite("Lifecycle: the app is its whole process tree", .processBound)
+struct LifecycleTreeTests {
+  @Test(arguments: ["child", "double fork"])
+  func aChildHoldingALockIsTerminatedWithItsParentAndNamed(shape: String) throws {
+    let t = try LifecycleRoot()
+    try FileManager.default.createDirectory(
+      atPath: (t.cachePath as NSString).deletingLastPathComponent,
+      withIntermediateDirectories: true)
+    let app = try t.launch(
+      LifecycleRoot.writer, lockingChild(t, shape: shape), waitsForReady: false)
+    let pid = app.process.processIdentifier
+    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
+    let child = try #require(Int32(locked.dropFirst(7)))
+    #expect(child != pid)
+
+    let suspend = try t.g.run(["suspend", LifecycleRoot.writer, "--grace", "1"])
+    #expect(suspend.status == 1, "\(suspend)")
+    #expect(suspend.stderr == t.report("terminated", pid: pid, holder: "\(child) (sleep)") + "\n")
+    #expect(
+      suspend.stdout.hasPrefix(
+        "terminated: \(LifecycleRoot.writer) (\(pid)) and 1 other process,"), "\(suspend.stdout)")
+    #expect(app.wait() == SIGKILL)
+    #expect(isGone(child), "the child \(child) still runs: \(processState(child) ?? "?")")
+    let log = try String(contentsOf: t.device.logURL, encoding: .utf8)
+    #expect(log.contains("held by process \(child) (sleep)"))
+  }
+
+  @Test func aSuspendedAppIsStoppedWholeAndResumedWhole() throws {
+    let t = try LifecycleRoot()
+    try FileManager.default.createDirectory(
+      atPath: (t.cachePath as NSString).deletingLastPathComponent,
+      withIntermediateDirectories: true)
+    let app = try t.launch(
+      LifecycleRoot.writer, lockingChild(t, shape: "child"), waitsForReady: false)
+    defer { app.signal(SIGKILL) }
+    let pid = app.process.processIdentifier
+    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
+    let child = try #require(Int32(locked.dropFirst(7)))
+
+    let ps = try t.g.ok(["ps"])
+    #expect(ps.contains("\(pid)\trunning\t\(LifecycleRoot.writer)\t"), "\(ps)")
+    #expect(ps.contains("  process: \(child)\trunning\tsleep\n"), "\(ps)")
+    #expect(
+      ps.contains(
+        "  lock: flock WRITE \(t.cachePath) (\(TestRoot.group)), held by process \(child) (sleep)"),
+      "\(ps)")
+
+    let suspend = try t.g.run(["suspend", String(pid), "--report-only"])
+    #expect(suspend.status == 0, "\(suspend)")
+    #expect(suspend.stderr == t.report("reported", pid: pid, holder: "\(child) (sleep)") + "\n")
+    #expect(processState(pid) == "T")
+    #expect(processState(child) == "T")
+    #expect(try t.g.ok(["ps"]).contains("  process: \(child)\tstopped\tsleep\n"))
+
+    let doctor = try t.g.run(["doctor", "--locks"])
+    #expect(doctor.status == 1)
+    #expect(
+      doctor.stdout.contains(
+        "problem: \(LifecycleRoot.writer) (\(pid)), its process \(child) (sleep), is stopped while"
+          + " it holds a lock on \(t.cachePath) in group \(TestRoot.group) (flock)"),
+      "\(doctor.stdout)")
+    #expect(doctor.stdout.contains("'groupctl resume \(pid)'"), "\(doctor.stdout)")
+
+    let resume = try t.g.ok(["resume", LifecycleRoot.writer])
+    #expect(resume == "resumed: \(LifecycleRoot.writer) (\(pid)) and 1 other process\n")
+    #expect(processState(pid) != "T")
+    #expect(processState(child) != "T")
+    #expect(try t.g.run(["doctor", "--locks"]).status == 0)
+  }
+
+  @Test func aChildThatListensIsToldAndWaitedFor() throws {
+    let t = try LifecycleRoot()
+    try t.g.ok(["write", TestRoot.group, "shared", "yes"])
+    // The worker's repl opens the group suite: its library hears the notice and answers.
+    // The shell is the program run; the worker it starts is allowed with --ro. A command
+    // put in the background reads /dev/null unless it is given the shell's input.
+    let worker = Product.url("appgroups-worker").path
+    let app = try ChildProcess(
+      "groupctl",
+      [
+        "--root", t.path, "run", "--as", LifecycleRoot.writer, "--best-effort",
+        "--ro", Product.directory.path, "--", "/bin/sh", "-c",
+        "exec 3<&0; \"$0\" repl \(TestRoot.group) 0<&3 & wait", worker,
+      ], environment: ["APPGROUPS_ROOT": t.path])
+    #expect(app.waitFor("ready"), "\(app.standardError)")
+    defer { app.signal(SIGKILL) }
+    let pid = app.process.processIdentifier
+    app.send("get shared")
+    #expect(app.waitFor("value yes"))
+    let members = Device.processes(ofApp: pid)
+    #expect(members.count == 2, "\(members)")
+
+    let suspend = try t.g.run(["suspend", LifecycleRoot.writer, "--grace", "10"])
+    #expect(suspend.status == 0, "\(suspend)")
+    #expect(
+      suspend.stdout.hasPrefix(
+        "suspended: \(LifecycleRoot.writer) (\(pid)) and 1 other process, ready after"),
+      "\(suspend.stdout)")
+    for member in members { #expect(processState(member.pid) == "T", "\(member)") }
+    #expect(try t.g.ok(["resume", String(pid)]).hasPrefix("resumed: "))
+    app.send("get shared")
+    #expect(app.waitFor("value yes"))
+  }
+}
