@@ -91,15 +91,22 @@ struct PresentCommand: ParsableCommand {
     var observations: [Observation] = []
     if releaseOnSuspend {
       AppLifecycle.start(identity: identity, root: root)
+      // What the item looked like when the presenter went away: a change made meanwhile is
+      // told on resume, as Apple asks of a presenter added again.
+      let before = ModificationDate()
       observations.append(
         AppLifecycle.onSuspend { _ in
           NSFileCoordinator.removeFilePresenter(presenter)
+          before.value.withLock { $0 = presenter.modificationDate }
           output.write("removed the presenter for the suspension")
         })
       observations.append(
         AppLifecycle.onResume {
           NSFileCoordinator.addFilePresenter(presenter)
           output.write("presenting again after the resume")
+          if before.value.withLock({ $0 }) != presenter.modificationDate {
+            presenter.presentedItemOperationQueue.addOperation { presenter.presentedItemDidChange() }
+          }
         })
     }
     printError("presenting \(url.path) as \(identity.bundleIdentifier) (Ctrl-C to stop)")
@@ -132,6 +139,12 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   var presentedItemURL: URL? { url.withLock { $0 } }
+
+  /// The item's modification date now (nil when it is not there).
+  var modificationDate: Date? {
+    guard let path = presentedItemURL?.path else { return nil }
+    return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+  }
 
   private func answer(_ line: String, _ completion: @escaping @Sendable ((any Error)?) -> Void) {
     output.write(line)
@@ -184,6 +197,11 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
   func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
     output.write("subitem-did-move \(oldURL.path) \(newURL.path)")
   }
+}
+
+/// A date shared by the suspension and resume callbacks.
+final class ModificationDate: Sendable {
+  let value = Mutex<Date?>(nil)
 }
 
 /// Writes whole lines to standard output at once, unbuffered, from any thread; a closed
