@@ -9,6 +9,7 @@ import Foundation
 /// Library/Coordination/names/<slot>        the item (its path in the container) of a slot
 /// Library/Coordination/presenters/<name>   one registered presenter
 /// Library/Coordination/inbox/<pid>-<start> a participating process's inbox (a FIFO)
+/// Library/Coordination/processes/<pid>-<start>  the app that process acts as
 /// ```
 enum CoordinationLayout {
   /// The folder, relative to its container.
@@ -18,6 +19,8 @@ enum CoordinationLayout {
   static let namesFolder = "names"
   static let presentersFolder = "presenters"
   static let inboxFolder = "inbox"
+  /// `processes/<pid>-<start time>`: the app a participating process acts as, for reports.
+  static let processesFolder = "processes"
   /// The log of presenters that did not answer, for a process that cannot write
   /// `<root>/Run/lifecycle.log` (an app in its sandbox).
   static let logFile = "log"

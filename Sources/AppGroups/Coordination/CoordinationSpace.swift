@@ -191,18 +191,46 @@ final class CoordinationSpace: Sendable, Hashable, CustomStringConvertible {
         }
       }
       admitted.withLock { _ = $0.insert(name) }
+      try prepareFolders()
+      noteProcess(acting: name)
     }
     try prepareFolders()
   }
 
+  /// Writes who this process is (`processes/<pid>-<start time>`), for `groupctl ps` to name
+  /// a process that `groupctl run` did not launch; removes the notes of processes that are
+  /// gone, and, at this process's normal exit, its own.
+  private func noteProcess(acting name: String) {
+    let processes = folder + "/" + CoordinationLayout.processesFolder
+    try? FileSystem.replace(processes + "/" + ThisProcess.key, with: Array(name.utf8))
+    for entry in FileSystem.entryNames(in: processes)
+    where entry != ThisProcess.key && ThisProcess.parse(entry) != nil && !ThisProcess.isAlive(entry) {
+      try? FileSystem.remove(processes + "/" + entry)
+    }
+    let first = Self.noted.withLock { noted in
+      noted.append(processes + "/" + ThisProcess.key)
+      return noted.count == 1
+    }
+    if first {
+      Processes.atExit {
+        for path in CoordinationSpace.noted.withLock({ $0 }) { try? FileSystem.remove(path) }
+      }
+    }
+  }
+
+  /// The notes ``noteProcess(acting:)`` wrote.
+  private static let noted = Mutex<[String]>([])
+
   /// Creates the coordination folder and its subfolders when missing (a folder removed under
   /// a running process is made again).
   func prepareFolders() throws(AppGroupsError) {
-    guard !Paths.exists(registry.folder) || !Paths.exists(inboxFolder) else { return }
+    guard !Paths.exists(registry.folder) || !Paths.exists(inboxFolder)
+      || !Paths.exists(folder + "/" + CoordinationLayout.processesFolder)
+    else { return }
     do {
       for sub in [
         CoordinationLayout.namesFolder, CoordinationLayout.presentersFolder,
-        CoordinationLayout.inboxFolder,
+        CoordinationLayout.inboxFolder, CoordinationLayout.processesFolder,
       ] {
         try FileSystem.makeDirectory(folder + "/" + sub, within: container)
       }

@@ -82,9 +82,17 @@ public enum CoordinationStatus {
     let device = Device(root: root)
     return ProcessStatus.allPIDs().flatMap { pid -> [Access] in
       let locks = HeldLock.locks(heldBy: pid, root: root).filter { $0.coordinatedItem != nil }
-      guard !locks.isEmpty else { return [] }
-      let stopped = ProcessStatus(pid: pid)?.isStopped == true
-      let bundle = device.bundleIdentifier(of: pid)
+      guard !locks.isEmpty, let status = ProcessStatus(pid: pid) else { return [] }
+      let stopped = status.isStopped
+      // Its run record or environment, else what it wrote beside the claims it holds.
+      let key = "\(pid)-\(status.startTime)"
+      let bundle =
+        device.bundleIdentifier(of: pid)
+        ?? locks.lazy.compactMap { lock -> String? in
+          let folder = FileSystem.folder(of: lock.path)
+          let path = folder + "/" + CoordinationLayout.processesFolder + "/" + key
+          return FileSystem.readPrefix(256, of: path).map { String(decoding: $0, as: UTF8.self) }
+        }.first
       return locks.compactMap { lock in
         guard let item = lock.coordinatedItem else { return nil }
         return Access(
