@@ -26,6 +26,12 @@ let package = Package(
       pkgConfig: "libcrypto",
       providers: [.apt(["libssl-dev"])]
     ),
+    // The system's libsqlite3, for the notes example only: the library never links it.
+    .systemLibrary(
+      name: "CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]
+    ),
     // The device's keybag: class keys wrapped by a key derived from the passcode.
     .target(name: "AppGroupsKeybag", dependencies: ["AppGroups", "CAppGroupsCrypto"]),
     // The shared keychain: SecItem calls, access groups, items encrypted per class.
@@ -48,6 +54,8 @@ let package = Package(
     .executableTarget(
       name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
     .executableTarget(
+      name: "notes", dependencies: ["AppGroups", "CSQLite"], path: "Examples/notes"),
+    .executableTarget(
       name: "benchmark", dependencies: ["AppGroups", "AppGroupsKeychain"], path: "Benchmarks/benchmark"),
     .executableTarget(
       name: "appgroups-worker", dependencies: ["AppGroups", "AppGroupsKeybag"], path: "Tests/Worker"),
@@ -64,7 +72,7 @@ let package = Package(
       dependencies: [
         "AppGroups", "AppGroupsTesting", "AppGroupsTestSupport", "ExampleSchema", "groupctl",
         "AppGroupsKeybag", "AppGroupsKeychain", "ExampleKeychain",
-        "app", "widget", "appgroups-worker", "cache-writer", "appgroups-keychain-worker",
+        "app", "widget", "appgroups-worker", "cache-writer", "appgroups-keychain-worker", "notes",
       ]
     ),
   ],

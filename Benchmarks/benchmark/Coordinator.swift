@@ -70,7 +70,7 @@ final class Coordinator {
   let folder: String
   let root: String
   let environments: [Side: [String: String]]
-  private var samples: [String: [Double]] = [:]
+  var samples: [String: [Double]] = [:]
   private var values: [String: [Double]] = [:]
 
   init(configuration: Configuration) {
@@ -154,7 +154,7 @@ final class Coordinator {
     let started = monotonicNanoseconds()
     let loadBefore = loadAverage()
     // The manifest: the bench identity holds every group suite used.
-    var groups = ["read", "empty", "notify", "fanout"] + c.sizes.map { "keys-\($0.keys)" }
+    var groups = ["read", "empty", "notify", "fanout", "files"] + c.sizes.map { "keys-\($0.keys)" }
     groups += (0..<c.rounds).map { "fill-r\($0)" }
     groups += (0..<c.rounds).map { "migrate-r\($0)" }
     groups += (0..<c.rounds).map { "contend-r\($0)" }
@@ -207,6 +207,7 @@ final class Coordinator {
         measure(.appGroups, "P11", "contend", "contend-r\(round)", ["contenders": c.contenders, "count": c.contendCount])
       }
       measureKeychain(round)
+      if wants("F1") || wants("F2") { measureCoordination() }
       measureFloor()
       if let peer = c.dconfPeer, wants("P1") || wants("P2") || wants("P3") || wants("P4") || wants("P5") || wants("P8") {
         measureDconf(peer)
@@ -526,6 +527,7 @@ final class Coordinator {
       let cells = [row.measure] + row.appGroups + row.foundation + [row.ratio, row.dconf.0, row.dconf.1, row.target, row.verdict]
       print("| " + cells.joined(separator: " | ") + " |")
     }
+    printCoordinationReport()
     if wants("P7") {
       print("")
       print(growth.detail)

@@ -21,6 +21,7 @@ if arguments.first == "__child" {
   switch arguments[1] {
   case "appgroups": AppGroupsSide.run(arguments[2], parameters)
   case "foundation": FoundationSide.run(arguments[2], parameters)
+  case "files": CoordinationSide.run(arguments[2], parameters)
   default: fail("unknown side \(arguments[1])")
   }
   emit("done")
@@ -31,7 +32,7 @@ let usage = """
   usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep] [--no-dconf]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
-    --only …    run only these measures (P1…P9, P11)
+    --only …    run only these measures (P1…P9, P11; F1, F2: file coordination)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
     --no-dconf  leave out the dconf column (run when Benchmarks/dconf-peer is built)
   """

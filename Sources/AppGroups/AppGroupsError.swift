@@ -35,6 +35,10 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
       case migrationFailed
       case io
       case sandboxUnavailable
+      case outsideContainer
+      case presenterTimeout
+      case presenterRefused
+      case cancelled
       case protectedDataUnavailable
     }
     fileprivate let kind: Kind
@@ -73,6 +77,16 @@ public struct AppGroupsError: Error, Sendable, CustomStringConvertible {
     /// The process cannot be confined as asked: the kernel offers no Landlock, or other
     /// threads already run and the kernel cannot restrict them all at once.
     public static let sandboxUnavailable = Code(kind: .sandboxUnavailable)
+    /// A file coordination was asked for an item that is not in a container of a root, or
+    /// not a file URL.
+    public static let outsideContainer = Code(kind: .outsideContainer)
+    /// A file presenter did not answer a coordinated access within the bound: its app is
+    /// suspended or stopped, or its callback never called the completion handler.
+    public static let presenterTimeout = Code(kind: .presenterTimeout)
+    /// A file presenter's callback refused a coordinated access (it passed an error).
+    public static let presenterRefused = Code(kind: .presenterRefused)
+    /// A coordinated access was cancelled (``NSFileCoordinator/cancel()``) before it began.
+    public static let cancelled = Code(kind: .cancelled)
     /// The device state makes the data unavailable now: a suite's file before the first
     /// unlock, a file whose protection class is unavailable while the device is locked.
     public static let protectedDataUnavailable = Code(kind: .protectedDataUnavailable)

@@ -68,6 +68,11 @@ static void install_handler(void) {
 
 int cappgroups_lock_signal(void) { return lock_signal_number(); }
 
+int cappgroups_lock_signal_ready(void) {
+  pthread_once(&handler_once, install_handler);
+  return handler_installed;
+}
+
 static uint64_t monotonic_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);

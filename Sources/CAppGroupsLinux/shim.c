@@ -18,6 +18,10 @@ void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value) {
   __atomic_store_n(address, value, __ATOMIC_SEQ_CST);
 }
 
+uint64_t cappgroups_atomic_add_u64(uint64_t *address, uint64_t value) {
+  return __atomic_add_fetch(address, value, __ATOMIC_SEQ_CST);
+}
+
 void cappgroups_atomic_fence(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

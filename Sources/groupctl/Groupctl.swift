@@ -30,6 +30,13 @@ enum Groupctl {
         ]
       ),
       (
+        "FILES",
+        [
+          PresentCommand.self,
+          CoordinateCommand.self,
+        ]
+      ),
+      (
         "PREFERENCES",
         [
           ReadCommand.self,

@@ -8,7 +8,7 @@ import Testing
 struct GroupctlParsingTests {
   static let commands = [
     "grant", "revoke", "list", "container", "run", "import-entitlements", "ps", "suspend", "resume",
-    "device", "read", "read-type", "write", "delete", "rename", "domains", "find",
+    "device", "present", "coordinate", "read", "read-type", "write", "delete", "rename", "domains", "find",
     "import", "export", "watch", "explain", "force", "unforce", "report", "schema",
     "doctor", "help", "completion", "keychain",
   ]

@@ -241,6 +241,13 @@ final class Lifecycle: @unchecked Sendable {
   /// The app's device: its state changes are told to the app (ProtectedData).
   private var deviceMonitor: DeviceMonitor?
 
+  /// The identity ``start(identity:root:)`` was given, once it was.
+  var startedIdentity: AppIdentity? {
+    condition.lock()
+    defer { condition.unlock() }
+    return identity
+  }
+
   var isSuspending: Bool {
     condition.lock()
     defer { condition.unlock() }

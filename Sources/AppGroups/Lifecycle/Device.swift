@@ -364,7 +364,7 @@ public struct Device: Sendable {
     let held = Self.locks(heldBy: Self.processes(ofApp: pid), root: root)
     let verb = reportOnly ? "reported" : "terminated"
     let reports = held.map { lock, holders in
-      "\(verb): \(bundle) (\(pid)) held a lock on \(lock.path) in group \(lock.groupIdentifier)"
+      "\(verb): \(bundle) (\(pid)) held \(lock.subject) in group \(lock.groupIdentifier)"
         + " while being suspended (0xdead10cc), held by \(Self.describe(holders))"
     }
     appendToLog(reports)

@@ -23,10 +23,29 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   public let path: String
   /// The group whose container holds the file.
   public let groupIdentifier: String
+  /// The first byte locked (0 for a whole-file lock).
+  public let start: UInt64
 
-  /// `flock WRITE /path (group.x)`.
+  /// The item a coordinated access holds this lock for, when the file is a container's
+  /// claims file (`Library/Coordination/claims`, see ``NSFileCoordinator``): its path.
+  public var coordinatedItem: String? {
+    guard let claim = CoordinationLayout.claim(at: start, claimsPath: path) else { return nil }
+    let container = String(path.dropLast(CoordinationLayout.folder.count + CoordinationLayout.claimsFile.count + 2))
+    return claim.item.isEmpty ? container : container + "/" + claim.item
+  }
+
+  /// What the lock stands for in a report: `a lock on PATH`, or for a coordinated access
+  /// `a coordinated write of ITEM (a lock on PATH)`.
+  public var subject: String {
+    guard let item = coordinatedItem else { return "a lock on \(path)" }
+    return "a coordinated \(isExclusive ? "write" : "read") of \(item) (a lock on \(path))"
+  }
+
+  /// `flock WRITE /path (group.x)`, and for a coordinated access `: coordinated write of ITEM`.
   public var description: String {
-    "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path) (\(groupIdentifier))"
+    let base = "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path) (\(groupIdentifier))"
+    guard let item = coordinatedItem else { return base }
+    return base + ": coordinated \(isExclusive ? "write" : "read") of \(item)"
   }
 
   /// Every lock `pid` holds on a file inside one of `root`'s group containers
@@ -53,14 +72,22 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
       guard let path = Paths.linkContents(link), path.hasPrefix(prefix) else { continue }
       guard let file = FileStatus(atPath: link, followingLinks: true) else { continue }
       let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
+      // A coordinated access's claims file: one lock per item claimed (its other bytes, the
+      // folders above it and a waiting writer's turnstile, say nothing more).
+      let claims = path.hasSuffix("/" + CoordinationLayout.folder + "/" + CoordinationLayout.claimsFile)
       for line in lines {
         guard let lock = LockLine(line), lock.matches(file) else { continue }
-        let key = "\(lock.kind) \(file.device) \(file.inode)"
+        if claims {
+          guard let claim = CoordinationLayout.claim(at: lock.start, claimsPath: path),
+            claim.part == "item" || (claim.part == "subtree" && lock.isExclusive)
+          else { continue }
+        }
+        let key = "\(lock.kind) \(file.device) \(file.inode)" + (claims ? " \(lock.start)" : "")
         guard seen.insert(key).inserted else { continue }
         found.append(
           HeldLock(
             pid: pid, kind: lock.kind, isExclusive: lock.isExclusive, path: path,
-            groupIdentifier: group))
+            groupIdentifier: group, start: lock.start))
       }
     }
     return found.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
@@ -75,6 +102,8 @@ struct LockLine: Equatable {
   var major: UInt64
   var minor: UInt64
   var inode: UInt64
+  /// The first byte locked.
+  var start: UInt64
 
   init?(_ line: Substring) {
     var words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -95,6 +124,7 @@ struct LockLine: Equatable {
     self.major = major
     self.minor = minor
     self.inode = inode
+    start = words.count > 6 ? UInt64(words[6]) ?? 0 : 0
   }
 
   /// Whether the line is about `file` (device numbers as glibc's `major(3)`/`minor(3)`).

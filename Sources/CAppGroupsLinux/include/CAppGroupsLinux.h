@@ -26,6 +26,9 @@ uint64_t cappgroups_atomic_load_u64(const uint64_t *address);
 /// Sequentially consistent 64-bit store to shared memory (a mapped file).
 void cappgroups_atomic_store_u64(uint64_t *address, uint64_t value);
 
+/// Sequentially consistent 64-bit fetch-and-add on shared memory; returns the new value.
+uint64_t cappgroups_atomic_add_u64(uint64_t *address, uint64_t value);
+
 /// Full memory fence, for the seqlock around the token record.
 void cappgroups_atomic_fence(void);
 
@@ -56,6 +59,10 @@ void cappgroups_funlock(int fd, uint64_t *page);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
+
+/// Installs that signal's empty handler once, unless another part of the process owns the
+/// signal; whether it is installed (a waiter then blocks in the kernel; else it polls).
+int cappgroups_lock_signal_ready(void);
 // MARK: Landlock (landlock.c)
 //
 // The three Landlock system calls have no C library wrapper and syscall(2)
@@ -150,6 +157,32 @@ int32_t cappgroups_keyctl_user_keyring(void);
 /// pidfd_open(2) (no C library wrapper in older glibc): a descriptor that polls readable
 /// when process `pid` ends, whether or not it is a child. Close-on-exec. -1 with errno.
 int cappgroups_pidfd_open(int32_t pid);
+
+// MARK: File coordination (ofdlock.c)
+
+/// One step of a coordinated access's locks on its container's claims file: an open file
+/// description lock (fcntl F_OFD_SETLK, a GNU extension Swift's Glibc module does not show)
+/// of `type` F_RDLCK or F_WRLCK on `length` bytes from `start`, or F_UNLCK to let such a
+/// range go again.
+struct cappgroups_lock_step {
+  int16_t type;
+  int64_t start;
+  int64_t length;
+};
+
+/// Takes the steps in order on `fd`, each waiting in the kernel (F_OFD_SETLKW) until the
+/// bytes are free or `deadline_ns` (CLOCK_MONOTONIC) passes: fcntl(2) is variadic and has no
+/// timeout, so a per-thread timer cuts the wait short, as for cappgroups_flock_until.
+/// `*done` is the number of steps taken. Returns 0, ETIMEDOUT at the deadline, or the errno
+/// of the failure. The locks belong to the open file description: closing its last
+/// descriptor, or the death of the process, releases them all.
+int cappgroups_ofd_lock_steps_until(int fd, const struct cappgroups_lock_step *steps, int count,
+                                    uint64_t deadline_ns, int *done);
+
+/// F_OFD_GETLK for `type` on `length` bytes from `start`: 0 when they could be locked now,
+/// 1 when another open file description holds a conflicting lock (`*holder_type` its type),
+/// -1 with errno on failure.
+int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int16_t *holder_type);
 
 // MARK: Process tree (subreaper.c)
 

@@ -424,6 +424,7 @@ struct Doctor {
     let manifest = checkManifest()
     let containers = checkContainers(manifest: manifest)
     checkKeychain(manifest: manifest)
+    checkCoordination()
     let (files, folders) = walk(containers)
     add(
       .ok,

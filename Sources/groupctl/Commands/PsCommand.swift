@@ -34,11 +34,33 @@ struct PsCommand: ParsableCommand {
     try globals.requireAdministrator("ps")
   }
 
+  /// The presenters and coordinated accesses of processes `groupctl run` did not launch,
+  /// and the presenters reported for not answering.
+  private func printCoordination(
+    presenters: [CoordinationStatus.Presenter], apps: Set<Int32>, root: ContainerRoot
+  ) {
+    let others = presenters.filter { !apps.contains($0.pid) }
+    let accesses = CoordinationStatus.accesses(root: root).filter { !apps.contains($0.pid) }
+    if !others.isEmpty || !accesses.isEmpty {
+      printOut("")
+      printOut("Other processes (file coordination):")
+      for presenter in others { printOut("  \(presenter)") }
+      for access in accesses { printOut("  \(access)") }
+    }
+    let unanswered = CoordinationStatus.reports(root: root)
+    if !unanswered.isEmpty {
+      printOut("")
+      printOut("Unanswered presenters (\(Device(root: root).logURL.path) and the containers' Library/Coordination/log):")
+      for line in unanswered.suffix(10) { printOut("  \(line)") }
+    }
+  }
+
   func run() throws {
     let root = globals.containerRoot
     warnIfMissing(root)
     let device = Device(root: root)
     let apps = device.runningApps()
+    let presenters = CoordinationStatus.presenters(root: root).filter(\.isLive)
     printOut("PID\tSTATE\tBUNDLE-ID\tEXECUTABLE")
     for app in apps {
       let record = app.record
@@ -55,7 +77,13 @@ struct PsCommand: ParsableCommand {
         let holder = app.processes.first { $0.pid == lock.pid }.map(\.description) ?? "\(lock.pid)"
         printOut("  lock: \(lock), held by process \(holder)")
       }
+      let pids = Set(app.processes.map(\.pid) + [record.pid])
+      for presenter in presenters where pids.contains(presenter.pid) {
+        printOut("  presents: \(presenter.path)\(presenter.isFolder ? " (folder)" : "")")
+      }
     }
+    let appPIDs = Set(apps.flatMap { $0.processes.map(\.pid) + [$0.record.pid] })
+    printCoordination(presenters: presenters, apps: appPIDs, root: root)
     let terminations = device.logLines().filter { $0.contains(" terminated: ") }
     if !terminations.isEmpty {
       printOut("")

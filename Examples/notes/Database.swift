@@ -1,0 +1,91 @@
+import CSQLite
+import Foundation
+
+/// A SQLite error: the call, the database's path and SQLite's own message.
+struct DatabaseError: Error, CustomStringConvertible {
+  let description: String
+}
+
+/// One connection to the notes database, through the system's libsqlite3: the few calls the
+/// example needs, each failure a ``DatabaseError`` that says what SQLite said.
+final class Database {
+  let path: String
+  private var handle: OpaquePointer?
+
+  /// Opens (creating) the database at `path` in WAL mode, with its table, waiting up to five
+  /// seconds for another connection's lock (`sqlite3_busy_timeout`) before a call fails with
+  /// "database is locked".
+  init(path: String) throws {
+    self.path = path
+    var opened: OpaquePointer?
+    let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+    handle = opened
+    guard code == SQLITE_OK else {
+      let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      sqlite3_close(opened)
+      handle = nil
+      throw DatabaseError(description: "cannot open \(path): \(message)")
+    }
+    sqlite3_busy_timeout(handle, 5000)
+    try execute("PRAGMA journal_mode=WAL")
+    try execute(
+      "CREATE TABLE IF NOT EXISTS notes(id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL,"
+        + " created REAL NOT NULL)")
+  }
+
+  deinit { close() }
+
+  /// Closes the connection: every lock SQLite holds on the database's files goes with it.
+  func close() {
+    guard let handle else { return }
+    sqlite3_close_v2(handle)
+    self.handle = nil
+  }
+
+  private func failure(_ what: String) -> DatabaseError {
+    let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+    return DatabaseError(description: "\(what) on \(path): \(message)")
+  }
+
+  /// Runs SQL that returns no rows.
+  func execute(_ sql: String) throws {
+    guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw failure(sql) }
+  }
+
+  /// Inserts a note; its id.
+  func insert(_ text: String) throws -> Int64 {
+    var statement: OpaquePointer?
+    guard
+      sqlite3_prepare_v2(handle, "INSERT INTO notes(text, created) VALUES(?, ?)", -1, &statement, nil)
+        == SQLITE_OK
+    else { throw failure("preparing an insert") }
+    defer { sqlite3_finalize(statement) }
+    sqlite3_bind_text(statement, 1, text, -1, csqlite_transient())
+    sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+    guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("inserting a note") }
+    return sqlite3_last_insert_rowid(handle)
+  }
+
+  /// The notes after `id`, in order.
+  func notes(after id: Int64 = 0) throws -> [(id: Int64, text: String)] {
+    var statement: OpaquePointer?
+    guard
+      sqlite3_prepare_v2(handle, "SELECT id, text FROM notes WHERE id > ? ORDER BY id", -1, &statement, nil)
+        == SQLITE_OK
+    else { throw failure("preparing a query") }
+    defer { sqlite3_finalize(statement) }
+    sqlite3_bind_int64(statement, 1, id)
+    var rows: [(Int64, String)] = []
+    while true {
+      switch sqlite3_step(statement) {
+      case SQLITE_ROW:
+        let text = sqlite3_column_text(statement, 1).map { String(cString: $0) } ?? ""
+        rows.append((sqlite3_column_int64(statement, 0), text))
+      case SQLITE_DONE:
+        return rows
+      default:
+        throw failure("reading the notes")
+      }
+    }
+  }
+}

@@ -1,0 +1,308 @@
+import CAppGroupsLinux
+import Foundation
+import Glibc
+
+/// This process's mail for file coordination: one inbox per container it takes part in, a
+/// FIFO at `Library/Coordination/inbox/<pid>-<start time>`, read by one thread of its own.
+///
+/// A FIFO, because a sandboxed app can make and open one in its group container (Landlock
+/// scopes abstract sockets and signals to the sandbox, not files), a write of a message of at
+/// most `PIPE_BUF` bytes arrives whole, and the kernel tells a sender at once when nobody
+/// reads an inbox any more: `open(2)` with `O_NONBLOCK` fails with `ENXIO`, so a crashed
+/// presenter is skipped, never waited for. The owner keeps its inbox open for reading and
+/// writing, so that it never reads an end of file.
+///
+/// The thread hands asks and tells to ``PresenterHost`` (which runs presenters on their own
+/// queues, never on this thread) and answers to the access waiting for them; it also hears,
+/// through a pidfd, when a process that asked a presenter here to relinquish ends without
+/// telling it to reacquire.
+final class Courier: @unchecked Sendable {
+  static let shared = Courier()
+
+  /// How a message went.
+  enum Delivery: Equatable {
+    case sent
+    /// Nobody reads the inbox: its process is gone (or the inbox is).
+    case gone
+    /// The inbox is full: its process has not read it for a long while (stopped).
+    case full
+    case failed(String)
+  }
+
+  private let condition = NSCondition()
+  // Everything below is read and written only while `condition` is locked.
+  private var inboxes: [String: CInt] = [:]
+  private var partial: [CInt: [UInt8]] = [:]
+  private var waiting: Set<UInt64> = []
+  private var answers: [UInt64: [CoordinationMessage]] = [:]
+  private var exitWatches: [CInt: (key: String, handlers: [@Sendable () -> Void])] = [:]
+  private var nextID: UInt64 = 1
+  private var eventFD: CInt = -1
+  private var started = false
+
+  private init() {}
+
+  // MARK: Inboxes
+
+  /// This process's inbox in `space`, made (a FIFO, mode 0600) and opened on first use, and
+  /// again when it was removed under the running process.
+  func inbox(in space: CoordinationSpace) throws(AppGroupsError) -> String {
+    let path = space.inboxFolder + "/" + ThisProcess.key
+    let known: CInt? = condition.withLock { inboxes[path] }
+    if let known {
+      var held = stat()
+      var now = stat()
+      if fstat(known, &held) == 0, lstat(path, &now) == 0, held.st_ino == now.st_ino { return path }
+    }
+    try space.prepareFolders()
+    let fd: CInt
+    do throws(SystemCallError) {
+      var s = stat()
+      if lstat(path, &s) == 0, s.st_mode & S_IFMT != S_IFIFO { try FileSystem.remove(path) }
+      // See: man 3 mkfifo (EEXIST: this process's inbox from an earlier open)
+      do {
+        _ = try valueOrErrno("mkfifo", path: path) { mkfifo(path, 0o600) }
+      } catch where error.errno == EEXIST {}
+      fd = try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+    } catch {
+      throw AppGroupsError(io: error, "opening this process's coordination inbox \(path)")
+    }
+    let first: Bool = condition.withLock {
+      if let old = inboxes[path] {
+        partial[old] = nil
+        Glibc.close(old)
+      }
+      inboxes[path] = fd
+      return inboxes.count == 1
+    }
+    if first { Processes.atExit { Courier.shared.removeInboxes() } }
+    startIfNeeded()
+    wake()
+    removeLeftovers(in: space)
+    return path
+  }
+
+  /// Removes the inboxes and registrations that processes which are gone left in `space`
+  /// (a process killed before it could remove its own).
+  private func removeLeftovers(in space: CoordinationSpace) {
+    for name in FileSystem.entryNames(in: space.inboxFolder)
+    where name != ThisProcess.key && ThisProcess.parse(name) != nil && !ThisProcess.isAlive(name) {
+      try? FileSystem.remove(space.inboxFolder + "/" + name)
+    }
+    space.registry.removeStale(space.registry.scan())
+  }
+
+  /// Removes this process's inboxes and registrations (at its normal exit): nothing is left
+  /// for others to find stale.
+  func removeInboxes() {
+    PresenterHost.shared.removeAll()
+    let paths: [String] = condition.withLock { Array(inboxes.keys) }
+    for path in paths { try? FileSystem.remove(path) }
+  }
+
+  /// Whether `inbox` is one of this process's.
+  func isMine(_ inbox: String) -> Bool {
+    FileSystem.lastComponent(of: inbox) == ThisProcess.key
+  }
+
+  // MARK: Sending
+
+  /// Writes `message` whole to `inbox`, without waiting.
+  ///
+  /// The corresponding system calls are `open(2)` with `O_NONBLOCK` (`ENXIO`: no reader) and
+  /// `write(2)`, with `SIGPIPE` held off the calling thread (a reader that closes meanwhile
+  /// makes the write fail with `EPIPE` instead of ending the process).
+  func send(_ message: CoordinationMessage, to inbox: String) -> Delivery {
+    guard let bytes = message.encoded() else {
+      return .failed("the message about \(message.paths.first ?? "") is longer than \(CoordinationMessage.maximumSize) bytes")
+    }
+    let fd: CInt
+    do throws(SystemCallError) {
+      fd = try FileSystem.open(inbox, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+    } catch {
+      switch error.errno {
+      case ENXIO, ENOENT, ELOOP: return .gone
+      default: return .failed("\(error)")
+      }
+    }
+    defer { FileSystem.close(fd) }
+    var s = stat()
+    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFIFO else { return .gone }
+    var pipeOnly = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&pipeOnly)
+    sigaddset(&pipeOnly, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    let result = bytes.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        try valueOrErrno("write", path: inbox) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+      }
+    }
+    do throws(SystemCallError) {
+      let written = try result.get()
+      return written == bytes.count ? .sent : .failed("a short write to \(inbox)")
+    } catch {
+      switch error.errno {
+      case EAGAIN: return .full
+      case EPIPE:
+        var zero = timespec()
+        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
+        return .gone
+      default: return .failed("\(error)")
+      }
+    }
+  }
+
+  // MARK: Answers
+
+  /// A new number for an access's messages, and the courier's attention to its answers.
+  func expectAnswers() -> UInt64 {
+    condition.withLock {
+      let id = nextID
+      nextID &+= 1
+      waiting.insert(id)
+      return id
+    }
+  }
+
+  /// Waits for the answer of `presenter` to the ask `id`, until `deadline` at most, looking at
+  /// `cancelled` every tenth of a second; `nil` when none came.
+  func awaitAnswer(
+    _ id: UInt64, presenter: String, until deadline: UInt64, cancelled: () -> Bool
+  ) -> CoordinationMessage? {
+    condition.lock()
+    defer { condition.unlock() }
+    while true {
+      if let index = answers[id]?.firstIndex(where: { $0.presenter == presenter }) {
+        return answers[id]?.remove(at: index)
+      }
+      let now = FileSystem.monotonicNanoseconds()
+      if now >= deadline || cancelled() { return nil }
+      let wait = min(deadline - now, 100_000_000)
+      _ = condition.wait(until: Date(timeIntervalSinceNow: Double(wait) / 1e9))
+    }
+  }
+
+  /// Stops waiting for the answers of `id`; one that comes later is dropped.
+  func forget(_ id: UInt64) {
+    condition.withLock {
+      waiting.remove(id)
+      answers[id] = nil
+    }
+  }
+
+  /// Delivers an answer from this very process (a presenter of this process answered).
+  func deliverLocally(_ answer: CoordinationMessage) {
+    condition.withLock {
+      guard waiting.contains(answer.id) else { return }
+      answers[answer.id, default: []].append(answer)
+      condition.broadcast()
+    }
+  }
+
+  // MARK: Exits
+
+  /// Calls `handler` (on the courier's thread: keep it short) when the process `key`
+  /// (`<pid>-<start time>`) has ended; at once when it already has.
+  func whenEnded(_ key: String, _ handler: @escaping @Sendable () -> Void) {
+    guard let (pid, _) = ThisProcess.parse(key), ThisProcess.isAlive(key) else { return handler() }
+    let added: Bool = condition.withLock {
+      if let (fd, _) = exitWatches.first(where: { $0.value.key == key }) {
+        exitWatches[fd]?.handlers.append(handler)
+        return true
+      }
+      // See: man 2 pidfd_open (readable when the process ends; works across sandboxes)
+      let fd = cappgroups_pidfd_open(pid)
+      guard fd >= 0 else { return false }
+      // The pid may have been reused between the check and the open: check again.
+      guard ThisProcess.isAlive(key) else {
+        Glibc.close(fd)
+        return false
+      }
+      exitWatches[fd] = (key, [handler])
+      return true
+    }
+    if !added { return handler() }
+    startIfNeeded()
+    wake()
+  }
+
+  // MARK: The thread
+
+  private func startIfNeeded() {
+    let start: Bool = condition.withLock {
+      guard !started else { return false }
+      // See: man 2 eventfd
+      eventFD = eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK))
+      started = eventFD >= 0
+      return started
+    }
+    guard start else { return }
+    let thread = Thread { [unowned self] in self.run() }
+    thread.name = "appgroups.coordination"
+    thread.start()
+  }
+
+  private func wake() {
+    let fd = condition.withLock { eventFD }
+    guard fd >= 0 else { return }
+    var one: UInt64 = 1
+    _ = Glibc.write(fd, &one, 8)
+  }
+
+  private func run() {
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let (event, inboxFDs, exitFDs) = condition.withLock {
+        (eventFD, Array(inboxes.values), Array(exitWatches.keys))
+      }
+      var descriptors = [pollfd(fd: event, events: Int16(POLLIN), revents: 0)]
+      descriptors += inboxFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+      descriptors += exitFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+      // See: man 2 poll (EINTR: look again)
+      guard poll(&descriptors, nfds_t(descriptors.count), -1) > 0 else { continue }
+      if descriptors[0].revents != 0 {
+        var value: UInt64 = 0
+        _ = Glibc.read(event, &value, 8)
+      }
+      var messages: [CoordinationMessage] = []
+      for entry in descriptors.dropFirst().prefix(inboxFDs.count) where entry.revents != 0 {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(entry.fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { continue }
+        messages += condition.withLock { () -> [CoordinationMessage] in
+          guard inboxes.values.contains(entry.fd) else { return [] }
+          var bytes = partial[entry.fd] ?? []
+          bytes += buffer[..<count]
+          var found: [CoordinationMessage] = []
+          while let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
+            if let message = CoordinationMessage(line: bytes[..<newline]) { found.append(message) }
+            bytes.removeSubrange(...newline)
+          }
+          partial[entry.fd] = bytes
+          return found
+        }
+      }
+      var ended: [@Sendable () -> Void] = []
+      for entry in descriptors.dropFirst(1 + inboxFDs.count) where entry.revents != 0 {
+        condition.withLock {
+          if let watch = exitWatches.removeValue(forKey: entry.fd) { ended += watch.handlers }
+        }
+        Glibc.close(entry.fd)
+      }
+      for message in messages {
+        switch message.verb {
+        case .answer:
+          condition.withLock {
+            guard waiting.contains(message.id) else { return }
+            answers[message.id, default: []].append(message)
+            condition.broadcast()
+          }
+        case .ask, .tell:
+          PresenterHost.shared.receive(message)
+        }
+      }
+      for handler in ended { handler() }
+    }
+  }
+}

@@ -1,0 +1,376 @@
+import Foundation
+import Glibc
+internal import Synchronization
+
+/// A value handed to another thread as is: a presenter (an `NSObjectProtocol` object that is
+/// not `Sendable`, called only on its own operation queue, as Foundation calls it).
+struct UncheckedBox<Value>: @unchecked Sendable {
+  let value: Value
+}
+
+/// True once: a completion handler that a presenter may call twice acts the first time.
+final class OnceFlag: Sendable {
+  private let done = Atomic<Bool>(false)
+
+  /// Whether this is the first call.
+  func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+}
+
+/// This process's presenters: their registrations in their containers, and their side of the
+/// protocol (an ask runs their callbacks on their queues and answers; a tell reacquires and
+/// tells them what happened).
+final class PresenterHost: @unchecked Sendable {
+  static let shared = PresenterHost()
+
+  /// One added presenter.
+  final class Entry: @unchecked Sendable {
+    let presenter: any NSFilePresenter
+    /// The registration's name, `<pid>-<start time>-<number>`.
+    let name: String
+    let bundleIdentifier: String
+    let registered: Int64
+    // Read and written under the host's lock.
+    var item: CoordinatedItem?
+    var isFolder = false
+    var watch: Observation?
+
+    init(presenter: any NSFilePresenter, name: String, bundleIdentifier: String, registered: Int64) {
+      self.presenter = presenter
+      self.name = name
+      self.bundleIdentifier = bundleIdentifier
+      self.registered = registered
+    }
+  }
+
+  /// A relinquish given to an asker, until its tell says to reacquire.
+  private struct Pending {
+    var reacquirer: (@Sendable () -> Void)?
+    /// The presenter has called the relinquish block.
+    var relinquished = false
+    /// The asker said to reacquire (or ended) before the presenter relinquished.
+    var ended = false
+  }
+
+  private let lock = NSLock()
+  // Read and written only under `lock`.
+  private var entries: [String: Entry] = [:]
+  private var order: [String] = []
+  private var pending: [String: Pending] = [:]
+  private var number: UInt64 = 0
+  private var registryWatches: Set<String> = []
+
+  private init() {}
+
+  // MARK: Adding and removing
+
+  /// Adds `presenter`, registering it in its item's container for `identity`.
+  ///
+  /// - Throws: The refusals of ``CoordinatedItem/resolve(_:)`` and
+  ///   ``CoordinationSpace/admit(_:)``; `.io` when the registration cannot be written. The
+  ///   presenter is added in this process all the same (it hears this process's coordinators
+  ///   of its item, when there is one), and not again when it already was.
+  func add(_ presenter: any NSFilePresenter, identity: AppIdentity?) throws(AppGroupsError) {
+    let entry: Entry? = lock.withLock {
+      guard !entries.values.contains(where: { $0.presenter === presenter }) else { return nil }
+      number &+= 1
+      let entry = Entry(
+        presenter: presenter, name: "\(ThisProcess.key)-\(number)",
+        bundleIdentifier: identity?.bundleIdentifier ?? "", registered: FileSystem.nowNanoseconds())
+      entries[entry.name] = entry
+      order.append(entry.name)
+      return entry
+    }
+    guard let entry else { return }
+    guard let url = presenter.presentedItemURL else { return }
+    try register(entry, at: url, identity: identity)
+  }
+
+  /// Registers `entry` as presenting `url` (and its watch of the item), replacing an earlier
+  /// registration.
+  private func register(_ entry: Entry, at url: URL, identity: AppIdentity?) throws(AppGroupsError) {
+    let item = try CoordinatedItem.resolve(url)
+    guard let identity else {
+      throw AppGroupsError(.notEntitled, "no identity to present \(item.path) as")
+    }
+    try item.space.admit(identity)
+    _ = try Courier.shared.inbox(in: item.space)
+    var s = stat()
+    let isFolder = lstat(item.path, &s) == 0 && s.st_mode & S_IFMT == S_IFDIR
+    let previous: CoordinatedItem? = lock.withLock {
+      let previous = entry.item
+      entry.item = item
+      entry.isFolder = isFolder
+      return previous
+    }
+    if let previous, previous.space != item.space { previous.space.registry.remove(entry.name) }
+    try item.space.registry.write(record(entry, item: item, isFolder: isFolder))
+    UncoordinatedChanges.watch(entry)
+    watchRegistry(of: item.space)
+  }
+
+  /// Watches `space`'s presenters folder (once): when it is removed under the running
+  /// process, or a registration of this process goes, they are written again.
+  private func watchRegistry(of space: CoordinationSpace) {
+    let first = lock.withLock { registryWatches.insert(space.container).inserted }
+    guard first else { return }
+    do {
+      _ = try ChangeMonitor.shared.addListener(directory: space.registry.folder, prefix: "") { _ in
+        PresenterHost.shared.restoreRegistrations(in: space)
+      }
+    } catch {
+      Diagnostics.report(
+        "cannot watch \(space.registry.folder) (\(error.message)): a registration removed under"
+          + " this process is not written again")
+    }
+  }
+
+  func record(_ entry: Entry, item: CoordinatedItem, isFolder: Bool) -> PresenterRegistry.Record {
+    PresenterRegistry.Record(
+      name: entry.name, item: item.relativePath, isFolder: isFolder,
+      bundleIdentifier: entry.bundleIdentifier, process: ThisProcess.key,
+      registered: entry.registered)
+  }
+
+  /// Removes `presenter`: its registration goes, and it hears nothing more.
+  func remove(_ presenter: any NSFilePresenter) {
+    let entry: Entry? = lock.withLock {
+      guard let (name, entry) = entries.first(where: { $0.value.presenter === presenter }) else {
+        return nil
+      }
+      entries[name] = nil
+      order.removeAll { $0 == name }
+      return entry
+    }
+    guard let entry else { return }
+    let (item, watch): (CoordinatedItem?, Observation?) = lock.withLock {
+      defer { entry.watch = nil }
+      return (entry.item, entry.watch)
+    }
+    watch?.cancel()
+    UncoordinatedChanges.forget(entry.name)
+    item?.space.registry.remove(entry.name)
+  }
+
+  /// Removes every presenter (the process is exiting).
+  func removeAll() {
+    for presenter in presenters { remove(presenter) }
+  }
+
+  /// The presenters added, in the order they were added.
+  var presenters: [any NSFilePresenter] {
+    lock.withLock { order.compactMap { entries[$0]?.presenter } }
+  }
+
+  /// The registration name of `presenter`, when it was added.
+  func name(of presenter: any NSFilePresenter) -> String? {
+    lock.withLock { entries.values.first { $0.presenter === presenter }?.name }
+  }
+
+  func entry(named name: String) -> Entry? { lock.withLock { entries[name] } }
+
+  /// The item `entry` presents now.
+  func currentItem(of entry: Entry) -> CoordinatedItem? { lock.withLock { entry.item } }
+
+  /// Keeps `watch` (the entry's watch of its item), cancelling the one it replaces.
+  func setWatch(_ watch: Observation?, of entry: Entry) {
+    let old: Observation? = lock.withLock {
+      let old = entry.watch
+      entry.watch = watch
+      return old
+    }
+    old?.cancel()
+  }
+
+  /// The entries whose registration is gone from `space`'s folder (removed under the running
+  /// process), registered again.
+  func restoreRegistrations(in space: CoordinationSpace) {
+    let mine: [(Entry, CoordinatedItem, Bool)] = lock.withLock {
+      entries.values.compactMap { entry in
+        guard let item = entry.item, item.space == space else { return nil }
+        return (entry, item, entry.isFolder)
+      }
+    }
+    guard !mine.isEmpty else { return }
+    let present = Set(FileSystem.entryNames(in: space.registry.folder))
+    let inboxOK = (try? Courier.shared.inbox(in: space)) != nil
+    for (entry, item, isFolder) in mine where !present.contains(entry.name) && inboxOK {
+      try? space.registry.write(record(entry, item: item, isFolder: isFolder))
+    }
+  }
+
+  // MARK: Messages
+
+  /// Handles an ask or a tell the courier read (on the courier's thread: nothing here waits).
+  func receive(_ message: CoordinationMessage) {
+    let key = message.from + "#" + String(message.id) + "#" + message.presenter
+    guard let entry = entry(named: message.presenter) else {
+      if message.verb == .ask {
+        var answer = reply(to: message)
+        answer.flags = 2  // unknown: a stale registration
+        _ = Courier.shared.send(answer, to: message.from)
+      }
+      return
+    }
+    switch message.verb {
+    case .ask:
+      let ask = CoordinationMessage.Ask(rawValue: message.flags)
+      let subitem = message.paths.count > 1 ? URL(fileURLWithPath: message.paths[1]) : nil
+      let asker = FileSystem.lastComponent(of: message.from)
+      run(ask, subitem: subitem, on: entry, key: key, asker: asker) { error in
+        var answer = self.reply(to: message)
+        if let error {
+          let ns = error as NSError
+          answer.flags = 1
+          answer.errorDomain = ns.domain
+          answer.errorCode = ns.code
+          answer.text = ns.localizedDescription
+        }
+        if Courier.shared.isMine(message.from) {
+          Courier.shared.deliverLocally(answer)
+        } else {
+          _ = Courier.shared.send(answer, to: message.from)
+        }
+      }
+    case .tell:
+      apply(CoordinationMessage.Tell(rawValue: message.flags), paths: message.paths, to: entry, key: key)
+    case .answer:
+      break
+    }
+  }
+
+  private func reply(to message: CoordinationMessage) -> CoordinationMessage {
+    CoordinationMessage(
+      verb: .answer, id: message.id, from: message.from, presenter: message.presenter, flags: 0,
+      paths: [])
+  }
+
+  /// Runs the callbacks `ask` names on the presenter's queue, in order (save, relinquish,
+  /// accommodate), each after the previous one's completion, then `finish` (with the first
+  /// error a callback passed).
+  private func run(
+    _ ask: CoordinationMessage.Ask, subitem: URL?, on entry: Entry, key: String, asker: String,
+    finish: @escaping @Sendable ((any Error)?) -> Void
+  ) {
+    let presenter = UncheckedBox(value: entry.presenter)
+    let queue = entry.presenter.presentedItemOperationQueue
+    typealias Step = @Sendable (@escaping @Sendable ((any Error)?) -> Void) -> Void
+    var steps: [Step] = []
+    if ask.contains(.save) {
+      steps.append { done in presenter.value.savePresentedItemChanges(completionHandler: done) }
+    }
+    if ask.contains(.relinquishToReader) || ask.contains(.relinquishToWriter) {
+      let toWriter = ask.contains(.relinquishToWriter)
+      lock.withLock { pending[key] = Pending() }
+      UncoordinatedChanges.coordinated(entry.name, begins: true, path: nil)
+      Courier.shared.whenEnded(asker) { self.reacquire(key, entry: entry, queue: queue) }
+      steps.append { done in
+        let relinquished: @Sendable ((@Sendable () -> Void)?) -> Void = { reacquirer in
+          self.relinquished(key, reacquirer: reacquirer, queue: queue)
+          done(nil)
+        }
+        if toWriter {
+          presenter.value.relinquishPresentedItem(toWriter: relinquished)
+        } else {
+          presenter.value.relinquishPresentedItem(toReader: relinquished)
+        }
+      }
+    }
+    if ask.contains(.accommodateDeletion) {
+      steps.append { done in presenter.value.accommodatePresentedItemDeletion(completionHandler: done) }
+    }
+    if ask.contains(.accommodateSubitemDeletion), let subitem {
+      steps.append { done in
+        presenter.value.accommodatePresentedSubitemDeletion(at: subitem, completionHandler: done)
+      }
+    }
+    let all = steps
+    @Sendable func step(_ index: Int) {
+      guard index < all.count else { return finish(nil) }
+      queue.addOperation {
+        let answered = OnceFlag()
+        let run = all[index]
+        run { error in
+          guard answered.claim() else { return }
+          if let error { return finish(error) }
+          step(index + 1)
+        }
+      }
+    }
+    step(0)
+  }
+
+  private func relinquished(_ key: String, reacquirer: (@Sendable () -> Void)?, queue: OperationQueue) {
+    let runNow: (@Sendable () -> Void)? = lock.withLock {
+      guard var state = pending[key] else { return nil }
+      state.relinquished = true
+      state.reacquirer = reacquirer
+      if state.ended {
+        pending[key] = nil
+        return reacquirer
+      }
+      pending[key] = state
+      return nil
+    }
+    if let runNow { queue.addOperation(runNow) }
+  }
+
+  /// The asker is done (or gone): the presenter's reacquirer runs, on its queue.
+  private func reacquire(_ key: String, entry: Entry, queue: OperationQueue) {
+    let reacquirer: (@Sendable () -> Void)? = lock.withLock {
+      guard var state = pending[key] else { return nil }
+      defer {
+        UncoordinatedChanges.coordinated(entry.name, begins: false, path: entry.item?.path)
+      }
+      if !state.relinquished {
+        state.ended = true
+        pending[key] = state
+        return nil
+      }
+      pending[key] = nil
+      return state.reacquirer
+    }
+    if let reacquirer { queue.addOperation(reacquirer) }
+  }
+
+  private func apply(
+    _ tell: CoordinationMessage.Tell, paths: [String], to entry: Entry, key: String
+  ) {
+    let queue = entry.presenter.presentedItemOperationQueue
+    let presenter = UncheckedBox(value: entry.presenter)
+    let extra = Array(paths.dropFirst()).map { URL(fileURLWithPath: $0) }
+    if tell.contains(.didMove), let destination = extra.first {
+      moved(entry, to: destination)
+    }
+    if tell.contains(.reacquire) { reacquire(key, entry: entry, queue: queue) }
+    queue.addOperation {
+      let presenter = presenter.value
+      if tell.contains(.didMove), let destination = extra.first {
+        presenter.presentedItemDidMove(to: destination)
+      }
+      if tell.contains(.didChange) { presenter.presentedItemDidChange() }
+      if tell.contains(.subitemDidChange), let url = extra.first { presenter.presentedSubitemDidChange(at: url) }
+      if tell.contains(.subitemDidMove), extra.count >= 2 {
+        presenter.presentedSubitem(at: extra[0], didMoveTo: extra[1])
+      }
+      if tell.contains(.subitemDidAppear), let url = extra.first { presenter.presentedSubitemDidAppear(at: url) }
+    }
+  }
+
+  /// Follows a move of the presented item: the entry (and its registration, when the item
+  /// went to another container; the mover rewrote it in the same container) names the new path.
+  private func moved(_ entry: Entry, to destination: URL) {
+    guard let item = try? CoordinatedItem.resolve(destination) else { return }
+    let previous: CoordinatedItem? = lock.withLock {
+      let previous = entry.item
+      entry.item = item
+      return previous
+    }
+    if let previous, previous.space != item.space {
+      previous.space.registry.remove(entry.name)
+      let identity = try? AppIdentity(bundleIdentifier: entry.bundleIdentifier)
+      try? register(entry, at: destination, identity: identity)
+    } else {
+      UncoordinatedChanges.watch(entry)
+    }
+  }
+}

@@ -1,0 +1,456 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// A root where the app and the widget share the group, with a folder of files in the group
+/// container to coordinate, and the presenters and coordinators as real processes
+/// (`groupctl present`, `groupctl coordinate`, the worker).
+struct CoordinationRoot {
+  let g: GroupctlRoot
+
+  init(_ name: String = #function) throws {
+    g = try GroupctlRoot(name)
+    try FileManager.default.createDirectory(
+      atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+  }
+
+  var root: ContainerRoot { g.root }
+  var container: String { root.groupContainerURL(for: TestRoot.group).path }
+  /// `<group container>/Library/Shared`: the folder the tests' files live in.
+  var folder: String { container + "/Library/Shared" }
+  func file(_ name: String) -> String { folder + "/" + name }
+
+  /// `groupctl present --as BUNDLE-ID PATH`, once it says it is presenting.
+  func present(
+    _ path: String, as bundleID: String = TestRoot.widget, _ extra: [String] = [],
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) throws -> ChildProcess {
+    let child = try ChildProcess(
+      "groupctl", ["--root", g.path, "present", "--as", bundleID, path] + extra,
+      environment: g.t.environment(as: bundleID))
+    #expect(
+      child.waitForErrorLine { $0.hasPrefix("presenting \(path) as \(bundleID)") } != nil,
+      "\(child.standardError)", sourceLocation: sourceLocation)
+    return child
+  }
+
+  /// `groupctl coordinate --as BUNDLE-ID ARGUMENTS…`, to its end.
+  func coordinate(
+    _ arguments: [String], as bundleID: String = TestRoot.app
+  ) throws -> (status: Int32, stdout: String, stderr: String) {
+    try Product.run(
+      "groupctl", ["--root", g.path, "coordinate", "--as", bundleID] + arguments,
+      environment: g.t.environment(as: bundleID))
+  }
+
+  /// `groupctl coordinate …` started, not waited for.
+  func startCoordinate(_ arguments: [String], as bundleID: String = TestRoot.app) throws -> ChildProcess {
+    try ChildProcess(
+      "groupctl", ["--root", g.path, "coordinate", "--as", bundleID] + arguments,
+      environment: g.t.environment(as: bundleID))
+  }
+
+  /// The lines a presenter printed up to and including `last`, within the bound.
+  func lines(_ child: ChildProcess, through last: String) -> [String] {
+    var lines: [String] = []
+    while let line = child.waitForLine(timeout: 30) {
+      lines.append(line)
+      if line == last { break }
+    }
+    return lines
+  }
+
+  /// How many lock requests wait for the group container's claims file (`->` lines of
+  /// `/proc/locks`): accesses waiting for others.
+  func waitingAccesses() -> Int {
+    var s = stat()
+    guard stat(container + "/Library/Coordination/claims", &s) == 0,
+      let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
+    else { return 0 }
+    return table.split(separator: "\n").filter {
+      $0.contains("->") && $0.contains("OFDLCK") && $0.contains(":\(s.st_ino) ")
+    }.count
+  }
+
+  /// Whether process `pid` holds a lock on the group container's claims file (read from
+  /// `/proc/PID/fdinfo`): a coordinated access taken or waited for.
+  func holdsClaim(_ pid: Int32) -> Bool {
+    let claims = container + "/Library/Coordination/claims"
+    for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [] {
+      guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == claims,
+        let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)
+      else { continue }
+      if info.contains("OFDLCK") { return true }
+    }
+    return false
+  }
+}
+
+/// Waits, within a bound, until `condition` holds; the kernel gives no event for another
+/// process's lock, so this looks every millisecond.
+func eventually(_ condition: () -> Bool, within seconds: TimeInterval = 30) -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    if condition() { return true }
+    usleep(1000)
+  }
+  return condition()
+}
+
+@Suite("FileCoordination: processes", .processBound)
+struct FileCoordinationTests {
+  static let readers = 4
+
+  /// Readers share an item; a writer waits for all of them, and readers that come while it
+  /// waits wait behind it. Each command appends to a log whose order is the order of events.
+  @Test func readersShareAndAWriterExcludesThem() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("shared.txt")
+    try "x\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let log = t.file("log")
+    #expect(FileManager.default.createFile(atPath: log, contents: nil))
+
+    var readers: [ChildProcess] = []
+    for index in 0..<Self.readers {
+      readers.append(
+        try t.startCoordinate([
+          "--read", item, "--", "/bin/sh", "-c",
+          "echo in-\(index) >> '\(log)'; echo reading; read line; echo out-\(index) >> '\(log)'",
+        ]))
+    }
+    // Every reader is inside at once: they share the item.
+    for reader in readers { #expect(reader.waitFor("reading"), "\(reader.standardError)") }
+
+    let writer = try t.startCoordinate([
+      "--write", item, "--", "/bin/sh", "-c", "echo writer-in >> '\(log)'; echo writer-out >> '\(log)'",
+    ])
+    #expect(eventually { t.waitingAccesses() == 1 })
+    // A reader that comes now waits behind the waiting writer.
+    let late = try t.startCoordinate([
+      "--read", item, "--", "/bin/sh", "-c", "echo late-in >> '\(log)'",
+    ])
+    #expect(eventually { t.waitingAccesses() == 2 })
+    for reader in readers { reader.send("go") }
+    for reader in readers { #expect(reader.wait() == 0) }
+    #expect(writer.wait() == 0, "\(writer.standardError)")
+    #expect(late.wait() == 0, "\(late.standardError)")
+
+    let events = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+    let writerIn = try #require(events.firstIndex(of: "writer-in"))
+    #expect(events[writerIn + 1] == "writer-out", "\(events)")
+    for index in 0..<Self.readers {
+      let out = try #require(events.firstIndex(of: "out-\(index)"))
+      #expect(out < writerIn, "\(events)")
+    }
+    #expect(try #require(events.firstIndex(of: "late-in")) > writerIn + 1, "\(events)")
+    #expect(events.count == 2 * Self.readers + 3)
+  }
+
+  /// A presenter in another process is asked before the write and told after it, in order.
+  @Test func aPresenterIsToldBeforeAndAfterAWrite() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("notes.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+
+    let read = try t.coordinate(["--read", item, "--", "/bin/cat", item])
+    #expect(read.status == 0, "\(read)")
+    #expect(read.stdout == "one\ntwo\n")
+    #expect(t.lines(presenter, through: "reacquire") == ["save", "relinquish-to-reader", "reacquire"])
+
+    let quiet = try t.coordinate(["--read", item, "--without-changes", "--", "/bin/true"])
+    #expect(quiet.status == 0, "\(quiet)")
+    #expect(t.lines(presenter, through: "reacquire") == ["relinquish-to-reader", "reacquire"])
+
+    // ps shows who presents what.
+    let ps = try t.g.ok(["ps"])
+    #expect(ps.contains("\(TestRoot.widget) (\(presenter.process.processIdentifier)) presents \(item)"))
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+    // Removed on exit: a write now asks nobody.
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    #expect(!(try t.g.ok(["ps"])).contains("presents \(item)"))
+  }
+
+  /// A presenter is not told of its own coordinator's writes, and is told of the others', in
+  /// its process and in another one.
+  @Test func aPresenterIsNeverToldOfItsOwnWrites() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("own.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    let worker = try ChildProcess(
+      "appgroups-worker", ["present-and-write", item], environment: t.g.t.environment(as: TestRoot.app))
+    #expect(worker.waitFor("ready"), "\(worker.standardError)")
+    let watcher = try t.present(item)
+
+    worker.send("own")
+    #expect(worker.waitForLine() == "wrote own")
+    // The other process's presenter heard the write; then a write of this process's own
+    // (a coordinator acting for no presenter) is heard by both.
+    #expect(t.lines(watcher, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    worker.send("other")
+    var heard: [String] = []
+    while let line = worker.waitForLine(timeout: 30) {
+      if line == "wrote other" { continue }
+      heard.append(line)
+      if line == "presenter did-change" { break }
+    }
+    #expect(heard == ["presenter relinquish-to-writer", "presenter reacquire", "presenter did-change"])
+    #expect(t.lines(watcher, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    // The own write was never heard by its presenter: nothing of it came before "wrote own".
+    worker.send("quit")
+    #expect(worker.wait() == 0)
+    #expect(try String(contentsOfFile: item, encoding: .utf8) == "own\nother\n")
+    watcher.signal(SIGTERM)
+    #expect(watcher.wait() == 0)
+  }
+
+  /// A deletion is accommodated by the item's presenter and its folder's; a move is followed.
+  @Test func aDeletionAndAMoveAreAccommodated() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("draft.txt")
+    let moved = t.file("final.txt")
+    try "draft\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+    let folder = try t.present(t.folder)
+
+    let move = try t.coordinate(["--write", item, "--move-to", moved, "--", "/bin/mv", item, moved])
+    #expect(move.status == 0, "\(move)")
+    #expect(
+      t.lines(presenter, through: "did-move \(moved)")
+        == ["relinquish-to-writer", "reacquire", "did-move \(moved)"])
+    #expect(folder.waitFor("subitem-did-move \(item) \(moved)"))
+
+    // The presenter follows its item: a write at the new place asks it.
+    let write = try t.coordinate(["--write", moved, "--", "/bin/sh", "-c", "echo final >> '\(moved)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    #expect(folder.waitFor("subitem-did-change \(moved)"))
+
+    let delete = try t.coordinate(["--write", moved, "--delete", "--", "/bin/rm", moved])
+    #expect(delete.status == 0, "\(delete)")
+    #expect(
+      t.lines(presenter, through: "reacquire")
+        == ["relinquish-to-writer", "accommodate-deletion", "reacquire"])
+    #expect(folder.waitFor("accommodate-subitem-deletion \(moved)"))
+    #expect(!FileManager.default.fileExists(atPath: moved))
+
+    // A new item in the folder appears to the folder's presenter.
+    let create = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo again > '\(item)'"])
+    #expect(create.status == 0, "\(create)")
+    #expect(folder.waitFor("subitem-did-appear \(item)"))
+    for child in [presenter, folder] {
+      child.signal(SIGTERM)
+      #expect(child.wait() == 0)
+    }
+  }
+
+  /// A presenter in a suspended app cannot answer: the writer gets an error naming the app
+  /// and the item after its bound, reported in the lifecycle log, and is not hung; nothing
+  /// was written. The fixed presenter removes itself for the suspension.
+  @Test func aSuspendedPresenterIsReportedAndTheWriterIsNotHung() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("suspended.txt")
+    try "kept\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.widget, "--best-effort", "--",
+       Product.url("groupctl").path, "present", "--as", TestRoot.widget, item],
+      environment: t.g.t.environment(as: TestRoot.widget))
+    #expect(presenter.waitForErrorLine { $0.hasPrefix("presenting \(item)") } != nil, "\(presenter.standardError)")
+    let pid = presenter.process.processIdentifier
+    let suspend = try t.g.run(["suspend", TestRoot.widget])
+    #expect(suspend.status == 0, "\(suspend)")
+
+    let started = Date()
+    let write = try t.coordinate([
+      "--write", item, "--timeout", "1", "--", "/bin/sh", "-c", "echo lost >> '\(item)'",
+    ])
+    #expect(Date().timeIntervalSince(started) < 20)
+    #expect(write.status == 1)
+    let line =
+      "\(TestRoot.widget) (\(pid)) presents \(item) in \(TestRoot.group) and did not answer"
+      + " relinquish-to-writer for \(TestRoot.app) ("
+    #expect(write.stderr.hasPrefix("groupctl: " + line), "\(write.stderr)")
+    #expect(write.stderr.contains("within 1.0 seconds: it is suspended; the coordinated write was not made"))
+    #expect(try String(contentsOfFile: item, encoding: .utf8) == "kept\n")
+    let log = try String(contentsOf: t.g.root.url.appendingPathComponent("Run/lifecycle.log"), encoding: .utf8)
+    #expect(log.contains(" unanswered: " + line))
+    #expect(try t.g.ok(["ps"]).contains("unanswered: " + line))
+    let doctor = try t.g.run(["doctor"])
+    #expect(doctor.stdout.contains("problem: \(TestRoot.widget) (\(pid)) is stopped while it presents \(item)"))
+
+    // Resumed, it catches up (the old ask, then the reacquire) and answers again.
+    try t.g.ok(["resume", TestRoot.widget])
+    #expect(t.lines(presenter, through: "reacquire") == ["relinquish-to-writer", "reacquire"])
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+
+    // The fixed presenter: removed for the suspension, the write goes ahead; back on resume.
+    let fixed = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.widget, "--best-effort", "--",
+       Product.url("groupctl").path, "present", "--as", TestRoot.widget, item, "--release-on-suspend"],
+      environment: t.g.t.environment(as: TestRoot.widget))
+    #expect(fixed.waitForErrorLine { $0.hasPrefix("presenting \(item)") } != nil, "\(fixed.standardError)")
+    let clean = try t.g.run(["suspend", TestRoot.widget])
+    #expect(clean.status == 0, "\(clean)")
+    #expect(clean.stdout.contains(", ready after "), "\(clean)")
+    #expect(fixed.waitFor("removed the presenter for the suspension"))
+    #expect(try t.coordinate(["--write", item, "--timeout", "1", "--", "/bin/true"]).status == 0)
+    try t.g.ok(["resume", TestRoot.widget])
+    #expect(fixed.waitFor("presenting again after the resume"))
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    #expect(t.lines(fixed, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    fixed.signal(SIGTERM)
+    #expect(fixed.wait() == 0)
+  }
+
+  /// An app writing in coordinated accesses, suspended again and again, is never terminated
+  /// for them: an access in flight finishes first, and none begins until the resume.
+  @Test func coordinationIsNeverTheReasonAnAppIsTerminated() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("loop.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    let writer = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.app, "--best-effort", "--",
+       Product.url("appgroups-worker").path, "coordinate-loop", item],
+      environment: t.g.t.environment(as: TestRoot.app))
+    #expect(writer.waitFor("ready"), "\(writer.standardError)")
+    for round in 0..<20 {
+      let suspend = try t.g.run(["suspend", TestRoot.app])
+      #expect(suspend.status == 0, "round \(round): \(suspend)")
+      #expect(suspend.stderr.isEmpty, "round \(round): \(suspend.stderr)")
+      guard suspend.status == 0 else { break }
+      try t.g.ok(["resume", TestRoot.app])
+    }
+    writer.signal(SIGTERM)
+    let done = writer.waitForLine(timeout: 60) { $0.hasPrefix("done ") }
+    #expect(done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)")
+    #expect(writer.wait() == 0)
+  }
+}
+
+@Suite("FileCoordination: bad input", .processBound)
+struct FileCoordinationBadInputTests {
+  @Test func aURLOutsideEveryContainerIsRefused() throws {
+    let t = try CoordinationRoot()
+    let outside = t.g.path + "/Run/elsewhere.txt"
+    let write = try t.coordinate(["--write", outside, "--", "/bin/echo", "ran"])
+    #expect(write.status == 1)
+    #expect(write.stdout.isEmpty)
+    #expect(write.stderr.contains("\(outside) is not inside a container"), "\(write.stderr)")
+    let present = try Product.run(
+      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, "/tmp"],
+      environment: t.g.t.environment(as: TestRoot.widget))
+    #expect(present.status == 1)
+    #expect(present.stderr.contains("/tmp is not inside a container"), "\(present.stderr)")
+    // Another group's container is refused to an app that is not a member.
+    let intruder = try t.coordinate(["--read", t.file("x"), "--", "/bin/true"], as: "com.example.intruder")
+    #expect(intruder.status == 1)
+    #expect(intruder.stderr.contains("com.example.intruder is not entitled to \(TestRoot.group)"))
+  }
+
+  @Test func aPresenterThatRefusesFailsTheAccessAndNothingIsLost() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("precious.txt")
+    try "precious\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item, ["--refuse", "unsaved changes"])
+    let delete = try t.coordinate(["--write", item, "--delete", "--", "/bin/rm", item])
+    #expect(delete.status == 1)
+    #expect(delete.stderr.contains("\(TestRoot.widget) (\(presenter.process.processIdentifier)), which presents \(item), refused the coordinated write"))
+    #expect(delete.stderr.hasSuffix(": unsaved changes\n"), "\(delete.stderr)")
+    #expect(FileManager.default.fileExists(atPath: item))
+    #expect(t.lines(presenter, through: "reacquire") == ["relinquish-to-writer", "accommodate-deletion", "reacquire"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
+
+  @Test func aPresenterThatNeverAnswersGetsABoundedWait() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("slow.txt")
+    try "slow\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item, ["--never-answer"])
+    let write = try t.coordinate(["--write", item, "--timeout", "1", "--", "/bin/true"])
+    #expect(write.status == 1)
+    #expect(
+      write.stderr.contains(
+        "did not answer relinquish-to-writer for \(TestRoot.app)"), "\(write.stderr)")
+    #expect(write.stderr.contains("it is running, and its presenter has not called the completion handler"))
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
+
+  /// A presenter whose process crashed is skipped at once, and its registration removed.
+  @Test func aCrashedPresenterIsSkipped() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("crash.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+    presenter.signal(SIGKILL)
+    _ = presenter.wait()
+    let started = Date()
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    #expect(Date().timeIntervalSince(started) < 10)
+    let registrations = try FileManager.default.contentsOfDirectory(
+      atPath: t.container + "/Library/Coordination/presenters")
+    #expect(registrations.filter { !$0.hasPrefix(".") }.isEmpty, "\(registrations)")
+  }
+
+  /// A writer killed inside its access: the kernel lets its claim go, the next access begins.
+  @Test func aKilledWritersClaimIsReleasedByTheKernel() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("killed.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    let writer = try t.startCoordinate(["--write", item, "--", "/bin/sh", "-c", "echo inside; read line"])
+    #expect(writer.waitFor("inside"))
+    #expect(t.holdsClaim(writer.process.processIdentifier))
+    writer.signal(SIGKILL)
+    writer.send("go")  // the command outlives groupctl: let it end
+    _ = writer.wait()
+    let next = try t.coordinate(["--write", item, "--timeout", "10", "--", "/bin/echo", "next"])
+    #expect(next.status == 0, "\(next)")
+    #expect(next.stdout == "next\n")
+  }
+
+  /// The item removed by a process that does not coordinate: its presenter hears of it, and
+  /// the coordination folder removed under a running presenter is made again.
+  @Test func anItemRemovedWithoutCoordinationIsHeard() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("gone.txt")
+    try "gone\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+    try FileManager.default.removeItem(atPath: item)
+    #expect(presenter.waitFor("accommodate-deletion"))
+    #expect(presenter.waitForErrorLine { $0.contains("\(item) was removed by a process that did not coordinate") } != nil)
+
+    // As a user would, from a shell (Foundation's removeItem refuses a FIFO with EPERM).
+    let rm = Process()
+    rm.executableURL = URL(fileURLWithPath: "/bin/rm")
+    rm.arguments = ["-rf", t.container + "/Library/Coordination"]
+    try rm.run()
+    rm.waitUntilExit()
+    // The presenter's process writes its registration and inbox again as soon as they go, so
+    // the removal may fail on a folder that is full again: either way, it is presented.
+    let presenters = t.container + "/Library/Coordination/presenters"
+    #expect(
+      eventually {
+        ((try? FileManager.default.contentsOfDirectory(atPath: presenters)) ?? [])
+          .contains { !$0.hasPrefix(".") }
+      })
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo more >> '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    // Told by the coordinator once its registration is back, or by its watch of the item.
+    #expect(presenter.waitFor("did-change"))
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
+}
