@@ -405,6 +405,22 @@ struct FileCoordinationBadInputTests {
     #expect(registrations.filter { !$0.hasPrefix(".") }.isEmpty, "\(registrations)")
   }
 
+  /// A presenter killed while it is asked: the access goes on without it, not waiting its bound.
+  @Test func aPresenterKilledWhileAskedIsNotWaitedFor() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("dying.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item, ["--never-answer"])
+    let started = Date()
+    let writer = try t.startCoordinate(["--write", item, "--timeout", "60", "--", "/bin/echo", "written"])
+    #expect(presenter.waitFor("relinquish-to-writer"))
+    presenter.signal(SIGKILL)
+    _ = presenter.wait()
+    #expect(writer.waitFor("written"), "\(writer.standardError)")
+    #expect(writer.wait() == 0)
+    #expect(Date().timeIntervalSince(started) < 30)
+  }
+
   /// A writer killed inside its access: the kernel lets its claim go, the next access begins.
   @Test func aKilledWritersClaimIsReleasedByTheKernel() throws {
     let t = try CoordinationRoot()

@@ -234,10 +234,17 @@ final class AskSession {
         asked.append((record, space))
       }
       let deadline = FileSystem.deadline(after: timeout)
+      // A presenter's process that dies before answering is not waited for.
+      let gone = { !ThisProcess.isAlive(record.process) }
       guard
         let answer = Courier.shared.awaitAnswer(
-          id, presenter: record.name, until: deadline, cancelled: cancelled)
+          id, presenter: record.name, until: deadline, cancelled: { cancelled() || gone() })
       else {
+        if !cancelled(), gone() {
+          asked.removeLast()
+          space.registry.removeStale([record])
+          continue
+        }
         if cancelled() {
           abort()
           throw AppGroupsError(

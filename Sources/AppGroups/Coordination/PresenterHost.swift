@@ -192,10 +192,28 @@ final class PresenterHost: @unchecked Sendable {
     }
     guard !mine.isEmpty else { return }
     let present = Set(FileSystem.entryNames(in: space.registry.folder))
-    let inboxOK = (try? Courier.shared.inbox(in: space)) != nil
-    for (entry, item, isFolder) in mine where !present.contains(entry.name) && inboxOK {
-      try? space.registry.write(record(entry, item: item, isFolder: isFolder))
+    let missing = mine.filter { !present.contains($0.0.name) }
+    guard !missing.isEmpty else { return }
+    // A removal still under way (`rm -rf` of the coordination folder) may take a folder made
+    // here a moment ago, and then says nothing more: the folder it removed last is watched by
+    // nobody. So the folders, the inbox and the registration are made again until they hold,
+    // a few times; a removal that goes on longer than that is a removal of the container.
+    for _ in 0..<8 {
+      do throws(AppGroupsError) {
+        try space.prepareFolders()
+        _ = try Courier.shared.inbox(in: space)
+        for (entry, item, isFolder) in missing {
+          try space.registry.write(record(entry, item: item, isFolder: isFolder))
+        }
+        let now = Set(FileSystem.entryNames(in: space.registry.folder))
+        if missing.allSatisfy({ now.contains($0.0.name) }) { return }
+      } catch {
+        continue
+      }
     }
+    Diagnostics.report(
+      "the presenters of \(space.container) could not be registered again after their folder"
+        + " was removed: coordinators in other processes do not ask them")
   }
 
   // MARK: Messages
