@@ -9,6 +9,15 @@ struct StoredChange: Sendable, Equatable {
   var new: PropertyListValue?
 }
 
+/// One change not yet on disk. The pending changes are a log in the order they were made
+/// (later ones win when it is applied), not a dictionary: a `set` appends, without hashing
+/// the key a second time or growing a table.
+struct PendingChange: Sendable {
+  var key: String
+  var value: PropertyListValue?
+  var sequence: UInt64
+}
+
 /// The per-process store of one property-list file: the in-memory cache, the
 /// changes not yet on disk, the commit that merges them key by key into the
 /// file under the suite's lock, and the last-update token.
@@ -42,21 +51,13 @@ final class SuiteStore: Sendable {
   let directory: String
   let fileName: String
   let options: Options
-  private let lockFile: SuiteLockFile?
+  /// The suite's files and their protocol: everything this store does on disk.
+  let file: SuiteFile
   private let queue: DispatchQueue
-
-  /// One change not yet on disk. The pending changes are a log in the order they were made
-  /// (later ones win when it is applied), not a dictionary: a `set` appends, without hashing
-  /// the key a second time or growing a table.
-  private struct Pending: Sendable {
-    var key: String
-    var value: PropertyListValue?
-    var sequence: UInt64
-  }
 
   private struct State: Sendable {
     var values: [String: PropertyListValue] = [:]
-    var pending: [Pending] = []
+    var pending: [PendingChange] = []
     /// A whole-domain replacement (setPersistentDomain / removePersistentDomain)
     /// waiting to be committed, applied before `pending`.
     var replacement: (values: [String: PropertyListValue], sequence: UInt64)?
@@ -88,30 +89,6 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// What this process knows of the file. Held for the length of a read or a write, never
-  /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
-  private struct CommitState: Sendable {
-    var persisted: [String: PropertyListValue] = [:]
-    var identity: FileIdentity?
-    /// The identity of an unreadable file not yet moved aside (the lock was busy).
-    var unreadableIdentity: FileIdentity?
-    /// The identity of the last file read only in part, whose copy is kept aside.
-    var salvagedIdentity: FileIdentity?
-    /// Why the last re-read failed, said once until a re-read succeeds or the reason changes.
-    var refreshFailure: String?
-    /// How far the journal of the plist version read has been applied; `nil`: no journal.
-    var journal: SuiteJournal.Position?
-    /// What is wrong with what lies at the journal's path (the records that could be read are
-    /// applied): the next commit rewrites the plist with them and keeps the journal aside.
-    var journalDamage: [SuiteJournal.Damage] = []
-    /// The journal damage a read-only store last said it ignores, said once.
-    var reportedJournalDamage: [SuiteJournal.Damage] = []
-    /// About how many bytes of the plist and its journal hold values that are no longer live
-    /// (replaced or removed by the journal's records): when a commit would leave more of them
-    /// than live ones, it rewrites the plist, so that space is given back.
-    var deadBytes = 0
-  }
-
   private struct RetryState: Sendable {
     var lockWaitReported = false
     var retryDelay: Duration = .milliseconds(10)
@@ -121,11 +98,10 @@ final class SuiteStore: Sendable {
 
   /// Set by the change monitor while an inotify watch (not polling) covers
   /// this store's folder.
-  let watchedByKernel = Atomic<Bool>(false)
-
-  /// The token this process last saw (read or moved): an atomic of its own, so that the
-  /// resume check reads it without a lock.
-  private let seenToken = Atomic<UInt64>(0)
+  var watchedByKernel: Bool {
+    get { file.watchedByKernel.load(ordering: .acquiring) }
+    set { file.watchedByKernel.store(newValue, ordering: .releasing) }
+  }
 
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
@@ -136,11 +112,10 @@ final class SuiteStore: Sendable {
   let isUnavailable = Atomic<Bool>(false)
 
   private let state: Mutex<State>
-  private let commit: Mutex<CommitState>
   private let retry = Mutex(RetryState())
   /// Serialises this process's commits, with a bounded wait (see ``CommitGate``). Order:
-  /// gate, then the file lock, then `commit`, then `state`.
-  private let gate = CommitGate()
+  /// gate, then the file lock, then the file's state, then `state`.
+  private let gate: CommitGate
 
   // MARK: Opening
 
@@ -165,28 +140,19 @@ final class SuiteStore: Sendable {
     self.fileName = FileSystem.lastComponent(of: path)
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
-    if options.readOnly {
-      lockFile = nil
-    } else {
-      lockFile = try SuiteLockFile.opening(plistPath: path, makeFolder: options.makeFolder)
-    }
+    let gate = CommitGate()
+    self.gate = gate
+    file = try SuiteFile(path: path, options: options, gate: gate)
     state = Mutex(State())
-    commit = Mutex(CommitState())
     let unavailable = markUnavailableIfProtected()
-    let loaded = try commit.withLock { cs throws(AppGroupsError) -> [String: PropertyListValue] in
-      if unavailable { return [:] }
-      let loaded = try load(&cs, mode: .open) ?? [:]
-      cs.persisted = loaded
-      return loaded
-    }
-    seenToken.store(lockFile?.token ?? 0, ordering: .releasing)
+    let (loaded, needsRepair) = try file.load(reading: !unavailable)
     state.withLock {
       $0.values = loaded
       $0.sizeEstimate = Self.estimate(loaded)
     }
     // A damaged journal is folded into the plist and kept aside now, as an unreadable plist
     // is moved aside at open; when the lock is busy, by a retry.
-    if commit.withLock({ needsJournalRepair(&$0) }) {
+    if needsRepair {
       state.withLock { $0.repairPending = true }
       flush()
     }
@@ -261,7 +227,7 @@ final class SuiteStore: Sendable {
         return (nil, false, false, nil, size)
       }
       st.sizeEstimate = size
-      st.pending.append(Pending(key: key, value: value, sequence: st.nextSequence))
+      st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
       st.nextSequence &+= 1
       // A key set again and again before a commit: keep the log within reach of the domain.
       if st.pending.count > 2 &* st.values.count &+ 64 { Self.compact(&st.pending) }
@@ -315,9 +281,9 @@ final class SuiteStore: Sendable {
   }
 
   /// Keeps the last change of each key, in order.
-  private static func compact(_ log: inout [Pending]) {
+  private static func compact(_ log: inout [PendingChange]) {
     var seen = Set<String>(minimumCapacity: log.count)
-    var kept: [Pending] = []
+    var kept: [PendingChange] = []
     for change in log.reversed() where seen.insert(change.key).inserted { kept.append(change) }
     log = kept.reversed()
   }
@@ -390,7 +356,7 @@ final class SuiteStore: Sendable {
   @discardableResult
   func discardPendingChanges() -> Bool {
     let entry = gate.enter(before: FileSystem.deadline(after: options.lockTimeout))
-    let persisted = commit.withLock { $0.persisted }
+    let persisted = file.persisted
     let (changes, handler, landed) = state.withLock { st in
       let landed = st.pending.isEmpty && st.replacement == nil
       st.pending.removeAll()
@@ -545,7 +511,7 @@ final class SuiteStore: Sendable {
     timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
   ) throws(AppGroupsError) {
-    guard let lockFile else { return }
+    guard !options.readOnly else { return }
     try requireAvailable(extra == nil ? nil : "an atomic update")
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
@@ -568,10 +534,10 @@ final class SuiteStore: Sendable {
       defer { gate.leave() }
       var attempt = 1
       while true {
-        let outcome: CommitOutcome
+        let outcome: SuiteFile.CommitOutcome
         do {
-          outcome = try commitBody(
-            lockFile: lockFile, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+          outcome = try commitPass(
+            deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -596,35 +562,50 @@ final class SuiteStore: Sendable {
     }
   }
 
-  /// How one pass of a commit ended.
-  private enum CommitOutcome {
-    /// The changes are on disk (or there was nothing to write).
-    case committed
-    /// Something that ignores the lock replaced the lock file or the plist during the pass:
-    /// nothing was written; the pass starts over.
-    case raced(String)
-  }
-
-  private func commitBody(
-    lockFile: SuiteLockFile, deadline: UInt64, ceiling: UInt64, timeout: Duration,
+  /// One pass of a commit: this process's pending changes (a snapshot; later ones get higher
+  /// sequences) handed to the file, and this process's memory updated while the file's lock
+  /// is still held.
+  private func commitPass(
+    deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
-  ) throws(AppGroupsError) -> CommitOutcome {
-    // Snapshot the pending changes; later ones get higher sequences.
+  ) throws(AppGroupsError) -> SuiteFile.CommitOutcome {
     // `through`: the last sequence handed out; every change in the snapshot has one up to it,
-    // every later change a higher one.
+    // every later change a higher one. On failure nothing is dropped: `pending` is only
+    // cleared by finishCommit.
     let (pending, replacement, through, repair) = state.withLock { st in
       st.flushScheduled = false
       return (st.pending, st.replacement, st.nextSequence &- 1, st.repairPending)
     }
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
-    // On failure nothing is dropped: `pending` is only cleared by finishCommit.
-
+    let request = SuiteFile.CommitRequest(
+      pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
+      deadline: deadline, ceiling: ceiling, timeout: timeout)
     let waitStart = FileSystem.monotonicNanoseconds()
     do throws(AppGroupsError) {
-      try lockFile.lock(until: deadline, bound: timeout, whileHolderProgresses: ceiling, doing: path)
-      lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
+      return try file.commit(
+        request,
+        onLocked: {
+          lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
+          gate.holdsFileLock()
+          let reportAcquired = retry.withLock { retry in
+            defer {
+              retry.lockWaitReported = false
+              retry.retryDelay = .milliseconds(10)
+            }
+            return retry.lockWaitReported
+          }
+          if reportAcquired {
+            Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+          }
+        },
+        finish: { committed in
+          finishCommit(
+            next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
+            replacement: replacement, extra: committed.extra, repaired: repair, outside: &outside,
+            local: &local, handler: &handler)
+        })
     } catch where error.code == .lockTimeout {
       let count = pending.count + (replacement == nil ? 0 : 1)
       let report = retry.withLock { retry in
@@ -634,180 +615,15 @@ final class SuiteStore: Sendable {
       if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
       throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }
-    defer { lockFile.unlock() }
-    gate.holdsFileLock()
-    let reportAcquired = retry.withLock { retry in
-      defer {
-        retry.lockWaitReported = false
-        retry.retryDelay = .milliseconds(10)
-      }
-      return retry.lockWaitReported
-    }
-    if reportAcquired {
-      Diagnostics.report("\(path): lock acquired; the pending changes are being written")
-    }
-    TestHooks.pauseWhileHoldingLock(path: path)
-
-    // 1. The file as it is now: another process may have committed.
-    typealias Values = [String: PropertyListValue]
-    let reread: Result<Bool, AppGroupsError> = commit.withLock { cs in
-      let current: FileIdentity?
-      do throws(SystemCallError) {
-        current = try FileSystem.identity(ofPath: path)
-      } catch {
-        return .failure(AppGroupsError(io: error, "reading \(path)"))
-      }
-      do throws(AppGroupsError) {
-        // The same version of the plist: only what others appended to its journal is read (all
-        // of it again when a read outside the lock found it damaged: under the lock, damage is
-        // told from a commit in flight).
-        if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty && !repair,
-          let appended = try catchUpJournal(&cs)
-        {
-          return .success(!appended.isEmpty)
-        }
-        let before = cs.persisted
-        cs.persisted = try load(&cs, mode: .commit) ?? [:]
-        return .success(before != cs.persisted)
-      } catch {
-        return .failure(error)
-      }
-    }
-    guard case .success(let didReload) = reread else {
-      if case .failure(let error) = reread { throw error }
-      return .committed
-    }
-
-    // 2. The atomic update's changes, computed from the merged values without holding
-    //    `commit`, so that the closure may read the store.
-    var extraChanges: [String: PropertyListValue?] = [:]
-    if let extra {
-      var merged = commit.withLock { replacement?.values ?? $0.persisted }
-      for change in pending { merged[change.key] = change.value }
-      extraChanges = extra(merged)
-    }
-
-    // 3. This process's changes, key by key, on top of the values on disk: in place (a small
-    //    commit to a large domain copies nothing), each old value kept to put back if the
-    //    write fails. Then write durably and move the token (skipped when nothing differs).
-    //    Just before the commit point, make sure the lock is still the lock of the file at the
-    //    path and the plist is still the version merged: else something that ignores the lock
-    //    raced this commit, and the pass starts over rather than replace what it wrote.
-    var race: String?
-    let written: Result<Values, AppGroupsError> = commit.withLock { cs in
-      var next: Values
-      var replaced = false
-      if let replacement {
-        replaced = replacement.values != cs.persisted
-        next = replacement.values
-      } else {
-        next = cs.persisted
-        cs.persisted = [:]  // `next` is then the one reference: changed in place
-      }
-      var undo: [(key: String, old: PropertyListValue?)] = []
-      func apply(_ key: String, _ value: PropertyListValue?) {
-        let old: PropertyListValue?
-        if let value {
-          old = next.updateValue(value, forKey: key)
-        } else {
-          old = next.removeValue(forKey: key)
-        }
-        if old != value { undo.append((key, old)) }
-      }
-      for change in pending { apply(change.key, change.value) }
-      for (key, value) in extraChanges { apply(key, value) }
-      // What this commit leaves as it was, when it does not land.
-      func keepPersisted() {
-        guard replacement == nil else { return }
-        for (key, old) in undo.reversed() {
-          if let old { next[key] = old } else { next[key] = nil }
-        }
-        cs.persisted = next
-      }
-      // A key changed and changed back within the commit counts as a change (a rewrite of
-      // the same values): telling that apart would cost a hash of every pending key.
-      guard replaced || !undo.isEmpty || (cs.identity == nil && !next.isEmpty) || !cs.journalDamage.isEmpty
-      else {
-        keepPersisted()
-        return .success(next)
-      }
-      let expected = cs.identity
-      let path = self.path
-      let check = { () throws(SystemCallError) -> Void in
-        TestHooks.pauseBeforeRename(path: path)
-        if !lockFile.stillLocksPath() {
-          race = "the lock file \(lockFile.path) was replaced during the commit"
-        } else if try FileSystem.identity(ofPath: path) != expected {
-          race = "\(path) was replaced during the commit by a writer that did not take the lock"
-        }
-        if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
-      }
-      if replacement == nil, let expected, let (record, dead) = journalRecord(cs, next: next, undo: undo) {
-        // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
-        var published = false
-        do throws(SystemCallError) {
-          if let position = cs.journal {
-            try check()
-            try SuiteJournal.append(record, journalOf: path, at: position) { position in
-              lockFile.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
-              cs.journal = position
-            }
-          } else {
-            cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
-              lockFile.advance(to: expected, journal: $0)
-              published = true
-            }
-          }
-        } catch {
-          // A length published for a journal that did not take its place names none.
-          if published { lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
-          keepPersisted()
-          if race == nil && error.code == .resourceTemporarilyUnavailable {
-            race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
-          }
-          if race != nil { return .success(next) }
-          return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
-        }
-        cs.persisted = next
-        cs.deadBytes = dead
-        return .success(next)
-      }
-      do throws(AppGroupsError) {
-        let identity = try PropertyListFile.write(
-          next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
-        cs.identity = identity
-        cs.unreadableIdentity = nil
-        cs.deadBytes = 0
-      } catch {
-        keepPersisted()
-        return .failure(error)
-      }
-      cs.persisted = next
-      retireJournal(&cs)
-      return .success(next)
-    }
-    if let race { return .raced(race) }
-    let next: Values
-    switch written {
-    case .success(let values): next = values
-    case .failure(let error): throw error
-    }
-    finishCommit(
-      next: next, didReload: didReload, pending: pending, through: through,
-      replacement: replacement, extra: extraChanges, repaired: repair, outside: &outside, local: &local,
-      handler: &handler)
-    return .committed
   }
 
   private func finishCommit(
-    next: [String: PropertyListValue], didReload: Bool, pending: [Pending], through: UInt64,
+    next: [String: PropertyListValue], didReload: Bool, pending: [PendingChange], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
     extra: [String: PropertyListValue?], repaired: Bool,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) {
-    if let token = lockFile?.token { seenToken.store(token, ordering: .releasing) }
     state.withLock { st in
       if repaired { st.repairPending = false }
       st.lastBatchSize = pending.count
@@ -847,48 +663,13 @@ final class SuiteStore: Sendable {
     if isUnavailable.load(ordering: .acquiring) { return [] }
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
-    // A lock file removed or replaced under this process: read the token from the new one.
-    lockFile?.refreshIfReplaced()
-    commit.withLock { cs in
-      let current = try? FileSystem.identity(ofPath: path)
-      let token = lockFile?.token
-      if cs.unreadableIdentity != nil && cs.unreadableIdentity == current {
-        if let token { seenToken.store(token, ordering: .releasing) }
-        return
+    let needsRepair = file.reread { read in
+      switch read {
+      case .appended(let appended): (changes, handler) = adopt(appended)
+      case .reloaded(let loaded): (changes, handler) = adopt(loaded)
       }
-      if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty {
-        // The plist is the version read: only its journal may have grown.
-        let appended: [SuiteJournal.Change]?
-        do throws(AppGroupsError) {
-          appended = try catchUpJournal(&cs)
-        } catch {
-          reportRefreshFailure(error, &cs)
-          return
-        }
-        if let appended {
-          if appended.isEmpty {
-            if let token { seenToken.store(token, ordering: .releasing) }
-          } else {
-            (changes, handler) = adopt(appended, token: token)
-          }
-          return
-        }
-      }
-      // An unreadable file (perhaps one being written in place right now)
-      // leaves the values as they were; the next event reads it again.
-      let read: [String: PropertyListValue]?
-      do throws(AppGroupsError) {
-        read = try load(&cs, mode: .refresh)
-      } catch {
-        reportRefreshFailure(error, &cs)
-        return
-      }
-      cs.refreshFailure = nil
-      guard let loaded = read else { return }
-      cs.persisted = loaded
-      (changes, handler) = adopt(loaded, token: token)
-      if needsJournalRepair(&cs) { requestJournalRepair() }
     }
+    if needsRepair { requestJournalRepair() }
     if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
     return changes
   }
@@ -900,11 +681,8 @@ final class SuiteStore: Sendable {
   func loadAfterProtection() throws(AppGroupsError) {
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
-    try commit.withLock { cs throws(AppGroupsError) in
-      guard isUnavailable.load(ordering: .acquiring) else { return }
-      let loaded = try load(&cs, mode: .open) ?? [:]
-      cs.persisted = loaded
-      (changes, handler) = adopt(loaded, token: lockFile?.token)
+    try file.reload(if: { isUnavailable.load(ordering: .acquiring) }) { loaded in
+      (changes, handler) = adopt(loaded)
       unavailability.withLock { $0 = nil }
       isUnavailable.store(false, ordering: .releasing)
     }
@@ -916,27 +694,9 @@ final class SuiteStore: Sendable {
     if schedule { scheduleFlush() }
   }
 
-  /// Says once why the file cannot be read again (until a re-read succeeds or the reason
-  /// changes): the values read before stay, and so would go unnoticed. Call holding `commit`.
-  private func reportRefreshFailure(_ error: AppGroupsError, _ cs: inout CommitState) {
-    let reason = error.cause.map { "\($0)" } ?? error.message
-    guard cs.refreshFailure != reason else { return }
-    cs.refreshFailure = reason
-    var text = "a suite's file cannot be read again: \(reason); keeping the values read before"
-    if let cause = error.cause as? SystemCallError, cause.code == .permissionDenied {
-      // Landlock's rules hold folders, not paths: a container removed and made again is
-      // outside a sandbox built before, for the rest of the process's life.
-      text += "; in a sandbox (groupctl run), a container removed and created again after"
-        + " the process started stays outside it until the process is started again"
-    }
-    Diagnostics.report(text)
-  }
-
   /// Installs the changes appended to the journal under this process's pending changes.
-  /// Call holding `commit` (`cs.persisted` already holds them).
-  private func adopt(
-    _ appended: [SuiteJournal.Change], token: UInt64?
-  ) -> ([StoredChange], ChangeHandlers?) {
+  /// Called by the file's re-read, which holds its state.
+  private func adopt(_ appended: [SuiteJournal.Change]) -> ([StoredChange], ChangeHandlers?) {
     state.withLock { st in
       var changes: [StoredChange] = []
       if st.replacement == nil {
@@ -955,16 +715,13 @@ final class SuiteStore: Sendable {
           changes.append(StoredChange(key: key, old: old, new: value))
         }
       }
-      if let token { seenToken.store(token, ordering: .releasing) }
       return (changes, st.changeHandler)
     }
   }
 
-  /// Installs freshly read values under this process's pending changes.
-  /// Call holding `commit`.
-  private func adopt(
-    _ loaded: [String: PropertyListValue], token: UInt64?
-  ) -> ([StoredChange], ChangeHandlers?) {
+  /// Installs freshly read values under this process's pending changes. Called by the file's
+  /// re-read, which holds its state.
+  private func adopt(_ loaded: [String: PropertyListValue]) -> ([StoredChange], ChangeHandlers?) {
     state.withLock { st in
       var values = loaded
       if let replacement = st.replacement { values = replacement.values }
@@ -972,279 +729,28 @@ final class SuiteStore: Sendable {
       let changes = Self.diff(st.values, values)
       st.values = values
       st.sizeEstimate = Self.estimate(values)
-      if let token { seenToken.store(token, ordering: .releasing) }
       return (changes, st.changeHandler)
     }
   }
 
-  /// Whether the file or its token moved since this process last read or
-  /// wrote it: one token read from shared memory, and a `stat(2)` only when
-  /// no kernel watch covers the folder; no parsing.
+  /// Whether the file or its token moved since this process last read or wrote it (see
+  /// ``SuiteFile/hasChanged()``); never while its protected data cannot be read.
   func hasChangedOnDisk() -> Bool {
     if isUnavailable.load(ordering: .acquiring) { return false }
-    let seen = seenToken.load(ordering: .acquiring)
-    if let lockFile, lockFile.token != seen { return true }
-    // Every commit moves the token. An outside edit does not, but while a
-    // kernel watch covers the folder the change monitor hears of it and
-    // re-reads by itself: no stat(2) is needed here.
-    if watchedByKernel.load(ordering: .acquiring) { return false }
-    // Without a watch, a lock file removed (or replaced) under this process is found here: the
-    // token page read above is then a dead file's.
-    if let lockFile, lockFile.refreshIfReplaced() || lockFile.currentIsUnlinked { return true }
-    let current = try? FileSystem.identity(ofPath: path)
-    return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
+    return file.hasChanged()
   }
 
-  /// The suite's last-update token: monotonic, persistent, moved by every
-  /// commit and by an outside edit of the file.
-  func token() -> UInt64 {
-    guard let lockFile else {
-      return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
-    }
-    let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
-    var pause = 20_000  // 20 µs, doubling to 1 ms
-    while true {
-      guard let record = lockFile.read() else {
-        // A writer died in the middle of moving the token (its sequence is left odd): repair
-        // it if no commit is in flight; else answer the last token seen, never going back.
-        return repairToken(lockFile) ?? lastSeenToken
-      }
-      let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current { return record.token }
-      // The file is not the version the token describes: an outside edit (or
-      // a commit in flight). Move the token if no commit is in flight.
-      // The file lock is shared by this process's threads: only with the gate may it be taken.
-      let moved: UInt64? = {
-        guard gate.tryEnter() else { return nil }
-        defer { gate.leave() }
-        guard lockFile.tryLock() else { return nil }
-        defer { lockFile.unlock() }
-        guard let again = lockFile.read() else { return nil }
-        let now = try? FileSystem.identity(ofPath: path)
-        if again.identity == now { return again.token }
-        return lockFile.advance(to: now)
-      }()
-      if let moved { return moved }
-      // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline { return record.token }
-      Threads.pause(nanoseconds: pause)
-      pause = min(pause * 2, 1_000_000)
-    }
-  }
-
-  static let tokenWaitBound: UInt64 = 20_000_000
-
-  /// Moves a token whose last update never finished forward, under the lock: a live writer
-  /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
-  private func repairToken(_ lockFile: SuiteLockFile) -> UInt64? {
-    // The file lock is shared by this process's threads: only with the gate may it be taken.
-    guard gate.tryEnter() else { return nil }
-    defer { gate.leave() }
-    guard lockFile.tryLock() else { return nil }
-    defer { lockFile.unlock() }
-    if let record = lockFile.read() { return record.token }
-    let token = lockFile.advance(to: try? FileSystem.identity(ofPath: path))
-    var seen = seenToken.load(ordering: .acquiring)
-    while seen < token {
-      let (exchanged, now) = seenToken.compareExchange(
-        expected: seen, desired: token, ordering: .acquiringAndReleasing)
-      if exchanged { break }
-      seen = now
-    }
-    return token
-  }
+  /// The suite's last-update token: monotonic, persistent, moved by every commit and by an
+  /// outside edit of the file.
+  func token() -> UInt64 { file.token() }
 
   /// The token this process last saw.
-  var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
-
-  // MARK: Loading and quarantine
-
-  enum LoadMode {
-    /// Opening the suite: an unreadable file is moved aside under the lock.
-    case open
-    /// Committing, holding the lock: an unreadable file is moved aside.
-    case commit
-    /// Re-reading after an outside change: an unreadable file is only noted
-    /// (it may be in the middle of an in-place write); `nil` is returned.
-    case refresh
-  }
-
-  /// Reads and parses the file (``PropertyListFile/read(_:)``). An unreadable file is moved
-  /// aside (only while holding the lock) and the suite goes on empty.
-  private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
-    let holdingLock = mode == .commit
-    let identity: FileIdentity
-    let reason: String
-    do throws(SystemCallError) {
-      // Consumed, so that the values bound below are the one reference to their storage and
-      // the journal's changes go into it in place, not into a copy of the whole domain.
-      let contents = try PropertyListFile.read(path)
-      switch consume contents {
-      case .missing:
-        cs.identity = nil
-        cs.unreadableIdentity = nil
-        cs.journal = nil
-        cs.journalDamage = []
-        return [:]
-      case .values(var values, let read):
-        cs.identity = read
-        cs.unreadableIdentity = nil
-        try applyJournal(to: &values, base: read, &cs)
-        return values
-      case .salvaged(var values, let read, let skipped, let data):
-        cs.identity = read
-        cs.unreadableIdentity = nil
-        if cs.salvagedIdentity != read {
-          cs.salvagedIdentity = read
-          keepSalvagedCopy(data, skipped: skipped, keeping: values.count)
-        }
-        try applyJournal(to: &values, base: read, &cs)
-        return values
-      case .unreadable(let why, let read):
-        reason = why
-        identity = read
-      }
-    } catch {
-      throw AppGroupsError(io: error, "reading \(path)")
-    }
-    cs.identity = identity
-    cs.journal = nil
-    cs.journalDamage = []
-    if mode == .refresh {
-      if cs.unreadableIdentity != identity {
-        Diagnostics.report(
-          "\(path) could not be read (\(reason)); keeping the values read before; it will be moved aside at the next write unless it is fixed first")
-      }
-      cs.unreadableIdentity = identity
-      return nil
-    }
-    guard let lockFile, !options.readOnly else {
-      if cs.unreadableIdentity != identity {
-        Diagnostics.report("\(path) could not be read (\(reason)); its values are ignored until it is fixed")
-      }
-      cs.unreadableIdentity = identity
-      return [:]
-    }
-    if !holdingLock {
-      do throws(LockedFile.Failure) {
-        try lockFile.lock(
-          until: FileSystem.deadline(after: options.lockTimeout),
-          whileHolderProgresses: FileSystem.deadline(after: Self.progressCeiling))
-      } catch {
-        if cs.unreadableIdentity != identity {
-          Diagnostics.report(
-            "\(path) could not be read (\(reason)); it will be moved aside at the next write, and the suite reads as empty until then")
-        }
-        cs.unreadableIdentity = identity
-        return [:]
-      }
-    }
-    defer { if !holdingLock { lockFile.unlock() } }
-    // Under the lock: is it still the same unreadable file?
-    if let now = try? FileSystem.identity(ofPath: path), now != identity {
-      return try load(&cs, mode: .commit)
-    }
-    do throws(SystemCallError) {
-      let aside = try PropertyListFile.moveAside(path)
-      Diagnostics.report("\(path) could not be read (\(reason)); moved it to \(aside); the suite starts empty")
-    } catch {
-      throw AppGroupsError(io: error, "moving the unreadable \(path) aside")
-    }
-    lockFile.advance(to: nil, journal: SuiteJournal.Published.noJournal)
-    cs.identity = nil
-    cs.unreadableIdentity = nil
-    return [:]
-  }
+  var lastSeenToken: UInt64 { file.lastSeenToken }
 
   // MARK: The journal
 
-  /// The record of this commit's changes when it goes to the journal: the plist is large
-  /// (``Options/journalThreshold``), was read whole, and the journal stays within its bound
-  /// (``SuiteJournal/bound(forPlistSize:)``) with it. `nil`: the commit rewrites the plist and
-  /// so compacts the journal. Call holding `commit`.
-  private func journalRecord(
-    _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
-  ) -> (record: [UInt8], dead: Int)? {
-    guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
-      identity.size >= options.journalThreshold
-    else { return nil }
-    let bound = SuiteJournal.bound(forPlistSize: Int(identity.size))
-    let used = cs.journal?.end ?? SuiteJournal.headerSize
-    // Each change takes some bytes: a burst that cannot fit is not encoded to find out.
-    guard undo.count < (bound - used) / 8 else { return nil }
-    // Each key once, against its value before the commit (its first old value).
-    var before: [String: PropertyListValue?] = [:]
-    for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
-    var changes: [SuiteJournal.Change] = []
-    var dead = cs.deadBytes
-    for (key, old) in before where next[key] != old {
-      changes.append((key, next[key]))
-      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
-    }
-    guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
-      return nil
-    }
-    // A commit that would leave the files holding more dead bytes than live ones (a large
-    // value removed) rewrites the plist instead: the space is given back.
-    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
-    return (record, dead)
-  }
-
-  /// Clears the journal's path once a commit has folded the journal into a new plist (which
-  /// the journal's header no longer names, so a crash before this leaves it ignored): a
-  /// journal is removed (the journal of a plist removed by hand, or the unpublished record of
-  /// a writer that died, too: a plist written whole leaves no journal); a damaged one, or
-  /// anything else there, is kept aside and the user told where it went, once. Call holding
-  /// `commit` and the lock.
-  private func retireJournal(_ cs: inout CommitState) {
-    let journal = SuiteJournal.path(of: path)
-    let damage = cs.journalDamage
-    cs.journal = nil
-    cs.journalDamage = []
-    let aside: String?
-    do throws(SystemCallError) {
-      aside = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty)
-    } catch {
-      Diagnostics.report(
-        "\(journal): \(Self.describe(damage)); the records that could be read are in \(path) now, but keeping it aside failed: \(error)")
-      return
-    }
-    guard !damage.isEmpty || aside != nil else { return }
-    let readable = damage.allSatisfy {
-      switch $0 {
-      case .notARegularFile, .notAJournal, .missing, .replaced: return false
-      default: return true
-      }
-    }
-    var text = "\(journal): \(damage.isEmpty ? "it is not a journal" : Self.describe(damage))"
-    if readable { text += "; the records that could be read are in \(path) now" }
-    if let aside { text += "; it was moved to \(aside)" }
-    text += readable ? "" : "; the suite's commits go on without it"
-    Diagnostics.report(text)
-  }
-
-  private static func describe(_ damage: [SuiteJournal.Damage]) -> String {
-    damage.map(\.description).joined(separator: "; ")
-  }
-
-  /// Whether the journal read last is damaged in a way that a commit must repair: not what a
-  /// commit in flight shows a reader outside the lock for a moment (a new journal published
-  /// just before its rename, which wakes the reader again). A read-only store repairs
-  /// nothing: it says once what it ignores. Call holding `commit`.
-  private func needsJournalRepair(_ cs: inout CommitState) -> Bool {
-    let damage = cs.journalDamage.filter { !$0.mayBeInFlight }
-    guard !damage.isEmpty else { return false }
-    guard options.readOnly else { return true }
-    if cs.reportedJournalDamage != damage {
-      cs.reportedJournalDamage = damage
-      Diagnostics.report(
-        "\(SuiteJournal.path(of: path)): \(Self.describe(damage)); only the records that could be read are read")
-    }
-    return false
-  }
-
-  /// Schedules a commit that repairs the journal (``needsJournalRepair(_:)``), even with no
-  /// change pending.
+  /// Schedules a commit that repairs the journal (``SuiteFile/needsJournalRepair(_:)``), even
+  /// with no change pending.
   private func requestJournalRepair() {
     let schedule = state.withLock { st in
       st.repairPending = true
@@ -1252,77 +758,6 @@ final class SuiteStore: Sendable {
       return !st.flushScheduled
     }
     if schedule { scheduleFlush() }
-  }
-
-  /// Applies the whole journal of plist version `base` onto `values`. Call holding `commit`.
-  private func applyJournal(
-    to values: inout [String: PropertyListValue], base: FileIdentity, _ cs: inout CommitState
-  ) throws(SystemCallError) {
-    cs.journal = nil
-    cs.journalDamage = []
-    cs.deadBytes = 0
-    guard let tail = try readJournal(base: base, after: nil) else { return }
-    cs.deadBytes = Self.apply(tail.changes, to: &values)
-    cs.journal = tail.position
-    cs.journalDamage = tail.damage
-  }
-
-  /// Applies a journal's changes to `values`.
-  /// - Returns: about how many bytes of the files the values they replace or remove hold.
-  private static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
-    var dead = 0
-    for (key, value) in changes {
-      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
-      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
-    }
-    return dead
-  }
-
-  /// The changes appended to the journal since this process last read it (applied to
-  /// `cs.persisted`), while the plist is the version it read: empty when there are none;
-  /// `nil` when the journal was replaced, removed, cut or damaged, and the whole file must be
-  /// read again. Call holding `commit`.
-  private func catchUpJournal(_ cs: inout CommitState) throws(AppGroupsError) -> [SuiteJournal.Change]? {
-    guard let base = cs.identity else { return [] }
-    let tail: SuiteJournal.Tail?
-    do throws(SystemCallError) {
-      tail = try readJournal(base: base, after: cs.journal)
-    } catch {
-      throw AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))")
-    }
-    guard let tail else { return cs.journal == nil ? [] : nil }
-    // Read from where this process stood, or (a journal new to it) from the start.
-    guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
-    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
-    cs.journal = tail.position
-    return tail.changes
-  }
-
-  /// Reads the journal of plist version `base`, no further than the token record says is
-  /// durable. Without a record for that version (a lock file made again, or a commit in
-  /// flight), as far as the records check.
-  private func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
-    try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      lockFile?.read()?.journal(of: base)
-    }
-  }
-
-  /// Says which values of a file read in part were left out, and keeps a copy of the whole
-  /// file aside before a commit writes the rest over it (a read-only store only says so).
-  private func keepSalvagedCopy(_ data: Data, skipped: [PropertyListSalvage.SkippedKey], keeping kept: Int) {
-    let left = skipped.map(\.description).joined(separator: ", ")
-    guard !options.readOnly else {
-      Diagnostics.report("\(path): \(skipped.count) value(s) could not be read and are ignored: \(left); the other \(kept) key(s) are read")
-      return
-    }
-    do throws(SystemCallError) {
-      let copy = try PropertyListFile.keepCopy(data, of: path)
-      Diagnostics.report(
-        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy.path)\(copy.existed ? " (kept before)" : "") before anything is written over it")
-    } catch {
-      Diagnostics.report(
-        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live; keeping a copy of the file failed: \(error)")
-    }
   }
 
   // MARK: Helpers

@@ -77,7 +77,7 @@ final class ChangeMonitor: Sendable {
     let registered: Bool = state.withLock { st in
       guard let watch = st.directories[directory]?.watch else { return false }
       st.directories[directory]?.stores[store.fileName] = WeakReference(store)
-      store.watchedByKernel.store(watch.isWatchedByKernel, ordering: .releasing)
+      store.watchedByKernel = watch.isWatchedByKernel
       return true
     }
     if !registered {
@@ -101,7 +101,7 @@ final class ChangeMonitor: Sendable {
         // Under the lock that the handling of a folder's departure and return
         // takes too, so that this cannot overwrite what they set.
         let kernel = watched.watch?.isWatchedByKernel ?? false
-        store.watchedByKernel.store(kernel, ordering: .releasing)
+        store.watchedByKernel = kernel
       }
     }
     store.refresh()
@@ -181,7 +181,7 @@ final class ChangeMonitor: Sendable {
           addStores(in: watched)
           let kernel = event.kind == .directoryBack && watched?.watch?.isWatchedByKernel == true
           for entry in watched?.stores.values ?? [:].values {
-            entry.object?.watchedByKernel.store(kernel, ordering: .releasing)
+            entry.object?.watchedByKernel = kernel
           }
           for listener in st.listeners.values where listener.directory == event.directory {
             notes.append((listener.handler, ""))

@@ -1,0 +1,165 @@
+import Foundation
+internal import Synchronization
+
+// The journal's part of a suite's on-disk protocol (see ``SuiteJournal``): which commit is
+// appended, how the journal is read and caught up, and how a damaged one is repaired.
+extension SuiteFile {
+  // MARK: The journal
+
+  /// The record of this commit's changes when it goes to the journal: the plist is large
+  /// (``Options/journalThreshold``), was read whole, and the journal stays within its bound
+  /// (``SuiteJournal/bound(forPlistSize:)``) with it. `nil`: the commit rewrites the plist and
+  /// so compacts the journal. Call holding `commit`.
+  func journalRecord(
+    _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
+  ) -> (record: [UInt8], dead: Int)? {
+    guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
+      identity.size >= options.journalThreshold
+    else { return nil }
+    let bound = SuiteJournal.bound(forPlistSize: Int(identity.size))
+    let used = cs.journal?.end ?? SuiteJournal.headerSize
+    // Each change takes some bytes: a burst that cannot fit is not encoded to find out.
+    guard undo.count < (bound - used) / 8 else { return nil }
+    // Each key once, against its value before the commit (its first old value).
+    var before: [String: PropertyListValue?] = [:]
+    for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
+    var changes: [SuiteJournal.Change] = []
+    var dead = cs.deadBytes
+    for (key, old) in before where next[key] != old {
+      changes.append((key, next[key]))
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
+      return nil
+    }
+    // A commit that would leave the files holding more dead bytes than live ones (a large
+    // value removed) rewrites the plist instead: the space is given back.
+    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
+    return (record, dead)
+  }
+
+  /// Clears the journal's path once a commit has folded the journal into a new plist (which
+  /// the journal's header no longer names, so a crash before this leaves it ignored): a
+  /// journal is removed (the journal of a plist removed by hand, or the unpublished record of
+  /// a writer that died, too: a plist written whole leaves no journal); a damaged one, or
+  /// anything else there, is kept aside and the user told where it went, once. Call holding
+  /// `commit` and the lock.
+  func retireJournal(_ cs: inout CommitState) {
+    let journal = SuiteJournal.path(of: path)
+    let damage = cs.journalDamage
+    cs.journal = nil
+    cs.journalDamage = []
+    let aside: String?
+    do throws(SystemCallError) {
+      aside = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty)
+    } catch {
+      Diagnostics.report(
+        "\(journal): \(Self.describe(damage)); the records that could be read are in \(path) now, but keeping it aside failed: \(error)")
+      return
+    }
+    guard !damage.isEmpty || aside != nil else { return }
+    let readable = damage.allSatisfy {
+      switch $0 {
+      case .notARegularFile, .notAJournal, .missing, .replaced: return false
+      default: return true
+      }
+    }
+    var text = "\(journal): \(damage.isEmpty ? "it is not a journal" : Self.describe(damage))"
+    if readable { text += "; the records that could be read are in \(path) now" }
+    if let aside { text += "; it was moved to \(aside)" }
+    text += readable ? "" : "; the suite's commits go on without it"
+    Diagnostics.report(text)
+  }
+
+  static func describe(_ damage: [SuiteJournal.Damage]) -> String {
+    damage.map(\.description).joined(separator: "; ")
+  }
+
+  /// Whether the journal read last is damaged in a way that a commit must repair: not what a
+  /// commit in flight shows a reader outside the lock for a moment (a new journal published
+  /// just before its rename, which wakes the reader again). A read-only store repairs
+  /// nothing: it says once what it ignores. Call holding `commit`.
+  func needsJournalRepair(_ cs: inout CommitState) -> Bool {
+    let damage = cs.journalDamage.filter { !$0.mayBeInFlight }
+    guard !damage.isEmpty else { return false }
+    guard options.readOnly else { return true }
+    if cs.reportedJournalDamage != damage {
+      cs.reportedJournalDamage = damage
+      Diagnostics.report(
+        "\(SuiteJournal.path(of: path)): \(Self.describe(damage)); only the records that could be read are read")
+    }
+    return false
+  }
+
+  /// Applies the whole journal of plist version `base` onto `values`. Call holding `commit`.
+  func applyJournal(
+    to values: inout [String: PropertyListValue], base: FileIdentity, _ cs: inout CommitState
+  ) throws(SystemCallError) {
+    cs.journal = nil
+    cs.journalDamage = []
+    cs.deadBytes = 0
+    guard let tail = try readJournal(base: base, after: nil) else { return }
+    cs.deadBytes = Self.apply(tail.changes, to: &values)
+    cs.journal = tail.position
+    cs.journalDamage = tail.damage
+  }
+
+  /// Applies a journal's changes to `values`.
+  /// - Returns: about how many bytes of the files the values they replace or remove hold.
+  static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
+    var dead = 0
+    for (key, value) in changes {
+      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    return dead
+  }
+
+  /// The changes appended to the journal since this process last read it (applied to
+  /// `cs.persisted`), while the plist is the version it read: empty when there are none;
+  /// `nil` when the journal was replaced, removed, cut or damaged, and the whole file must be
+  /// read again. Call holding `commit`.
+  func catchUpJournal(_ cs: inout CommitState) throws(AppGroupsError) -> [SuiteJournal.Change]? {
+    guard let base = cs.identity else { return [] }
+    let tail: SuiteJournal.Tail?
+    do throws(SystemCallError) {
+      tail = try readJournal(base: base, after: cs.journal)
+    } catch {
+      throw AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))")
+    }
+    guard let tail else { return cs.journal == nil ? [] : nil }
+    // Read from where this process stood, or (a journal new to it) from the start.
+    guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
+    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
+    cs.journal = tail.position
+    return tail.changes
+  }
+
+  /// Reads the journal of plist version `base`, no further than the token record says is
+  /// durable. Without a record for that version (a lock file made again, or a commit in
+  /// flight), as far as the records check.
+  func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
+    try SuiteJournal.read(journalOf: path, base: base, after: after) {
+      lockFile?.read()?.journal(of: base)
+    }
+  }
+
+  /// Says which values of a file read in part were left out, and keeps a copy of the whole
+  /// file aside before a commit writes the rest over it (a read-only store only says so).
+  func keepSalvagedCopy(_ data: Data, skipped: [PropertyListSalvage.SkippedKey], keeping kept: Int) {
+    let left = skipped.map(\.description).joined(separator: ", ")
+    guard !options.readOnly else {
+      Diagnostics.report("\(path): \(skipped.count) value(s) could not be read and are ignored: \(left); the other \(kept) key(s) are read")
+      return
+    }
+    do throws(SystemCallError) {
+      let copy = try PropertyListFile.keepCopy(data, of: path)
+      Diagnostics.report(
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live, and the whole file is kept at \(copy.path)\(copy.existed ? " (kept before)" : "") before anything is written over it")
+    } catch {
+      Diagnostics.report(
+        "\(path): \(skipped.count) value(s) could not be read: \(left); the other \(kept) key(s) stay live; keeping a copy of the file failed: \(error)")
+    }
+  }
+
+}
