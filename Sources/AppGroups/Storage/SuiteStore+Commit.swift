@@ -1,0 +1,360 @@
+import Dispatch
+internal import Synchronization
+
+// Committing a store's pending changes (see ``SuiteStore``): scheduling and backing off, the
+// commit under the gate with its retries when something that ignores the lock raced it, the
+// atomic updates, and this process's memory brought up to date while the file lock is held.
+// What happens on disk is ``SuiteFile``'s.
+extension SuiteStore {
+  /// After a failed commit (lock busy past the bound, disk error): the
+  /// changes stay pending and a retry is scheduled, backing off to 1 s.
+  /// Whichever commit failed, the background one or `synchronize()`'s.
+  private func retryLater() {
+    let schedule = state.withLock { st in
+      if st.flushScheduled || (st.pending.isEmpty && st.replacement == nil && !st.repairPending) { return false }
+      st.flushScheduled = true
+      return true
+    }
+    guard schedule else { return }
+    let delay = retry.withLock { retry in
+      let current = retry.retryDelay
+      retry.retryDelay = min(current * 2, .seconds(1))
+      return current
+    }
+    scheduleFlush(after: delay)
+  }
+
+  func scheduleFlush(after delay: Duration? = nil) {
+    let work: @Sendable () -> Void = { [self] in _ = flush() }
+    if let delay {
+      let (s, atto) = delay.components
+      let nanos = Int(s) * 1_000_000_000 + Int(atto / 1_000_000_000)
+      queue.asyncAfter(deadline: .now() + .nanoseconds(nanos), execute: work)
+    } else {
+      queue.async(execute: work)
+    }
+  }
+
+  /// Commits every pending change now, on the calling thread.
+  /// - Returns: `true` when nothing is left pending.
+  @discardableResult
+  func flush() -> Bool {
+    do {
+      try commitPending(timeout: options.lockTimeout)
+      return true
+    } catch where error.code == .protectedDataUnavailable {
+      return false  // kept in memory; they land when the data comes back
+    } catch {
+      retryLater()
+      return false
+    }
+  }
+
+  /// Forgets every change not yet on disk: the values go back to what this process last read
+  /// or wrote. For a tool that reported a failed write and must not let it land later (at
+  /// exit). Observers are told of the values that go back.
+  ///
+  /// A commit in flight (a retry on the commit queue) ends first, within the lock timeout: a
+  /// process that exits after this leaves no temporary file behind, and learns whether that
+  /// commit landed the changes after all.
+  /// - Returns: `true` when nothing was pending any more: every change is on disk.
+  @discardableResult
+  func discardPendingChanges() -> Bool {
+    let entry = gate.enter(before: FileSystem.deadline(after: options.lockTimeout))
+    let persisted = file.persisted
+    let (changes, handler, landed) = state.withLock { st in
+      let landed = st.pending.isEmpty && st.replacement == nil
+      st.pending.removeAll()
+      st.replacement = nil
+      let changes = Self.diff(st.values, persisted)
+      st.values = persisted
+      st.sizeEstimate = Self.estimate(persisted)
+      return (changes, st.changeHandler, landed)
+    }
+    if case .entered = entry { gate.leave() }
+    // Outside the gate: an observer may write or synchronize in turn.
+    if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
+    return landed
+  }
+
+  /// Says why a commit failed, once per reason until a commit lands: the system call, the path
+  /// and the errno text are in `error`'s message. A lock held past the bound is said by the
+  /// commit itself.
+  private func reportFailure(_ error: AppGroupsError) {
+    guard error.code != .lockTimeout else { return }
+    let count = state.withLock { $0.pending.count + ($0.replacement == nil ? 0 : 1) }
+    let report = retry.withLock { retry in
+      defer { retry.reportedFailure = error.message }
+      return retry.reportedFailure != error.message
+    }
+    if report {
+      Diagnostics.report(
+        "\(error.message); \(count) change(s) stay pending and will be retried")
+    }
+  }
+
+  /// Commits every pending change, waiting at most `timeout` for the lock.
+  /// - Throws: `.lockTimeout` or `.io`; the changes then stay pending.
+  func commitPending(timeout: Duration) throws(AppGroupsError) {
+    try commitLocked(timeout: timeout, extra: nil)
+  }
+
+  /// How many times a commit starts over when the lock file or the plist was replaced by
+  /// something that ignored the lock, before it reports a failure.
+  private static let maximumAttempts = 8
+
+  /// Reads the key's current value from disk under the suite's lock, lets
+  /// `body` compute its new value, and commits it before the lock is
+  /// released: a read-modify-write that no other process can interleave.
+  ///
+  /// `body` must be short and must not call back into the store: it runs while this suite's
+  /// lock is held, so every other writer of the suite waits for it. Reads inside it work;
+  /// a nested update throws `.lockTimeout` at once, and a nested flush returns `false`.
+  /// - Returns: the value `body` returned.
+  /// - Throws: `.lockTimeout`, `.io`, `.sizeLimitExceeded`, or what `body` throws; then the
+  ///   key is not changed (other pending changes may still have landed).
+  func update(
+    key: String, timeout: Duration, _ body: (PropertyListValue?) throws -> PropertyListValue?
+  ) throws -> PropertyListValue? {
+    var result: PropertyListValue?
+    var bodyError: (any Error)?
+    try withoutActuallyEscaping(body) { body throws(AppGroupsError) in
+      try commitLocked(timeout: timeout) { current in
+        do {
+          result = try body(current[key])
+        } catch {
+          bodyError = error
+          return [:]
+        }
+        if let reason = result?.unstorableReason {
+          bodyError = self.unstorable(key, reason)
+          return [:]
+        }
+        let old = current[key]
+        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: result)
+        if newSize > oldSize {
+          let size = Self.estimate(current) - oldSize + newSize
+          if size > self.options.sizeLimit {
+            bodyError = AppGroupsError(
+              .sizeLimitExceeded,
+              "updating \(key.debugDescription) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; the value was not changed")
+            return [:]
+          }
+        }
+        var change: [String: PropertyListValue?] = [:]
+        change.updateValue(result, forKey: key)
+        return change
+      }
+    }
+    if let bodyError { throw bodyError }
+    return result
+  }
+
+  /// Reads every value from disk under the suite's lock, lets `body` compute a change set
+  /// for any number of keys (`nil` removes a key), and commits it before the lock is
+  /// released, as one file write: the changes land together or not at all.
+  ///
+  /// `body` sees this process's pending changes on top of what is on disk. It has the same
+  /// limits as ``update(key:timeout:_:)``'s: short, no nested commits.
+  /// - Returns: the change set `body` returned.
+  /// - Throws: `.lockTimeout`, `.io`, `.unsupportedValue` or `.sizeLimitExceeded` for a value
+  ///   of the change set, or what `body` throws; then none of the changes is made (other
+  ///   pending changes may still have landed).
+  @discardableResult
+  func transaction(
+    timeout: Duration,
+    _ body: ([String: PropertyListValue]) throws -> [String: PropertyListValue?]
+  ) throws -> [String: PropertyListValue?] {
+    var result: [String: PropertyListValue?] = [:]
+    var bodyError: (any Error)?
+    try withoutActuallyEscaping(body) { body throws(AppGroupsError) in
+      try commitLocked(timeout: timeout) { current in
+        do {
+          result = try body(current)
+        } catch {
+          bodyError = error
+          return [:]
+        }
+        var size = Self.estimate(current)
+        for (key, value) in result {
+          if let reason = value?.unstorableReason {
+            bodyError = self.unstorable(key, reason)
+            return [:]
+          }
+          size -= PropertyListValue.estimatedEntrySize(key: key, value: current[key])
+          size += PropertyListValue.estimatedEntrySize(key: key, value: value)
+        }
+        if size > self.options.sizeLimit && size > Self.estimate(current) {
+          bodyError = AppGroupsError(
+            .sizeLimitExceeded,
+            "a transaction of \(result.count) change(s) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; nothing was changed")
+          return [:]
+        }
+        return result
+      }
+    }
+    if let bodyError { throw bodyError }
+    return result
+  }
+
+  /// How long a commit waits at most for a lock whose holder makes progress all along (see
+  /// ``LockedFile``): a commit of milliseconds slowed down a thousandfold by a loaded machine
+  /// stays well within it, and a holder stuck in a loop under the lock does not hold every
+  /// other writer for ever.
+  static let progressCeiling: Duration = .seconds(30)
+
+  /// The commit: under the lock, reload the file if it moved, apply the
+  /// pending changes (and `extra`, computed from the merged values) key by
+  /// key, write durably, advance the token.
+  ///
+  /// The whole wait, for another thread's commit and then for another process's lock, stays
+  /// within `timeout` while no holder makes progress, and within ``progressCeiling`` (or
+  /// `timeout`, when longer) while one does: another thread's commit of this process is waited
+  /// for as long as its own wait lasts.
+  private func commitLocked(
+    timeout: Duration,
+    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
+  ) throws(AppGroupsError) {
+    guard !options.readOnly else { return }
+    try requireAvailable(extra == nil ? nil : "an atomic update")
+    let deadline = FileSystem.deadline(after: timeout)
+    let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
+    switch gate.enter(before: ceiling) {
+    case .entered:
+      break
+    case .reentered:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): the store was called back from inside an atomic update's closure; the changes stay pending and land after it returns")
+    case .timedOut:
+      throw AppGroupsError(
+        .lockTimeout,
+        "\(path): another commit of this process waited for the lock for more than \(max(timeout, Self.progressCeiling)); the changes stay pending")
+    }
+    var outside: [StoredChange] = []
+    var local: [StoredChange] = []
+    var handler: ChangeHandlers?
+    do {
+      defer { gate.leave() }
+      var attempt = 1
+      while true {
+        let outcome: SuiteFile.CommitOutcome
+        do {
+          outcome = try commitPass(
+            deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+            local: &local, handler: &handler)
+        } catch {
+          reportFailure(error)
+          throw error
+        }
+        guard case .raced(let reason) = outcome else { break }
+        if attempt == Self.maximumAttempts {
+          let failure = AppGroupsError(
+            .io,
+            "writing \(path): \(reason), \(attempt) times in a row; the changes stay pending")
+          reportFailure(failure)
+          throw failure
+        }
+        attempt += 1
+      }
+      retry.withLock { $0.reportedFailure = nil }
+    }
+    // Outside the gate: an observer may write, update or synchronize in turn.
+    if let handler {
+      if !outside.isEmpty { handler(outside, .otherProcess) }
+      if !local.isEmpty { handler(local, .thisProcess) }
+    }
+  }
+
+  /// One pass of a commit: this process's pending changes (a snapshot; later ones get higher
+  /// sequences) handed to the file, and this process's memory updated while the file's lock
+  /// is still held.
+  private func commitPass(
+    deadline: UInt64, ceiling: UInt64, timeout: Duration,
+    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
+    outside: inout [StoredChange], local: inout [StoredChange],
+    handler: inout ChangeHandlers?
+  ) throws(AppGroupsError) -> SuiteFile.CommitOutcome {
+    // `through`: the last sequence handed out; every change in the snapshot has one up to it,
+    // every later change a higher one. On failure nothing is dropped: `pending` is only
+    // cleared by finishCommit.
+    let (pending, replacement, through, repair) = state.withLock { st in
+      st.flushScheduled = false
+      return (st.pending, st.replacement, st.nextSequence &- 1, st.repairPending)
+    }
+    guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
+    let request = SuiteFile.CommitRequest(
+      pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
+      deadline: deadline, ceiling: ceiling, timeout: timeout)
+    let waitStart = FileSystem.monotonicNanoseconds()
+    do throws(AppGroupsError) {
+      return try file.commit(
+        request,
+        onLocked: {
+          lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
+          gate.holdsFileLock()
+          let reportAcquired = retry.withLock { retry in
+            defer {
+              retry.lockWaitReported = false
+              retry.retryDelay = .milliseconds(10)
+            }
+            return retry.lockWaitReported
+          }
+          if reportAcquired {
+            Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+          }
+        },
+        finish: { committed in
+          finishCommit(
+            next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
+            replacement: replacement, extra: committed.extra, repaired: repair, outside: &outside,
+            local: &local, handler: &handler)
+        })
+    } catch where error.code == .lockTimeout {
+      let count = pending.count + (replacement == nil ? 0 : 1)
+      let report = retry.withLock { retry in
+        defer { if count > 0 { retry.lockWaitReported = true } }
+        return !retry.lockWaitReported && count > 0
+      }
+      if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
+      throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
+    }
+  }
+
+  private func finishCommit(
+    next: [String: PropertyListValue], didReload: Bool, pending: [PendingChange], through: UInt64,
+    replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
+    extra: [String: PropertyListValue?], repaired: Bool,
+    outside: inout [StoredChange], local: inout [StoredChange],
+    handler: inout ChangeHandlers?
+  ) {
+    state.withLock { st in
+      if repaired { st.repairPending = false }
+      st.lastBatchSize = pending.count
+      // Drop what was committed, unless it changed again meanwhile: what is left is what
+      // came after the snapshot. Nothing, at the end of a burst; else the few late ones,
+      // kept without a hash and a delete per committed key.
+      if st.nextSequence &- 1 == through {
+        st.pending.removeAll()
+      } else {
+        st.pending.removeAll { $0.sequence <= through }
+      }
+      if let replacement, st.replacement?.sequence == replacement.sequence {
+        st.replacement = nil
+      }
+      if didReload || !extra.isEmpty {
+        // Others' changes (and the atomic update's) become visible, except
+        // where this process has a newer change of its own still pending.
+        var values = st.replacement?.values ?? next
+        for change in st.pending { values[change.key] = change.value }
+        for change in Self.diff(st.values, values) {
+          if extra.keys.contains(change.key) { local.append(change) } else { outside.append(change) }
+        }
+        st.values = values
+        st.sizeEstimate = Self.estimate(values)
+      }
+      handler = st.changeHandler
+    }
+  }
+}
