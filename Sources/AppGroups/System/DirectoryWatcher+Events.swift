@@ -1,0 +1,460 @@
+internal import CAppGroupsLinux
+internal import Glibc
+internal import Synchronization
+
+// The ``DirectoryWatcher``'s engine at work (see `DirectoryWatcher.swift` for its state and
+// its watches): directories that go and come back, the thread that reads inotify, and the
+// polling fallback.
+extension WatcherEngine {
+  // MARK: Directories that come back
+
+  /// Finds what to watch for `path` and watches it: the directory itself when it exists,
+  /// else its nearest existing ancestor (up to the root), whose events say when the next level
+  /// of the path appears. Either way, the level held is guarded by a watch on its parent, whose
+  /// events say when the level is removed or replaced: a removed directory whose inode stays
+  /// alive (an open file in it pins it) never gets `IN_DELETE_SELF`. Call holding `state`.
+  ///
+  /// Climbs from the directory toward the root until a level exists, then descends: each
+  /// level is watched (and guarded) before the next one down is tried, so that a level created
+  /// meanwhile is reported by the watch above it.
+  ///
+  /// - Returns: ``DirectoryWatcher/Event/Kind-swift.enum/directoryGone`` when the directory
+  ///   was watched and is not (or is another directory now), then
+  ///   ``DirectoryWatcher/Event/Kind-swift.enum/directoryBack`` when a directory at the path
+  ///   is newly watched.
+  func resolve(
+    _ path: String, _ state: inout State, justAdded: CInt? = nil
+  ) -> [DirectoryWatcher.Event] {
+    guard let inotifyFD, var directory = state.directories[path], !directory.isPolled else {
+      return []
+    }
+    var chain = [path]
+    while let last = chain.last, let parent = Self.parent(of: last) { chain.append(parent) }
+
+    var touched: [CInt] = []
+    var refusal: SystemCallError?
+    /// Adds (or finds) the kernel watch on `chain[level]`; `nil` when the level is not there.
+    func add(_ level: Int) -> CInt? {
+      do throws(SystemCallError) {
+        let mask = level == 0 ? Self.watchMask : Self.ancestorMask
+        let wd = try addKernelWatch(inotifyFD, chain[level], mask: mask)
+        touched.append(wd)
+        return wd
+      } catch {
+        switch error.errno {
+        case ENOENT, ENOTDIR, EACCES: break  // not there, not a directory, or not ours to watch
+        default: refusal = error
+        }
+        return nil
+      }
+    }
+
+    var found: (level: Int, wd: CInt, guardWD: CInt?)?
+    var level = 0
+    var steps = 0
+    while steps < Self.armingSteps, level < chain.count, refusal == nil {
+      steps += 1
+      // The watch `add` has just put on the path itself is not asked for a second time.
+      guard let wd = steps == 1 && level == 0 && justAdded != nil ? justAdded : add(level) else {
+        level += 1
+        continue
+      }
+      var guardWD: CInt?
+      if level + 1 < chain.count {
+        guard let parentWD = add(level + 1) else {
+          level += 1
+          continue
+        }
+        guardWD = parentWD
+        // The level may have been removed or replaced before its guard was in place.
+        guard add(level) == wd else { continue }
+      }
+      found = (level, wd, guardWD)
+      // A lower level may have appeared before this level's watch was in place.
+      guard level > 0, add(level - 1) != nil else { break }
+      level -= 1
+    }
+
+    let oldMode = directory.mode
+    switch oldMode {
+    case .kernel(let wd, let guardWD), .waiting(let wd, _, let guardWD):
+      state.kernel[wd]?.owners.remove(path)
+      state.kernel[wd]?.waiters.remove(path)
+      if let guardWD { state.kernel[guardWD]?.guarded.remove(path) }
+      touched += [wd] + (guardWD.map { [$0] } ?? [])
+    case .polled, .lost:
+      break
+    }
+    if let found {
+      if found.level == 0 {
+        state.kernel[found.wd, default: KernelWatch()].owners.insert(path)
+        directory.mode = .kernel(wd: found.wd, guardWD: found.guardWD)
+      } else {
+        state.kernel[found.wd, default: KernelWatch()].waiters.insert(path)
+        directory.mode = .waiting(wd: found.wd, ancestor: chain[found.level], guardWD: found.guardWD)
+      }
+      if let guardWD = found.guardWD {
+        state.kernel[guardWD, default: KernelWatch()].guarded.insert(path)
+      }
+    } else {
+      directory.mode = .lost
+      if let refusal {
+        Diagnostics.report(
+          "\(path) cannot be watched again after it was removed "
+            + "(\(refusal)); changes in it are seen only when it is read")
+      }
+    }
+    state.directories[path] = directory
+    // Remove the watches nothing uses any more: the old ones and the temporary ones.
+    for wd in Set(touched) {
+      if let watch = state.kernel[wd], !watch.isUnused { continue }
+      state.kernel[wd] = nil
+      // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
+      // See: man 2 inotify_rm_watch
+      _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
+    }
+
+    var events: [DirectoryWatcher.Event] = []
+    let oldWD: CInt? = if case .kernel(let wd, _) = oldMode { wd } else { nil }
+    let newWD: CInt? = if case .kernel(let wd, _) = directory.mode { wd } else { nil }
+    if oldWD != nil, oldWD != newWD {
+      events.append(.init(directory: path, name: "", kind: .directoryGone))
+    }
+    if newWD != nil, newWD != oldWD {
+      events.append(.init(directory: path, name: "", kind: .directoryBack))
+    }
+    return events
+  }
+
+  /// A kernel watch ended (its directory was deleted, moved or unmounted): what it carried
+  /// is looked for again. Call holding `state`.
+  private func retire(_ wd: CInt, _ state: inout State) -> [DirectoryWatcher.Event] {
+    guard let watch = state.kernel.removeValue(forKey: wd) else { return [] }
+    var events: [DirectoryWatcher.Event] = []
+    for path in watch.owners.union(watch.waiters).union(watch.guarded).sorted() {
+      events += resolve(path, &state)
+    }
+    return events
+  }
+
+  // MARK: The thread
+
+  func startThreadIfNeeded(
+    _ state: inout State, _ directory: String
+  ) throws(AppGroupsError) {
+    guard state.thread == nil else { return }
+    let eventFD: CInt
+    do {
+      // See: man 2 eventfd
+      eventFD = try valueOrErrno("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }
+    } catch {
+      throw AppGroupsError(io: error, "watching \(directory)")
+    }
+    let retained = Unmanaged.passRetained(self).toOpaque()
+    var thread = pthread_t()
+    // pthread_create returns the error number instead of setting errno.
+    // See: man 3 pthread_create
+    let code = pthread_create(&thread, nil, { argument in
+      guard let argument else { return nil }
+      let engine = Unmanaged<WatcherEngine>.fromOpaque(argument).takeRetainedValue()
+      engine.run()
+      return nil
+    }, retained)
+    guard code == 0 else {
+      Unmanaged<WatcherEngine>.fromOpaque(retained).release()
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
+      let error = SystemCallError(call: "pthread_create", path: nil, errno: code)
+      throw AppGroupsError(io: error, "watching \(directory)")
+    }
+    state.thread = thread
+    state.eventFD = eventFD
+  }
+
+  /// Marks the engine closed, wakes the thread, and waits for it unless called on it.
+  func close() {
+    enum Next { case nothing, join(pthread_t), closeDescriptor }
+    let next = state.withLock { state -> Next in
+      guard !state.closed else { return .nothing }
+      state.closed = true
+      guard let thread = state.thread, let eventFD = state.eventFD else { return .closeDescriptor }
+      // Under the lock: the thread closes the eventfd only after it has seen `closed`.
+      Self.signal(eventFD)
+      if pthread_equal(thread, pthread_self()) != 0 {
+        // Called from the handler: the thread ends when the handler returns.
+        pthread_detach(thread)
+        return .nothing
+      }
+      return .join(thread)
+    }
+    switch next {
+    case .nothing:
+      break
+    case .join(let thread):
+      pthread_join(thread, nil)
+    case .closeDescriptor:
+      if let inotifyFD {
+        _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(inotifyFD) }
+      }
+    }
+  }
+
+  static func signal(_ eventFD: CInt) {
+    var one: UInt64 = 1
+    _ = try? valueOrErrno("write", path: "eventfd") {
+      write(eventFD, &one, MemoryLayout<UInt64>.size)
+    }
+  }
+
+  /// The watcher thread: poll, read, deliver, until closed. Owns both descriptors at the end.
+  private func run() {
+    let buffer = UnsafeMutableRawPointer.allocate(
+      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+    buffer.bindMemory(
+      to: inotify_event.self, capacity: Self.bufferSize / MemoryLayout<inotify_event>.stride)
+    defer { buffer.deallocate() }
+
+    let clock = ContinuousClock()
+    var nextScan: ContinuousClock.Instant?
+    var eventFD: CInt = -1
+
+    while true {
+      let (closed, currentEventFD, polling) = state.withLock { state in
+        (state.closed, state.eventFD ?? -1, state.isPolling)
+      }
+      eventFD = currentEventFD
+      if closed { break }
+
+      var timeout: CInt = -1
+      if polling {
+        let now = clock.now
+        let due = nextScan ?? now.advanced(by: fallbackInterval)
+        nextScan = due
+        timeout = due <= now ? 0 : CInt(clamping: Self.milliseconds(now.duration(to: due)))
+      } else {
+        nextScan = nil
+      }
+
+      var descriptors = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)]
+      if let inotifyFD {
+        descriptors.append(pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0))
+      }
+      let count = nfds_t(descriptors.count)
+      // See: man 2 poll
+      // EINTR is retried; ENOMEM is transient. Either way, only close() may end the thread:
+      // other threads use the descriptors until they see `closed`.
+      guard (try? valueOrErrno("poll") { poll(&descriptors, count, timeout) }) != nil else {
+        continue
+      }
+
+      if descriptors[0].revents != 0 {
+        var value: UInt64 = 0
+        _ = try? valueOrErrno("read", path: "eventfd") {
+          read(eventFD, &value, MemoryLayout<UInt64>.size)
+        }
+        continue  // Re-read the state: closed, or a polled directory was added.
+      }
+
+      var batch: [DirectoryWatcher.Event] = []
+      if descriptors.count > 1, descriptors[1].revents != 0, let inotifyFD {
+        batch = readEvents(inotifyFD, buffer)
+      }
+      if let due = nextScan, clock.now >= due {
+        batch += scanPolled()
+        nextScan = clock.now.advanced(by: fallbackInterval)
+      }
+      if !batch.isEmpty {
+        guard !state.withLock({ $0.closed }) else { break }
+        handler(batch)
+      }
+    }
+
+    // `closed` is set, and close() signalled the eventfd under the same lock: nobody uses the
+    // descriptors any more.
+    if eventFD >= 0 {
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
+    }
+    if let inotifyFD {
+      _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(inotifyFD) }
+    }
+  }
+
+  /// Reads once from the inotify descriptor and turns the records into events, in order.
+  private func readEvents(
+    _ inotifyFD: CInt, _ buffer: UnsafeMutableRawPointer
+  ) -> [DirectoryWatcher.Event] {
+    let length: Int
+    do {
+      length = try valueOrErrno("read", path: "inotify") {
+        read(inotifyFD, buffer, Self.bufferSize)
+      }
+    } catch {
+      return []  // EAGAIN: another wake-up got there first.
+    }
+
+    var records: [(wd: CInt, mask: UInt32, name: String)] = []
+    let headerSize = MemoryLayout<inotify_event>.size
+    var offset = 0
+    while offset + headerSize <= length {
+      let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
+      let header = record.pointee
+      let name = header.len > 0 ? String(cString: cappgroups_inotify_event_name(record)) : ""
+      records.append((header.wd, header.mask, name))
+      offset += headerSize + Int(header.len)
+    }
+
+    return state.withLock { state in
+      var events: [DirectoryWatcher.Event] = []
+      events.reserveCapacity(records.count)
+      for record in records {
+        let mask = record.mask
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+          events.append(.init(directory: "", name: "", kind: .overflow))
+          // A directory's departure or return may be among the lost events: look again.
+          for path in state.directories.keys.sorted() { events += resolve(path, &state) }
+          continue
+        }
+        // Unknown descriptors belong to watches that were cancelled or retired; drop their
+        // events.
+        guard let watch = state.kernel[record.wd] else { continue }
+        if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+          // Deleted, unmounted or moved away: the path no longer names this inode.
+          events += retire(record.wd, &state)
+          continue
+        }
+        guard let kind = Self.kind(of: mask) else { continue }
+        for path in watch.owners.sorted() {
+          events.append(.init(directory: path, name: record.name, kind: kind))
+        }
+        if kind == .attrib || kind == .closeWrite { continue }
+        // A level a gone directory waits for appeared; a watched level was removed or replaced.
+        var affected: [String] = []
+        for path in watch.waiters {
+          guard kind == .created || kind == .movedTo,
+            case .waiting(_, let ancestor, _)? = state.directories[path]?.mode,
+            Self.nextComponent(of: path, below: ancestor) == record.name
+          else { continue }
+          affected.append(path)
+        }
+        for path in watch.guarded {
+          let level: String
+          switch state.directories[path]?.mode {
+          case .kernel?: level = path
+          case .waiting(_, let ancestor, _)?: level = ancestor
+          default: continue
+          }
+          if Self.lastComponent(of: level) == record.name { affected.append(path) }
+        }
+        for path in affected { events += resolve(path, &state) }
+      }
+      return events
+    }
+  }
+
+  private static func kind(of mask: UInt32) -> DirectoryWatcher.Event.Kind? {
+    let kinds: [(CInt, DirectoryWatcher.Event.Kind)] = [
+      (IN_MOVED_TO, .movedTo), (IN_CLOSE_WRITE, .closeWrite), (IN_CREATE, .created),
+      (IN_DELETE, .deleted), (IN_MOVED_FROM, .movedFrom), (IN_ATTRIB, .attrib),
+    ]
+    return kinds.first { mask & UInt32($0.0) != 0 }?.1
+  }
+
+  /// The parent of a path: `/a/b` → `/a`, `/a` → `/`, `/` → `nil`.
+  static func parent(of path: String) -> String? {
+    // By bytes: `/` is one byte in UTF-8 and never part of another character's.
+    let slash = UInt8(ascii: "/")
+    var trimmed = Substring(path).utf8
+    while trimmed.count > 1, trimmed.last == slash { trimmed = trimmed.dropLast() }
+    guard !(trimmed.count == 1 && trimmed.first == slash),
+      let index = trimmed.lastIndex(of: slash)
+    else { return nil }
+    if index == trimmed.startIndex { return "/" }
+    return String(Substring(trimmed[..<index]))
+  }
+
+  /// The last component of a path: `/a/b/` → `b`.
+  static func lastComponent(of path: String) -> String? {
+    path.split(separator: "/").last.map(String.init)
+  }
+
+  /// The first component of `path` below its ancestor `ancestor`: (`/a/b/c`, `/a`) → `b`.
+  static func nextComponent(of path: String, below ancestor: String) -> String? {
+    let prefix = ancestor.hasSuffix("/") ? ancestor : ancestor + "/"
+    guard path.hasPrefix(prefix) else { return nil }
+    return path.dropFirst(prefix.count).split(separator: "/").first.map(String.init)
+  }
+
+  // MARK: Polling fallback
+
+  /// Checks every polled directory once and reports what changed since the last check.
+  private func scanPolled() -> [DirectoryWatcher.Event] {
+    let snapshot = state.withLock { state in
+      state.directories.filter(\.value.isPolled).map { (directory: $0.key, id: $0.value.id) }
+    }
+    var events: [DirectoryWatcher.Event] = []
+    for (path, id) in snapshot.sorted(by: { $0.directory < $1.directory }) {
+      let current = try? Self.scan(path)
+      state.withLock { state in
+        guard var directory = state.directories[path], directory.id == id,
+          case .polled(let stamps, let gone) = directory.mode
+        else { return }
+        guard let current else {
+          if !gone {
+            directory.mode = .polled(stamps: [:], gone: true)
+            state.directories[path] = directory
+            events.append(.init(directory: path, name: "", kind: .directoryGone))
+          }
+          return
+        }
+        if gone { events.append(.init(directory: path, name: "", kind: .directoryBack)) }
+        for name in current.keys.sorted() where stamps[name] != current[name] {
+          events.append(.init(directory: path, name: name, kind: .movedTo))
+        }
+        for name in stamps.keys.sorted() where current[name] == nil {
+          events.append(.init(directory: path, name: name, kind: .deleted))
+        }
+        directory.mode = .polled(stamps: current, gone: false)
+        state.directories[path] = directory
+      }
+    }
+    return events
+  }
+
+  /// Lists a directory's entries with their inode, size and modification time.
+  static func scan(_ directory: String) throws(SystemCallError) -> [String: Stamp] {
+    var stream: OpaquePointer?
+    // See: man 3 opendir
+    _ = try valueOrErrno("opendir", path: directory) { () -> CInt in
+      stream = opendir(directory)
+      return stream == nil ? -1 : 0
+    }
+    guard let stream else { return [:] }
+    defer { _ = try? valueOrErrno("closedir", retryOnInterrupt: false) { closedir(stream) } }
+    let descriptor = dirfd(stream)
+    var stamps: [String: Stamp] = [:]
+    while let entry = readdir(stream) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name == "." || name == ".." { continue }
+      var info = stat()
+      // The entry may be gone already; then it is simply not there.
+      guard
+        (try? valueOrErrno("fstatat", path: name) {
+          fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW)
+        }) != nil
+      else { continue }
+      stamps[name] = Stamp(
+        inode: UInt64(info.st_ino), size: Int64(info.st_size),
+        seconds: Int(info.st_mtim.tv_sec), nanoseconds: Int(info.st_mtim.tv_nsec))
+    }
+    return stamps
+  }
+
+  /// A duration in whole milliseconds, rounded up.
+  static func milliseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    let perMillisecond: Int64 = 1_000_000_000_000_000
+    let (whole, rest) = attoseconds.quotientAndRemainder(dividingBy: perMillisecond)
+    return seconds * 1000 + whole + (rest > 0 ? 1 : 0)
+  }
+}
