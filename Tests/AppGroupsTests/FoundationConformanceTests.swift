@@ -388,14 +388,20 @@ struct FoundationConformanceTests {
     let (t, d1) = try standardSuite()
     defer { withExtendedLifetime(t) {} }
     let name = "org.swift.Foundation.TestPersistentDomainName-\(UUID().uuidString)"
-    // Every notification for the domain, from either instance, in the order posted.
+    // Every notification for the domain, from either instance, in the order posted. The
+    // registration domain is the process's: another test registering a key at the same time
+    // changes this suite's effective values too, and its keys are not this test's to count.
+    let own = Set(["An Integer", "A Double", "A String", "An Array", "A Dictionary", "sentinel"])
     let posted = Locked<[[String]]>([])
     let arrived = DispatchSemaphore(value: 0)
     let observer = NotificationCenter.default.addObserver(
       forName: GroupDefaults.didChangeNotification, object: nil, queue: nil
     ) { note in
       guard note.userInfo?[GroupDefaults.suiteNameKey] as? String == name else { return }
-      posted.withLock { $0.append(note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]) }
+      let keys = note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]
+      let mine = keys.filter { own.contains($0) || $0 == "?" }
+      guard mine.count == keys.count || !mine.isEmpty else { return }
+      posted.withLock { $0.append(mine) }
       arrived.signal()
     }
     defer { NotificationCenter.default.removeObserver(observer) }
@@ -453,6 +459,9 @@ struct FoundationConformanceTests {
       forName: GroupDefaults.didChangeNotification, object: d, queue: nil
     ) { note in
       guard note.userInfo?[GroupDefaults.suiteNameKey] as? String == name else { return }
+      // Another test's registration (the process's domain) is heard here too: not ours.
+      let keys = note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? []
+      guard keys.contains(where: { ["kept", "changed", "removed", "added"].contains($0) }) else { return }
       received.withLock { $0.append(note) }
       arrived.signal()
     }
