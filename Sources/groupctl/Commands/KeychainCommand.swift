@@ -1,7 +1,6 @@
 import AppGroups
 import AppGroupsKeychain
 import Foundation
-import Glibc
 
 /// `groupctl keychain add-generic-password|find-generic-password|delete-generic-password|dump`,
 /// with macOS `security`'s flags.
@@ -288,7 +287,7 @@ struct KeychainCommand: ParsableCommand {
   /// The password from standard input: on a terminal, prompted twice without echo, as
   /// `security` prompts; otherwise everything read, less one final newline.
   static func readPassword() throws -> Data {
-    guard isatty(STDIN_FILENO) == 1 else {
+    guard StandardInput.isTerminal else {
       var data = FileHandle.standardInput.readDataToEndOfFile()
       if data.last == UInt8(ascii: "\n") { data.removeLast() }
       if data.last == UInt8(ascii: "\r") { data.removeLast() }
@@ -296,16 +295,8 @@ struct KeychainCommand: ParsableCommand {
     }
     func prompt(_ text: String) throws -> String {
       FileHandle.standardError.write(Data(text.utf8))
-      var saved = termios()
-      tcgetattr(STDIN_FILENO, &saved)
-      var quiet = saved
-      quiet.c_lflag &= ~tcflag_t(ECHO)
-      tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-      defer {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-        FileHandle.standardError.write(Data("\n".utf8))
-      }
-      guard let line = readLine(strippingNewline: true) else {
+      defer { FileHandle.standardError.write(Data("\n".utf8)) }
+      guard let line = StandardInput.withoutEcho({ readLine(strippingNewline: true) }) else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       return line
