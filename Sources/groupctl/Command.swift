@@ -54,7 +54,7 @@ extension ParsableCommand {
   func validate() throws {}
 }
 
-/// What a command is called and what its help says.
+/// What a command is called, what it takes and what its help says.
 struct CommandConfiguration: Sendable {
   /// The kebab-case name typed after `groupctl`.
   var commandName: String
@@ -66,6 +66,8 @@ struct CommandConfiguration: Sendable {
   var discussion: String
   /// The command's own options, shown in its help (global options are added).
   var options: [OptionHelp]
+  /// The arguments of a ``DeclaredCommand``, in the order help shows them.
+  var arguments: [ArgumentDeclaration]
   /// Hidden commands work but are left out of the command list.
   var isHidden: Bool
 
@@ -82,6 +84,31 @@ struct CommandConfiguration: Sendable {
     self.usage = usage
     self.discussion = discussion
     self.options = options
+    self.arguments = []
+    self.isHidden = isHidden
+  }
+
+  /// A command that declares its arguments: its parser, its OPTIONS section, its completion
+  /// and its synopsis come from `arguments`. The synopsis is the name and the arguments in
+  /// the order given (`read-type DOMAIN KEY`, `list [BUNDLE-ID] [--json]`); `usage` replaces
+  /// it where the command has several forms or names a global option.
+  init(
+    commandName: String,
+    abstract: String,
+    arguments: [any DeclaredArgument],
+    usage: String? = nil,
+    discussion: String = "",
+    isHidden: Bool = false
+  ) {
+    let declarations = arguments.map(\.declaration)
+    self.commandName = commandName
+    self.abstract = abstract
+    self.usage =
+      usage
+      ?? ([commandName] + declarations.map(\.synopsis)).joined(separator: " ")
+    self.discussion = discussion
+    self.options = declarations.compactMap(\.optionHelp)
+    self.arguments = declarations
     self.isHidden = isHidden
   }
 }

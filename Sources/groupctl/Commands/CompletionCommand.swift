@@ -1,11 +1,13 @@
 import Foundation
 
 /// `groupctl completion bash|zsh`
-struct CompletionCommand: ParsableCommand {
+struct CompletionCommand: DeclaredCommand {
+  static let shell = Argument.positional("SHELL", shownAs: "bash|zsh")
+
   static let configuration = CommandConfiguration(
     commandName: "completion",
     abstract: "Print a shell completion script for groupctl.",
-    usage: "completion bash|zsh",
+    arguments: [shell],
     discussion: """
       The script completes command names, each command's options and the global \
       options, and paths where a command takes one; it is made from the same table \
@@ -22,10 +24,12 @@ struct CompletionCommand: ParsableCommand {
     case bash, zsh
   }
 
+  let arguments: Arguments
   let shell: Shell
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    let word = try arguments.positional("SHELL")
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    let word = arguments[Self.shell]
     guard let shell = Shell(rawValue: word) else {
       throw ValidationError(
         "unknown shell '\(word)' (use \(Shell.allCases.map(\.rawValue).joined(separator: " or ")))")
