@@ -208,37 +208,3 @@ struct Arguments: Sendable {
   /// The DOMAIN, for a command that declared ``Argument/domain``.
   var domain: DomainArgument { self[.domain] }
 }
-
-/// A command whose arguments are declared in its ``CommandConfiguration``: it is made from
-/// their parsed values, and its help, completion and usage errors come from the same
-/// declaration.
-///
-/// ```swift
-/// struct ReadTypeCommand: DeclaredCommand {
-///   static let key = Argument.positional("KEY")
-///   static let configuration = CommandConfiguration(
-///     commandName: "read-type", abstract: "…", arguments: [Argument.domain, key])
-///   let arguments: Arguments
-///   func run() throws { … arguments.domain … arguments[Self.key] … }
-/// }
-/// ```
-protocol DeclaredCommand: ParsableCommand {
-  /// The parsed values of the declared arguments.
-  var arguments: Arguments { get }
-
-  /// Makes the command from its parsed arguments; throws ``ValidationError`` for values that
-  /// do not go together.
-  init(arguments: Arguments) throws
-}
-
-extension DeclaredCommand {
-  /// `--root` and `--as`.
-  var globals: GlobalOptions { arguments.globals }
-  /// The DOMAIN, for a command that declared ``Argument/domain``.
-  var domain: DomainArgument { arguments.domain }
-
-  init(arguments reader: inout ArgumentReader, globals: GlobalOptions) throws {
-    try self.init(
-      arguments: Arguments(parsing: &reader, Self.configuration.arguments, globals: globals))
-  }
-}

@@ -1,7 +1,7 @@
 import Foundation
 
 /// `groupctl completion bash|zsh`
-struct CompletionCommand: DeclaredCommand {
+struct CompletionCommand: ParsableCommand {
   static let shell = Argument.positional("SHELL", shownAs: "bash|zsh")
 
   static let configuration = CommandConfiguration(

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl container BUNDLE-ID [app | groups | GROUP-ID]`
-struct ContainerCommand: DeclaredCommand {
+struct ContainerCommand: ParsableCommand {
   static let bundleID = Argument.positional("BUNDLE-ID")
   static let selection = Argument.optionalPositional("app | groups | GROUP-ID")
 

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl coordinate --as BUNDLE-ID --read|--write PATH [options] -- COMMAND [ARGS...]`
-struct CoordinateCommand: DeclaredCommand {
+struct CoordinateCommand: ParsableCommand {
   static let read = Argument.option("--read", value: "PATH", help: "A coordinated read of PATH.")
   static let write = Argument.option("--write", value: "PATH", help: "A coordinated write of PATH.")
   static let withoutChanges = Argument.flag(

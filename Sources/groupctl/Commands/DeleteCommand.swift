@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl delete DOMAIN [KEY]`
-struct DeleteCommand: DeclaredCommand {
+struct DeleteCommand: ParsableCommand {
   /// `nil`: the whole domain.
   static let key = Argument.optionalPositional("KEY")
 

@@ -3,7 +3,7 @@ import AppGroupsKeybag
 import Foundation
 
 /// `groupctl device [passcode set CODE|- | passcode clear | lock | unlock | reboot]`
-struct DeviceCommand: DeclaredCommand {
+struct DeviceCommand: ParsableCommand {
   static let passcodeOption = Argument.option(
     "--passcode", value: "CODE|-", help: "The current passcode (- reads it from stdin).")
   static let graceOption = Argument.option(

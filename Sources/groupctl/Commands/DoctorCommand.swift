@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl doctor [--sharing GROUP-ID BUNDLE-ID BUNDLE-ID...]`
-struct DoctorCommand: DeclaredCommand {
+struct DoctorCommand: ParsableCommand {
   static let sharingGroup = Argument.option(
     "--sharing", value: "GROUP-ID", help: "Check that the BUNDLE-IDs share GROUP-ID, end to end.")
   static let locks = Argument.flag(

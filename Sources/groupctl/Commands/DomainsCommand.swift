@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl domains`
-struct DomainsCommand: DeclaredCommand {
+struct DomainsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "domains",
     abstract: "List every domain that has preferences in the root.",

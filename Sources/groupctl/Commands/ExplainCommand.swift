@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl explain DOMAIN KEY [--as BUNDLE-ID] [-- ARGS...]`
-struct ExplainCommand: DeclaredCommand {
+struct ExplainCommand: ParsableCommand {
   static let key = Argument.positional("KEY")
   /// The simulated command line, for the argument domain.
   static let processArguments = Argument.passthrough("ARGS")

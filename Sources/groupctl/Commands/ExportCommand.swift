@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl export DOMAIN PATH|- [--xml]`
-struct ExportCommand: DeclaredCommand {
+struct ExportCommand: ParsableCommand {
   /// A path, or `-` for standard output.
   static let path = Argument.positional("PATH", shownAs: "PATH|-")
   static let xml = Argument.flag("--xml", help: "Write an XML property list instead.")

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl find WORD`
-struct FindCommand: DeclaredCommand {
+struct FindCommand: ParsableCommand {
   static let word = Argument.positional("WORD")
 
   static let configuration = CommandConfiguration(

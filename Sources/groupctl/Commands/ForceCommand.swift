@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl force DOMAIN KEY <type> VALUE`
-struct ForceCommand: DeclaredCommand {
+struct ForceCommand: ParsableCommand {
   static let key = Argument.positional("KEY")
   static let valueWords = Argument.rawWords("VALUE")
 

@@ -3,7 +3,7 @@ import Foundation
 
 /// `groupctl grant BUNDLE-ID [GROUP-ID...] [--executable PATH] [--team TEAMID]
 /// [--keychain-group GROUP]...`
-struct GrantCommand: DeclaredCommand {
+struct GrantCommand: ParsableCommand {
   static let bundleID = Argument.positional("BUNDLE-ID")
   static let groupIDs = Argument.positionals("GROUP-ID")
   static let executable = Argument.option(

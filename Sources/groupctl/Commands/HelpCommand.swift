@@ -1,5 +1,5 @@
 /// `groupctl help [COMMAND]`
-struct HelpCommand: DeclaredCommand {
+struct HelpCommand: ParsableCommand {
   static let command = Argument.optionalPositional("COMMAND")
 
   static let configuration = CommandConfiguration(

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl import DOMAIN PATH|-`
-struct ImportCommand: DeclaredCommand {
+struct ImportCommand: ParsableCommand {
   /// A path, or `-` for standard input.
   static let path = Argument.positional("PATH", shownAs: "PATH|-")
 

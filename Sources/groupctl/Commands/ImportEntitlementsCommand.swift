@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl import-entitlements BUNDLE-ID FILE.entitlements [--team TEAMID]`
-struct ImportEntitlementsCommand: DeclaredCommand {
+struct ImportEntitlementsCommand: ParsableCommand {
   static let bundleID = Argument.positional("BUNDLE-ID")
   static let path = Argument.positional("FILE.entitlements")
   static let team = Argument.option(

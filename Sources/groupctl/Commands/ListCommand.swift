@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl list [BUNDLE-ID] [--json]`
-struct ListCommand: DeclaredCommand {
+struct ListCommand: ParsableCommand {
   static let bundleID = Argument.optionalPositional("BUNDLE-ID")
   static let json = Argument.flag("--json", help: "Print JSON instead of text.")
 

@@ -3,7 +3,7 @@ import AppGroups
 /// `groupctl _parse-value [--compact] WORDS...`: a hidden command that shows
 /// how `write` parses its VALUE words and how `read` prints the result.
 /// The tests drive value parsing and printing through it.
-struct ParseValueCommand: DeclaredCommand {
+struct ParseValueCommand: ParsableCommand {
   static let compact = Argument.flag(
     "--compact", help: "Print the value on one line, as watch does.")
   static let words = Argument.rawWords("VALUE-WORDS")

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// `groupctl present --as BUNDLE-ID PATH [--release-on-suspend] [--refuse TEXT] [--never-answer]`
-struct PresentCommand: DeclaredCommand {
+struct PresentCommand: ParsableCommand {
   static let path = Argument.positional("PATH")
   static let releaseOnSuspend = Argument.flag(
     "--release-on-suspend", help: "Remove the presenter during a suspension, add it again on resume.")
@@ -71,7 +71,7 @@ struct PresentCommand: DeclaredCommand {
     let sources = Processes.interceptInterruptAndTerminate(on: .global()) { stop.signal() }
     let (refusal, neverAnswer) = (arguments[Self.refusal], arguments[Self.neverAnswer])
     let url = URL(fileURLWithPath: arguments[Self.path]).standardizedFileURL
-    let output = CoordinationLineWriter()
+    let output = LineWriter()
     let behaviour: PrintingPresenter.Behaviour =
       neverAnswer ? .neverAnswer : refusal.map { .refuse($0) } ?? .answer
     let presenter = PrintingPresenter(url: url, output: output, behaviour: behaviour)
@@ -118,11 +118,11 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   private let url: Mutex<URL>
-  private let output: CoordinationLineWriter
+  private let output: LineWriter
   private let behaviour: Behaviour
   let presentedItemOperationQueue: OperationQueue
 
-  init(url: URL, output: CoordinationLineWriter, behaviour: Behaviour) {
+  init(url: URL, output: LineWriter, behaviour: Behaviour) {
     self.url = Mutex(url)
     self.output = output
     self.behaviour = behaviour
@@ -194,20 +194,4 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 /// A date shared by the suspension and resume callbacks.
 final class ModificationDate: Sendable {
   let value = Mutex<Date?>(nil)
-}
-
-/// Writes whole lines to standard output at once, unbuffered, from any thread; a closed
-/// pipe ends the process quietly.
-final class CoordinationLineWriter: Sendable {
-  private let lock = Mutex(())
-
-  func write(_ line: String) {
-    lock.withLock { _ in
-      do {
-        try StandardOutput.write(line + "\n")
-      } catch {
-        exit(0)
-      }
-    }
-  }
 }

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl ps`
-struct PsCommand: DeclaredCommand {
+struct PsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "ps",
     abstract: "List the apps running on the device, their state and the locks they hold.",

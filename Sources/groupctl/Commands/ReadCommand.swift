@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl read [DOMAIN [KEY]]`
-struct ReadCommand: DeclaredCommand {
+struct ReadCommand: ParsableCommand {
   static let key = Argument.optionalPositional("KEY")
 
   static let configuration = CommandConfiguration(

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl read-type DOMAIN KEY`
-struct ReadTypeCommand: DeclaredCommand {
+struct ReadTypeCommand: ParsableCommand {
   static let key = Argument.positional("KEY")
 
   static let configuration = CommandConfiguration(

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl rename DOMAIN OLD-KEY NEW-KEY`
-struct RenameCommand: DeclaredCommand {
+struct RenameCommand: ParsableCommand {
   static let oldKey = Argument.positional("OLD-KEY")
   static let newKey = Argument.positional("NEW-KEY")
 

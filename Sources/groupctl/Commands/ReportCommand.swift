@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl report DOMAIN [--as BUNDLE-ID] [--values] [-- ARGS...]`
-struct ReportCommand: DeclaredCommand {
+struct ReportCommand: ParsableCommand {
   static let showValues = Argument.flag(
     "--values", help: "Show each key's winning value (left out by default).")
   /// The simulated command line, for the argument domain.

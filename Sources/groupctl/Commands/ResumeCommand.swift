@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl resume BUNDLE-ID|PID`
-struct ResumeCommand: DeclaredCommand {
+struct ResumeCommand: ParsableCommand {
   static let target = Argument.positional("BUNDLE-ID|PID")
 
   static let configuration = CommandConfiguration(

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl revoke BUNDLE-ID [GROUP-ID...] [--keychain-group GROUP]...`
-struct RevokeCommand: DeclaredCommand {
+struct RevokeCommand: ParsableCommand {
   static let bundleID = Argument.positional("BUNDLE-ID")
   /// Empty: every group the app holds.
   static let groupIDs = Argument.positionals("GROUP-ID")

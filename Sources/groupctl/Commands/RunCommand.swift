@@ -4,7 +4,7 @@ import Foundation
 
 /// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [--background] [-v]
 /// -- COMMAND …`
-struct RunCommand: DeclaredCommand {
+struct RunCommand: ParsableCommand {
   static let readOnly = Argument.repeatableOption(
     "--ro", value: "PATH",
     help: "Also allow reading PATH (a file or folder), and running the programs in it when it is"

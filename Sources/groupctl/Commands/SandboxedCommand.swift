@@ -9,7 +9,7 @@ import Foundation
 /// `run` cannot do this: it refuses a program other than the one the manifest
 /// binds the app to, and `groupctl` is not it. Here `groupctl --as` acts for
 /// the app as the administrator does, with the app's entitlements and sandbox.
-struct SandboxedCommand: DeclaredCommand {
+struct SandboxedCommand: ParsableCommand {
   static let bestEffort = Argument.flag(
     "--best-effort", help: "Without Landlock, run unconfined instead of failing.")
   static let words = Argument.passthrough("ARGS")

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl schema DOMAIN [--as BUNDLE-ID]`
-struct SchemaCommand: DeclaredCommand {
+struct SchemaCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "schema",
     abstract: "Print the schema version recorded in a suite.",

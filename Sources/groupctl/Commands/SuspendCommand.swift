@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl suspend BUNDLE-ID|PID [--grace SECONDS] [--report-only]`
-struct SuspendCommand: DeclaredCommand {
+struct SuspendCommand: ParsableCommand {
   static let target = Argument.positional("BUNDLE-ID|PID")
   static let grace = Argument.option(
     "--grace", value: "SECONDS", help: "How long the app has to get ready (default 5; 0 to 60).")

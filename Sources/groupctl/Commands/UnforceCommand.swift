@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl unforce DOMAIN KEY`
-struct UnforceCommand: DeclaredCommand {
+struct UnforceCommand: ParsableCommand {
   static let key = Argument.positional("KEY")
 
   static let configuration = CommandConfiguration(

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// `groupctl watch DOMAIN [KEY...]`
-struct WatchCommand: DeclaredCommand {
+struct WatchCommand: ParsableCommand {
   /// Empty: every key.
   static let keys = Argument.positionals("KEY")
 
@@ -50,21 +50,5 @@ struct WatchCommand: DeclaredCommand {
     stop.wait()
     observation.cancel()
     for source in sources { source.cancel() }
-  }
-}
-
-/// Writes whole lines to standard output at once, unbuffered, from any
-/// thread; a closed pipe ends the process quietly, as it does for `yes | head`.
-private final class LineWriter: Sendable {
-  private let lock = Mutex(())
-
-  func write(_ line: String) {
-    lock.withLock { _ in
-      do {
-        try StandardOutput.write(line + "\n")
-      } catch {
-        exit(0)
-      }
-    }
   }
 }

@@ -2,7 +2,7 @@ import AppGroups
 import Foundation
 
 /// `groupctl write DOMAIN KEY VALUE`, with `defaults write`'s type flags.
-struct WriteCommand: DeclaredCommand {
+struct WriteCommand: ParsableCommand {
   static let key = Argument.positional("KEY")
   static let valueWords = Argument.rawWords("VALUE")
 
