@@ -217,7 +217,7 @@ struct RunCommand: ParsableCommand {
     }
     let failure = Processes.replaceCurrent(
       with: path, arguments: arguments, environment: environment)
-    guard abi != nil, failure.systemErrno == EACCES else {
+    guard abi != nil, failure.systemErrno.map(Errno.init(rawValue:)) == .permissionDenied else {
       throw CommandFailure(failure.message)
     }
     // It could be run before the sandbox was applied (locate checked): the sandbox refused
