@@ -95,7 +95,10 @@ struct SyncTests {
     let observer = NotificationCenter.default.addObserver(
       forName: GroupDefaults.didChangeNotification, object: d, queue: nil
     ) { note in
-      let keys = note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"]
+      // Another test's registration (the process's domain) is heard here too: not ours.
+      let keys = (note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? ["?"])
+        .filter { ["a", "b", "c", "?"].contains($0) }
+      guard !keys.isEmpty else { return }
       posted.withLock { $0.append(keys) }
       arrived.signal()
     }
@@ -224,6 +227,9 @@ struct SyncTests {
     ) { note in
       let info = note.userInfo ?? [:]
       #expect(info[GroupDefaults.suiteNameKey] as? String == TestRoot.group)
+      // Another test's registration (the process's domain) is heard here too: not ours.
+      let keys = info[GroupDefaults.changedKeysKey] as? [String] ?? []
+      guard keys.contains(where: { ["local", "remote"].contains($0) }) else { return }
       posted.withLock {
         $0.append(
           (
