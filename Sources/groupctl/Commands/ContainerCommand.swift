@@ -45,6 +45,7 @@ struct ContainerCommand: ParsableCommand {
   func run() throws {
     let root = globals.containerRoot
     let bundleID = arguments[Self.bundleID]
+    try Self.refuseGroupForApp(bundleID, root: root)
     let identity = try AppIdentity(bundleIdentifier: bundleID)
     let resolver = SuiteResolver(identity: identity, root: root)
     switch selection {
@@ -65,5 +66,18 @@ struct ContainerCommand: ParsableCommand {
     case .group(let groupID):
       printOut(try resolver.container(forSecurityApplicationGroupIdentifier: groupID).path)
     }
+  }
+
+  /// A group of the manifest given where the app goes (`container GROUP-ID`) would print, and
+  /// make, the data container of an app that does not exist: refused, naming the spelling that
+  /// prints the group's container.
+  private static func refuseGroupForApp(_ name: String, root: ContainerRoot) throws {
+    guard let manifest = try? EntitlementManifest.load(root: root), manifest.entries[name] == nil
+    else { return }
+    let holders = manifest.entries.filter { $0.value.applicationGroups.contains(name) }.keys.sorted()
+    guard let holder = holders.first else { return }
+    throw CommandFailure(
+      "\(name) is an application group, not an app; its container is printed for an app that"
+        + " holds it (\(holders.joined(separator: ", "))): groupctl container \(holder) \(name)")
   }
 }
