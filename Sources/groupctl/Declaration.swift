@@ -25,6 +25,16 @@ struct ArgumentDeclaration: Sendable {
   var help: String
   /// How the synopsis writes a positional when not by its name alone (`PATH|-`).
   var shownAs: String? = nil
+  /// What the completion script offers for a positional, when not paths.
+  var completion: Completion? = nil
+
+  /// The words a shell completes a positional with.
+  enum Completion: Sendable, Equatable {
+    /// These words (the synopsis shows them as `a|b`).
+    case choices([String])
+    /// The names of groupctl's commands.
+    case commandNames
+  }
 
   /// The name a parsed value is kept under: the last spelling.
   var key: String { spellings.last ?? "" }
@@ -52,7 +62,11 @@ struct ArgumentDeclaration: Sendable {
     }
   }
 
-  private var shown: String { shownAs ?? key }
+  private var shown: String {
+    if let shownAs { return shownAs }
+    if case .choices(let words) = completion { return words.joined(separator: "|") }
+    return key
+  }
 
   var isOption: Bool {
     switch kind {
@@ -83,9 +97,10 @@ struct Argument<Value>: DeclaredArgument {
 
   fileprivate init(
     _ spellings: [String], _ kind: ArgumentDeclaration.Kind, help: String = "",
-    shownAs: String? = nil
+    shownAs: String? = nil, completion: ArgumentDeclaration.Completion? = nil
   ) {
-    declaration = ArgumentDeclaration(spellings: spellings, kind: kind, help: help, shownAs: shownAs)
+    declaration = ArgumentDeclaration(
+      spellings: spellings, kind: kind, help: help, shownAs: shownAs, completion: completion)
   }
 }
 
@@ -102,17 +117,26 @@ extension Argument where Value == String? {
     Self([name], .option(value: value, repeatable: false), help: help)
   }
 
-  /// A positional that may be left out; the synopsis writes it `shownAs` when given.
-  static func optionalPositional(_ name: String, shownAs: String? = nil) -> Self {
-    Self([name], .positional(optional: true, repeating: false), shownAs: shownAs)
+  /// A positional that may be left out; the synopsis writes it `shownAs` when given, and the
+  /// completion script offers `completion`'s words.
+  static func optionalPositional(
+    _ name: String, shownAs: String? = nil, completion: ArgumentDeclaration.Completion? = nil
+  ) -> Self {
+    Self(
+      [name], .positional(optional: true, repeating: false), shownAs: shownAs,
+      completion: completion)
   }
 }
 
 extension Argument where Value == String {
   /// A positional that must be there: "missing argument NAME" otherwise. The synopsis
-  /// writes it `shownAs` when given (`PATH|-`).
-  static func positional(_ name: String, shownAs: String? = nil) -> Self {
-    Self([name], .positional(optional: false, repeating: false), shownAs: shownAs)
+  /// writes it `shownAs` when given (`PATH|-`), else as `completion`'s choices (`bash|zsh`).
+  static func positional(
+    _ name: String, shownAs: String? = nil, completion: ArgumentDeclaration.Completion? = nil
+  ) -> Self {
+    Self(
+      [name], .positional(optional: false, repeating: false), shownAs: shownAs,
+      completion: completion)
   }
 }
 

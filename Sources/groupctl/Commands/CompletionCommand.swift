@@ -2,7 +2,8 @@ import Foundation
 
 /// `groupctl completion bash|zsh`
 struct CompletionCommand: ParsableCommand {
-  static let shell = Argument.positional("SHELL", shownAs: "bash|zsh")
+  static let shell = Argument.positional(
+    "SHELL", completion: .choices(Shell.allCases.map(\.rawValue)))
 
   static let configuration = CommandConfiguration(
     commandName: "completion",
@@ -84,13 +85,16 @@ struct CompletionScript {
     command.options.map(Option.init)
   }
 
-  /// Words that take a shell's completion of something other than a path.
-  private func fixedWords(for command: CommandConfiguration) -> [String]? {
-    switch command.commandName {
-    case "help": commands.map(\.commandName)
-    case "completion": CompletionCommand.Shell.allCases.map(\.rawValue)
-    default: nil
+  /// The positional a command completes with words other than paths, and those words.
+  private func fixedWords(for command: CommandConfiguration) -> (name: String, words: [String])? {
+    for argument in command.arguments {
+      switch argument.completion {
+      case .choices(let words)?: return (argument.key, words)
+      case .commandNames?: return (argument.key, commands.map(\.commandName))
+      case nil: continue
+      }
     }
+    return nil
   }
 
   // MARK: bash
@@ -115,7 +119,7 @@ struct CompletionScript {
     }
     var commandCases: [String] = []
     for command in commands {
-      if let words = fixedWords(for: command) {
+      if let (_, words) = fixedWords(for: command) {
         commandCases.append(
           "    \(command.commandName)) COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\""
             + " -- \"$cur\")); return ;;")
@@ -200,9 +204,9 @@ struct CompletionScript {
     }
     var commandCases: [String] = []
     for command in commands {
-      if let words = fixedWords(for: command) {
+      if let (name, words) = fixedWords(for: command) {
         commandCases.append(
-          "        \(command.commandName)) _values '\(command.commandName == "help" ? "command" : "shell")'"
+          "        \(command.commandName)) _values '\(name.lowercased())'"
             + " \(words.joined(separator: " ")) ;;")
       } else if !command.options.isEmpty {
         let specs = zshSpecs(options(of: command)).joined(separator: " ")

@@ -1,6 +1,6 @@
 /// `groupctl help [COMMAND]`
 struct HelpCommand: ParsableCommand {
-  static let command = Argument.optionalPositional("COMMAND")
+  static let command = Argument.optionalPositional("COMMAND", completion: .commandNames)
 
   static let configuration = CommandConfiguration(
     commandName: "help",
