@@ -1,6 +1,5 @@
 import AppGroups
 import Foundation
-import Glibc
 internal import Synchronization
 
 /// One access group's items on disk: `<root>/Keychains/<group>/keychain.plist`, with its lock
@@ -229,7 +228,7 @@ final class AccessGroupFile: @unchecked Sendable {
     }
     if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
     if let contents = try readFile() { return contents }
-    let aside = path + ".unreadable-" + Self.stamp()
+    let aside = path + ".unreadable-" + FileSystem.utcStamp()
     do {
       try FileSystem.rename(path, to: aside)
       try FileSystem.syncDirectory(folder)
@@ -258,12 +257,12 @@ final class AccessGroupFile: @unchecked Sendable {
         path, with: data, notBefore: previous?.modified,
         beforeRename: { () throws(SystemCallError) in
           if let lockedFile, !lockedFile.stillLocksPath() {
-            throw SystemCallError(call: "flock", path: lockPath, errno: EAGAIN)
+            throw SystemCallError(call: "flock", path: lockPath, .resourceTemporarilyUnavailable)
           }
         })
       cache.withLock { $0 = Snapshot(identity: identity, contents: contents) }
       return true
-    } catch  where error.call == "flock" && error.errno == EAGAIN {
+    } catch where error.call == "flock" && error.code == .resourceTemporarilyUnavailable {
       return false
     } catch {
       cache.withLock { $0 = nil }
@@ -273,15 +272,6 @@ final class AccessGroupFile: @unchecked Sendable {
 
   private func ioError(_ error: SystemCallError, _ doing: String) -> KeychainError {
     KeychainError(errSecIO, "\(doing) the items of access group \(group) (\(path)): \(error)")
-  }
-
-  private static func stamp() -> String {
-    var now = time(nil)
-    var parts = tm()
-    gmtime_r(&now, &parts)
-    return String(
-      format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-      parts.tm_hour, parts.tm_min, parts.tm_sec)
   }
 
   /// One line on stderr, `appgroups: …`, as the library says what it did on a person's behalf.

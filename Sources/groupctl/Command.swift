@@ -1,47 +1,48 @@
 /// A `groupctl` subcommand: argument-parser's shape, without the package.
 ///
 /// A command is a type in its own file under `Commands/` and one line in
-/// ``Groupctl/commands``. The dispatcher drives it in this order:
+/// ``Groupctl/sections``. It declares each of its arguments once, as a static ``Argument``
+/// listed in its ``CommandConfiguration``; the parser, its help's synopsis and OPTIONS, the
+/// completion script and the usage errors all come from that list. The dispatcher drives it
+/// in this order:
 ///
-/// 1. `init(arguments:globals:)` takes its options and flags, then its
-///    positionals in order, from the ``ArgumentReader``.
-/// 2. The dispatcher calls ``ArgumentReader/finish()``: any word the command
-///    did not take is an unknown option or an unexpected argument.
+/// 1. The declared arguments are taken from the words (``Arguments``): options and flags
+///    first, then the positionals in order; any word left is an unknown option or an
+///    unexpected argument.
+/// 2. `init(arguments:)` keeps them, and converts or checks what needs it (default: the
+///    memberwise one, which keeps them).
 /// 3. `validate()` checks values against each other (default: nothing).
 /// 4. `run()` does the work: data to stdout, diagnostics to stderr.
 ///
 /// ```swift
 /// struct RenameCommand: ParsableCommand {
+///   static let oldKey = Argument.positional("OLD-KEY")
+///   static let newKey = Argument.positional("NEW-KEY")
+///
 ///   static let configuration = CommandConfiguration(
 ///     commandName: "rename",
-///     abstract: "Rename a key in a domain.",
-///     usage: "rename DOMAIN OLD-KEY NEW-KEY"
+///     abstract: "Rename a key, keeping its value.",
+///     arguments: [Argument.domain, oldKey, newKey]   // usage: rename DOMAIN OLD-KEY NEW-KEY
 ///   )
-///   let globals: GlobalOptions
-///   let domain: DomainArgument
-///   let oldKey: String
-///   let newKey: String
 ///
-///   init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-///     self.globals = globals
-///     domain = try arguments.domain()
-///     oldKey = try arguments.positional("OLD-KEY")
-///     newKey = try arguments.positional("NEW-KEY")
-///   }
+///   let arguments: Arguments
 ///
-///   func run() throws { … }
+///   func run() throws { … arguments[Self.oldKey] … }
 /// }
 /// ```
 ///
 /// Throw ``ValidationError`` for bad input (exit 64, with the usage),
 /// ``ExitCode`` to choose the exit status, anything else to fail with 1.
 protocol ParsableCommand {
-  /// The name, abstract, usage, discussion and options shown in help.
+  /// The name, abstract, arguments, usage and discussion shown in help.
   static var configuration: CommandConfiguration { get }
 
-  /// Parses the command's arguments. Take options and flags first, then
-  /// positionals in order; leave nothing the command does not accept.
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws
+  /// The parsed values of the declared arguments.
+  var arguments: Arguments { get }
+
+  /// Makes the command from its parsed arguments; throws ``ValidationError`` for values that
+  /// do not go together.
+  init(arguments: Arguments) throws
 
   /// Checks the parsed values against each other; throw ``ValidationError``.
   func validate() throws
@@ -52,9 +53,14 @@ protocol ParsableCommand {
 
 extension ParsableCommand {
   func validate() throws {}
+
+  /// `--root` and `--as`.
+  var globals: GlobalOptions { arguments.globals }
+  /// The DOMAIN, for a command that declared ``Argument/domain``.
+  var domain: DomainArgument { arguments.domain }
 }
 
-/// What a command is called and what its help says.
+/// What a command is called, what it takes and what its help says.
 struct CommandConfiguration: Sendable {
   /// The kebab-case name typed after `groupctl`.
   var commandName: String
@@ -66,22 +72,35 @@ struct CommandConfiguration: Sendable {
   var discussion: String
   /// The command's own options, shown in its help (global options are added).
   var options: [OptionHelp]
+  /// The declared arguments, in the order the synopsis shows them.
+  var arguments: [ArgumentDeclaration]
   /// Hidden commands work but are left out of the command list.
   var isHidden: Bool
 
+  /// A command's configuration: its parser, its OPTIONS section, its completion and its
+  /// synopsis come from `arguments`. The synopsis is the name and the arguments in
+  /// the order given (`read-type DOMAIN KEY`, `list [BUNDLE-ID] [--json]`); `usage` replaces
+  /// it where the command has several forms or names a global option. `subcommandOptions`
+  /// are the OPTIONS lines of flags a command takes from its raw words in a grammar of its
+  /// own (keychain's, which is security's).
   init(
     commandName: String,
     abstract: String,
-    usage: String,
+    arguments: [any DeclaredArgument],
+    usage: String? = nil,
     discussion: String = "",
-    options: [OptionHelp] = [],
+    subcommandOptions: [OptionHelp] = [],
     isHidden: Bool = false
   ) {
+    let declarations = arguments.map(\.declaration)
     self.commandName = commandName
     self.abstract = abstract
-    self.usage = usage
+    self.usage =
+      usage
+      ?? ([commandName] + declarations.map(\.synopsis)).joined(separator: " ")
     self.discussion = discussion
-    self.options = options
+    self.options = declarations.compactMap(\.optionHelp) + subcommandOptions
+    self.arguments = declarations
     self.isHidden = isHidden
   }
 }

@@ -205,7 +205,9 @@ enum Groupctl {
       if let identity = try reader.option("--as", value: "BUNDLE-ID") {
         globals.identity = identity
       }
-      let parsed = try command.init(arguments: &reader, globals: globals)
+      let arguments = try Arguments(
+        parsing: &reader, command.configuration.arguments, globals: globals)
+      let parsed = try command.init(arguments: arguments)
       try reader.finish()
       try parsed.validate()
       let rootPath = globals.containerRoot.path

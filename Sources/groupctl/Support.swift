@@ -1,5 +1,6 @@
 import AppGroups
 import Foundation
+import Synchronization
 
 /// A failed operation: `groupctl` prints "groupctl: <message>" on stderr and
 /// exits with 1. The message names what it was given and why it failed.
@@ -301,4 +302,21 @@ func readInput(_ path: String) throws -> Data {
 func writeOut(_ data: Data) {
   fflush(nil)
   FileHandle.standardOutput.write(data)
+}
+
+/// Writes whole lines to standard output at once, unbuffered, from any thread (a watch's
+/// changes, a presenter's callbacks); a closed pipe ends the process quietly, as it does for
+/// `yes | head`.
+final class LineWriter: Sendable {
+  private let lock = Mutex(())
+
+  func write(_ line: String) {
+    lock.withLock { _ in
+      do {
+        try StandardOutput.write(line + "\n")
+      } catch {
+        exit(0)
+      }
+    }
+  }
 }

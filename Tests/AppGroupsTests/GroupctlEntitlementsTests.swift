@@ -116,6 +116,17 @@ struct GroupctlEntitlementsTests {
     #expect(badName.stderr.contains("invalid bundle identifier"))
   }
 
+  @Test func containerRefusesAGroupWhereTheAppGoes() throws {
+    let g = try GroupctlRoot()
+    let refused = try g.run(["container", TestRoot.group])
+    #expect(refused.status == 1)
+    #expect(refused.stderr.contains("\(TestRoot.group) is an application group, not an app"))
+    #expect(refused.stderr.contains("groupctl container \(TestRoot.app) \(TestRoot.group)"))
+    #expect(refused.stdout.isEmpty)
+    #expect(
+      !FileManager.default.fileExists(atPath: g.root.appContainerURL(for: TestRoot.group).path))
+  }
+
   @Test func importEntitlementsReadsAnXcodeFile() throws {
     let g = try GroupctlRoot(grant: false)
     let file = g.t.sandbox.url.appendingPathComponent("App.entitlements")

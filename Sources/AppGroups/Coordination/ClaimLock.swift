@@ -1,6 +1,4 @@
-import CAppGroupsLinux
 import Foundation
-import Glibc
 
 /// What one coordinated access claims of one item.
 struct Claim: Sendable, Hashable {
@@ -41,12 +39,11 @@ struct Claim: Sendable, Hashable {
 /// file it locked (a claims file removed under a running process is made again, and two
 /// processes locking two files would exclude nobody), and starts again when it is not.
 final class ClaimLock: @unchecked Sendable {
-  private let descriptor: CInt
-  private var released = false
+  private var file: ByteLockFile?
   let claims: [Claim]
 
-  private init(descriptor: CInt, claims: [Claim]) {
-    self.descriptor = descriptor
+  private init(file: ByteLockFile, claims: [Claim]) {
+    self.file = file
     self.claims = claims
   }
 
@@ -54,20 +51,18 @@ final class ClaimLock: @unchecked Sendable {
 
   /// Lets every lock go (closing the description), and the suspension barrier with them.
   func release() {
-    guard !released else { return }
-    released = true
-    FileSystem.close(descriptor)
+    guard file != nil else { return }
+    file = nil
     SuspensionBarrier.leave()
   }
 
   /// The lock steps for `claims`, in byte order.
-  static func steps(for claims: [Claim]) -> [cappgroups_lock_step] {
+  static func steps(for claims: [Claim]) -> [ByteLockFile.Step] {
     // Each byte once, with the strongest type asked for it.
-    var types: [Int64: Int16] = [:]
+    var types: [Int64: ByteLockFile.LockType] = [:]
     func want(_ offset: Int64, exclusive: Bool) {
-      let type = Int16(exclusive ? F_WRLCK : F_RDLCK)
-      if let existing = types[offset], existing == Int16(F_WRLCK) { return }
-      types[offset] = type
+      if types[offset] == .exclusive { return }
+      types[offset] = exclusive ? .exclusive : .shared
     }
     let stride = CoordinationLayout.stride
     for claim in claims {
@@ -79,15 +74,15 @@ final class ClaimLock: @unchecked Sendable {
       want(base + CoordinationLayout.itemByte, exclusive: claim.exclusive)
       if claim.subtree { want(base + CoordinationLayout.subtreeByte, exclusive: true) }
     }
-    var steps: [cappgroups_lock_step] = []
+    var steps: [ByteLockFile.Step] = []
     for offset in types.keys.sorted() {
       guard let type = types[offset] else { continue }
-      steps.append(cappgroups_lock_step(type: type, start: offset, length: 1))
+      steps.append(ByteLockFile.Step(type: type, offset: offset))
       // A turnstile is let go once the item's byte right after it is held.
       if offset % stride == CoordinationLayout.itemByte,
         types[offset - 1] != nil
       {
-        steps.append(cappgroups_lock_step(type: Int16(F_UNLCK), start: offset - 1, length: 1))
+        steps.append(ByteLockFile.Step(type: .unlocked, offset: offset - 1))
       }
     }
     return steps
@@ -109,47 +104,32 @@ final class ClaimLock: @unchecked Sendable {
     var entered = true
     defer { if entered { SuspensionBarrier.leave() } }
     while true {
-      let fd: CInt
+      let file: ByteLockFile
       do {
-        fd = try openClaims(space)
+        file = try ByteLockFile(
+          creating: space.claimsPath, folder: space.folder, within: space.container)
       } catch {
         throw .failed(error)
       }
-      var done: CInt = 0
-      var result: CInt = ETIMEDOUT
+      var done = 0
+      var outcome = ByteLockFile.Outcome.timedOut
       while true {
         let slice = min(deadline, FileSystem.monotonicNanoseconds() &+ 100_000_000)
-        let remaining = Array(steps[Int(done)...])
-        var taken: CInt = 0
-        result = remaining.withUnsafeBufferPointer { buffer in
-          cappgroups_ofd_lock_steps_until(fd, buffer.baseAddress, CInt(buffer.count), slice, &taken)
-        }
-        done += taken
-        if result != ETIMEDOUT { break }
-        if cancelled() {
-          FileSystem.close(fd)
-          throw .cancelled
-        }
+        outcome = file.lock(steps[done...], until: slice, taken: &done)
+        guard case .timedOut = outcome else { break }
+        if cancelled() { throw .cancelled }
         if FileSystem.monotonicNanoseconds() >= deadline { break }
       }
-      if result == ETIMEDOUT {
-        FileSystem.close(fd)
-        throw .timedOut
-      }
-      if result != 0 {
-        FileSystem.close(fd)
-        throw .failed(SystemCallError(call: "fcntl(F_OFD_SETLKW)", path: space.claimsPath, errno: result))
+      switch outcome {
+      case .timedOut: throw .timedOut
+      case .failed(let error): throw .failed(error)
+      case .locked: break
       }
       // The file locked must still be the file at the path.
-      var held = stat()
-      var now = stat()
-      if fstat(fd, &held) == 0, lstat(space.claimsPath, &now) == 0, held.st_ino == now.st_ino,
-        held.st_dev == now.st_dev
-      {
+      if file.isStillAtPath {
         entered = false
-        return ClaimLock(descriptor: fd, claims: claims)
+        return ClaimLock(file: file, claims: claims)
       }
-      FileSystem.close(fd)
     }
   }
 
@@ -161,17 +141,6 @@ final class ClaimLock: @unchecked Sendable {
     case failed(SystemCallError)
   }
 
-  /// Opens the claims file (creating it and its folder when missing; never through a link).
-  private static func openClaims(_ space: CoordinationSpace) throws(SystemCallError) -> CInt {
-    let flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC
-    do {
-      return try FileSystem.open(space.claimsPath, flags, mode: 0o600)
-    } catch where error.errno == ENOENT {
-      try FileSystem.makeDirectory(space.folder, within: space.container)
-      return try FileSystem.open(space.claimsPath, flags, mode: 0o600)
-    }
-  }
-
   /// Records the name of each claimed item's slot (once per process), for `groupctl ps` and
   /// a suspension's report: the claims file's bytes say only a slot.
   static func recordNames(_ claims: [Claim]) {
@@ -179,11 +148,7 @@ final class ClaimLock: @unchecked Sendable {
       let key = claim.item.space.folder + "|" + String(claim.item.slot)
       guard namedSlots.withLock({ $0.insert(key).inserted }) else { continue }
       let path = CoordinationLayout.nameFile(slot: claim.item.slot, in: claim.item.space.folder)
-      guard let fd = try? FileSystem.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
-      else { continue }
-      let bytes = Array(claim.item.relativePath.utf8)
-      _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-      FileSystem.close(fd)
+      _ = FileSystem.createOnce(path, with: Array(claim.item.relativePath.utf8))
     }
   }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 internal import Synchronization
 
 /// One item of a coordinated access and how it is accessed.
@@ -54,8 +53,7 @@ extension NSFileCoordinator {
       if case .write(_, let options) = request,
         !options.isDisjoint(with: [.forMoving, .forDeleting, .forReplacing])
       {
-        var s = stat()
-        whole = lstat(item.path, &s) == 0 && s.st_mode & S_IFMT == S_IFDIR
+        whole = FileStatus(atPath: item.path)?.kind == .folder
       }
       claims.append(Claim(item: item, exclusive: request.isWrite, subtree: whole))
     }

@@ -1,6 +1,5 @@
 import CAppGroupsLinux
 import Foundation
-import Glibc
 
 /// An item of a container, as coordination names it: its container's space and its path
 /// in the container.

@@ -1,6 +1,4 @@
-import CAppGroupsLinux
 import Foundation
-import Glibc
 
 /// This process's mail for file coordination: one inbox per container it takes part in, a
 /// FIFO at `Library/Coordination/inbox/<pid>-<start time>`, read by one thread of its own.
@@ -49,28 +47,20 @@ final class Courier: @unchecked Sendable {
   func inbox(in space: CoordinationSpace) throws(AppGroupsError) -> String {
     let path = space.inboxFolder + "/" + ThisProcess.key
     let known: CInt? = condition.withLock { inboxes[path] }
-    if let known {
-      var held = stat()
-      var now = stat()
-      if fstat(known, &held) == 0, lstat(path, &now) == 0, held.st_ino == now.st_ino { return path }
-    }
+    if let known, Fifos.isStillAtPath(known, path) { return path }
     try space.prepareFolders()
     let fd: CInt
     do throws(SystemCallError) {
-      var s = stat()
-      if lstat(path, &s) == 0, s.st_mode & S_IFMT != S_IFIFO { try FileSystem.remove(path) }
-      // See: man 3 mkfifo (EEXIST: this process's inbox from an earlier open)
-      do {
-        _ = try valueOrErrno("mkfifo", path: path) { mkfifo(path, 0o600) }
-      } catch where error.errno == EEXIST {}
-      fd = try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+      // A FIFO already there is this process's inbox from an earlier open.
+      try Fifos.make(path)
+      fd = try Fifos.openForReading(path)
     } catch {
       throw AppGroupsError(io: error, "opening this process's coordination inbox \(path)")
     }
     let first: Bool = condition.withLock {
       if let old = inboxes[path] {
         partial[old] = nil
-        Glibc.close(old)
+        FileSystem.close(old)
       }
       inboxes[path] = fd
       return inboxes.count == 1
@@ -116,41 +106,12 @@ final class Courier: @unchecked Sendable {
     guard let bytes = message.encoded() else {
       return .failed("the message about \(message.paths.first ?? "") is longer than \(CoordinationMessage.maximumSize) bytes")
     }
-    let fd: CInt
-    do throws(SystemCallError) {
-      fd = try FileSystem.open(inbox, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
-    } catch {
-      switch error.errno {
-      case ENXIO, ENOENT, ELOOP: return .gone
-      default: return .failed("\(error)")
-      }
-    }
-    defer { FileSystem.close(fd) }
-    var s = stat()
-    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFIFO else { return .gone }
-    var pipeOnly = sigset_t()
-    var previous = sigset_t()
-    sigemptyset(&pipeOnly)
-    sigaddset(&pipeOnly, SIGPIPE)
-    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    let result = bytes.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        try valueOrErrno("write", path: inbox) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
-      }
-    }
-    do throws(SystemCallError) {
-      let written = try result.get()
-      return written == bytes.count ? .sent : .failed("a short write to \(inbox)")
-    } catch {
-      switch error.errno {
-      case EAGAIN: return .full
-      case EPIPE:
-        var zero = timespec()
-        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
-        return .gone
-      default: return .failed("\(error)")
-      }
+    switch Fifos.send(bytes, to: inbox) {
+    case .sent: return .sent
+    case .gone: return .gone
+    case .full: return .full
+    case .short: return .failed("a short write to \(inbox)")
+    case .failed(let error): return .failed("\(error)")
     }
   }
 
@@ -212,12 +173,10 @@ final class Courier: @unchecked Sendable {
         exitWatches[fd]?.handlers.append(handler)
         return true
       }
-      // See: man 2 pidfd_open (readable when the process ends; works across sandboxes)
-      let fd = cappgroups_pidfd_open(pid)
-      guard fd >= 0 else { return false }
+      guard let fd = Fifos.processDescriptor(pid) else { return false }
       // The pid may have been reused between the check and the open: check again.
       guard ThisProcess.isAlive(key) else {
-        Glibc.close(fd)
+        FileSystem.close(fd)
         return false
       }
       exitWatches[fd] = (key, [handler])
@@ -233,8 +192,7 @@ final class Courier: @unchecked Sendable {
   private func startIfNeeded() {
     let start: Bool = condition.withLock {
       guard !started else { return false }
-      // See: man 2 eventfd
-      eventFD = eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK))
+      eventFD = Fifos.makeWakeEvent() ?? -1
       started = eventFD >= 0
       return started
     }
@@ -247,8 +205,7 @@ final class Courier: @unchecked Sendable {
   private func wake() {
     let fd = condition.withLock { eventFD }
     guard fd >= 0 else { return }
-    var one: UInt64 = 1
-    _ = Glibc.write(fd, &one, 8)
+    Fifos.signal(fd)
   }
 
   private func run() {
@@ -257,38 +214,32 @@ final class Courier: @unchecked Sendable {
       let (event, inboxFDs, exitFDs) = condition.withLock {
         (eventFD, Array(inboxes.values), Array(exitWatches.keys))
       }
-      var descriptors = [pollfd(fd: event, events: Int16(POLLIN), revents: 0)]
-      descriptors += inboxFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-      descriptors += exitFDs.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-      // See: man 2 poll (EINTR: look again)
-      guard poll(&descriptors, nfds_t(descriptors.count), -1) > 0 else { continue }
-      if descriptors[0].revents != 0 {
-        var value: UInt64 = 0
-        _ = Glibc.read(event, &value, 8)
-      }
+      let descriptors = [event] + inboxFDs + exitFDs
+      guard let ready = Fifos.waitUntilReadable(descriptors) else { continue }
+      if ready[0] { Fifos.drain(event) }
       var messages: [CoordinationMessage] = []
-      for entry in descriptors.dropFirst().prefix(inboxFDs.count) where entry.revents != 0 {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(entry.fd, $0.baseAddress, $0.count) }
+      for (fd, isReady) in zip(inboxFDs, ready.dropFirst()) where isReady {
+        let count = Fifos.readAvailable(fd, into: &buffer)
         guard count > 0 else { continue }
         messages += condition.withLock { () -> [CoordinationMessage] in
-          guard inboxes.values.contains(entry.fd) else { return [] }
-          var bytes = partial[entry.fd] ?? []
+          guard inboxes.values.contains(fd) else { return [] }
+          var bytes = partial[fd] ?? []
           bytes += buffer[..<count]
           var found: [CoordinationMessage] = []
           while let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
             if let message = CoordinationMessage(line: bytes[..<newline]) { found.append(message) }
             bytes.removeSubrange(...newline)
           }
-          partial[entry.fd] = bytes
+          partial[fd] = bytes
           return found
         }
       }
       var ended: [@Sendable () -> Void] = []
-      for entry in descriptors.dropFirst(1 + inboxFDs.count) where entry.revents != 0 {
+      for (fd, isReady) in zip(exitFDs, ready.dropFirst(1 + inboxFDs.count)) where isReady {
         condition.withLock {
-          if let watch = exitWatches.removeValue(forKey: entry.fd) { ended += watch.handlers }
+          if let watch = exitWatches.removeValue(forKey: fd) { ended += watch.handlers }
         }
-        Glibc.close(entry.fd)
+        FileSystem.close(fd)
       }
       for message in messages {
         switch message.verb {

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 internal import Synchronization
 
 /// A value handed to another thread as is: a presenter (an `NSObjectProtocol` object that is
@@ -94,8 +93,7 @@ final class PresenterHost: @unchecked Sendable {
     }
     try item.space.admit(identity)
     _ = try Courier.shared.inbox(in: item.space)
-    var s = stat()
-    let isFolder = lstat(item.path, &s) == 0 && s.st_mode & S_IFMT == S_IFDIR
+    let isFolder = FileStatus(atPath: item.path)?.kind == .folder
     let previous: CoordinatedItem? = lock.withLock {
       let previous = entry.item
       entry.item = item

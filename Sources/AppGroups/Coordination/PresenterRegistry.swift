@@ -1,6 +1,4 @@
-import CAppGroupsLinux
 import Foundation
-import Glibc
 
 /// The presenters registered in one container, by every process: one small property list per
 /// presenter in `Library/Coordination/presenters`, named `<pid>-<start time>-<number>`.
@@ -64,22 +62,16 @@ final class PresenterRegistry: @unchecked Sendable {
   private struct Cache {
     var generation: UInt64 = .max
     var records: [Record] = []
-    /// The mapped counter's address (0: none) and the file it belongs to.
-    var counter: UInt = 0
-    var counterInode: UInt64 = 0
+    /// The mapped counter, when there is one.
+    var counter: SharedCounter?
     /// Counters of files replaced at the path: another thread may still read one, so they
     /// stay mapped while the registry lives.
-    var retired: [UInt] = []
+    var retired: [SharedCounter] = []
   }
   private let cache = Mutex(Cache())
 
   init(folder: String) {
     self.folder = folder
-  }
-
-  deinit {
-    let mapped = cache.withLock { [$0.counter] + $0.retired }
-    for address in mapped where address != 0 { munmap(UnsafeMutableRawPointer(bitPattern: address), 8) }
   }
 
   // MARK: Reading
@@ -88,7 +80,7 @@ final class PresenterRegistry: @unchecked Sendable {
   /// generation moved.
   func records() -> [Record] {
     let counter = mappedCounter()
-    let generation = counter.map { cappgroups_atomic_load_u64($0) }
+    let generation = counter?.value
     if let generation, let cached = cache.withLock({ $0.generation == generation ? $0.records : nil }) {
       return cached
     }
@@ -149,35 +141,22 @@ final class PresenterRegistry: @unchecked Sendable {
 
   /// Moves the generation on, so that every process reads the folder again.
   func bump() {
-    guard let counter = mappedCounter() else { return }
-    cappgroups_atomic_add_u64(counter, 1)
+    mappedCounter()?.increment()
   }
 
   /// The generation counter, mapped (created when missing; mapped again when the file was
   /// replaced); `nil` when it cannot be, and then the folder is read every time.
-  private func mappedCounter() -> UnsafeMutablePointer<UInt64>? {
+  private func mappedCounter() -> SharedCounter? {
     let path = generationPath
-    var s = stat()
-    let current: UInt = cache.withLock { cache in
-      guard cache.counter != 0, lstat(path, &s) == 0, UInt64(s.st_ino) == cache.counterInode
-      else { return 0 }
-      return cache.counter
+    let atPath = try? FileSystem.identity(ofPath: path)
+    let current = cache.withLock { cache in
+      cache.counter.flatMap { $0.inode == atPath?.inode ? $0 : nil }
     }
-    if current != 0 { return UnsafeMutablePointer(bitPattern: current) }
-    guard let fd = try? FileSystem.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
-    else { return nil }
-    defer { FileSystem.close(fd) }
-    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFREG else { return nil }
-    if s.st_size < 8, posix_fallocate(fd, 0, 8) != 0 { return nil }
-    guard let base = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), base != MAP_FAILED
-    else { return nil }
-    let counter = base.bindMemory(to: UInt64.self, capacity: 1)
-    let inode = UInt64(s.st_ino)
-    let address = UInt(bitPattern: counter)
+    if let current { return current }
+    guard let counter = SharedCounter(path: path) else { return nil }
     cache.withLock { cache in
-      if cache.counter != 0 { cache.retired.append(cache.counter) }
-      cache.counter = address
-      cache.counterInode = inode
+      if let old = cache.counter { cache.retired.append(old) }
+      cache.counter = counter
       cache.generation = .max
     }
     return counter

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// What a presenter hears of its item when a process changes it without coordinating: the
 /// library watches the item's folder (the process's one change monitor, inotify) and compares
@@ -22,12 +21,11 @@ enum UncoordinatedChanges {
     var modified: Int64
 
     init?(path: String) {
-      var s = stat()
-      guard lstat(path, &s) == 0 else { return nil }
-      device = UInt64(s.st_dev)
-      inode = UInt64(s.st_ino)
-      size = Int64(s.st_size)
-      modified = Int64(s.st_mtim.tv_sec) * 1_000_000_000 + Int64(s.st_mtim.tv_nsec)
+      guard let identity = try? FileSystem.identity(ofPath: path) else { return nil }
+      device = identity.device
+      inode = identity.inode
+      size = identity.size
+      modified = identity.modified
     }
   }
 

@@ -1,6 +1,4 @@
-import CAppGroupsLinux
 import Foundation
-import Glibc
 
 /// How one app ended when the device restarted (``Device/reboot(grace:)``).
 public struct RebootTermination: Sendable, Hashable {
@@ -105,27 +103,22 @@ extension Device {
 
   /// Tells every running app of the device to end, waits `grace` for them, kills the rest.
   private func terminateApps(grace: Duration) -> [RebootTermination] {
-    var watched: [(record: RunRecord, descriptor: CInt)] = []
+    var watched: [(record: RunRecord, handle: ProcessHandle)] = []
     var survivors: [RunRecord] = []
     for app in runningApps() {
       let record = app.record
       // A descriptor of the process itself: a pid handed out again is never signalled.
-      // See: man 2 pidfd_open (ESRCH: it is gone already).
-      guard
-        let descriptor = try? valueOrErrno("pidfd_open", { cappgroups_pidfd_open(record.pid) }),
-        Self.isLive(record)
-      else { continue }
+      guard let handle = try? ProcessHandle(pid: record.pid), Self.isLive(record) else { continue }
       if app.state != .running { try? resume(pid: record.pid) }
       do {
         try Processes.send(.terminate, to: record.pid)
-        watched.append((record, descriptor))
+        watched.append((record, handle))
       } catch {
-        FileSystem.close(descriptor)
         survivors.append(record)
       }
     }
-    var ended = Self.waitForExit(
-      watched.map(\.descriptor), until: FileSystem.deadline(after: grace))
+    var ended = ProcessHandle.waitForExit(
+      watched.map(\.handle), until: FileSystem.deadline(after: grace))
     var killed: Set<Int> = []
     for (index, entry) in watched.enumerated() where !ended.contains(index) {
       try? Processes.send(.kill, to: entry.record.pid)
@@ -133,34 +126,16 @@ extension Device {
     }
     if !killed.isEmpty {
       ended.formUnion(
-        Self.waitForExit(watched.map(\.descriptor), until: FileSystem.deadline(after: .seconds(2))))
+        ProcessHandle.waitForExit(
+          watched.map(\.handle), until: FileSystem.deadline(after: .seconds(2))))
     }
     var terminations: [RebootTermination] = []
     for (index, entry) in watched.enumerated() {
-      FileSystem.close(entry.descriptor)
       removeRecord(pid: entry.record.pid)
       terminations.append(
         RebootTermination(record: entry.record, ending: killed.contains(index) ? .killed : .exited))
     }
     terminations += survivors.map { RebootTermination(record: $0, ending: .survived) }
     return terminations
-  }
-
-  /// Waits until the processes of `descriptors` (pidfds) have ended, or `deadline`; returns
-  /// the indices of those that ended. Woken by the kernel at each exit (`poll(2)`).
-  private static func waitForExit(_ descriptors: [CInt], until deadline: UInt64) -> Set<Int> {
-    var ended: Set<Int> = []
-    while ended.count < descriptors.count {
-      let waiting = descriptors.indices.filter { !ended.contains($0) }
-      var entries = waiting.map { pollfd(fd: descriptors[$0], events: Int16(POLLIN), revents: 0) }
-      let now = FileSystem.monotonicNanoseconds()
-      let left = deadline > now ? Int32(clamping: (deadline - now + 999_999) / 1_000_000) : 0
-      _ = poll(&entries, nfds_t(entries.count), left)
-      for (position, entry) in entries.enumerated() where entry.revents != 0 {
-        ended.insert(waiting[position])
-      }
-      if FileSystem.monotonicNanoseconds() >= deadline { break }
-    }
-    return ended
   }
 }

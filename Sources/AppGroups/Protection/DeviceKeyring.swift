@@ -1,4 +1,3 @@
-import Glibc
 
 /// A device's unwrapped class keys, in the kernel's keyring: where a device keeps them in its
 /// Secure Enclave, never in a file.
@@ -39,8 +38,8 @@ package struct DeviceKeyring: Sendable {
     package let isQuotaExceeded: Bool
 
     init(_ doing: String, _ error: SystemCallError) {
-      isUnavailable = [ENOSYS, EPERM, EACCES].contains(error.errno)
-      isQuotaExceeded = error.errno == EDQUOT
+      isUnavailable = [.noFunction, .notPermitted, .permissionDenied].contains(error.code)
+      isQuotaExceeded = error.code == .diskQuotaExceeded
       var message = "\(doing): \(error)"
       if isUnavailable {
         message +=
@@ -213,10 +212,7 @@ package struct DeviceKeyring: Sendable {
   /// This process's mount namespace (`/proc/self/ns/mnt`), so that roots are looked for only
   /// where their path means the same folder.
   static let mountNamespace: String = {
-    var buffer = [CChar](repeating: 0, count: 64)
-    let length = readlink("/proc/self/ns/mnt", &buffer, buffer.count - 1)
-    guard length > 0 else { return "mnt" }
-    let text = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard let text = Paths.linkContents("/proc/self/ns/mnt"), !text.isEmpty else { return "mnt" }
     // "mnt:[4026531832]": the number alone, so that the description's fields stay apart.
     return String(text.filter(\.isNumber))
   }()

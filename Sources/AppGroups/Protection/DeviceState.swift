@@ -1,5 +1,3 @@
-import Glibc
-
 /// The state of the simulated device at one moment: whether it is locked, whether a passcode
 /// is set, and since when it is locked. Every process of a root sees the same state.
 ///

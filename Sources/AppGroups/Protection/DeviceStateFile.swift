@@ -1,5 +1,3 @@
-import CAppGroupsLinux
-import Glibc
 internal import Synchronization
 
 /// The device state as it is stored: the words of the page of `<root>/Device/state`.
@@ -175,7 +173,7 @@ package final class DeviceStateFile: Sendable {
       try FileSystem.makeDirectory(Self.folder(root: root), within: root.path)
       file = try LockedFile(
         path: path, options: LockedFile.Options(mapsPage: true, makeFolder: root.path))
-    } catch  where error.errno == ELOOP {
+    } catch where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot,
         "\(error.path ?? path) is a symbolic link; the device state must be a regular file in"
@@ -206,10 +204,10 @@ package final class DeviceStateFile: Sendable {
             + " \(Self.lockTimeout); nothing was changed")
       }
       defer { file.unlock() }
-      guard let page = file.page.page else {
+      guard let page = file.page.page.map(SharedWords.init) else {
         throw AppGroupsError(.io, "the device state \(path) is not mapped")
       }
-      var record = DeviceRecord { cappgroups_atomic_load_u64(page + $0) }
+      var record = DeviceRecord { page.load($0) }
       var repaired = false
       if !record.initialized {
         record = .newDevice()
@@ -240,20 +238,20 @@ package final class DeviceStateFile: Sendable {
   }
 
   /// Writes `record` with a new generation under the sequence lock, then wakes the watchers.
-  private func publish(_ record: DeviceRecord, on page: UnsafeMutablePointer<UInt64>) {
+  private func publish(_ record: DeviceRecord, on page: SharedWords) {
     var record = record
-    record.generation = cappgroups_atomic_load_u64(page + 9) &+ 1
-    var sequence = cappgroups_atomic_load_u64(page + 1)
+    record.generation = page.load(9) &+ 1
+    var sequence = page.load(1)
     if sequence & 1 == 0 { sequence &+= 1 }
-    cappgroups_atomic_store_u64(page + 1, sequence)
+    page.store(1, sequence)
     for (offset, word) in record.words.enumerated() {
-      cappgroups_atomic_store_u64(page + 2 + offset, word)
+      page.store(2 + offset, word)
     }
-    cappgroups_atomic_store_u64(page, DeviceRecord.magic)
-    cappgroups_atomic_store_u64(page + 1, sequence &+ 1)
-    // See: man 2 futimens. A change of the page through the mapping makes no inotify event;
-    // a change of the file's times does (IN_ATTRIB), in every process watching the folder.
-    _ = futimens(file.page.descriptor, nil)
+    page.store(0, DeviceRecord.magic)
+    page.store(1, sequence &+ 1)
+    // A change of the page through the mapping makes no inotify event; a change of the
+    // file's times does (IN_ATTRIB), in every process watching the folder.
+    FileSystem.touch(file.page.descriptor)
   }
 }
 
@@ -262,26 +260,15 @@ package final class DeviceStateFile: Sendable {
 final class DeviceStatePage: Sendable {
   let path: String
   /// The mapped page and its descriptor, replaced when a writer retires the file.
-  private struct Mapping: @unchecked Sendable {
-    var descriptor: CInt
-    var page: UnsafeMutablePointer<UInt64>
-  }
-  private let mapping: Mutex<Mapping?>
+  private let mapping: Mutex<MappedPage?>
   /// Pages of files replaced at the path: unmapped when this goes, as a reader may hold one.
-  private let retired = Mutex<[Mapping]>([])
+  private let retired = Mutex<[MappedPage]>([])
 
   private static let registry = WeakRegistry<DeviceStatePage>()
 
   private init(path: String) {
     self.path = path
     mapping = Mutex(Self.map(path))
-  }
-
-  deinit {
-    for mapping in retired.withLock({ $0 }) + [mapping.withLock { $0 }].compactMap({ $0 }) {
-      munmap(mapping.page, LockedFile.pageSize)
-      FileSystem.close(mapping.descriptor)
-    }
   }
 
   /// The page of `root` in this process, mapped on first use; the same object for as long as
@@ -312,88 +299,67 @@ final class DeviceStatePage: Sendable {
   var record: DeviceRecord {
     guard let page = currentPage() else { return DeviceRecord() }
     for _ in 0..<10_000 {
-      let before = cappgroups_atomic_load_u64(page + 1)
+      let before = page.load(1)
       if before & 1 == 1 { continue }
-      let record = DeviceRecord { cappgroups_atomic_load_u64(page + $0) }
-      if cappgroups_atomic_load_u64(page + 1) == before { return record }
+      let record = DeviceRecord { page.load($0) }
+      if page.load(1) == before { return record }
     }
     // A writer died in the middle of an update: the words are whole, each of them.
-    return DeviceRecord { cappgroups_atomic_load_u64(page + $0) }
+    return DeviceRecord { page.load($0) }
   }
 
   /// Maps the file now at the path when it is not the mapped one: the folder or the file was
   /// removed and made again, which no writer retired (a writer retires a file it replaces).
   func remapIfReplaced() {
-    var s = stat()
-    let present = lstat(path, &s) == 0
+    let atPath = try? FileSystem.identity(ofPath: path)
     mapping.withLock { mapping in
-      if let current = mapping {
-        var mapped = stat()
-        if present, fstat(current.descriptor, &mapped) == 0, mapped.st_ino == s.st_ino,
-          mapped.st_dev == s.st_dev
-        {
-          return
-        }
+      if let current = mapping, let atPath, let mapped = try? current.file.status().identity,
+        mapped.inode == atPath.inode, mapped.device == atPath.device
+      {
+        return
       }
-      guard present, let fresh = Self.map(path) else { return }
+      guard atPath != nil, let fresh = Self.map(path) else { return }
       if let old = mapping { retired.withLock { $0.append(old) } }
       mapping = fresh
     }
   }
 
   /// The mapped page, mapping the file if it appeared or was replaced since.
-  private func currentPage() -> UnsafeMutablePointer<UInt64>? {
+  private func currentPage() -> SharedWords? {
     mapping.withLock { mapping in
-      if let current = mapping,
-        cappgroups_atomic_load_u64(current.page + LockedFile.retiredWord) != LockedFile.retiredMark
-      {
-        return current.page
+      if let current = mapping, current.words.load(LockedFile.retiredWord) != LockedFile.retiredMark {
+        return current.words
       }
-      guard let fresh = Self.map(path) else { return mapping?.page }
+      guard let fresh = Self.map(path) else { return mapping?.words }
       if let old = mapping { retired.withLock { $0.append(old) } }
       mapping = fresh
-      return fresh.page
+      return fresh.words
     }
   }
 
   /// Maps the page of the file at `path` read-only; `nil` when there is no such regular file
   /// of a page or more.
-  private static func map(_ path: String) -> Mapping? {
-    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else {
-      return nil
-    }
-    var s = stat()
-    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFREG, Int(s.st_size) >= LockedFile.pageSize,
-      let base = try? pointerOrErrno(
-        "mmap", path: path,
-        {
-          mmap(nil, LockedFile.pageSize, PROT_READ, MAP_SHARED, fd, 0)
-        })
-    else {
-      FileSystem.close(fd)
-      return nil
-    }
-    return Mapping(
-      descriptor: fd, page: base.bindMemory(to: UInt64.self, capacity: LockedFile.pageSize / 8))
+  private static func map(_ path: String) -> MappedPage? {
+    guard let file = try? OpenFile(existing: path, for: .reading) else { return nil }
+    return MappedPage(readOnly: file, size: LockedFile.pageSize)
   }
 
   /// The record in the file at `path`, read as a tool reads it: with `pread(2)`, nothing
   /// created or mapped. A device with no state yet when there is no file.
   static func peek(_ path: String) -> DeviceRecord {
-    guard let fd = try? FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else {
-      return DeviceRecord()
-    }
-    defer { FileSystem.close(fd) }
-    var words = [UInt64](repeating: 0, count: DeviceRecord.wordCount)
-    var sequence: UInt64 = 0
+    guard let file = try? OpenFile(existing: path, for: .reading) else { return DeviceRecord() }
+    var bytes: [UInt8] = []
     for _ in 0..<100 {
-      let read = words.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-      guard read == words.count * 8 else { return DeviceRecord() }
-      guard words[1] & 1 == 0, pread(fd, &sequence, 8, 8) == 8, sequence == words[1] else {
-        continue
-      }
+      guard let read = try? file.read(at: 0, count: DeviceRecord.wordCount * 8),
+        read.count == DeviceRecord.wordCount * 8
+      else { return DeviceRecord() }
+      bytes = read
+      let sequence = SharedWords.word(1, of: bytes)
+      guard sequence & 1 == 0, let again = try? file.read(at: 8, count: 8),
+        SharedWords.word(0, of: again) == sequence
+      else { continue }
       break
     }
-    return DeviceRecord { words[$0] }
+    return DeviceRecord { SharedWords.word($0, of: bytes) }
   }
 }

@@ -1,6 +1,4 @@
-import CAppGroupsLinux
 public import Foundation
-import Glibc
 
 /// Protection classes for files in containers, with Apple's spelling: the class comes from
 /// `Data.WritingOptions` (`.completeFileProtection`, `.completeFileProtectionUnlessOpen`,
@@ -159,14 +157,17 @@ public enum FileProtection {
         ])
     }
     do throws(SystemCallError) {
-      try writeAtomically(data, to: path, type: chosen)
+      // The temporary file gets the class before its contents and before the rename.
+      try FileSystem.writeAtomically(
+        data, to: path,
+        attribute: FileSystem.ExtendedAttribute(name: attributeName, value: chosen.rawValue))
     } catch {
       let code: CocoaError.Code =
-        switch error.errno {
-        case ENOENT, ENOTDIR: .fileNoSuchFile
-        case EACCES, EPERM: .fileWriteNoPermission
-        case ENOSPC, EDQUOT: .fileWriteOutOfSpace
-        case EROFS: .fileWriteVolumeReadOnly
+        switch error.code {
+        case .noSuchFileOrDirectory, .notDirectory: .fileNoSuchFile
+        case .permissionDenied, .notPermitted: .fileWriteNoPermission
+        case .noSpace, .diskQuotaExceeded: .fileWriteOutOfSpace
+        case .readOnlyFileSystem: .fileWriteVolumeReadOnly
         default: .fileWriteUnknown
         }
       throw CocoaError(
@@ -177,38 +178,6 @@ public enum FileProtection {
           NSLocalizedFailureReasonErrorKey: "\(error)",
         ])
     }
-  }
-
-  /// The temporary file gets the class before its contents and before the rename.
-  private static func writeAtomically(_ data: Data, to path: String, type: FileProtectionType)
-    throws(SystemCallError)
-  {
-    let folder = FileSystem.folder(of: path)
-    let temporary =
-      folder + "/" + FileSystem.temporaryPrefix(for: FileSystem.lastComponent(of: path))
-      + "\(getpid())-\(UInt32.random(in: 0 ... .max))"
-    let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-    var renamed = false
-    defer {
-      FileSystem.close(fd)
-      if !renamed { unlink(temporary) }
-    }
-    try setAttribute(type, descriptor: fd, path: temporary)
-    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        var offset = 0
-        while offset < buffer.count, let base = buffer.baseAddress {
-          offset += try valueOrErrno("write", path: temporary) {
-            Glibc.write(fd, base + offset, buffer.count - offset)
-          }
-        }
-      }
-    }
-    try written.get()
-    _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
-    try FileSystem.rename(temporary, to: path)
-    renamed = true
-    try FileSystem.syncDirectory(folder)
   }
 
   // MARK: Classes
@@ -228,9 +197,8 @@ public enum FileProtection {
       throw AppGroupsError(.notFound, "\(path) does not exist; its protection was not set")
     }
     do throws(SystemCallError) {
-      _ = try valueOrErrno("setxattr", path: path) {
-        type.rawValue.withCString { setxattr(path, attributeName, $0, strlen($0), 0) }
-      }
+      try FileSystem.setExtendedAttribute(
+        FileSystem.ExtendedAttribute(name: attributeName, value: type.rawValue), ofPath: path)
     } catch {
       throw AppGroupsError(io: error, "recording the protection class of \(path)")
     }
@@ -298,26 +266,15 @@ public enum FileProtection {
 
   /// The class recorded on `path`; `nil` when there is none (or no such file).
   package static func recordedType(ofPath path: String) -> FileProtectionType? {
-    var buffer = [CChar](repeating: 0, count: 128)
-    let length = getxattr(path, attributeName, &buffer, buffer.count - 1)
-    guard length > 0 else { return nil }
-    return FileProtectionType(
-      rawValue: String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    )
+    FileSystem.extendedAttribute(attributeName, ofPath: path, maximumLength: 127).map(
+      FileProtectionType.init(rawValue:))
   }
 
   /// Writes `text` as the attribute of `path`, as a tool outside the library could: for tests
   /// of damaged attributes. Returns whether it was written.
   package static func writeRawAttribute(_ text: String, ofPath path: String) -> Bool {
-    text.withCString { setxattr(path, attributeName, $0, strlen($0), 0) } == 0
-  }
-
-  private static func setAttribute(_ type: FileProtectionType, descriptor: CInt, path: String)
-    throws(SystemCallError)
-  {
-    _ = try valueOrErrno("fsetxattr", path: path) {
-      type.rawValue.withCString { fsetxattr(descriptor, attributeName, $0, strlen($0), 0) }
-    }
+    (try? FileSystem.setExtendedAttribute(
+      FileSystem.ExtendedAttribute(name: attributeName, value: text), ofPath: path)) != nil
   }
 
   /// The standardized path of `url`, which must be inside `root`.

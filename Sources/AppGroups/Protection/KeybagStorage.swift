@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Where the device's keybag is kept: `<root>/Keybag/Keybag.plist` (mode 0600, its folder
 /// 0700), outside what a sandboxed app may read. The keybag (`AppGroupsKeybag`) reads and
@@ -26,7 +25,7 @@ package struct KeybagStorage: Sendable {
     do {
       guard let (data, _) = try FileSystem.read(path, followLinks: false) else { return nil }
       return [UInt8](data)
-    } catch  where error.errno == ELOOP {
+    } catch where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot, "\(path) is a symbolic link; the keybag must be a regular file", cause: error)
     } catch {
@@ -45,7 +44,7 @@ package struct KeybagStorage: Sendable {
       try FileSystem.makeDirectory(folder, within: root.path)
       _ = FileSystem.removeLeftoverTemporaries(for: "Keybag.plist", in: folder)
       try FileSystem.writeAtomically(Data(bytes), to: path, mode: 0o600)
-    } catch  where error.errno == ELOOP {
+    } catch where error.code == .tooManySymbolicLinkLevels {
       throw AppGroupsError(
         .outsideRoot, "\(error.path ?? folder) is a symbolic link; nothing was written through it",
         cause: error)

@@ -1,5 +1,3 @@
-import Glibc
-
 /// What the dynamic loader reads of an ELF file before it runs it: the interpreter it names,
 /// the libraries it needs and where it says to look for them. Read from the file's bytes,
 /// defensively: every offset and size is checked against the file, and a file that does not
@@ -41,25 +39,21 @@ struct ELFFile: Sendable, Equatable {
   ///
   /// - Throws: ``Failure`` when it cannot be opened or read, or does not hold up.
   init(path: String) throws(Failure) {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else {
-      throw Failure(path: path, reason: "cannot open it: \(String(cString: strerror(errno)))")
+    let opened: OpenFile?
+    do {
+      opened = try OpenFile(existing: path, for: .reading, followingLinks: true)
+    } catch {
+      throw Failure(path: path, reason: "cannot open it: \(error.code)")
     }
-    defer { close(fd) }
-    var status = stat()
-    guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+    guard let file = opened else {
+      throw Failure(path: path, reason: "cannot open it: \(Errno.noSuchFileOrDirectory)")
+    }
+    guard let status = try? file.status(), status.isRegularFile else {
       throw Failure(path: path, reason: "not a regular file")
     }
-    try self.init(path: path, size: UInt64(status.st_size)) { offset, count in
-      var bytes = [UInt8](repeating: 0, count: count)
-      var done = 0
-      while done < count {
-        let got = bytes.withUnsafeMutableBytes { buffer in
-          pread(fd, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-        }
-        if got < 0 && errno == EINTR { continue }
-        if got <= 0 { return nil }
-        done += got
+    try self.init(path: path, size: UInt64(status.size)) { offset, count in
+      guard let bytes = try? file.read(at: Int(offset), count: count), bytes.count == count else {
+        return nil
       }
       return bytes
     }

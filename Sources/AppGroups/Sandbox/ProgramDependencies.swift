@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// The files a program needs to start, found as the kernel and the dynamic loader find them:
 /// a script's interpreter chain (`#!`, followed through `env`, four levels at most), an ELF
@@ -77,21 +76,10 @@ struct ProgramDependencies: Sendable {
   /// The first `count` bytes of the regular file at `path` (fewer when it is shorter); `nil`
   /// when it cannot be read.
   static func prefix(of path: String, count: Int) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var status = stat()
-    guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-    var bytes = [UInt8](repeating: 0, count: count)
-    var done = 0
-    while done < count {
-      let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, count - done) }
-      if got < 0 && errno == EINTR { continue }
-      if got < 0 { return nil }
-      if got == 0 { break }
-      done += got
-    }
-    return Array(bytes.prefix(done))
+    guard let file = try? OpenFile(existing: path, for: .reading, followingLinks: true),
+      let status = try? file.status(), status.isRegularFile
+    else { return nil }
+    return try? file.read(at: 0, count: count)
   }
 
   /// `#!INTERPRETER [ARGUMENT]`: the kernel runs INTERPRETER (relative paths are taken from

@@ -1,5 +1,3 @@
-import Glibc
-
 extension SandboxRuleset {
   /// Read-execute, each file alone: what the program at `executable` needs to start that no
   /// rule allows yet (its interpreters, its libraries; see ``ProgramDependencies``), and the
@@ -51,12 +49,12 @@ extension SandboxRuleset {
   /// The corresponding system call is `open(2)`, which Landlock answers `EACCES`.
   public func refusedProgramFiles() -> [Rule] {
     programFiles.filter { rule in
-      let fd = open(rule.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-      if fd >= 0 {
-        close(fd)
+      do throws(SystemCallError) {
+        _ = try OpenFile(existing: rule.path, for: .reading, followingLinks: true)
         return false
+      } catch {
+        return error.code == .permissionDenied
       }
-      return errno == EACCES
     }
   }
 }

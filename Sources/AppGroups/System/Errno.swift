@@ -13,27 +13,33 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   package init(rawValue: CInt) { self.rawValue = rawValue }
 
   /// `EPERM`: the caller may not do this (another user's process, for `kill(2)`).
-  static let notPermitted = Errno(rawValue: EPERM)
+  package static let notPermitted = Errno(rawValue: EPERM)
   /// `ENOENT`: nothing is at the path.
-  static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+  package static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
   /// `EACCES`: the caller may not open or search this path (its modes, or a sandbox).
-  static let permissionDenied = Errno(rawValue: EACCES)
+  package static let permissionDenied = Errno(rawValue: EACCES)
   /// `EAGAIN`: try again (here: a race that the caller starts over).
-  static let resourceTemporarilyUnavailable = Errno(rawValue: EAGAIN)
+  package static let resourceTemporarilyUnavailable = Errno(rawValue: EAGAIN)
   /// `ESRCH`: no such process.
-  static let noSuchProcess = Errno(rawValue: ESRCH)
+  package static let noSuchProcess = Errno(rawValue: ESRCH)
   /// `EIO`: an input/output error (also said of a write that stored fewer bytes than asked).
-  static let ioError = Errno(rawValue: EIO)
+  package static let ioError = Errno(rawValue: EIO)
   /// `ENOTDIR`: a component of the path is not a folder.
-  static let notDirectory = Errno(rawValue: ENOTDIR)
+  package static let notDirectory = Errno(rawValue: ENOTDIR)
   /// `ENOSYS`: the kernel has no such system call.
-  static let noFunction = Errno(rawValue: ENOSYS)
+  package static let noFunction = Errno(rawValue: ENOSYS)
   /// `ELOOP`: a symbolic link where none may be followed, or too many of them.
-  static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
+  package static let tooManySymbolicLinkLevels = Errno(rawValue: ELOOP)
   /// `ENXIO`: no such device or address (`open(2)` of a socket).
-  static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
+  package static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
   /// `EOPNOTSUPP`: the kernel has the call but does not support it here.
-  static let notSupported = Errno(rawValue: EOPNOTSUPP)
+  package static let notSupported = Errno(rawValue: EOPNOTSUPP)
+  /// `ENOSPC`: no space left on the device.
+  package static let noSpace = Errno(rawValue: ENOSPC)
+  /// `EDQUOT`: the user's quota (of disk, or of the kernel's keys) is full.
+  package static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
+  /// `EROFS`: the file system is read-only.
+  package static let readOnlyFileSystem = Errno(rawValue: EROFS)
 
   /// The C library's text for the value (`strerror(3)`), as messages say it.
   package var description: String { String(cString: strerror(rawValue)) }
@@ -41,10 +47,10 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
 
 extension SystemCallError {
   /// A failure of `call` on `path` with `code`.
-  init(call: String, path: String?, _ code: Errno) {
+  package init(call: String, path: String?, _ code: Errno) {
     self.init(call: call, path: path, errno: code.rawValue)
   }
 
   /// The `errno` the call set, by name.
-  var code: Errno { Errno(rawValue: errno) }
+  package var code: Errno { Errno(rawValue: errno) }
 }

@@ -13,22 +13,26 @@ struct OpenFileStatus: Sendable {
 /// A file that is there already, opened by path and closed when this goes: for files read
 /// and written in place by offset (a suite's journal, a lock file's record read by a tool).
 ///
-/// Opening never follows a symbolic link at the path (`ELOOP`), never waits for a fifo's
+/// Opening never follows a symbolic link at the path (`ELOOP`) unless asked to, never waits for a fifo's
 /// writer, and never creates anything. Each call names the system call it makes; every
 /// failure is a ``SystemCallError`` naming the path.
 final class OpenFile {
   let path: String
-  private let descriptor: CInt
+  fileprivate let descriptor: CInt
 
   enum Access {
     case reading, writing
   }
 
-  /// Opens the file at `path`. The corresponding system call is `open(2)`.
+  /// Opens the file at `path`; with `followingLinks`, what a symbolic link there leads to
+  /// (a program's files, which a system links). The corresponding system call is `open(2)`.
   /// - Returns: `nil` when nothing is at the path.
   /// - Throws: the failed `open`: `ELOOP` for a symbolic link, `ENXIO` for a socket.
-  init?(existing path: String, for access: Access) throws(SystemCallError) {
-    let flags = (access == .reading ? O_RDONLY : O_WRONLY) | O_NOFOLLOW | O_NONBLOCK
+  init?(existing path: String, for access: Access, followingLinks: Bool = false)
+    throws(SystemCallError)
+  {
+    let flags =
+      (access == .reading ? O_RDONLY : O_WRONLY) | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK
     do {
       descriptor = try FileSystem.open(path, flags)
     } catch where error.code == .noSuchFileOrDirectory {
@@ -93,4 +97,30 @@ final class OpenFile {
   func syncData() throws(SystemCallError) {
     _ = try valueOrErrno("fdatasync", path: path) { fdatasync(descriptor) }
   }
+}
+
+/// The first bytes of an open file mapped read-only and shared: a reader follows what a
+/// writer publishes in the file's page with loads from memory (``SharedWords``), without a
+/// system call. Unmapped when this goes; the file stays open while the page is mapped.
+final class MappedPage: @unchecked Sendable {
+  /// The file mapped.
+  let file: OpenFile
+  /// The mapped words.
+  let words: SharedWords
+  private let size: Int
+
+  /// Maps the first `size` bytes of `file`. The corresponding system call is `mmap(2)`.
+  /// - Returns: `nil` when the file is not a regular file of `size` bytes or more, or cannot
+  ///   be mapped.
+  init?(readOnly file: OpenFile, size: Int) {
+    guard let status = try? file.status(), status.isRegularFile, status.size >= size,
+      let base = try? pointerOrErrno(
+        "mmap", path: file.path, { mmap(nil, size, PROT_READ, MAP_SHARED, file.descriptor, 0) })
+    else { return nil }
+    self.file = file
+    self.size = size
+    words = SharedWords(base: base.bindMemory(to: UInt64.self, capacity: size / 8))
+  }
+
+  deinit { munmap(words.base, size) }
 }

@@ -50,6 +50,18 @@ extension FileSystem {
     }
   }
 
+  /// Makes the file at `path` holding `bytes` (mode 0600, one `write(2)`), when nothing is
+  /// there yet (never through a symbolic link); a name written once and never changed.
+  /// Returns whether it was made.
+  ///
+  /// The corresponding system calls are `open(2)` with `O_EXCL` and `write(2)`.
+  static func createOnce(_ path: String, with bytes: [UInt8]) -> Bool {
+    guard let fd = try? open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW) else { return false }
+    defer { close(fd) }
+    _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    return true
+  }
+
   /// Removes the file at `path`.
   ///
   /// The corresponding system call is `unlink(2)`.

@@ -81,7 +81,7 @@ package enum FileSystem {
 
   /// This instant in UTC as `YYYYMMDDTHHMMSSZ`, for names of files kept aside.
   /// The corresponding C functions are `time(2)` and `gmtime_r(3)`.
-  static func utcStamp() -> String {
+  package static func utcStamp() -> String {
     var time = time_t(Glibc.time(nil))
     var parts = tm()
     gmtime_r(&time, &parts)
@@ -106,6 +106,11 @@ package enum FileSystem {
   static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600) throws(SystemCallError) -> CInt {
     try valueOrErrno("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
   }
+
+  /// Sets the open file's access and modification times to now, which makes an inotify
+  /// `IN_ATTRIB` event where a change through a mapping makes none; a failure is ignored.
+  /// The corresponding system call is `futimens(2)`.
+  static func touch(_ fd: CInt) { _ = futimens(fd, nil) }
 
   static func close(_ fd: CInt) {
     // close(2) must not be retried on EINTR on Linux: the descriptor is gone.
@@ -165,13 +170,16 @@ package enum FileSystem {
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
   /// commit point, with the temporary file's identity (its inode is the one the file keeps
-  /// at `path`); what it throws abandons the write (the temporary file is removed). `afterRename` is called with the new identity as soon as the new file is
+  /// at `path`); what it throws abandons the write (the temporary file is removed).
+  /// `attribute`, when given, is recorded on the temporary file before its contents.
+  /// `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
   /// new file from then on, so a token describing it must move then.
   /// - Returns: the identity of the file now at `path`.
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
+    attribute: ExtendedAttribute? = nil,
     beforeRename: (FileIdentity) throws(SystemCallError) -> Void = { _ in },
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
@@ -187,6 +195,7 @@ package enum FileSystem {
       if fd != writer { close(fd) }
       if !renamed { unlink(temporary) }
     }
+    if let attribute { try setExtendedAttribute(attribute, descriptor: fd, path: temporary) }
     let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
       Result { () throws(SystemCallError) in
         var offset = 0

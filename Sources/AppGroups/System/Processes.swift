@@ -233,3 +233,61 @@ package enum StandardOutput {
     }
   }
 }
+
+/// This process's standard input, when it is a terminal.
+package enum StandardInput {
+  /// Whether standard input is a terminal. The corresponding C function is `isatty(3)`.
+  package static var isTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
+  /// Runs `body` with the terminal's echo turned off (for a password typed at a prompt), and
+  /// turns it back as it was, whatever `body` does. On a standard input that is not a
+  /// terminal, `body` runs as it is. The corresponding calls are `tcgetattr(3)` and
+  /// `tcsetattr(3)`.
+  package static func withoutEcho<T>(_ body: () throws -> T) rethrows -> T {
+    var saved = termios()
+    tcgetattr(STDIN_FILENO, &saved)
+    var quiet = saved
+    quiet.c_lflag &= ~tcflag_t(ECHO)
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+    defer { tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved) }
+    return try body()
+  }
+}
+
+/// A descriptor of a process itself (a pidfd): a pid handed out again after the process ended
+/// is never mistaken for it, and its end wakes a waiter. Closed when this goes.
+final class ProcessHandle {
+  /// The process.
+  let pid: Int32
+  private let descriptor: CInt
+
+  /// A handle on the running process `pid`. The corresponding system call is `pidfd_open(2)`.
+  /// - Throws: the failed call: `ESRCH` when the process is gone already.
+  init(pid: Int32) throws(SystemCallError) {
+    self.pid = pid
+    descriptor = try valueOrErrno("pidfd_open") { cappgroups_pidfd_open(pid) }
+  }
+
+  deinit { FileSystem.close(descriptor) }
+
+  /// Waits until the processes of `handles` have ended, or `deadline` (`CLOCK_MONOTONIC`,
+  /// nanoseconds); returns the indices of those that ended. Woken by the kernel at each exit.
+  /// The corresponding system call is `poll(2)`.
+  static func waitForExit(_ handles: [ProcessHandle], until deadline: UInt64) -> Set<Int> {
+    var ended: Set<Int> = []
+    while ended.count < handles.count {
+      let waiting = handles.indices.filter { !ended.contains($0) }
+      var entries = waiting.map {
+        pollfd(fd: handles[$0].descriptor, events: Int16(POLLIN), revents: 0)
+      }
+      let now = FileSystem.monotonicNanoseconds()
+      let left = deadline > now ? Int32(clamping: (deadline - now + 999_999) / 1_000_000) : 0
+      _ = poll(&entries, nfds_t(entries.count), left)
+      for (position, entry) in entries.enumerated() where entry.revents != 0 {
+        ended.insert(waiting[position])
+      }
+      if FileSystem.monotonicNanoseconds() >= deadline { break }
+    }
+    return ended
+  }
+}

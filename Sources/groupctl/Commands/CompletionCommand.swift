@@ -2,10 +2,13 @@ import Foundation
 
 /// `groupctl completion bash|zsh`
 struct CompletionCommand: ParsableCommand {
+  static let shell = Argument.positional(
+    "SHELL", completion: .choices(Shell.allCases.map(\.rawValue)))
+
   static let configuration = CommandConfiguration(
     commandName: "completion",
     abstract: "Print a shell completion script for groupctl.",
-    usage: "completion bash|zsh",
+    arguments: [shell],
     discussion: """
       The script completes command names, each command's options and the global \
       options, and paths where a command takes one; it is made from the same table \
@@ -22,10 +25,12 @@ struct CompletionCommand: ParsableCommand {
     case bash, zsh
   }
 
+  let arguments: Arguments
   let shell: Shell
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    let word = try arguments.positional("SHELL")
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    let word = arguments[Self.shell]
     guard let shell = Shell(rawValue: word) else {
       throw ValidationError(
         "unknown shell '\(word)' (use \(Shell.allCases.map(\.rawValue).joined(separator: " or ")))")
@@ -80,13 +85,16 @@ struct CompletionScript {
     command.options.map(Option.init)
   }
 
-  /// Words that take a shell's completion of something other than a path.
-  private func fixedWords(for command: CommandConfiguration) -> [String]? {
-    switch command.commandName {
-    case "help": commands.map(\.commandName)
-    case "completion": CompletionCommand.Shell.allCases.map(\.rawValue)
-    default: nil
+  /// The positional a command completes with words other than paths, and those words.
+  private func fixedWords(for command: CommandConfiguration) -> (name: String, words: [String])? {
+    for argument in command.arguments {
+      switch argument.completion {
+      case .choices(let words)?: return (argument.key, words)
+      case .commandNames?: return (argument.key, commands.map(\.commandName))
+      case nil: continue
+      }
     }
+    return nil
   }
 
   // MARK: bash
@@ -111,7 +119,7 @@ struct CompletionScript {
     }
     var commandCases: [String] = []
     for command in commands {
-      if let words = fixedWords(for: command) {
+      if let (_, words) = fixedWords(for: command) {
         commandCases.append(
           "    \(command.commandName)) COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\""
             + " -- \"$cur\")); return ;;")
@@ -196,9 +204,9 @@ struct CompletionScript {
     }
     var commandCases: [String] = []
     for command in commands {
-      if let words = fixedWords(for: command) {
+      if let (name, words) = fixedWords(for: command) {
         commandCases.append(
-          "        \(command.commandName)) _values '\(command.commandName == "help" ? "command" : "shell")'"
+          "        \(command.commandName)) _values '\(name.lowercased())'"
             + " \(words.joined(separator: " ")) ;;")
       } else if !command.options.isEmpty {
         let specs = zshSpecs(options(of: command)).joined(separator: " ")

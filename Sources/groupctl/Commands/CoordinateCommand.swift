@@ -3,9 +3,26 @@ import Foundation
 
 /// `groupctl coordinate --as BUNDLE-ID --read|--write PATH [options] -- COMMAND [ARGS...]`
 struct CoordinateCommand: ParsableCommand {
+  static let read = Argument.option("--read", value: "PATH", help: "A coordinated read of PATH.")
+  static let write = Argument.option("--write", value: "PATH", help: "A coordinated write of PATH.")
+  static let withoutChanges = Argument.flag(
+    "--without-changes", help: "Presenters are not asked to save (a read).")
+  static let delete = Argument.flag("--delete", help: "The write deletes PATH.")
+  static let merge = Argument.flag("--merge", help: "Presenters are asked to save first (a write).")
+  static let replace = Argument.flag("--replace", help: "The write replaces PATH.")
+  static let moveTo = Argument.option(
+    "--move-to", value: "NEW-PATH", help: "COMMAND moves PATH to NEW-PATH.")
+  static let timeoutSeconds = Argument.option(
+    "--timeout", value: "SECONDS",
+    help: "The bound of each wait (default: 5 per presenter, 30 for a claim).")
+  static let commandWords = Argument.passthrough("COMMAND")
+
   static let configuration = CommandConfiguration(
     commandName: "coordinate",
     abstract: "Run a command inside a coordinated read or write of a file, as an app.",
+    arguments: [
+      read, write, withoutChanges, delete, merge, replace, moveTo, timeoutSeconds, commandWords,
+    ],
     usage: """
       coordinate --as BUNDLE-ID --read PATH [--without-changes] [--timeout SECONDS] -- COMMAND [ARGS...]
       coordinate --as BUNDLE-ID --write PATH [--delete|--merge|--replace|--move-to NEW-PATH] [--timeout SECONDS] -- COMMAND [ARGS...]
@@ -35,20 +52,10 @@ struct CoordinateCommand: ParsableCommand {
 
       The exit status is COMMAND's (128 + the signal when a signal ended it); 1 when \
       the access could not begin.
-      """,
-    options: [
-      OptionHelp("--read PATH", "A coordinated read of PATH."),
-      OptionHelp("--write PATH", "A coordinated write of PATH."),
-      OptionHelp("--without-changes", "Presenters are not asked to save (a read)."),
-      OptionHelp("--delete", "The write deletes PATH."),
-      OptionHelp("--merge", "Presenters are asked to save first (a write)."),
-      OptionHelp("--replace", "The write replaces PATH."),
-      OptionHelp("--move-to NEW-PATH", "COMMAND moves PATH to NEW-PATH."),
-      OptionHelp("--timeout SECONDS", "The bound of each wait (default: 5 per presenter, 30 for a claim)."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   let path: String
   let isWrite: Bool
   let readingOptions: NSFileCoordinator.ReadingOptions
@@ -58,19 +65,18 @@ struct CoordinateCommand: ParsableCommand {
   let timeout: Duration?
   let command: [String]
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    let read = try arguments.option("--read", value: "PATH")
-    let write = try arguments.option("--write", value: "PATH")
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    let (read, write) = (arguments[Self.read], arguments[Self.write])
     var reading: NSFileCoordinator.ReadingOptions = []
-    if try arguments.flag("--without-changes") { reading.insert(.withoutChanges) }
+    if arguments[Self.withoutChanges] { reading.insert(.withoutChanges) }
     var writing: NSFileCoordinator.WritingOptions = []
-    if try arguments.flag("--delete") { writing.insert(.forDeleting) }
-    if try arguments.flag("--merge") { writing.insert(.forMerging) }
-    if try arguments.flag("--replace") { writing.insert(.forReplacing) }
-    destination = try arguments.option("--move-to", value: "NEW-PATH")
+    if arguments[Self.delete] { writing.insert(.forDeleting) }
+    if arguments[Self.merge] { writing.insert(.forMerging) }
+    if arguments[Self.replace] { writing.insert(.forReplacing) }
+    destination = arguments[Self.moveTo]
     if destination != nil { writing.insert(.forMoving) }
-    if let text = try arguments.option("--timeout", value: "SECONDS") {
+    if let text = arguments[Self.timeoutSeconds] {
       guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
         throw ValidationError("--timeout '\(text)' is not a number of seconds from 0 to 3600")
       }
@@ -93,7 +99,7 @@ struct CoordinateCommand: ParsableCommand {
     readingOptions = reading
     writingOptions = writing
     guard arguments.hasTerminator else { throw ValidationError("missing '--' before COMMAND") }
-    command = arguments.passthrough()
+    command = arguments[Self.commandWords]
     guard !command.isEmpty else { throw ValidationError("missing COMMAND after '--'") }
   }
 

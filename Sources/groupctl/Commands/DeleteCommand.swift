@@ -3,10 +3,13 @@ import Foundation
 
 /// `groupctl delete DOMAIN [KEY]`
 struct DeleteCommand: ParsableCommand {
+  /// `nil`: the whole domain.
+  static let key = Argument.optionalPositional("KEY")
+
   static let configuration = CommandConfiguration(
     commandName: "delete",
     abstract: "Delete a key, or every key of a domain.",
-    usage: "delete DOMAIN [KEY]",
+    arguments: [Argument.domain, key],
     discussion: """
       A key that is not in the domain, or a domain that does not exist, exits with \
       1; a key an administrator forces cannot be deleted (see unforce). Running apps \
@@ -14,20 +17,11 @@ struct DeleteCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  /// `nil`: the whole domain.
-  let key: String?
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    key = try arguments.optionalPositional("KEY")
-  }
+  let arguments: Arguments
 
   func run() throws {
     let resolved = try ResolvedDomain(domain, globals: globals)
-    guard let key else {
+    guard let key = arguments[Self.key] else {
       guard let values = try resolved.storedValues(), !values.isEmpty else {
         throw CommandFailure("Domain \(domain) does not exist")
       }

@@ -4,9 +4,19 @@ import Foundation
 
 /// `groupctl device [passcode set CODE|- | passcode clear | lock | unlock | reboot]`
 struct DeviceCommand: ParsableCommand {
+  static let passcodeOption = Argument.option(
+    "--passcode", value: "CODE|-", help: "The current passcode (- reads it from stdin).")
+  static let graceOption = Argument.option(
+    "--grace", value: "SECONDS",
+    help: "lock: how long class complete stays available (default 10; 0 to 3600). reboot: how"
+      + " long apps have to exit (default 5; 0 to 60).")
+  /// The action and its words: `passcode set NEW-CODE`, `lock`, ….
+  static let words = Argument.positionals("ACTION")
+
   static let configuration = CommandConfiguration(
     commandName: "device",
     abstract: "Show or change the device state: passcode, lock, unlock, reboot.",
+    arguments: [passcodeOption, graceOption, words],
     usage: """
       device
       device passcode set NEW-CODE|- [--passcode CODE|-]
@@ -47,14 +57,7 @@ struct DeviceCommand: ParsableCommand {
       5, 15, 15, then 60 min each), as on iOS. Changing the device while another process \
       changes it waits for it (5 s at most): two shells locking and unlocking at once end \
       in a state one of them asked for.
-      """,
-    options: [
-      OptionHelp("--passcode CODE|-", "The current passcode (- reads it from stdin)."),
-      OptionHelp(
-        "--grace SECONDS",
-        "lock: how long class complete stays available (default 10; 0 to 3600). reboot: how"
-          + " long apps have to exit (default 5; 0 to 60)."),
-    ]
+      """
   )
 
   enum Action {
@@ -66,22 +69,26 @@ struct DeviceCommand: ParsableCommand {
     case reboot
   }
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   let action: Action
   let passcode: String?
   let grace: Duration?
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    passcode = try arguments.option("--passcode", value: "CODE|-")
-    let graceText = try arguments.option("--grace", value: "SECONDS")
-    let verb = try arguments.optionalPositional("ACTION")
-    switch verb {
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    passcode = arguments[Self.passcodeOption]
+    let graceText = arguments[Self.graceOption]
+    var words = arguments[Self.words][...]
+    func next(_ name: String) throws(ValidationError) -> String {
+      guard let word = words.popFirst() else { throw ValidationError("missing argument \(name)") }
+      return word
+    }
+    switch words.popFirst() {
     case nil: action = .show
     case "passcode":
-      let what = try arguments.positional("set|clear")
+      let what = try next("set|clear")
       switch what {
-      case "set": action = .setPasscode(new: try arguments.positional("NEW-CODE|-"))
+      case "set": action = .setPasscode(new: try next("NEW-CODE|-"))
       case "clear": action = .clearPasscode
       default:
         throw ValidationError("unknown passcode action '\(what)'; expected 'set' or 'clear'")
@@ -117,6 +124,7 @@ struct DeviceCommand: ParsableCommand {
     case .setPasscode, .unlock:
       break
     }
+    if let extra = words.first { throw ValidationError("unexpected argument '\(extra)'") }
   }
 
   private static func seconds(_ text: String, upTo maximum: Double) throws(ValidationError)

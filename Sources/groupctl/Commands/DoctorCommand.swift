@@ -3,9 +3,17 @@ import Foundation
 
 /// `groupctl doctor [--sharing GROUP-ID BUNDLE-ID BUNDLE-ID...]`
 struct DoctorCommand: ParsableCommand {
+  static let sharingGroup = Argument.option(
+    "--sharing", value: "GROUP-ID", help: "Check that the BUNDLE-IDs share GROUP-ID, end to end.")
+  static let locks = Argument.flag(
+    "--locks", help: "Report stopped processes that hold a lock in a group container.")
+  /// The apps of `--sharing GROUP-ID BUNDLE-ID...`.
+  static let apps = Argument.positionals("BUNDLE-ID")
+
   static let configuration = CommandConfiguration(
     commandName: "doctor",
     abstract: "Check the root, manifest, containers and preferences files for problems.",
+    arguments: [sharingGroup, locks, apps],
     usage: """
       doctor
       doctor --sharing GROUP-ID BUNDLE-ID BUNDLE-ID...
@@ -39,25 +47,20 @@ struct DoctorCommand: ParsableCommand {
       Exits with 0 when it finds no problem and with 1 when it finds one. Notes, \
       such as a lock file left behind when its suite's file was removed (harmless), \
       do not count as problems.
-      """,
-    options: [
-      OptionHelp(
-        "--sharing GROUP-ID", "Check that the BUNDLE-IDs share GROUP-ID, end to end."),
-      OptionHelp("--locks", "Report stopped processes that hold a lock in a group container."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   /// `--sharing GROUP-ID BUNDLE-ID...`
   let sharing: (group: String, apps: [String])?
-  /// `--locks`
-  let locks: Bool
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    locks = try arguments.flag("--locks")
-    if let group = try arguments.option("--sharing", value: "GROUP-ID") {
-      sharing = (group, try arguments.remainingPositionals("BUNDLE-ID"))
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    let apps = arguments[Self.apps]
+    if let group = arguments[Self.sharingGroup] {
+      sharing = (group, apps)
+    } else if let extra = apps.first {
+      throw ValidationError("unexpected argument '\(extra)'")
     } else {
       sharing = nil
     }
@@ -65,7 +68,7 @@ struct DoctorCommand: ParsableCommand {
 
   func validate() throws {
     try globals.requireAdministrator("doctor")
-    if locks, sharing != nil {
+    if arguments[Self.locks], sharing != nil {
       throw ValidationError("--locks and --sharing are separate checks; give one")
     }
     guard let sharing else { return }
@@ -88,7 +91,7 @@ struct DoctorCommand: ParsableCommand {
   }
 
   func run() throws {
-    if locks {
+    if arguments[Self.locks] {
       try checkLocks()
       return
     }

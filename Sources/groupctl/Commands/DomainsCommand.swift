@@ -6,7 +6,7 @@ struct DomainsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "domains",
     abstract: "List every domain that has preferences in the root.",
-    usage: "domains",
+    arguments: [],
     discussion: """
       One domain per line, sorted, as DOMAIN arguments are written: bundle ids \
       (standard suites), BUNDLE-ID:SUITE (private suites), group ids, and \
@@ -15,11 +15,7 @@ struct DomainsCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-  }
+  let arguments: Arguments
 
   func run() throws {
     let scan = DomainScan(globals: globals)

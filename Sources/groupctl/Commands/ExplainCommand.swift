@@ -3,9 +3,14 @@ import Foundation
 
 /// `groupctl explain DOMAIN KEY [--as BUNDLE-ID] [-- ARGS...]`
 struct ExplainCommand: ParsableCommand {
+  static let key = Argument.positional("KEY")
+  /// The simulated command line, for the argument domain.
+  static let processArguments = Argument.passthrough("ARGS")
+
   static let configuration = CommandConfiguration(
     commandName: "explain",
     abstract: "Show which domain of the search list supplies a key's value, and why.",
+    arguments: [Argument.domain, key, processArguments],
     usage: "explain DOMAIN KEY [--as BUNDLE-ID] [-- ARGS...]",
     discussion: """
       Walks the search list an app reads DOMAIN through, first match wins: managed \
@@ -21,20 +26,12 @@ struct ExplainCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  let key: String
-  /// The simulated command line, for the argument domain.
-  let processArguments: [String]
+  let arguments: Arguments
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    key = try arguments.positional("KEY")
-    processArguments = arguments.passthrough()
-  }
+  private var key: String { arguments[Self.key] }
 
   func run() throws {
+    let processArguments = arguments[Self.processArguments]
     let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
@@ -44,10 +41,10 @@ struct ExplainCommand: ParsableCommand {
     let managedPath = resolved.managedPath
     layers.append(
       Layer(.managed, lookUp(in: managedPath) { try SuiteResolver.managedValues(for: location) }))
-    let arguments = GroupDefaults.argumentValues(parsing: processArguments)
+    let argumentValues = GroupDefaults.argumentValues(parsing: processArguments)
     layers.append(
       Layer(
-        .argument, .readable(arguments[key]),
+        .argument, .readable(argumentValues[key]),
         detail: processArguments.isEmpty
           ? "no arguments given: put the app's command line after --"
           : "the arguments after --: " + processArguments.joined(separator: " ")))

@@ -3,37 +3,30 @@ import Foundation
 
 /// `groupctl export DOMAIN PATH|- [--xml]`
 struct ExportCommand: ParsableCommand {
+  /// A path, or `-` for standard output.
+  static let path = Argument.positional("PATH", shownAs: "PATH|-")
+  static let xml = Argument.flag("--xml", help: "Write an XML property list instead.")
+
   static let configuration = CommandConfiguration(
     commandName: "export",
     abstract: "Write a domain's contents to a property-list file.",
-    usage: "export DOMAIN PATH|- [--xml]",
+    arguments: [Argument.domain, path, xml],
     discussion:
       """
       Writes the values stored in the domain's own file (as read DOMAIN prints \
       them) as a binary property list, as Apple writes them, or as XML with --xml; \
       - writes to standard output.
-      """,
-    options: [OptionHelp("--xml", "Write an XML property list instead.")]
+      """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  /// A path, or `-` for standard output.
-  let path: String
-  let xml: Bool
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    xml = try arguments.flag("--xml")
-    domain = try arguments.domain()
-    path = try arguments.positional("PATH")
-  }
+  let arguments: Arguments
 
   func run() throws {
+    let path = arguments[Self.path]
     let resolved = try ResolvedDomain(domain, globals: globals)
     let values = try resolved.existingValues()
     let data = try PropertyListValue.dictionary(values).propertyListData(
-      format: xml ? .xml : .binary)
+      format: arguments[Self.xml] ? .xml : .binary)
     if path == "-" {
       writeOut(data)
       return

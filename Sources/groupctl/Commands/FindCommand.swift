@@ -3,10 +3,12 @@ import Foundation
 
 /// `groupctl find WORD`
 struct FindCommand: ParsableCommand {
+  static let word = Argument.positional("WORD")
+
   static let configuration = CommandConfiguration(
     commandName: "find",
     abstract: "Search every domain's keys and values for a word.",
-    usage: "find WORD",
+    arguments: [word],
     discussion: """
       Prints, for each domain whose name, keys or values contain WORD (ignoring \
       case, as defaults find does), the matching keys: Found N keys in domain 'D': \
@@ -14,15 +16,10 @@ struct FindCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let word: String
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    word = try arguments.positional("WORD")
-  }
+  let arguments: Arguments
 
   func run() throws {
+    let word = arguments[Self.word]
     let needle = word.lowercased()
     var found = false
     let scan = DomainScan(globals: globals)

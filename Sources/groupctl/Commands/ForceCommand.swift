@@ -3,9 +3,13 @@ import Foundation
 
 /// `groupctl force DOMAIN KEY <type> VALUE`
 struct ForceCommand: ParsableCommand {
+  static let key = Argument.positional("KEY")
+  static let valueWords = Argument.rawWords("VALUE")
+
   static let configuration = CommandConfiguration(
     commandName: "force",
     abstract: "Set a managed value that apps read but cannot change.",
+    arguments: [Argument.domain, key, valueWords],
     usage: """
       force DOMAIN KEY -string|-int|-float|-bool|-date|-data VALUE
       force DOMAIN KEY -array VALUE... | -dict KEY VALUE... | VALUE
@@ -20,21 +24,19 @@ struct ForceCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  let key: String
+  let arguments: Arguments
   let value: PropertyListValue
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    key = try arguments.positional("KEY")
-    switch try parseWriteValue(words: arguments.rawWords()) {
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    switch try parseWriteValue(words: arguments[Self.valueWords]) {
     case .value(let value): self.value = value
     case .arrayAdd: throw ValidationError("force sets a whole value: use -array, not -array-add")
     case .dictAdd: throw ValidationError("force sets a whole value: use -dict, not -dict-add")
     }
   }
+
+  private var key: String { arguments[Self.key] }
 
   func validate() throws {
     try globals.requireAdministrator("force")

@@ -4,9 +4,22 @@ import Foundation
 /// `groupctl grant BUNDLE-ID [GROUP-ID...] [--executable PATH] [--team TEAMID]
 /// [--keychain-group GROUP]...`
 struct GrantCommand: ParsableCommand {
+  static let bundleID = Argument.positional("BUNDLE-ID")
+  static let groupIDs = Argument.positionals("GROUP-ID")
+  static let executable = Argument.option(
+    "--executable", value: "PATH",
+    help: "Bind the bundle id to this one file (a relative path or a bare name is resolved to"
+      + " its absolute path): only a process running it may claim the identity.")
+  static let team = Argument.option(
+    "--team", value: "TEAMID", help: "Record the app's team (ten characters of A-Z and 0-9).")
+  static let keychainGroups = Argument.repeatableOption(
+    "--keychain-group", value: "GROUP",
+    help: "Add a keychain access group (TEAMID.name); may be repeated.")
+
   static let configuration = CommandConfiguration(
     commandName: "grant",
     abstract: "Entitle an app to application groups and keychain access groups in the manifest.",
+    arguments: [bundleID, groupIDs, executable, team, keychainGroups],
     usage: """
       grant BUNDLE-ID GROUP-ID... [--executable PATH]
       grant BUNDLE-ID --executable PATH
@@ -29,33 +42,17 @@ struct GrantCommand: ParsableCommand {
       provisioning profile requires: TEAMID.com.example.shared. The app's keychain access \
       groups are its keychain-access-groups, its App ID and its application groups, in \
       that order; the first is where an item added without a group goes.
-      """,
-    options: [
-      OptionHelp(
-        "--executable PATH",
-        "Bind the bundle id to this one file (a relative path or a bare name is resolved to"
-          + " its absolute path): only a process running it may claim the identity."),
-      OptionHelp("--team TEAMID", "Record the app's team (ten characters of A-Z and 0-9)."),
-      OptionHelp(
-        "--keychain-group GROUP", "Add a keychain access group (TEAMID.name); may be repeated."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
-  let bundleID: String
-  let groupIDs: [String]
-  let executable: String?
-  let team: String?
-  let keychainGroups: [String]
+  let arguments: Arguments
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    executable = try arguments.option("--executable", value: "PATH")
-    team = try arguments.option("--team", value: "TEAMID")
-    keychainGroups = try arguments.options("--keychain-group", value: "GROUP")
-    bundleID = try arguments.positional("BUNDLE-ID")
-    groupIDs = try arguments.remainingPositionals("GROUP-ID")
-    guard !groupIDs.isEmpty || executable != nil || team != nil || !keychainGroups.isEmpty else {
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    guard
+      !arguments[Self.groupIDs].isEmpty || arguments[Self.executable] != nil
+        || arguments[Self.team] != nil || !arguments[Self.keychainGroups].isEmpty
+    else {
       throw ValidationError(
         "missing argument GROUP-ID (or --executable, --team, --keychain-group)")
     }
@@ -63,23 +60,21 @@ struct GrantCommand: ParsableCommand {
 
   func validate() throws {
     try globals.requireAdministrator("grant")
-    if let team, let reason = EntitlementManifest.teamIdentifierProblem(team) {
+    if let team = arguments[Self.team], let reason = EntitlementManifest.teamIdentifierProblem(team) {
       throw ValidationError("--team: \(reason)")
     }
   }
 
   func run() throws {
     let root = globals.containerRoot
-    let executable = try self.executable.map(Self.binding(for:))
+    let (bundleID, groupIDs) = (arguments[Self.bundleID], arguments[Self.groupIDs])
+    let (team, keychainGroups) = (arguments[Self.team], arguments[Self.keychainGroups])
+    let executable = try arguments[Self.executable].map(Self.binding(for:))
     guard team != nil || !keychainGroups.isEmpty else {
       try EntitlementManifest.grant(bundleID, groups: groupIDs, executable: executable, root: root)
       return
     }
     // Application groups and keychain entitlements in one locked update: all or nothing.
-    let bundleID = bundleID
-    let groupIDs = groupIDs
-    let team = team
-    let keychainGroups = keychainGroups
     _ = try AppIdentity(bundleIdentifier: bundleID)
     try EntitlementManifest.update(root: root) { manifest in
       var entry = manifest.entries[bundleID] ?? EntitlementManifest.Entry()

@@ -1,16 +1,20 @@
 /// `groupctl help [COMMAND]`
 struct HelpCommand: ParsableCommand {
+  static let command = Argument.optionalPositional("COMMAND", completion: .commandNames)
+
   static let configuration = CommandConfiguration(
     commandName: "help",
     abstract: "Show the list of commands, or a command's help.",
-    usage: "help [COMMAND]",
+    arguments: [command],
     discussion: "groupctl help COMMAND prints the same text as groupctl COMMAND --help."
   )
 
+  let arguments: Arguments
   let command: (any ParsableCommand.Type)?
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    command = try arguments.optionalPositional("COMMAND").map { name throws(ValidationError) in
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    command = try arguments[Self.command].map { name throws(ValidationError) in
       try Groupctl.lookUp(name)
     }
   }

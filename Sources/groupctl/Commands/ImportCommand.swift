@@ -3,10 +3,13 @@ import Foundation
 
 /// `groupctl import DOMAIN PATH|-`
 struct ImportCommand: ParsableCommand {
+  /// A path, or `-` for standard input.
+  static let path = Argument.positional("PATH", shownAs: "PATH|-")
+
   static let configuration = CommandConfiguration(
     commandName: "import",
     abstract: "Replace a domain's contents with a property-list file.",
-    usage: "import DOMAIN PATH|-",
+    arguments: [Argument.domain, path],
     discussion: """
       The file may be binary or XML and its root must be a dictionary; - reads it \
       from standard input. The domain takes the file's keys as one change, which \
@@ -14,18 +17,10 @@ struct ImportCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  /// A path, or `-` for standard input.
-  let path: String
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    path = try arguments.positional("PATH")
-  }
+  let arguments: Arguments
 
   func run() throws {
+    let path = arguments[Self.path]
     let resolved = try ResolvedDomain(domain, globals: globals)
     let source = path == "-" ? "standard input" : path
     let data = try readInput(path)

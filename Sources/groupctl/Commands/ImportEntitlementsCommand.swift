@@ -3,11 +3,16 @@ import Foundation
 
 /// `groupctl import-entitlements BUNDLE-ID FILE.entitlements [--team TEAMID]`
 struct ImportEntitlementsCommand: ParsableCommand {
+  static let bundleID = Argument.positional("BUNDLE-ID")
+  static let path = Argument.positional("FILE.entitlements")
+  static let team = Argument.option(
+    "--team", value: "TEAMID", help: "The team whose prefix the build variables expand to.")
+
   static let configuration = CommandConfiguration(
     commandName: "import-entitlements",
     abstract:
       "Entitle an app to the groups and keychain access groups of an Xcode .entitlements file.",
-    usage: "import-entitlements BUNDLE-ID FILE.entitlements [--team TEAMID]",
+    arguments: [bundleID, path, team],
     discussion: """
       Reads com.apple.security.application-groups, keychain-access-groups, \
       application-identifier and com.apple.developer.team-identifier from the property list \
@@ -19,30 +24,20 @@ struct ImportEntitlementsCommand: ParsableCommand {
       $(PRODUCT_BUNDLE_IDENTIFIER) to BUNDLE-ID. The team comes from --team, else the \
       file's com.apple.developer.team-identifier, else what the manifest records for the \
       app (groupctl grant BUNDLE-ID --team TEAMID).
-      """,
-    options: [OptionHelp("--team TEAMID", "The team whose prefix the build variables expand to.")]
+      """
   )
 
-  let globals: GlobalOptions
-  let bundleID: String
-  let path: String
-  let team: String?
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    team = try arguments.option("--team", value: "TEAMID")
-    bundleID = try arguments.positional("BUNDLE-ID")
-    path = try arguments.positional("FILE.entitlements")
-  }
+  let arguments: Arguments
 
   func validate() throws {
     try globals.requireAdministrator("import-entitlements")
-    if let team, let reason = EntitlementManifest.teamIdentifierProblem(team) {
+    if let team = arguments[Self.team], let reason = EntitlementManifest.teamIdentifierProblem(team) {
       throw ValidationError("--team: \(reason)")
     }
   }
 
   func run() throws {
+    let (bundleID, path, team) = (arguments[Self.bundleID], arguments[Self.path], arguments[Self.team])
     let data = try readInput(path)
     let object: Any
     do {
@@ -103,7 +98,6 @@ struct ImportEntitlementsCommand: ParsableCommand {
       printOut("\(bundleID): \(path) lists no groups; nothing was granted")
       return
     }
-    let bundleID = bundleID
     try EntitlementManifest.update(root: root) { manifest in
       var entry = manifest.entries[bundleID] ?? EntitlementManifest.Entry()
       for group in groups where !entry.applicationGroups.contains(group) {

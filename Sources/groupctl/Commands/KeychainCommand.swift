@@ -1,14 +1,17 @@
 import AppGroups
 import AppGroupsKeychain
 import Foundation
-import Glibc
 
 /// `groupctl keychain add-generic-password|find-generic-password|delete-generic-password|dump`,
 /// with macOS `security`'s flags.
 struct KeychainCommand: ParsableCommand {
+  /// The subcommand and its flags, taken as security takes them (see ``init(arguments:)``).
+  static let words = Argument.rawWords("SUBCOMMAND")
+
   static let configuration = CommandConfiguration(
     commandName: "keychain",
     abstract: "Add, find, delete and list keychain items, as macOS's security does.",
+    arguments: [words],
     usage: """
       keychain add-generic-password -a ACCOUNT -s SERVICE [-w [PASSWORD]] [-U] [-l LABEL] [-G GROUP] [--accessible CLASS]
       keychain find-generic-password [-a ACCOUNT] [-s SERVICE] [-G GROUP] [-w]
@@ -28,7 +31,7 @@ struct KeychainCommand: ParsableCommand {
       Exits with 44 when no item matches, as security does; any other failure exits with 1 \
       and names the OSStatus and its message.
       """,
-    options: [
+    subcommandOptions: [
       OptionHelp("-a ACCOUNT", "The account (kSecAttrAccount)."),
       OptionHelp("-s SERVICE", "The service (kSecAttrService)."),
       OptionHelp("-w [PASSWORD]", "add: the password, or read it; find, dump: print passwords."),
@@ -56,7 +59,7 @@ struct KeychainCommand: ParsableCommand {
     case value(String)
   }
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   let action: Action
   var account: String?
   var service: String?
@@ -66,9 +69,11 @@ struct KeychainCommand: ParsableCommand {
   var group: String?
   var accessibility: Keychain.Accessibility?
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    var words = arguments.rawWords()[...]
+  /// Takes security's grammar: the subcommand first, then its flags, each with its value in
+  /// the next word; `-w` takes one only for add, and only when the next word is not a flag.
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    var words = arguments[Self.words][...]
     guard let name = words.popFirst() else {
       throw ValidationError(
         "missing subcommand: add-generic-password, find-generic-password,"
@@ -288,7 +293,7 @@ struct KeychainCommand: ParsableCommand {
   /// The password from standard input: on a terminal, prompted twice without echo, as
   /// `security` prompts; otherwise everything read, less one final newline.
   static func readPassword() throws -> Data {
-    guard isatty(STDIN_FILENO) == 1 else {
+    guard StandardInput.isTerminal else {
       var data = FileHandle.standardInput.readDataToEndOfFile()
       if data.last == UInt8(ascii: "\n") { data.removeLast() }
       if data.last == UInt8(ascii: "\r") { data.removeLast() }
@@ -296,16 +301,8 @@ struct KeychainCommand: ParsableCommand {
     }
     func prompt(_ text: String) throws -> String {
       FileHandle.standardError.write(Data(text.utf8))
-      var saved = termios()
-      tcgetattr(STDIN_FILENO, &saved)
-      var quiet = saved
-      quiet.c_lflag &= ~tcflag_t(ECHO)
-      tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-      defer {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-        FileHandle.standardError.write(Data("\n".utf8))
-      }
-      guard let line = readLine(strippingNewline: true) else {
+      defer { FileHandle.standardError.write(Data("\n".utf8)) }
+      guard let line = StandardInput.withoutEcho({ readLine(strippingNewline: true) }) else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       return line

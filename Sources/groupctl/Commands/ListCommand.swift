@@ -3,22 +3,16 @@ import Foundation
 
 /// `groupctl list [BUNDLE-ID] [--json]`
 struct ListCommand: ParsableCommand {
+  static let bundleID = Argument.optionalPositional("BUNDLE-ID")
+  static let json = Argument.flag("--json", help: "Print JSON instead of text.")
+
   static let configuration = CommandConfiguration(
     commandName: "list",
     abstract: "List the apps in the manifest, the groups and keychain access groups each holds.",
-    usage: "list [BUNDLE-ID] [--json]",
-    options: [OptionHelp("--json", "Print JSON instead of text.")]
+    arguments: [bundleID, json]
   )
 
-  let globals: GlobalOptions
-  let bundleID: String?
-  let json: Bool
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    json = try arguments.flag("--json")
-    bundleID = try arguments.optionalPositional("BUNDLE-ID")
-  }
+  let arguments: Arguments
 
   func validate() throws {
     try globals.requireAdministrator("list")
@@ -28,13 +22,13 @@ struct ListCommand: ParsableCommand {
     let root = globals.containerRoot
     let manifest = try EntitlementManifest.load(root: root)
     var bundleIDs = manifest.entries.keys.sorted()
-    if let bundleID {
+    if let bundleID = arguments[Self.bundleID] {
       guard manifest.entries[bundleID] != nil else {
         throw CommandFailure("\(bundleID) has no entry in \(root.manifestURL.path)")
       }
       bundleIDs = [bundleID]
     }
-    if json {
+    if arguments[Self.json] {
       guard !bundleIDs.isEmpty else {
         printOut("[]")
         return

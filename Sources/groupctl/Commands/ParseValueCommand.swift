@@ -4,25 +4,28 @@ import AppGroups
 /// how `write` parses its VALUE words and how `read` prints the result.
 /// The tests drive value parsing and printing through it.
 struct ParseValueCommand: ParsableCommand {
+  static let compact = Argument.flag(
+    "--compact", help: "Print the value on one line, as watch does.")
+  static let words = Argument.rawWords("VALUE-WORDS")
+
   static let configuration = CommandConfiguration(
     commandName: "_parse-value",
     abstract: "Parse VALUE words as write does; print the value as read, then its type.",
-    usage: "_parse-value [--compact] VALUE-WORDS...",
+    arguments: [compact, words],
     discussion: """
       Prints the value as read prints it (or as watch does, with --compact), then \
       a line "Type is …" as read-type prints it; -array-add and -dict-add add \
       " (-array-add)" or " (-dict-add)" to that line.
       """,
-    options: [OptionHelp("--compact", "Print the value on one line, as watch does.")],
     isHidden: true
   )
 
-  let compact: Bool
+  let arguments: Arguments
   let value: WriteValue
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    compact = try arguments.flag("--compact")
-    value = try parseWriteValue(words: arguments.rawWords())
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    value = try parseWriteValue(words: arguments[Self.words])
   }
 
   func run() throws {
@@ -37,7 +40,7 @@ struct ParseValueCommand: ParsableCommand {
   }
 
   private func show(_ value: PropertyListValue, suffix: String) {
-    printOut(compact ? formatCompact(value) : formatDefaults(value))
+    printOut(arguments[Self.compact] ? formatCompact(value) : formatDefaults(value))
     printOut(formatReadType(value) + suffix)
   }
 }

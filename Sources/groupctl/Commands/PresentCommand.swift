@@ -4,9 +4,18 @@ import Synchronization
 
 /// `groupctl present --as BUNDLE-ID PATH [--release-on-suspend] [--refuse TEXT] [--never-answer]`
 struct PresentCommand: ParsableCommand {
+  static let path = Argument.positional("PATH")
+  static let releaseOnSuspend = Argument.flag(
+    "--release-on-suspend", help: "Remove the presenter during a suspension, add it again on resume.")
+  static let refusal = Argument.option(
+    "--refuse", value: "TEXT", help: "Save and deletion callbacks pass an error with TEXT.")
+  static let neverAnswer = Argument.flag(
+    "--never-answer", help: "Callbacks never call their completion handlers.")
+
   static let configuration = CommandConfiguration(
     commandName: "present",
     abstract: "Present a file or folder as an app, and print each coordination callback.",
+    arguments: [path, releaseOnSuspend, refusal, neverAnswer],
     usage: "present --as BUNDLE-ID PATH [--release-on-suspend] [--refuse TEXT] [--never-answer]",
     discussion: """
       Registers a file presenter (NSFilePresenter) for PATH, a file or folder in a \
@@ -40,34 +49,16 @@ struct PresentCommand: ParsableCommand {
       coordinated access fails with it); --never-answer makes every callback keep its \
       completion handler (the access fails after its bound): for trying a \
       coordinator's handling of such presenters.
-      """,
-    options: [
-      OptionHelp(
-        "--release-on-suspend", "Remove the presenter during a suspension, add it again on resume."),
-      OptionHelp("--refuse TEXT", "Save and deletion callbacks pass an error with TEXT."),
-      OptionHelp("--never-answer", "Callbacks never call their completion handlers."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
-  let path: String
-  let releaseOnSuspend: Bool
-  let refusal: String?
-  let neverAnswer: Bool
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    releaseOnSuspend = try arguments.flag("--release-on-suspend")
-    refusal = try arguments.option("--refuse", value: "TEXT")
-    neverAnswer = try arguments.flag("--never-answer")
-    path = try arguments.positional("PATH")
-  }
+  let arguments: Arguments
 
   func validate() throws {
     guard globals.identity != nil else {
       throw ValidationError("present needs --as BUNDLE-ID: the app that presents PATH")
     }
-    if refusal != nil, neverAnswer {
+    if arguments[Self.refusal] != nil, arguments[Self.neverAnswer] {
       throw ValidationError("--refuse and --never-answer are two behaviours; give one")
     }
   }
@@ -78,8 +69,9 @@ struct PresentCommand: ParsableCommand {
     NSFileCoordinator.appIdentity = identity
     let stop = DispatchSemaphore(value: 0)
     let sources = Processes.interceptInterruptAndTerminate(on: .global()) { stop.signal() }
-    let url = URL(fileURLWithPath: path).standardizedFileURL
-    let output = CoordinationLineWriter()
+    let (refusal, neverAnswer) = (arguments[Self.refusal], arguments[Self.neverAnswer])
+    let url = URL(fileURLWithPath: arguments[Self.path]).standardizedFileURL
+    let output = LineWriter()
     let behaviour: PrintingPresenter.Behaviour =
       neverAnswer ? .neverAnswer : refusal.map { .refuse($0) } ?? .answer
     let presenter = PrintingPresenter(url: url, output: output, behaviour: behaviour)
@@ -89,7 +81,7 @@ struct PresentCommand: ParsableCommand {
       throw CommandFailure("cannot present \(url.path) as \(identity.bundleIdentifier): \(error.message)")
     }
     var observations: [Observation] = []
-    if releaseOnSuspend {
+    if arguments[Self.releaseOnSuspend] {
       AppLifecycle.start(identity: identity, root: root)
       // What the item looked like when the presenter went away: a change made meanwhile is
       // told on resume, as Apple asks of a presenter added again.
@@ -126,11 +118,11 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   private let url: Mutex<URL>
-  private let output: CoordinationLineWriter
+  private let output: LineWriter
   private let behaviour: Behaviour
   let presentedItemOperationQueue: OperationQueue
 
-  init(url: URL, output: CoordinationLineWriter, behaviour: Behaviour) {
+  init(url: URL, output: LineWriter, behaviour: Behaviour) {
     self.url = Mutex(url)
     self.output = output
     self.behaviour = behaviour
@@ -202,20 +194,4 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 /// A date shared by the suspension and resume callbacks.
 final class ModificationDate: Sendable {
   let value = Mutex<Date?>(nil)
-}
-
-/// Writes whole lines to standard output at once, unbuffered, from any thread; a closed
-/// pipe ends the process quietly.
-final class CoordinationLineWriter: Sendable {
-  private let lock = Mutex(())
-
-  func write(_ line: String) {
-    lock.withLock { _ in
-      do {
-        try StandardOutput.write(line + "\n")
-      } catch {
-        exit(0)
-      }
-    }
-  }
 }

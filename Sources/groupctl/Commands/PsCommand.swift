@@ -6,7 +6,7 @@ struct PsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "ps",
     abstract: "List the apps running on the device, their state and the locks they hold.",
-    usage: "ps",
+    arguments: [],
     discussion: """
       Lists the processes 'groupctl run' launched (their records in <root>/Run), one \
       line each: PID, STATE, BUNDLE-ID and executable, then one indented line per lock \
@@ -24,11 +24,7 @@ struct PsCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-  }
+  let arguments: Arguments
 
   func validate() throws {
     try globals.requireAdministrator("ps")

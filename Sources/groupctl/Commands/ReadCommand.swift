@@ -3,9 +3,12 @@ import Foundation
 
 /// `groupctl read [DOMAIN [KEY]]`
 struct ReadCommand: ParsableCommand {
+  static let key = Argument.optionalPositional("KEY")
+
   static let configuration = CommandConfiguration(
     commandName: "read",
     abstract: "Print every domain, one domain, or one key, as defaults read does.",
+    arguments: [Argument.optionalDomain, key],
     usage: "read [DOMAIN [KEY]]",
     discussion: """
       Prints what is stored in the domain's own file, as defaults does: not what \
@@ -20,18 +23,10 @@ struct ReadCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument?
-  let key: String?
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.optionalDomain()
-    key = domain == nil ? nil : try arguments.optionalPositional("KEY")
-  }
+  let arguments: Arguments
 
   func run() throws {
-    guard let domain else {
+    guard let domain = arguments[.optionalDomain] else {
       let scan = DomainScan(globals: globals)
       var all: [String: PropertyListValue] = [:]
       for (resolved, values) in scan.readable {
@@ -42,7 +37,7 @@ struct ReadCommand: ParsableCommand {
       return
     }
     let resolved = try ResolvedDomain(domain, globals: globals)
-    if let key {
+    if let key = arguments[Self.key] {
       printOut(formatDefaults(try resolved.storedValue(forKey: key)))
     } else {
       printOut(formatDefaults(.dictionary(try resolved.existingValues())))

@@ -3,29 +3,23 @@ import Foundation
 
 /// `groupctl rename DOMAIN OLD-KEY NEW-KEY`
 struct RenameCommand: ParsableCommand {
+  static let oldKey = Argument.positional("OLD-KEY")
+  static let newKey = Argument.positional("NEW-KEY")
+
   static let configuration = CommandConfiguration(
     commandName: "rename",
     abstract: "Rename a key, keeping its value.",
-    usage: "rename DOMAIN OLD-KEY NEW-KEY",
+    arguments: [Argument.domain, oldKey, newKey],
     discussion: """
       NEW-KEY's value, if it has one, is replaced. Neither key may be forced by an \
       administrator. Running apps see the change at once.
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  let oldKey: String
-  let newKey: String
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    oldKey = try arguments.positional("OLD-KEY")
-    newKey = try arguments.positional("NEW-KEY")
-  }
+  let arguments: Arguments
 
   func run() throws {
+    let (oldKey, newKey) = (arguments[Self.oldKey], arguments[Self.newKey])
     let resolved = try ResolvedDomain(domain, globals: globals)
     guard oldKey != newKey else { return }
     try resolved.requireNotForced(oldKey)

@@ -3,9 +3,15 @@ import Foundation
 
 /// `groupctl report DOMAIN [--as BUNDLE-ID] [--values] [-- ARGS...]`
 struct ReportCommand: ParsableCommand {
+  static let showValues = Argument.flag(
+    "--values", help: "Show each key's winning value (left out by default).")
+  /// The simulated command line, for the argument domain.
+  static let processArguments = Argument.passthrough("ARGS")
+
   static let configuration = CommandConfiguration(
     commandName: "report",
     abstract: "Describe a domain for a bug report: keys, value types, the domains that hold them.",
+    arguments: [Argument.domain, showValues, processArguments],
     usage: "report DOMAIN [--as BUNDLE-ID] [--values] [-- ARGS...]",
     discussion: """
       Prints the schema version recorded in the suite (\(PreferenceSchema.markerKey)), the \
@@ -18,21 +24,10 @@ struct ReportCommand: ParsableCommand {
       ARGS after -- stand for the app's command line, for the argument domain. The \
       registration domain lives in each running app's memory and is not shown. Nothing is \
       created or changed.
-      """,
-    options: [OptionHelp("--values", "Show each key's winning value (left out by default).")]
+      """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  let showValues: Bool
-  let processArguments: [String]
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    showValues = try arguments.flag("--values")
-    domain = try arguments.domain()
-    processArguments = arguments.passthrough()
-  }
+  let arguments: Arguments
 
   private struct Layer {
     var domain: GroupDefaults.Domain
@@ -41,6 +36,7 @@ struct ReportCommand: ParsableCommand {
   }
 
   func run() throws {
+    let (showValues, processArguments) = (arguments[Self.showValues], arguments[Self.processArguments])
     let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"

@@ -3,10 +3,12 @@ import Foundation
 
 /// `groupctl resume BUNDLE-ID|PID`
 struct ResumeCommand: ParsableCommand {
+  static let target = Argument.positional("BUNDLE-ID|PID")
+
   static let configuration = CommandConfiguration(
     commandName: "resume",
     abstract: "Resume a suspended app.",
-    usage: "resume BUNDLE-ID|PID",
+    arguments: [target],
     discussion: """
       Lets the app's library take its locks again, sends SIGCONT to each of the app's \
       processes (the one 'groupctl run' started, then its descendants), and posts \
@@ -17,12 +19,12 @@ struct ResumeCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   let target: AppTarget
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    target = try AppTarget(parsing: arguments.positional("BUNDLE-ID|PID"))
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    target = try AppTarget(parsing: arguments[Self.target])
   }
 
   func validate() throws {

@@ -3,9 +3,17 @@ import Foundation
 
 /// `groupctl revoke BUNDLE-ID [GROUP-ID...] [--keychain-group GROUP]...`
 struct RevokeCommand: ParsableCommand {
+  static let bundleID = Argument.positional("BUNDLE-ID")
+  /// Empty: every group the app holds.
+  static let groupIDs = Argument.positionals("GROUP-ID")
+  static let keychainGroups = Argument.repeatableOption(
+    "--keychain-group", value: "GROUP",
+    help: "Revoke a keychain access group (keychain-access-groups).")
+
   static let configuration = CommandConfiguration(
     commandName: "revoke",
     abstract: "Remove an app's group entitlements: the ones named, or all of them.",
+    arguments: [bundleID, groupIDs, keychainGroups],
     usage: """
       revoke BUNDLE-ID [GROUP-ID...]
       revoke BUNDLE-ID --keychain-group GROUP...
@@ -14,39 +22,25 @@ struct RevokeCommand: ParsableCommand {
       Containers and their preferences stay on disk; the app just can no longer open them. \
       Without GROUP-ID or --keychain-group, the app's whole entry goes (its groups, keychain \
       entitlements and executable binding). Keychain items stay on disk too.
-      """,
-    options: [
-      OptionHelp(
-        "--keychain-group GROUP", "Revoke a keychain access group (keychain-access-groups).")
-    ]
+      """
   )
 
-  let globals: GlobalOptions
-  let bundleID: String
-  /// Empty: every group the app holds.
-  let groupIDs: [String]
-  let keychainGroups: [String]
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    keychainGroups = try arguments.options("--keychain-group", value: "GROUP")
-    bundleID = try arguments.positional("BUNDLE-ID")
-    groupIDs = try arguments.remainingPositionals("GROUP-ID")
-  }
+  let arguments: Arguments
 
   func validate() throws {
     try globals.requireAdministrator("revoke")
-    if !keychainGroups.isEmpty, !groupIDs.isEmpty {
+    if !arguments[Self.keychainGroups].isEmpty, !arguments[Self.groupIDs].isEmpty {
       throw ValidationError("give either GROUP-IDs or --keychain-group, not both")
     }
   }
 
   func run() throws {
+    let (bundleID, keychainGroups) = (arguments[Self.bundleID], arguments[Self.keychainGroups])
     if !keychainGroups.isEmpty {
       try EntitlementManifest.revokeKeychainAccess(
         bundleID, keychainAccessGroups: keychainGroups, root: globals.containerRoot)
       return
     }
-    try EntitlementManifest.revoke(bundleID, groups: groupIDs, root: globals.containerRoot)
+    try EntitlementManifest.revoke(bundleID, groups: arguments[Self.groupIDs], root: globals.containerRoot)
   }
 }

@@ -5,9 +5,24 @@ import Foundation
 /// `groupctl run --as BUNDLE-ID [--ro PATH]… [--rw PATH]… [--best-effort] [--background] [-v]
 /// -- COMMAND …`
 struct RunCommand: ParsableCommand {
+  static let readOnly = Argument.repeatableOption(
+    "--ro", value: "PATH",
+    help: "Also allow reading PATH (a file or folder), and running the programs in it when it is"
+      + " outside the root; repeatable.")
+  static let readWrite = Argument.repeatableOption(
+    "--rw", value: "PATH", help: "Also allow reading and writing PATH; repeatable.")
+  static let bestEffort = Argument.flag(
+    "--best-effort", help: "Without Landlock, run COMMAND unconfined (and say so) instead of failing.")
+  static let background = Argument.flag(
+    "--background", help: "Launch COMMAND in the background, as iOS prewarms an app (ActivePrewarm=1).")
+  static let verbose = Argument.flag(
+    "-v", "--verbose", help: "Print the Landlock ABI and the ruleset on stderr.")
+  static let command = Argument.passthrough("COMMAND")
+
   static let configuration = CommandConfiguration(
     commandName: "run",
     abstract: "Run a command as an app, confined by the kernel to the app's containers.",
+    arguments: [readOnly, readWrite, bestEffort, background, verbose, command],
     usage:
       "run --as BUNDLE-ID [--ro PATH]... [--rw PATH]... [--best-effort] [--background] [-v]"
       + " -- COMMAND [ARGS...]",
@@ -61,44 +76,19 @@ struct RunCommand: ParsableCommand {
       for an app whose sandbox keeps it from the keybag.
 
       The exit status is COMMAND's; 1 when it cannot be started or confined.
-      """,
-    options: [
-      OptionHelp(
-        "--ro PATH",
-        "Also allow reading PATH (a file or folder), and running the programs in it when it is"
-          + " outside the root; repeatable."),
-      OptionHelp("--rw PATH", "Also allow reading and writing PATH; repeatable."),
-      OptionHelp(
-        "--best-effort", "Without Landlock, run COMMAND unconfined (and say so) instead of failing."
-      ),
-      OptionHelp(
-        "--background", "Launch COMMAND in the background, as iOS prewarms an app (ActivePrewarm=1)."
-      ),
-      OptionHelp("-v, --verbose", "Print the Landlock ABI and the ruleset on stderr."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
-  let readOnly: [String]
-  let readWrite: [String]
-  let bestEffort: Bool
-  let background: Bool
-  let verbose: Bool
-  let command: [String]
+  let arguments: Arguments
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    readOnly = try arguments.options("--ro", value: "PATH")
-    readWrite = try arguments.options("--rw", value: "PATH")
-    bestEffort = try arguments.flag("--best-effort")
-    background = try arguments.flag("--background")
-    let short = try arguments.flag("-v")
-    verbose = try arguments.flag("--verbose") || short
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
     guard arguments.hasTerminator else {
       throw ValidationError("missing '--' before COMMAND")
     }
-    command = arguments.passthrough()
-    guard !command.isEmpty else { throw ValidationError("missing COMMAND after '--'") }
+    guard !arguments[Self.command].isEmpty else {
+      throw ValidationError("missing COMMAND after '--'")
+    }
   }
 
   func validate() throws {
@@ -108,7 +98,7 @@ struct RunCommand: ParsableCommand {
   }
 
   func run() throws {
-    guard let identity = try globals.appIdentity(), let name = command.first else { return }
+    guard let identity = try globals.appIdentity(), let name = arguments[Self.command].first else { return }
     let root = globals.containerRoot
     let path = try Self.locate(name)
 
@@ -140,11 +130,12 @@ struct RunCommand: ParsableCommand {
     let record = try Device.currentRecord(
       bundleIdentifier: identity.bundleIdentifier, executable: Paths.realPath(path) ?? path)
     try device.record(record)
-    Self.prepareDevice(root: root, background: background)
+    Self.prepareDevice(root: root, background: arguments[Self.background])
     do {
       try Self.confineAndExec(
-        identity: identity, root: root, path: path, arguments: command,
-        readOnly: readOnly, readWrite: readWrite, bestEffort: bestEffort, verbose: verbose)
+        identity: identity, root: root, path: path, arguments: arguments[Self.command],
+        readOnly: arguments[Self.readOnly], readWrite: arguments[Self.readWrite],
+        bestEffort: arguments[Self.bestEffort], verbose: arguments[Self.verbose])
     } catch {
       device.removeRecord(pid: record.pid)
       throw error
@@ -226,7 +217,7 @@ struct RunCommand: ParsableCommand {
     }
     let failure = Processes.replaceCurrent(
       with: path, arguments: arguments, environment: environment)
-    guard abi != nil, failure.systemErrno == EACCES else {
+    guard abi != nil, failure.systemErrno.map(Errno.init(rawValue:)) == .permissionDenied else {
       throw CommandFailure(failure.message)
     }
     // It could be run before the sandbox was applied (locate checked): the sandbox refused

@@ -10,25 +10,23 @@ import Foundation
 /// binds the app to, and `groupctl` is not it. Here `groupctl --as` acts for
 /// the app as the administrator does, with the app's entitlements and sandbox.
 struct SandboxedCommand: ParsableCommand {
+  static let bestEffort = Argument.flag(
+    "--best-effort", help: "Without Landlock, run unconfined instead of failing.")
+  static let words = Argument.passthrough("ARGS")
+
   static let configuration = CommandConfiguration(
     commandName: "_sandboxed",
     abstract: "Run groupctl --as BUNDLE-ID ARGS inside BUNDLE-ID's sandbox.",
+    arguments: [bestEffort, words],
     usage: "_sandboxed --as BUNDLE-ID [--best-effort] -- ARGS...",
-    options: [
-      OptionHelp("--best-effort", "Without Landlock, run unconfined instead of failing.")
-    ],
     isHidden: true
   )
 
-  let globals: GlobalOptions
-  let bestEffort: Bool
-  let arguments: [String]
+  let arguments: Arguments
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    bestEffort = try arguments.flag("--best-effort")
-    self.arguments = arguments.passthrough()
-    guard !self.arguments.isEmpty else { throw ValidationError("missing ARGS after '--'") }
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    guard !arguments[Self.words].isEmpty else { throw ValidationError("missing ARGS after '--'") }
   }
 
   func validate() throws {
@@ -43,7 +41,8 @@ struct SandboxedCommand: ParsableCommand {
     let root = globals.containerRoot
     try RunCommand.confineAndExec(
       identity: identity, root: root, path: groupctl,
-      arguments: ["groupctl", "--root", root.path, "--as", identity.bundleIdentifier] + arguments,
-      readOnly: [], readWrite: [], bestEffort: bestEffort, verbose: false)
+      arguments: ["groupctl", "--root", root.path, "--as", identity.bundleIdentifier]
+        + arguments[Self.words],
+      readOnly: [], readWrite: [], bestEffort: arguments[Self.bestEffort], verbose: false)
   }
 }

@@ -6,6 +6,7 @@ struct SchemaCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "schema",
     abstract: "Print the schema version recorded in a suite.",
+    arguments: [Argument.domain],
     usage: "schema DOMAIN [--as BUNDLE-ID]",
     discussion: """
       Prints the version an app's PreferenceSchema recorded in the suite, under the \
@@ -16,13 +17,7 @@ struct SchemaCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-  }
+  let arguments: Arguments
 
   func run() throws {
     let resolved = try ResolvedDomain(domain, globals: globals)

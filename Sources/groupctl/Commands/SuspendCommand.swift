@@ -3,10 +3,16 @@ import Foundation
 
 /// `groupctl suspend BUNDLE-ID|PID [--grace SECONDS] [--report-only]`
 struct SuspendCommand: ParsableCommand {
+  static let target = Argument.positional("BUNDLE-ID|PID")
+  static let grace = Argument.option(
+    "--grace", value: "SECONDS", help: "How long the app has to get ready (default 5; 0 to 60).")
+  static let reportOnly = Argument.flag(
+    "--report-only", help: "Report the locks held, and suspend instead of terminating.")
+
   static let configuration = CommandConfiguration(
     commandName: "suspend",
     abstract: "Suspend an app as iOS does, terminating it if it holds a lock (0xdead10cc).",
-    usage: "suspend BUNDLE-ID|PID [--grace SECONDS] [--report-only]",
+    arguments: [target, grace, reportOnly],
     discussion: """
       Tells the app it is about to be suspended: posts \
       \(AppLifecycle.willSuspendNotification) in each of its groups and sends it SIGTSTP, \
@@ -36,22 +42,16 @@ struct SuspendCommand: ParsableCommand {
 
       Exits with 0 when the app is suspended, 1 when it is not (terminated, gone, or it \
       could not be signalled).
-      """,
-    options: [
-      OptionHelp("--grace SECONDS", "How long the app has to get ready (default 5; 0 to 60)."),
-      OptionHelp("--report-only", "Report the locks held, and suspend instead of terminating."),
-    ]
+      """
   )
 
-  let globals: GlobalOptions
+  let arguments: Arguments
   let target: AppTarget
   let grace: Duration
-  let reportOnly: Bool
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    reportOnly = try arguments.flag("--report-only")
-    if let text = try arguments.option("--grace", value: "SECONDS") {
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    if let text = arguments[Self.grace] {
       guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 60 else {
         throw ValidationError("--grace '\(text)' is not a number of seconds from 0 to 60")
       }
@@ -59,7 +59,7 @@ struct SuspendCommand: ParsableCommand {
     } else {
       grace = AppLifecycle.gracePeriod
     }
-    target = try AppTarget(parsing: arguments.positional("BUNDLE-ID|PID"))
+    target = try AppTarget(parsing: arguments[Self.target])
   }
 
   func validate() throws {
@@ -69,7 +69,7 @@ struct SuspendCommand: ParsableCommand {
   func run() throws {
     let device = Device(root: globals.containerRoot)
     let pid = try target.resolve(on: device)
-    let outcome = try device.suspend(pid: pid, grace: grace, reportOnly: reportOnly)
+    let outcome = try device.suspend(pid: pid, grace: grace, reportOnly: arguments[Self.reportOnly])
     for line in outcome.reports { printError(line) }
     let others = outcome.processes.filter { $0.pid != pid }.count
     let app =

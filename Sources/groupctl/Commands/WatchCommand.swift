@@ -4,10 +4,13 @@ import Synchronization
 
 /// `groupctl watch DOMAIN [KEY...]`
 struct WatchCommand: ParsableCommand {
+  /// Empty: every key.
+  static let keys = Argument.positionals("KEY")
+
   static let configuration = CommandConfiguration(
     commandName: "watch",
     abstract: "Print a domain's changes as they happen, one key = value line each.",
-    usage: "watch DOMAIN [KEY...]",
+    arguments: [Argument.domain, keys],
     discussion: """
       Says "watching DOMAIN (Ctrl-C to stop)" on standard error once it is \
       watching, then prints one line per changed key on standard output, as soon as \
@@ -21,16 +24,7 @@ struct WatchCommand: ParsableCommand {
       """
   )
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  /// Empty: every key.
-  let keys: [String]
-
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    keys = try arguments.remainingPositionals("KEY")
-  }
+  let arguments: Arguments
 
   func run() throws {
     let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
@@ -42,6 +36,7 @@ struct WatchCommand: ParsableCommand {
     let sources = Processes.interceptInterruptAndTerminate(on: .global()) { stop.signal() }
     let defaults = try resolved.open()
     let output = LineWriter()
+    let keys = arguments[Self.keys]
     let observation = defaults.observe(keys.isEmpty ? nil : keys) { changes in
       for change in changes {
         if let value = change.newValue {
@@ -55,21 +50,5 @@ struct WatchCommand: ParsableCommand {
     stop.wait()
     observation.cancel()
     for source in sources { source.cancel() }
-  }
-}
-
-/// Writes whole lines to standard output at once, unbuffered, from any
-/// thread; a closed pipe ends the process quietly, as it does for `yes | head`.
-private final class LineWriter: Sendable {
-  private let lock = Mutex(())
-
-  func write(_ line: String) {
-    lock.withLock { _ in
-      do {
-        try StandardOutput.write(line + "\n")
-      } catch {
-        exit(0)
-      }
-    }
   }
 }

@@ -3,9 +3,13 @@ import Foundation
 
 /// `groupctl write DOMAIN KEY VALUE`, with `defaults write`'s type flags.
 struct WriteCommand: ParsableCommand {
+  static let key = Argument.positional("KEY")
+  static let valueWords = Argument.rawWords("VALUE")
+
   static let configuration = CommandConfiguration(
     commandName: "write",
     abstract: "Write a value to a key, as defaults write does.",
+    arguments: [Argument.domain, key, valueWords],
     usage: """
       write DOMAIN KEY VALUE
       write DOMAIN KEY -string|-int|-float|-bool|-date|-data VALUE
@@ -43,17 +47,15 @@ struct WriteCommand: ParsableCommand {
     refuses the write, it exits 1, says why, and nothing is written.
     """
 
-  let globals: GlobalOptions
-  let domain: DomainArgument
-  let key: String
+  let arguments: Arguments
   let value: WriteValue
 
-  init(arguments: inout ArgumentReader, globals: GlobalOptions) throws {
-    self.globals = globals
-    domain = try arguments.domain()
-    key = try arguments.positional("KEY")
-    value = try parseWriteValue(words: arguments.rawWords())
+  init(arguments: Arguments) throws {
+    self.arguments = arguments
+    value = try parseWriteValue(words: arguments[Self.valueWords])
   }
+
+  private var key: String { arguments[Self.key] }
 
   func run() throws {
     let resolved = try ResolvedDomain(domain, globals: globals)

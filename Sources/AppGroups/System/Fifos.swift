@@ -1,0 +1,134 @@
+import CAppGroupsLinux
+import Glibc
+
+/// FIFOs as mailboxes between processes (file coordination's inboxes), and the descriptor
+/// calls of the one thread that reads them.
+///
+/// A write of at most `PIPE_BUF` bytes to a FIFO arrives whole, and the kernel tells a sender
+/// at once when nobody reads a FIFO any more: `open(2)` with `O_NONBLOCK` fails with `ENXIO`.
+enum Fifos {
+  /// How a ``send(_:to:)`` went.
+  enum Delivery {
+    case sent
+    /// Nobody reads the FIFO (`ENXIO`, or a reader that closed during the write: `EPIPE`), or
+    /// nothing, or something else than a FIFO, is at the path.
+    case gone
+    /// The FIFO is full (`EAGAIN`): its reader has not read it for a long while.
+    case full
+    /// Fewer bytes than the message were written.
+    case short
+    case failed(SystemCallError)
+  }
+
+  /// Makes a FIFO (mode 0600) at `path`, removing first whatever else is there; a FIFO
+  /// already there is kept. The corresponding calls are `lstat(2)`, `unlink(2)` and
+  /// `mkfifo(3)`.
+  static func make(_ path: String) throws(SystemCallError) {
+    if let status = FileStatus(atPath: path), status.kind != .fifo { try FileSystem.remove(path) }
+    do {
+      _ = try valueOrErrno("mkfifo", path: path) { mkfifo(path, 0o600) }
+    } catch where error.errno == EEXIST {}
+  }
+
+  /// Opens the FIFO at `path` as its owner reads it: for reading and writing, so that it never
+  /// reads an end of file, without waiting, never through a symbolic link.
+  /// The corresponding system call is `open(2)`.
+  static func openForReading(_ path: String) throws(SystemCallError) -> CInt {
+    try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+  }
+
+  /// Writes `bytes` whole to the FIFO at `path`, without waiting.
+  ///
+  /// The corresponding system calls are `open(2)` with `O_NONBLOCK` (`ENXIO`: no reader) and
+  /// `write(2)`, with `SIGPIPE` held off the calling thread (a reader that closes meanwhile
+  /// makes the write fail with `EPIPE` instead of ending the process).
+  static func send(_ bytes: [UInt8], to path: String) -> Delivery {
+    let fd: CInt
+    do throws(SystemCallError) {
+      fd = try FileSystem.open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+    } catch {
+      switch error.errno {
+      case ENXIO, ENOENT, ELOOP: return .gone
+      default: return .failed(error)
+      }
+    }
+    defer { FileSystem.close(fd) }
+    var s = stat()
+    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFIFO else { return .gone }
+    var pipeOnly = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&pipeOnly)
+    sigaddset(&pipeOnly, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    let result = bytes.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        try valueOrErrno("write", path: path) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+      }
+    }
+    do throws(SystemCallError) {
+      return try result.get() == bytes.count ? .sent : .short
+    } catch {
+      switch error.errno {
+      case EAGAIN: return .full
+      case EPIPE:
+        // The SIGPIPE the write raised is pending on this thread: take it before unblocking.
+        var zero = timespec()
+        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
+        return .gone
+      default: return .failed(error)
+      }
+    }
+  }
+
+  /// Whether the open descriptor `fd` is the file now at `path` (by inode): `false` when the
+  /// file was removed, or made again, under the process. The corresponding system calls are
+  /// `fstat(2)` and `lstat(2)`.
+  static func isStillAtPath(_ fd: CInt, _ path: String) -> Bool {
+    var held = stat()
+    var now = stat()
+    return fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino
+  }
+
+  /// A descriptor of the process `pid` (a pidfd, readable when the process ends, across
+  /// sandboxes), which the caller closes; `nil` when it is gone. The corresponding system call
+  /// is `pidfd_open(2)`.
+  static func processDescriptor(_ pid: Int32) -> CInt? {
+    let fd = cappgroups_pidfd_open(pid)
+    return fd >= 0 ? fd : nil
+  }
+
+  /// A counter that wakes a thread waiting in ``waitUntilReadable(_:)`` (an `eventfd(2)`),
+  /// or `nil` when one cannot be made.
+  static func makeWakeEvent() -> CInt? {
+    let fd = eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK))
+    return fd >= 0 ? fd : nil
+  }
+
+  /// Wakes the thread that waits on the event `fd`.
+  static func signal(_ fd: CInt) {
+    var one: UInt64 = 1
+    _ = Glibc.write(fd, &one, 8)
+  }
+
+  /// Takes the wake-ups of the event `fd`.
+  static func drain(_ fd: CInt) {
+    var value: UInt64 = 0
+    _ = Glibc.read(fd, &value, 8)
+  }
+
+  /// Waits, without a bound, until one or more of `descriptors` can be read or have ended;
+  /// returns which, or `nil` when a signal interrupted the wait (look again).
+  /// The corresponding system call is `poll(2)`.
+  static func waitUntilReadable(_ descriptors: [CInt]) -> [Bool]? {
+    var entries = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    guard poll(&entries, nfds_t(entries.count), -1) > 0 else { return nil }
+    return entries.map { $0.revents != 0 }
+  }
+
+  /// Reads what `fd` holds now into `buffer`, up to its size; the count read, 0 or less when
+  /// nothing was. The corresponding system call is `read(2)`.
+  static func readAvailable(_ fd: CInt, into buffer: inout [UInt8]) -> Int {
+    buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+  }
+}
