@@ -1,6 +1,8 @@
 // Plumbing shared by the coordinator and its child processes: a monotonic
 // clock every process on the machine shares, unbuffered line output, child
 // processes with stdin/stdout handshakes, and the statistics of the table.
+// The peers (dconf-peer, keyring-peer: packages of their own) compile this same file through
+// a symbolic link, so it imports nothing of the project.
 import Foundation
 import Glibc
 
