@@ -177,6 +177,16 @@ static int holder_progressed(uint64_t *page, struct holder_sample *last) {
   return moving || handed_over;
 }
 
+int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *cpu, int *known) {
+  if (!page) return 0;
+  struct holder_sample last = {*holder, *cpu, *known};
+  int progressed = holder_progressed(page, &last);
+  *holder = last.holder;
+  *cpu = last.cpu;
+  *known = last.known;
+  return progressed && last.holder != 0;
+}
+
 static void record_holder(uint64_t *page) {
   if (!page) return;
   uint64_t tid = (uint64_t)(uint32_t)syscall(SYS_gettid);

@@ -403,7 +403,9 @@ final class SuiteFile: Sendable {
     guard let lockFile else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
     }
-    let deadline = FileSystem.monotonicNanoseconds() &+ Self.tokenWaitBound
+    let start = FileSystem.monotonicNanoseconds()
+    var deadline = start &+ Self.tokenWaitBound
+    var holder = LockedFile.HolderLook()
     var pause = 20_000  // 20 µs, doubling to 1 ms
     while true {
       guard let record = lockFile.read() else {
@@ -427,14 +429,26 @@ final class SuiteFile: Sendable {
         return lockFile.advance(to: now)
       }()
       if let moved { return moved }
-      // A commit is in flight, here or in another process: its token is next.
-      if FileSystem.monotonicNanoseconds() >= deadline { return record.token }
+      // A commit is in flight, here or in another process: its token is next. Past the bound,
+      // wait on while that commit makes progress (a loaded machine can hold a writer between
+      // its rename and its token for longer than the bound), up to the ceiling; a writer
+      // stopped there costs the bound and gets the older token, which only makes a consumer
+      // read again.
+      let now = FileSystem.monotonicNanoseconds()
+      if now >= deadline {
+        guard now &- start < Self.tokenWaitCeiling, lockFile.holderProgressed(since: &holder) else {
+          return record.token
+        }
+        deadline = now &+ Self.tokenWaitBound
+      }
       Threads.pause(nanoseconds: pause)
       pause = min(pause * 2, 1_000_000)
     }
   }
 
   static let tokenWaitBound: UInt64 = 20_000_000
+  /// How long ``token()`` waits at most for a commit in flight that makes progress.
+  static let tokenWaitCeiling: UInt64 = 1_000_000_000
 
   /// Moves a token whose last update never finished forward, under the lock: a live writer
   /// holds the lock while it updates, so a torn record seen under it is a dead writer's.

@@ -75,6 +75,11 @@ package final class SuiteLockFile: Sendable {
   /// Takes the lock if it is free now.
   func tryLock() -> Bool { file.tryLock() }
 
+  /// Whether the commit holding the lock, in any process, made progress since `look`.
+  func holderProgressed(since look: inout LockedFile.HolderLook) -> Bool {
+    file.holderProgressed(since: &look)
+  }
+
   func unlock() { file.unlock() }
 
   /// Whether the lock held is still the lock of the file at the path.

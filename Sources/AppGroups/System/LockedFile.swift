@@ -179,6 +179,23 @@ package final class LockedFile: @unchecked Sendable {
   /// The handle of the file this process reads the page of.
   var current: Handle { state.withLock { $0.current } }
 
+  /// One look at the thread that holds this lock, as its page records it.
+  struct HolderLook {
+    var holder: UInt64 = 0
+    var cpu: UInt64 = 0
+    var known: CInt = 0
+  }
+
+  /// Whether the thread holding this lock (in any process) made progress since `look` (it
+  /// runs, waits for the disk, used CPU time, or another thread holds the lock now): what a
+  /// waiter past its bound waits on for (see ``LockedFile``). `false` when nobody holds it or
+  /// the file is not mapped. `look` becomes this look.
+  func holderProgressed(since look: inout HolderLook) -> Bool {
+    guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
+    else { return false }
+    return cappgroups_lock_holder_progressed(page, &look.holder, &look.cpu, &look.known) != 0
+  }
+
   /// The file this process holds locked, or the current file when it holds none. Read its
   /// page through ``Handle/page`` or ``heldPageWords``.
   var page: Handle { state.withLock { $0.held ?? $0.current } }
