@@ -2,6 +2,7 @@
 #error You must define _GNU_SOURCE
 #endif
 #include "CAppGroupsLinux.h"
+#include "locktimer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +72,54 @@ int cappgroups_lock_signal(void) { return lock_signal_number(); }
 int cappgroups_lock_signal_ready(void) {
   pthread_once(&handler_once, install_handler);
   return handler_installed;
+}
+
+void lock_timer_init(struct lock_timer *t) {
+  t->armed = 0;
+  sigemptyset(&t->only);
+  sigaddset(&t->only, lock_signal_number());
+}
+
+int lock_timer_ready(struct lock_timer *t) {
+  if (t->armed) return 1;
+  if (!cappgroups_lock_signal_ready()) return 0;
+  struct sigevent event;
+  memset(&event, 0, sizeof event);
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = lock_signal_number();
+  event._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (timer_create(CLOCK_MONOTONIC, &event, &t->timer) != 0) return 0;
+  t->armed = 1;
+  // Dispatch's worker threads block every signal: let this one through while waiting.
+  pthread_sigmask(SIG_UNBLOCK, &t->only, &t->previous);
+  return 1;
+}
+
+int lock_timer_arm(struct lock_timer *t, uint64_t wake_ns) {
+  struct itimerspec when;
+  memset(&when, 0, sizeof when);
+  when.it_value.tv_sec = (time_t)(wake_ns / 1000000000ull);
+  when.it_value.tv_nsec = (long)(wake_ns % 1000000000ull);
+  when.it_interval.tv_nsec = 1000000;
+  return timer_settime(t->timer, TIMER_ABSTIME, &when, NULL) == 0 ? 0 : errno;
+}
+
+void lock_timer_disarm(struct lock_timer *t) {
+  if (!t->armed) return;
+  struct itimerspec off;
+  memset(&off, 0, sizeof off);
+  timer_settime(t->timer, 0, &off, NULL);
+}
+
+void lock_timer_finish(struct lock_timer *t) {
+  if (!t->armed) return;
+  timer_delete(t->timer);
+  // Drop any signal the timer queued before it was deleted, then restore the mask.
+  pthread_sigmask(SIG_BLOCK, &t->only, NULL);
+  struct timespec zero = {0, 0};
+  while (sigtimedwait(&t->only, NULL, &zero) > 0) {}
+  pthread_sigmask(SIG_SETMASK, &t->previous, NULL);
+  t->armed = 0;
 }
 
 static uint64_t monotonic_ns(void) {
@@ -213,12 +262,8 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
   uint64_t mine = ((start / 1000000ull) << 24) | ((uint64_t)getpid() & 0xFFFFFF);
   if (mine == 0) mine = 1;
 
-  int signo = lock_signal_number();
-  int have_timer = 0;
-  timer_t timer;
-  sigset_t only, previous;
-  sigemptyset(&only);
-  sigaddset(&only, signo);
+  struct lock_timer timer;
+  lock_timer_init(&timer);
   int result;
   long pause = 20000;  // for polling, when the timer's signal belongs to someone else
 
@@ -248,38 +293,16 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
     uint64_t slice = left < kSlice ? left : kSlice;
     if (page && now - start >= kPriorityAfter) try_claim(page, mine, now);
     if (must_yield(page, mine, now)) {
-      if (have_timer) {
-        struct itimerspec off = {0};
-        timer_settime(timer, 0, &off, NULL);  // no ticks while waiting on the futex
-      }
+      lock_timer_disarm(&timer);  // no ticks while waiting on the futex
       wait_for_claim(page, slice);
       continue;
     }
-    if (!have_timer) {
-      pthread_once(&handler_once, install_handler);
-      if (handler_installed) {
-        struct sigevent event = {0};
-        event.sigev_notify = SIGEV_THREAD_ID;
-        event.sigev_signo = signo;
-        event._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-        if (timer_create(CLOCK_MONOTONIC, &event, &timer) == 0) {
-          have_timer = 1;
-          // Dispatch's worker threads block every signal: let this one through while waiting.
-          pthread_sigmask(SIG_UNBLOCK, &only, &previous);
-        }
-      }
-    }
-    if (!have_timer) {
+    if (!lock_timer_ready(&timer)) {
       sleep_ns(slice < (uint64_t)pause ? slice : (uint64_t)pause);
       pause = pause * 2 > 2000000 ? 2000000 : pause * 2;
       continue;
     }
-    struct itimerspec when = {0};
-    uint64_t wake = now + slice;
-    when.it_value.tv_sec = (time_t)(wake / 1000000000ull);
-    when.it_value.tv_nsec = (long)(wake % 1000000000ull);
-    when.it_interval.tv_nsec = 1000000;
-    if (timer_settime(timer, TIMER_ABSTIME, &when, NULL) != 0) { result = errno; break; }
+    if ((result = lock_timer_arm(&timer, now + slice)) != 0) break;
     if (kernel_woken) *kernel_woken = 1;
     if (flock(fd, LOCK_EX) == 0) {
       if (!must_yield(page, mine, monotonic_ns())) { result = 0; break; }
@@ -290,14 +313,7 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
     }
   }
 
-  if (have_timer) {
-    timer_delete(timer);
-    // Drop any signal the timer queued before it was deleted, then restore the mask.
-    pthread_sigmask(SIG_BLOCK, &only, NULL);
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&only, NULL, &zero) > 0) {}
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-  }
+  lock_timer_finish(&timer);
   release_claim(page, mine);
   if (result == 0) record_holder(page);
   return result;

@@ -2,13 +2,11 @@
 #error You must define _GNU_SOURCE
 #endif
 #include "CAppGroupsLinux.h"
+#include "locktimer.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,8 +16,8 @@
 //
 // A wait blocks in the kernel (F_OFD_SETLKW: a release wakes it at once); a per-thread POSIX
 // timer whose signal has an empty handler without SA_RESTART cuts it short with EINTR at the
-// deadline (cappgroups_lock_signal_ready, shared with lockwait.c). Without the handler (the
-// signal belongs to someone else) the wait polls with F_OFD_SETLK.
+// deadline (locktimer.h, shared with lockwait.c). Without the handler (the signal belongs to
+// someone else) the wait polls with F_OFD_SETLK.
 
 static uint64_t monotonic_ns(void) {
   struct timespec now;
@@ -54,12 +52,8 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 int cappgroups_ofd_lock_steps_until(int fd, const struct cappgroups_lock_step *steps, int count,
                                     uint64_t deadline_ns, int *done) {
   *done = 0;
-  int signo = cappgroups_lock_signal();
-  int have_timer = 0;
-  timer_t timer;
-  sigset_t only, previous;
-  sigemptyset(&only);
-  sigaddset(&only, signo);
+  struct lock_timer timer;
+  lock_timer_init(&timer);
   int result = 0;
   long pause = 20000;
 
@@ -75,19 +69,7 @@ int cappgroups_ofd_lock_steps_until(int fd, const struct cappgroups_lock_step *s
       if (errno != EAGAIN && errno != EACCES && errno != EINTR) { result = errno; break; }
       uint64_t now = monotonic_ns();
       if (now >= deadline_ns) { result = ETIMEDOUT; break; }
-      if (!have_timer && cappgroups_lock_signal_ready()) {
-        struct sigevent event;
-        memset(&event, 0, sizeof event);
-        event.sigev_notify = SIGEV_THREAD_ID;
-        event.sigev_signo = signo;
-        event._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-        if (timer_create(CLOCK_MONOTONIC, &event, &timer) == 0) {
-          have_timer = 1;
-          // Dispatch's worker threads block every signal: let this one through while waiting.
-          pthread_sigmask(SIG_UNBLOCK, &only, &previous);
-        }
-      }
-      if (!have_timer) {
+      if (!lock_timer_ready(&timer)) {
         uint64_t left = deadline_ns - now;
         uint64_t nap = left < (uint64_t)pause ? left : (uint64_t)pause;
         struct timespec request = {(time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull)};
@@ -95,26 +77,12 @@ int cappgroups_ofd_lock_steps_until(int fd, const struct cappgroups_lock_step *s
         pause = pause * 2 > 2000000 ? 2000000 : pause * 2;
         continue;
       }
-      // Wake at the deadline, then every millisecond, in case the signal landed just before
-      // the call blocked.
-      struct itimerspec when;
-      memset(&when, 0, sizeof when);
-      when.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ull);
-      when.it_value.tv_nsec = (long)(deadline_ns % 1000000000ull);
-      when.it_interval.tv_nsec = 1000000;
-      if (timer_settime(timer, TIMER_ABSTIME, &when, NULL) != 0) { result = errno; break; }
+      if ((result = lock_timer_arm(&timer, deadline_ns)) != 0) break;
       if (set(fd, F_OFD_SETLKW, step) == 0) { *done = index + 1; break; }
       if (errno != EINTR) { result = errno; break; }
     }
   }
 
-  if (have_timer) {
-    timer_delete(timer);
-    // Drop any signal the timer queued before it was deleted, then restore the mask.
-    pthread_sigmask(SIG_BLOCK, &only, NULL);
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&only, NULL, &zero) > 0) {}
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-  }
+  lock_timer_finish(&timer);
   return result;
 }
