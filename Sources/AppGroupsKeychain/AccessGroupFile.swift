@@ -54,13 +54,8 @@ final class AccessGroupFile: @unchecked Sendable {
   ///
   /// Creates nothing. A missing folder or file holds no items.
   func contents() throws(KeychainError) -> GroupContents {
-    let identity: FileIdentity?
-    do {
-      identity = try FileSystem.identity(ofPath: path)
-    } catch {
-      throw ioError(error, "reading")
-    }
-    if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
+    let (identity, cached) = try cachedContents()
+    if let cached { return cached }
     guard identity != nil else {
       cache.withLock { $0 = Snapshot(identity: nil, contents: GroupContents()) }
       return GroupContents()
@@ -73,15 +68,24 @@ final class AccessGroupFile: @unchecked Sendable {
   /// The items as ``contents()`` reads them, except that a file that is not this format is
   /// left where it is: `nil` then. For tools that look without changing anything.
   func contentsLeavingDamage() throws(KeychainError) -> GroupContents? {
+    let (identity, cached) = try cachedContents()
+    if let cached { return cached }
+    guard identity != nil else { return GroupContents() }
+    return try readFile()
+  }
+
+  /// The file's identity now (`nil`: no file), and the items read last if it is still that file.
+  private func cachedContents() throws(KeychainError) -> (FileIdentity?, GroupContents?) {
     let identity: FileIdentity?
     do {
       identity = try FileSystem.identity(ofPath: path)
     } catch {
       throw ioError(error, "reading")
     }
-    if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
-    guard identity != nil else { return GroupContents() }
-    return try readFile()
+    if let cached = cache.withLock({ $0 }), cached.identity == identity {
+      return (identity, cached.contents)
+    }
+    return (identity, nil)
   }
 
   /// Reads the file now; `nil` when it is not this format.
