@@ -337,31 +337,3 @@ func calibrate(seconds: Double, _ body: (Int) -> Void) -> Int {
     n *= 4
   }
 }
-
-/// `name=value` arguments of a child mode.
-struct Parameters {
-  var values: [String: String]
-
-  init(_ arguments: [String]) {
-    values = [:]
-    for argument in arguments {
-      guard let eq = argument.firstIndex(of: "=") else { fail("bad parameter \(argument)") }
-      values[String(argument[..<eq])] = String(argument[argument.index(after: eq)...])
-    }
-  }
-
-  var suite: String {
-    guard let suite = values["suite"] else { fail("missing suite=") }
-    return suite
-  }
-
-  func int(_ name: String) -> Int {
-    guard let text = values[name], let n = Int(text) else { fail("missing or bad \(name)=") }
-    return n
-  }
-
-  func double(_ name: String) -> Double {
-    guard let text = values[name], let n = Double(text) else { fail("missing or bad \(name)=") }
-    return n
-  }
-}

@@ -258,3 +258,35 @@ func peakResidentKiB() -> Int {
   }
   return -1
 }
+
+// MARK: Parameters
+
+/// `name=value` arguments of a child mode.
+struct Parameters {
+  var values: [String: String]
+
+  init<Arguments: Sequence<String>>(_ arguments: Arguments) {
+    values = [:]
+    for argument in arguments {
+      guard let eq = argument.firstIndex(of: "=") else { fail("bad parameter \(argument)") }
+      values[String(argument[..<eq])] = String(argument[argument.index(after: eq)...])
+    }
+  }
+
+  subscript(name: String) -> String? { values[name] }
+
+  var suite: String {
+    guard let suite = values["suite"] else { fail("missing suite=") }
+    return suite
+  }
+
+  func int(_ name: String) -> Int {
+    guard let text = values[name], let n = Int(text) else { fail("missing or bad \(name)=") }
+    return n
+  }
+
+  func double(_ name: String) -> Double {
+    guard let text = values[name], let n = Double(text) else { fail("missing or bad \(name)=") }
+    return n
+  }
+}

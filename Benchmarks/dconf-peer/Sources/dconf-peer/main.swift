@@ -21,25 +21,6 @@ import Glibc
 let arguments = Array(CommandLine.arguments.dropFirst())
 signal(SIGPIPE, SIG_IGN)
 
-func parameters(_ list: ArraySlice<String>) -> [String: String] {
-  var values: [String: String] = [:]
-  for argument in list {
-    guard let eq = argument.firstIndex(of: "=") else { fail("bad parameter \(argument)") }
-    values[String(argument[..<eq])] = String(argument[argument.index(after: eq)...])
-  }
-  return values
-}
-
-func int(_ p: [String: String], _ name: String) -> Int {
-  guard let text = p[name], let n = Int(text) else { fail("missing or bad \(name)=") }
-  return n
-}
-
-func double(_ p: [String: String], _ name: String) -> Double {
-  guard let text = p[name], let n = Double(text) else { fail("missing or bad \(name)=") }
-  return n
-}
-
 // MARK: dconf
 
 func int64Variant(_ n: Int) -> OpaquePointer? { g_variant_new_int64(gint64(n)) }
@@ -83,19 +64,19 @@ func prepare(_ client: OpaquePointer?, _ folder: String, keys: Int) {
 
 // MARK: Child modes
 
-func child(_ mode: String, _ p: [String: String]) {
+func child(_ mode: String, _ p: Parameters) {
   let client = dconf_client_new()
   switch mode {
   case "read":
     let key = "/bench/read/unreadCount"
     prepare(client, "/bench/read/", keys: 0)
     guard readInt(client, key) == 42 else { fail("read: unreadCount is not 42") }
-    let count = calibrate(seconds: double(p, "batch")) { n in
+    let count = calibrate(seconds: p.double("batch")) { n in
       var sum = 0
       for _ in 0..<n { sum &+= readInt(client, key) ?? 0 }
       blackHole(sum)
     }
-    for _ in 0..<int(p, "batches") {
+    for _ in 0..<p.int("batches") {
       var sum = 0
       let start = threadCPUNanoseconds()
       for _ in 0..<count { sum &+= readInt(client, key) ?? 0 }
@@ -105,18 +86,18 @@ func child(_ mode: String, _ p: [String: String]) {
     }
   case "fill":
     let folder = "/bench/\(p["name"] ?? "fill")/"
-    let keys = (0..<int(p, "keys")).map { "\(folder)key-\($0)" }
+    let keys = (0..<p.int("keys")).map { "\(folder)key-\($0)" }
     let start = monotonicNanoseconds()
     for (i, key) in keys.enumerated() { writeFast(client, key, i) }
     dconf_client_sync(client)
     emit("sample fill \(monotonicNanoseconds() - start)")
     guard readInt(client, keys[keys.count - 1]) == keys.count - 1 else { fail("fill: last key missing") }
   case "setsync":
-    let size = int(p, "keys")
+    let size = p.int("keys")
     let folder = "/bench/\(p["name"] ?? "size")/"
     if readInt(client, "\(folder)unreadCount") != 42 { prepare(client, folder, keys: size) }
     var base = Int(truncatingIfNeeded: monotonicNanoseconds())
-    for op in -1..<int(p, "ops") {
+    for op in -1..<p.int("ops") {
       let key = "\(folder)key-\((op + 1) * 7919 % max(size, 1))"
       base &+= 1
       let start = monotonicNanoseconds()
@@ -136,15 +117,15 @@ func child(_ mode: String, _ p: [String: String]) {
 
 /// P5/P8: this process writes `ping`; `watchers` children report, by CLOCK_MONOTONIC,
 /// when their "changed" signal ran. A sample runs from just before the write to the last.
-func notifyDriver(_ client: OpaquePointer?, _ p: [String: String]) {
+func notifyDriver(_ client: OpaquePointer?, _ p: Parameters) {
   writeSync(client, "/bench/ping/ping", -1)
   let environment = ["DBUS_SESSION_BUS_ADDRESS": ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""]
-  let watchers = (0..<int(p, "watchers")).map { _ in ChildProcess(["watch"], environment: environment) }
+  let watchers = (0..<p.int("watchers")).map { _ in ChildProcess(["watch"], environment: environment) }
   for watcher in watchers {
     guard watcher.expectLine("ready") == "ready" else { fail("notify: a watcher did not start") }
   }
-  for i in 0..<int(p, "samples") {
-    usleep(UInt32(int(p, "gapMicros")))
+  for i in 0..<p.int("samples") {
+    usleep(UInt32(p.int("gapMicros")))
     let start = monotonicNanoseconds()
     writeFast(client, "/bench/ping/ping", i)
     var last: UInt64 = 0
@@ -204,7 +185,7 @@ func watch(_ client: OpaquePointer?) {
 
 /// Starts a private session bus in a temporary folder, runs every measure once in a
 /// fresh child, prints its samples under the coordinator's labels, and cleans up.
-func round(_ p: [String: String]) {
+func round(_ p: Parameters) {
   let temporary = (NSTemporaryDirectory() as NSString).standardizingPath
   var template = Array((temporary + "/dconf-peer-XXXXXX").utf8CString)
   guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
@@ -256,26 +237,26 @@ func round(_ p: [String: String]) {
     }
   }
 
-  measure("P1", "read", ["batch": double(p, "batch"), "batches": int(p, "batches")])
-  measure("P2", "fill", ["keys": int(p, "fill"), "name": "fill"])
+  measure("P1", "read", ["batch": p.double("batch"), "batches": p.int("batches")])
+  measure("P2", "fill", ["keys": p.int("fill"), "name": "fill"])
   for size in (p["sizes"] ?? "").split(separator: ",") {
     let parts = size.split(separator: ":")
     guard parts.count == 2, let keys = Int(parts[0]), let ops = Int(parts[1]) else { fail("bad sizes=") }
     measure("size-\(keys)", "setsync", ["keys": keys, "ops": ops, "name": "size\(keys)"])
   }
-  measure("P5", "notify", ["watchers": 1, "samples": int(p, "notify"), "gapMicros": 500])
-  measure("P8", "notify", ["watchers": int(p, "watchers"), "samples": int(p, "fanout"), "gapMicros": 2_000])
+  measure("P5", "notify", ["watchers": 1, "samples": p.int("notify"), "gapMicros": 500])
+  measure("P8", "notify", ["watchers": p.int("watchers"), "samples": p.int("fanout"), "gapMicros": 2_000])
 }
 
 if arguments.first == "__child", arguments.count >= 2 {
-  child(arguments[1], parameters(arguments.dropFirst(2)))
+  child(arguments[1], Parameters(arguments.dropFirst(2)))
   emit("done")
   exit(0)
 }
 guard arguments.first == "round" else {
   fail("usage: dconf-peer round fill=N sizes=K:OPS,… notify=N watchers=N fanout=N batch=S batches=N")
 }
-round(parameters(arguments.dropFirst()))
+round(Parameters(arguments.dropFirst()))
 emit("done")
 
 /// Finds how many iterations of `body` take about `seconds` of this thread's CPU time.

@@ -21,25 +21,6 @@ import Glibc
 let arguments = Array(CommandLine.arguments.dropFirst())
 signal(SIGPIPE, SIG_IGN)
 
-func parameters(_ list: ArraySlice<String>) -> [String: String] {
-  var values: [String: String] = [:]
-  for argument in list {
-    guard let eq = argument.firstIndex(of: "=") else { fail("bad parameter \(argument)") }
-    values[String(argument[..<eq])] = String(argument[argument.index(after: eq)...])
-  }
-  return values
-}
-
-func int(_ p: [String: String], _ name: String) -> Int {
-  guard let text = p[name], let n = Int(text) else { fail("missing or bad \(name)=") }
-  return n
-}
-
-func double(_ p: [String: String], _ name: String) -> Double {
-  guard let text = p[name], let n = Double(text) else { fail("missing or bad \(name)=") }
-  return n
-}
-
 func message(_ error: UnsafeMutablePointer<GError>?) -> String {
   guard let error, let text = error.pointee.message else { return "unknown error" }
   return String(cString: text)
@@ -63,17 +44,17 @@ func lookup(_ service: String, _ account: String) -> Int {
 
 // MARK: Child modes
 
-func child(_ mode: String, _ p: [String: String]) {
+func child(_ mode: String, _ p: Parameters) {
   switch mode {
   case "lookup":
     store("bench", "token", String(repeating: "s", count: 32))
     guard lookup("bench", "token") == 32 else { fail("lookup: the item is not 32 bytes") }
-    let count = calibrate(seconds: double(p, "batch")) { n in
+    let count = calibrate(seconds: p.double("batch")) { n in
       var sum = 0
       for _ in 0..<n { sum &+= lookup("bench", "token") }
       blackHole(sum)
     }
-    for _ in 0..<int(p, "batches") {
+    for _ in 0..<p.int("batches") {
       var sum = 0
       let start = monotonicNanoseconds()
       for _ in 0..<count { sum &+= lookup("bench", "token") }
@@ -85,7 +66,7 @@ func child(_ mode: String, _ p: [String: String]) {
     // The connection and the session are opened by a first call, as for K1.
     store("bench-add", "warm-up", "x")
     let round = p["name"] ?? "r"
-    for i in 0..<int(p, "adds") {
+    for i in 0..<p.int("adds") {
       let start = monotonicNanoseconds()
       store("bench-add", "\(round)-\(i)", String(repeating: "s", count: 32))
       emit("sample store \(monotonicNanoseconds() - start)")
@@ -113,7 +94,7 @@ func calibrate(seconds: Double, _ body: (Int) -> Void) -> Int {
 
 /// Starts a private session bus and keyring daemon in a temporary folder, runs every measure
 /// once in a fresh child, prints its samples under the coordinator's labels, and cleans up.
-func round(_ p: [String: String]) {
+func round(_ p: Parameters) {
   let temporary = (NSTemporaryDirectory() as NSString).standardizingPath
   var template = Array((temporary + "/keyring-peer-XXXXXX").utf8CString)
   guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
@@ -170,17 +151,17 @@ func round(_ p: [String: String]) {
     }
   }
 
-  measure("K1", "lookup", ["batch": double(p, "batch"), "batches": int(p, "batches")])
-  measure("K2", "store", ["adds": int(p, "adds"), "name": "r\(getpid())"])
+  measure("K1", "lookup", ["batch": p.double("batch"), "batches": p.int("batches")])
+  measure("K2", "store", ["adds": p.int("adds"), "name": "r\(getpid())"])
 }
 
 if arguments.first == "__child", arguments.count >= 2 {
-  child(arguments[1], parameters(arguments.dropFirst(2)))
+  child(arguments[1], Parameters(arguments.dropFirst(2)))
   emit("done")
   exit(0)
 }
 guard arguments.first == "round" else {
   fail("usage: keyring-peer round adds=N batch=S batches=N")
 }
-round(parameters(arguments.dropFirst()))
+round(Parameters(arguments.dropFirst()))
 emit("done")
