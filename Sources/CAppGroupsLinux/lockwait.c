@@ -221,7 +221,12 @@ static int holder_progressed(uint64_t *page, struct holder_sample *last) {
                 state != 'T' && state != 't');
     }
   }
-  int handed_over = last->holder != 0 && now.holder != 0 && last->holder != now.holder;
+  // The lock changed hands since the last look, or is changing them now: its last holder let
+  // go (the word is cleared just before the unlock, and set by the next holder just after its
+  // lock). A look that lands between the two sees no holder; under load the next holder can be
+  // preempted there for a whole time slice, and every waiter looking then would give up while
+  // the lock is moving. Two looks that both see none know nothing, and do not extend the wait.
+  int handed_over = last->holder != 0 && last->holder != now.holder;
   *last = now;
   return moving || handed_over;
 }
@@ -233,7 +238,7 @@ int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t
   *holder = last.holder;
   *cpu = last.cpu;
   *known = last.known;
-  return progressed && last.holder != 0;
+  return progressed;
 }
 
 static void record_holder(uint64_t *page) {
@@ -270,7 +275,7 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
   for (;;) {
     uint64_t now = monotonic_ns();
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      if (!must_yield(page, mine, now)) { result = 0; break; }
+      if (!must_yield(page, mine, now)) { record_holder(page); result = 0; break; }
       flock(fd, LOCK_UN);  // a waiter older than this one goes first
     } else if (errno != EWOULDBLOCK && errno != EINTR) {
       result = errno;
@@ -305,7 +310,7 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
     if ((result = lock_timer_arm(&timer, now + slice)) != 0) break;
     if (kernel_woken) *kernel_woken = 1;
     if (flock(fd, LOCK_EX) == 0) {
-      if (!must_yield(page, mine, monotonic_ns())) { result = 0; break; }
+      if (!must_yield(page, mine, monotonic_ns())) { record_holder(page); result = 0; break; }
       flock(fd, LOCK_UN);
     } else if (errno != EINTR) {
       result = errno;
@@ -315,6 +320,5 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
 
   lock_timer_finish(&timer);
   release_claim(page, mine);
-  if (result == 0) record_holder(page);
   return result;
 }

@@ -1,3 +1,4 @@
+@testable import AppGroups
 import AppGroupsTestSupport
 import Foundation
 import Glibc
@@ -52,5 +53,25 @@ struct LockProgressTests {
     #expect(writer.status == 1)
     #expect(writer.stdout == "sync-failed\n", "\(writer.stdout)")
     #expect(writer.stderr.contains("without making progress"), "\(writer.stderr)")
+  }
+
+  /// A waiter looks at the lock's holder when its bound runs out. A look that lands while the
+  /// lock changes hands (its holder let go, the next one has not recorded itself yet) sees no
+  /// holder; under load the next holder can be preempted there for a whole time slice, and
+  /// waiters that looked then gave up while the lock was moving (sixteen writers beside two
+  /// `yes`: four `synchronize()` false at once). The holder's going counts as the lock
+  /// changing hands; two looks that both see none still know nothing.
+  @Test func aLookWhileTheLockChangesHandsIsProgress() throws {
+    let t = try TestRoot()
+    let lock = try LockedFile.opening(t.path + "/probe.lock", options: .init(mapsPage: true))
+    try lock.withLock(timeout: .seconds(1), doing: "the probe") { () throws(AppGroupsError) in
+      var look = LockedFile.HolderLook()
+      _ = lock.holderProgressed(since: &look)
+      #expect(look.holder != 0, "the holder records itself as soon as it has the lock")
+      lock.unlock()
+      #expect(lock.holderProgressed(since: &look), "the holder let go: the lock changes hands")
+      #expect(!lock.holderProgressed(since: &look), "two looks that saw no holder know nothing")
+      try lock.lock(until: FileSystem.deadline(after: .seconds(1)), bound: .seconds(1), doing: "the probe")
+    }
   }
 }

@@ -187,9 +187,10 @@ package final class LockedFile: @unchecked Sendable {
   }
 
   /// Whether the thread holding this lock (in any process) made progress since `look` (it
-  /// runs, waits for the disk, used CPU time, or another thread holds the lock now): what a
-  /// waiter past its bound waits on for (see ``LockedFile``). `false` when nobody holds it or
-  /// the file is not mapped. `look` becomes this look.
+  /// runs, waits for the disk, used CPU time, or the thread of `look` no longer holds it: the
+  /// lock changed hands, or is changing them): what a waiter past its bound waits on for (see
+  /// ``LockedFile``). `false` when neither look saw a holder, or the file is not mapped. `look`
+  /// becomes this look.
   func holderProgressed(since look: inout HolderLook) -> Bool {
     guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
     else { return false }

@@ -59,8 +59,9 @@ void cappgroups_funlock(int fd, uint64_t *page);
 
 /// Looks at the thread `page` records as holding its lock (word 507): 1 when it made progress
 /// since the look `*holder`, `*cpu` and `*known` describe (running, in a disk wait, CPU time
-/// used, or another thread holds it now), as `cappgroups_flock_until` judges a holder; 0
-/// otherwise, and when no holder is recorded. The three become this look (all zero: none yet).
+/// used, or the thread of that look no longer holds it), as `cappgroups_flock_until` judges a
+/// holder; 0 otherwise, and when neither look saw a holder. The three become this look (all
+/// zero: none yet).
 int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *cpu, int *known);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
