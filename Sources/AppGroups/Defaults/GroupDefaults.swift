@@ -360,18 +360,19 @@ public final class GroupDefaults: Sendable {
     guard !key.isEmpty else {
       throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty")
     }
-    if view.isForced(key) {
-      throw AppGroupsError(
-        .forcedValue,
-        "\(suiteName): \(key.debugDescription) is forced by an administrator (\(location.root.managedPreferencesPath(forDomain: suiteName))) and cannot be changed")
-    }
+    let stored: Bool
     do {
-      try view.suite.set(value, forKey: key)
+      stored = try view.setUnlessForced(value, forKey: key)
     } catch {
       if error.code == .sizeLimitExceeded {
         NotificationCenter.default.post(name: Self.sizeLimitExceededNotification, object: self)
       }
       throw error
+    }
+    guard stored else {
+      throw AppGroupsError(
+        .forcedValue,
+        "\(suiteName): \(key.debugDescription) is forced by an administrator (\(location.root.managedPreferencesPath(forDomain: suiteName))) and cannot be changed")
     }
   }
 

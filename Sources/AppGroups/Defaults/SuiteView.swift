@@ -275,7 +275,33 @@ internal import Synchronization
 
   func isForced(_ key: String) -> Bool { managed?.value(forKey: key) != nil }
 
+  // MARK: Writing
+
+  /// Sets (or, with `nil`, removes) `key` in the suite's own layer, unless an administrator
+  /// forces it: the search list's one write, so that the managed layer's look and the write
+  /// are made here, side by side.
+  /// - Returns: `false` when the key is forced: nothing was changed.
+  /// - Throws: what ``SuiteStore/set(_:forKey:)`` throws; nothing was changed then.
+  func setUnlessForced(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> Bool {
+    if isForced(key) { return false }
+    try suite.set(value, forKey: key)
+    return true
+  }
+
   // MARK: Changes
+
+  /// A layer's store changed: a `set`'s one change takes a way of its own, which builds no
+  /// array (a burst of `set` calls pays this once per call).
+  func layerChanged(_ layer: GroupDefaults.Domain, _ changes: SuiteStore.Changes, origin: ChangeOrigin) {
+    switch changes {
+    case .many(let changes):
+      layerChanged(layer, changes, origin: origin)
+    case .one(let change):
+      let effective = effectiveChange(change, in: layer, origin: origin)
+      forgetCached(CollectionOfOne(change.key), count: 1)
+      if let effective { deliver(effective) }
+    }
+  }
 
   /// One layer changed: recompute the effective value of each changed key,
   /// forget cached entries, and tell observers of the keys whose effective
@@ -283,25 +309,39 @@ internal import Synchronization
   func layerChanged(_ layer: GroupDefaults.Domain, _ changes: [StoredChange], origin: ChangeOrigin) {
     var effective: [GroupDefaults.Change] = []
     for change in changes {
-      // One pass over the search list: a layer above the changed one masks
-      // the change; below it, only a missing value needs the lower layers.
-      if isMasked(change.key, above: layer) { continue }
-      let below = change.old == nil || change.new == nil ? resolve(change.key, below: layer) : nil
-      let old = change.old ?? below
-      let new = change.new ?? below
-      if old != new {
-        effective.append(
-          GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin))
-      }
+      if let change = effectiveChange(change, in: layer, origin: origin) { effective.append(change) }
     }
+    forgetCached(changes.lazy.map(\.key), count: changes.count)
+    if !effective.isEmpty { deliver(effective) }
+  }
+
+  /// The change of `change.key`'s effective value that a change in `layer` makes, or `nil`
+  /// when it makes none: one pass over the search list, where a layer above the changed one
+  /// masks the change and, below it, only a missing value needs the lower layers. Inlined
+  /// into both callers, so that the change is built where it goes (a copy of it through the
+  /// optional cost a migration's 2,000 changes more than the array saved).
+  @inline(__always)
+  private func effectiveChange(
+    _ change: StoredChange, in layer: GroupDefaults.Domain, origin: ChangeOrigin
+  ) -> GroupDefaults.Change? {
+    if isMasked(change.key, above: layer) { return nil }
+    let below = change.old == nil || change.new == nil ? resolve(change.key, below: layer) : nil
+    let old = change.old ?? below
+    let new = change.new ?? below
+    if old == new { return nil }
+    return GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin)
+  }
+
+  /// Forgets the cached entries of `keys` (`count` of them).
+  private func forgetCached(_ keys: some Sequence<String>, count: Int) {
     cache.withLock { cache in
       cache.epoch &+= 1
       // A key that is not ASCII may have another spelling the cache holds
       // apart (see CacheKey): then forget everything.
-      var clearAll = changes.count > 64 || cache.holdsNonASCIIKeys
+      var clearAll = count > 64 || cache.holdsNonASCIIKeys
       if !clearAll {
-        for change in changes {
-          let key = CacheKey(change.key, seed: keySeed)
+        for key in keys {
+          let key = CacheKey(key, seed: keySeed)
           guard key.isASCII else {
             clearAll = true
             break
@@ -314,7 +354,6 @@ internal import Synchronization
         cache.holdsNonASCIIKeys = false
       }
     }
-    if !effective.isEmpty { deliver(effective) }
   }
 
   private func deliver(_ changes: [GroupDefaults.Change]) {
@@ -327,20 +366,37 @@ internal import Synchronization
         target.handler(changes)
       }
     }
-    // NotificationCenter: one notification per burst, posted off the caller's thread. What
-    // the change monitor heard from another process is posted at background priority (a
-    // global queue of that class runs at nice 10): the observers above were told already, and
-    // when one write is heard by many processes at once, each one's posting (the first one in
-    // a process costs about a million instructions of the runtime's type look-ups) must not
-    // hold up the others' observers.
-    let background =
-      changes.first?.origin == .otherProcess && ChangeMonitor.shared.isCurrentThread
+    postLater(origin: changes.first?.origin) { $0.append(contentsOf: changes) }
+  }
+
+  /// ``deliver(_:)-([GroupDefaults.Change])`` of one change.
+  private func deliver(_ change: GroupDefaults.Change) {
+    let targets = observers.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) }
+    for target in targets where target.keys?.contains(change.key) ?? true {
+      target.handler([change])
+    }
+    postLater(origin: change.origin) { $0.append(change) }
+  }
+
+  /// Adds changes (`add`) to the notification that is to be posted, and schedules its post
+  /// unless one is scheduled already.
+  ///
+  /// NotificationCenter: one notification per burst, posted off the caller's thread. What
+  /// the change monitor heard from another process is posted at background priority (a
+  /// global queue of that class runs at nice 10): the observers were told already, and
+  /// when one write is heard by many processes at once, each one's posting (the first one in
+  /// a process costs about a million instructions of the runtime's type look-ups) must not
+  /// hold up the others' observers.
+  private func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
+    let background = origin == .otherProcess && ChangeMonitor.shared.isCurrentThread
     let schedule = notificationPending.withLock { pending in
       if pending == nil {
-        pending = changes
+        var batch: [GroupDefaults.Change] = []
+        add(&batch)
+        pending = batch
         return true
       }
-      pending?.append(contentsOf: changes)
+      add(&pending!)
       return false
     }
     if schedule {

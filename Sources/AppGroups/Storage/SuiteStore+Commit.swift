@@ -343,7 +343,26 @@ extension SuiteStore {
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil
       }
-      if didReload || !extra.isEmpty {
+      if !didReload && st.replacement == nil && !extra.isEmpty && extra.count < st.values.count / 4 {
+        // Only the atomic update's keys changed on disk beyond what memory holds: they become
+        // visible, except where this process has a newer change of its own still pending. A
+        // few keys of a large domain (an increment) go in one by one, without a pass over the
+        // whole domain; many (a migration) take the pass below, which changes nothing in place.
+        let newer = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
+        for (key, value) in extra where !newer.contains(key) {
+          let old: PropertyListValue?
+          if let value {
+            old = st.values.updateValue(value, forKey: key)
+          } else {
+            old = st.values.removeValue(forKey: key)
+          }
+          guard old != value else { continue }
+          st.sizeEstimate +=
+            PropertyListValue.estimatedEntrySize(key: key, value: value)
+            - PropertyListValue.estimatedEntrySize(key: key, value: old)
+          local.append(StoredChange(key: key, old: old, new: value))
+        }
+      } else if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except
         // where this process has a newer change of its own still pending.
         var values = st.replacement?.values ?? next

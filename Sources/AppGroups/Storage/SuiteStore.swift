@@ -78,14 +78,25 @@ final class SuiteStore: Sendable {
     }
   }
 
-  typealias ChangeHandler = @Sendable ([StoredChange], ChangeOrigin) -> Void
+  /// What a change handler is told: one change (a `set`'s, handed on without an array
+  /// around it) or several.
+  enum Changes: Sendable {
+    case one(StoredChange)
+    case many([StoredChange])
+  }
+
+  typealias ChangeHandler = @Sendable (Changes, ChangeOrigin) -> Void
 
   /// The change handlers of a store at one moment, called in turn.
   struct ChangeHandlers: Sendable {
     fileprivate let handlers: [(id: UInt64, handler: ChangeHandler)]
 
     func callAsFunction(_ changes: [StoredChange], _ origin: ChangeOrigin) {
-      for entry in handlers { entry.handler(changes, origin) }
+      for entry in handlers { entry.handler(.many(changes), origin) }
+    }
+
+    func callAsFunction(_ change: StoredChange, _ origin: ChangeOrigin) {
+      for entry in handlers { entry.handler(.one(change), origin) }
     }
   }
 
@@ -245,7 +256,7 @@ final class SuiteStore: Sendable {
       )
     }
     if schedule { scheduleFlush(after: inBurst ? Self.burstPause : nil) }
-    if let change, let handler { handler([change], .thisProcess) }
+    if let change, let handler { handler(change, .thisProcess) }
     return change
   }
 
