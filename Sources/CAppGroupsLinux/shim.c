@@ -6,10 +6,6 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
-const char *cappgroups_inotify_event_name(const struct inotify_event *event) {
-  return event->len > 0 ? event->name : "";
-}
-
 uint64_t cappgroups_atomic_load_u64(const uint64_t *address) {
   return __atomic_load_n(address, __ATOMIC_SEQ_CST);
 }

@@ -294,9 +294,15 @@ struct GroupDefaultsTests {
     #expect(d.synchronize())
     let t2 = d.changeToken
     #expect(t2 > t1)
-    // An outside edit: rewrite the file with Foundation.
+    // An outside edit: rewrite the file with Foundation. It takes no lock and moves no token:
+    // hasChanged(since:) shows it once the change monitor has read its event (the observer
+    // hears of it then); changeToken, which looks at the file, moves at once.
+    let log = ChangeLog()
+    let observation = d.observe(["k"], handler: log.record)
+    defer { observation.cancel() }
     try PropertyListSerialization.data(fromPropertyList: ["k": 99], format: .xml, options: 0)
       .write(to: t.groupSuiteFile)
+    #expect(log.wait { $0.newValue == .integer(99) } != nil)
     #expect(d.hasChanged(since: t2))
     #expect(d.changeToken > t2)
     // Either this call or the change monitor (which heard of the edit too) re-reads it.

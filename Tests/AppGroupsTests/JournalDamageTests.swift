@@ -166,6 +166,29 @@ struct JournalDamageTests {
     #expect(try doctor(t).stdout.contains("could not be read whole, moved aside"))
   }
 
+  /// A file put where the journal belongs while this process has the suite open and its lock
+  /// file publishes no journal: a re-read does not look there, but the commit that starts a
+  /// journal does first, and keeps the file aside instead of renaming a journal over it.
+  @Test func aFileWhereTheJournalBelongsIsKeptAsideByTheCommitThatStartsOne() throws {
+    let t = try TestRoot()
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    let d = try t.defaults(TestRoot.group)
+    // The token moves for the plist written from outside: its record names this version, with
+    // no journal.
+    _ = d.changeToken
+    try Data("keep me".utf8).write(to: URL(fileURLWithPath: journalPath(t)))
+    d.set("landed", forKey: "after")
+    #expect(d.synchronize())
+    let aside = try keptAside(t)
+    #expect(aside.count == 1)
+    #expect(try aside.first.map { try String(contentsOfFile: $0, encoding: .utf8) } == "keep me")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["after"] as? String == "landed")
+    #expect(!FileManager.default.fileExists(atPath: journalPath(t)), "the commit rewrote the plist")
+  }
+
   @Test(arguments: [true, false])
   func aFolderWhereTheJournalBelongsIsMovedAsideAndWritesGoOn(largeSuite: Bool) throws {
     let t = try TestRoot()

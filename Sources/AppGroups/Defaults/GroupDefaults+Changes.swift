@@ -33,13 +33,23 @@ extension GroupDefaults {
   /// observer, it is the token of the change the observer was told of.
   public var changeToken: ChangeToken { ChangeToken(rawValue: view.suite.token()) }
 
-  /// Whether the suite changed on disk since `token` was read: one token read and one
-  /// `stat(2)` (an edit of the file from outside shows at once, before the change monitor
-  /// hears of it), no parsing. A consumer records ``changeToken`` with what it shows and,
-  /// when it resumes, re-reads only if this is `true`; ``refreshIfChanged()`` answers without
-  /// the `stat(2)` while a kernel watch covers the folder.
+  /// Whether the suite changed on disk since `token` was read, without parsing. A consumer
+  /// records ``changeToken`` with what it shows and, when it resumes, re-reads only if this
+  /// is `true`.
+  ///
+  /// - A commit of any process shows at once: it moves the token, which this reads from
+  ///   shared memory.
+  /// - An edit that does not take the suite's lock (a tool that rewrites the plist, or
+  ///   removes it or its folder) moves no token: while a kernel watch covers the suite's
+  ///   folder, it shows once this process's change monitor has read its event from the
+  ///   kernel (usually well within a millisecond; an observer hears of it then too).
+  ///   Without a kernel watch (the folder is polled or gone), it shows at once.
+  ///
+  /// When nothing changed and a kernel watch covers the folder, this makes no system call;
+  /// otherwise, and just after the monitor heard of a change, one `stat(2)`, as
+  /// ``changeToken`` does.
   public func hasChanged(since token: ChangeToken) -> Bool {
-    changeToken != token
+    view.suite.hasChanged(since: token.rawValue)
   }
 
   /// For a consumer that was suspended: re-reads the suite only if its

@@ -93,7 +93,7 @@ enum PropertyListFile {
     beforeRename: () throws(SystemCallError) -> Void = {},
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(AppGroupsError) -> FileIdentity {
-    let data = try PropertyListValue.dictionary(values).propertyListData(format: .binary)
+    let data = BinaryPropertyList.encode(.dictionary(values))
     let folder = FileSystem.folder(of: path)
     FileSystem.removeLeftoverTemporaries(for: (path as NSString).lastPathComponent, in: folder)
     do {

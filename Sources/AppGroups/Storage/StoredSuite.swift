@@ -43,9 +43,9 @@ package struct StoredSuite: Sendable {
     }
     let tail: SuiteJournal.Tail?
     do {
-      tail = try SuiteJournal.read(journalOf: plistPath, base: identity, after: nil) {
-        SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
-      }
+      tail = try SuiteJournal.read(
+        journalOf: plistPath, base: identity, after: nil,
+        published: SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity))
     } catch {
       throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
     }

@@ -91,14 +91,16 @@ extension SuiteFile {
     return false
   }
 
-  /// Applies the whole journal of plist version `base` onto `values`. Call holding `commit`.
+  /// Applies the whole journal of plist version `base` onto `values` (`record` and `probing`
+  /// as for ``readJournal(base:after:record:probing:)``). Call holding `commit`.
   func applyJournal(
-    to values: inout [String: PropertyListValue], base: FileIdentity, _ cs: inout CommitState
+    to values: inout [String: PropertyListValue], base: FileIdentity, record: SuiteLockFile.Record?,
+    probing: Bool, _ cs: inout CommitState
   ) throws(SystemCallError) {
     cs.journal = nil
     cs.journalDamage = []
     cs.deadBytes = 0
-    guard let tail = try readJournal(base: base, after: nil) else { return }
+    guard let tail = try readJournal(base: base, after: nil, record: record, probing: probing) else { return }
     cs.deadBytes = Self.apply(tail.changes, to: &values)
     cs.journal = tail.position
     cs.journalDamage = tail.damage
@@ -118,12 +120,14 @@ extension SuiteFile {
   /// The changes appended to the journal since this process last read it (applied to
   /// `cs.persisted`), while the plist is the version it read: empty when there are none;
   /// `nil` when the journal was replaced, removed, cut or damaged, and the whole file must be
-  /// read again. Call holding `commit`.
-  func catchUpJournal(_ cs: inout CommitState) throws(AppGroupsError) -> [SuiteJournal.Change]? {
+  /// read again. `record`: the lock file's record read in this pass. Call holding `commit`.
+  func catchUpJournal(
+    _ cs: inout CommitState, record: SuiteLockFile.Record?
+  ) throws(AppGroupsError) -> [SuiteJournal.Change]? {
     guard let base = cs.identity else { return [] }
     let tail: SuiteJournal.Tail?
     do throws(SystemCallError) {
-      tail = try readJournal(base: base, after: cs.journal)
+      tail = try readJournal(base: base, after: cs.journal, record: record, probing: false)
     } catch {
       throw AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))")
     }
@@ -135,13 +139,26 @@ extension SuiteFile {
     return tail.changes
   }
 
-  /// Reads the journal of plist version `base`, no further than the token record says is
-  /// durable. Without a record for that version (a lock file made again, or a commit in
+  /// Reads the journal of plist version `base`, no further than the lock file's record says
+  /// is durable. Without a record for that version (a lock file made again, or a commit in
   /// flight), as far as the records check.
-  func readJournal(base: FileIdentity, after: SuiteJournal.Position?) throws(SystemCallError) -> SuiteJournal.Tail? {
-    try SuiteJournal.read(journalOf: path, base: base, after: after) {
-      lockFile?.read()?.journal(of: base)
-    }
+  ///
+  /// `record` is the record read in this pass after `base` was found; it is read again when
+  /// it is for another version (a commit landed in between). When it is for `base` and
+  /// publishes no journal, and no journal is known (`after` is `nil`), the journal's path is
+  /// not opened unless `probing`: no commit through the lock leaves a journal of `base` then
+  /// (a rewrite retires the journal; a new one is published before it is renamed in). What
+  /// else may lie there, put there from outside, is looked at when the suite opens, while it
+  /// is known damaged, before a journal is started (never renamed over), and kept aside by
+  /// the next rewrite (``retireJournal(_:)``).
+  func readJournal(
+    base: FileIdentity, after: SuiteJournal.Position?, record: SuiteLockFile.Record?, probing: Bool
+  ) throws(SystemCallError) -> SuiteJournal.Tail? {
+    // The record names exactly the plist read (as it does but while a commit is in flight):
+    // its journal is this version's.
+    let published = record.flatMap { $0.identity == base ? $0.journal : nil } ?? lockFile?.read()?.journal(of: base)
+    if !probing, after == nil, published?.length == 0 { return nil }
+    return try SuiteJournal.read(journalOf: path, base: base, after: after, published: published)
   }
 
   /// Says which values of a file read in part were left out, and keeps a copy of the whole

@@ -17,14 +17,21 @@ final class SuiteFile: Sendable {
   let lockFile: SuiteLockFile?
   /// This process's committers' gate, owned by the store: the token's repair takes the file
   /// lock only through it (the lock is shared by the process's threads).
-  private let gate: CommitGate
+  let gate: CommitGate
 
-  /// Set by the change monitor while an inotify watch (not polling) covers the folder.
-  let watchedByKernel = Atomic<Bool>(false)
+  /// Whether an inotify watch (not polling) covers the folder, as the change monitor sets it,
+  /// and since when: odd while it does, moved on by each change (see ``hasChanged(since:)``).
+  let coverage = Atomic<UInt64>(0)
+
+  /// The token whose record this process found describing the plist it last read or wrote,
+  /// while a kernel watch covered the folder from before it looked; 0: none. Set only while
+  /// holding `commit` (so a later look never loses to an earlier one) and cleared when the
+  /// coverage changes. See ``hasChanged(since:)``.
+  let described = Atomic<UInt64>(0)
 
   /// The token this process last saw (read or moved): an atomic of its own, so that the
   /// resume check reads it without a lock.
-  private let seenToken = Atomic<UInt64>(0)
+  let seenToken = Atomic<UInt64>(0)
 
   /// What this process knows of the file. Held for the length of a read or a write, never
   /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
@@ -98,13 +105,18 @@ final class SuiteFile: Sendable {
   /// said once.
   /// - Returns: whether the journal is damaged so that a commit must repair it.
   func reread(_ adopt: (Reread) -> Void) -> Bool {
-    // A lock file removed or replaced under this process: read the token from the new one.
-    lockFile?.refreshIfReplaced()
+    let coverage = self.coverage.load(ordering: .acquiring)
     return commit.withLock { cs in
       let current = try? FileSystem.identity(ofPath: path)
-      let token = lockFile?.token
+      // Read once per pass, after the plist's identity: its token, and what it publishes of
+      // the journal. A lock file removed or replaced under this process: from the new one.
+      let record = lockFile?.readAtPath()
       // The token read is seen once what it stands for is in memory (not when a re-read failed).
-      func seen() { if let token { seenToken.store(token, ordering: .releasing) } }
+      func seen() {
+        if let token = record?.token { seenToken.store(token, ordering: .releasing) }
+        describe(record, coverage: coverage, cs)
+      }
+      described.store(0, ordering: .releasing)
       if cs.unreadableIdentity != nil && cs.unreadableIdentity == current {
         seen()
         return false
@@ -113,7 +125,7 @@ final class SuiteFile: Sendable {
         // The plist is the version read: only its journal may have grown.
         let appended: [SuiteJournal.Change]?
         do throws(AppGroupsError) {
-          appended = try catchUpJournal(&cs)
+          appended = try catchUpJournal(&cs, record: record)
         } catch {
           reportRefreshFailure(error, &cs)
           return false
@@ -126,7 +138,7 @@ final class SuiteFile: Sendable {
       }
       let read: [String: PropertyListValue]?
       do throws(AppGroupsError) {
-        read = try load(&cs, mode: .refresh)
+        read = try load(&cs, mode: .refresh, record: record)
       } catch {
         reportRefreshFailure(error, &cs)
         return false
@@ -227,28 +239,33 @@ final class SuiteFile: Sendable {
       until: request.deadline, bound: request.timeout, whileHolderProgresses: request.ceiling, doing: path)
     defer { lockFile.unlock() }
     onLocked()
-    TestHooks.pauseWhileHoldingLock(path: path)
+    TestHooks.whileHoldingLock?(path)
+    let coverage = self.coverage.load(ordering: .acquiring)
 
     // 1. The file as it is now: another process may have committed.
     typealias Values = [String: PropertyListValue]
+    var lockRecord: SuiteLockFile.Record?
     let reread: Result<Bool, AppGroupsError> = commit.withLock { cs in
+      described.store(0, ordering: .releasing)
       let current: FileIdentity?
       do throws(SystemCallError) {
         current = try FileSystem.identity(ofPath: path)
       } catch {
         return .failure(AppGroupsError(io: error, "reading \(path)"))
       }
+      // Read once per pass (no other process moves it while the lock is held).
+      lockRecord = lockFile.read()
       do throws(AppGroupsError) {
         // The same version of the plist: only what others appended to its journal is read (all
         // of it again when a read outside the lock found it damaged: under the lock, damage is
         // told from a commit in flight).
         if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty && !repair,
-          let appended = try catchUpJournal(&cs)
+          let appended = try catchUpJournal(&cs, record: lockRecord)
         {
           return .success(!appended.isEmpty)
         }
         let before = cs.persisted
-        cs.persisted = try load(&cs, mode: .commit) ?? [:]
+        cs.persisted = try load(&cs, mode: .commit, record: lockRecord) ?? [:]
         return .success(before != cs.persisted)
       } catch {
         return .failure(error)
@@ -275,7 +292,9 @@ final class SuiteFile: Sendable {
     //    path and the plist is still the version merged: else something that ignores the lock
     //    raced this commit, and the pass starts over rather than replace what it wrote.
     var race: String?
-    let written: Result<Values, AppGroupsError> = commit.withLock { cs in
+    /// The token this pass moved to, describing the plist it leaves.
+    var advanced: UInt64?
+    func write(_ cs: inout CommitState) -> Result<Values, AppGroupsError> {
       var next: Values
       var replaced = false
       if let replacement {
@@ -315,7 +334,7 @@ final class SuiteFile: Sendable {
       let expected = cs.identity
       let path = self.path
       let check = { () throws(SystemCallError) -> Void in
-        TestHooks.pauseBeforeRename(path: path)
+        TestHooks.beforeRename?(path)
         if !lockFile.stillLocksPath() {
           race = "the lock file \(lockFile.path) was replaced during the commit"
         } else if try FileSystem.identity(ofPath: path) != expected {
@@ -323,25 +342,45 @@ final class SuiteFile: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      if replacement == nil, let expected, let (record, dead) = journalRecord(cs, next: next, undo: undo) {
+      var append = replacement == nil ? journalRecord(cs, next: next, undo: undo) : nil
+      if append != nil, cs.journal == nil, let expected {
+        // A journal is started: first, what lies at its path (a re-read does not look when the
+        // lock file publishes none), so that nothing but an older version's journal is ever
+        // renamed over; anything else is damage, which the rewrite keeps aside and says.
+        do throws(SystemCallError) {
+          if let damage = try readJournal(base: expected, after: nil, record: lockRecord, probing: true)?.damage,
+            !damage.isEmpty
+          {
+            cs.journalDamage = damage
+            append = nil
+          }
+        } catch {
+          keepPersisted()
+          return .failure(AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))"))
+        }
+      }
+      if let expected, let (record, dead) = append {
         // A small commit to a large domain: appended to the journal, one `fdatasync(2)`.
         var published = false
         do throws(SystemCallError) {
           if let position = cs.journal {
             try check()
             try SuiteJournal.append(record, journalOf: path, at: position) { position in
-              lockFile.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
+              advanced = lockFile.advance(to: expected, journal: .init(length: position.end, inode: position.inode))
               cs.journal = position
             }
           } else {
             cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
-              lockFile.advance(to: expected, journal: $0)
+              advanced = lockFile.advance(to: expected, journal: $0)
               published = true
             }
           }
         } catch {
           // A length published for a journal that did not take its place names none.
-          if published { lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal) }
+          if published {
+            advanced = nil
+            lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal)
+          }
           keepPersisted()
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
@@ -356,7 +395,7 @@ final class SuiteFile: Sendable {
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
+          afterRename: { advanced = lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
         cs.identity = identity
         cs.unreadableIdentity = nil
         cs.deadBytes = 0
@@ -367,6 +406,16 @@ final class SuiteFile: Sendable {
       cs.persisted = next
       retireJournal(&cs)
       return .success(next)
+    }
+    let written: Result<Values, AppGroupsError> = commit.withLock { cs in
+      let written = write(&cs)
+      if case .success = written, race == nil {
+        // The plist this pass leaves, and the token that describes it: moved by this pass,
+        // else the one read under the lock.
+        describe(advanced.map { .init(token: $0, identity: cs.identity, journal: .noJournal) } ?? lockRecord,
+          coverage: coverage, cs)
+      }
+      return written
     }
     if let race { return .raced(race) }
     let next: Values
@@ -379,99 +428,21 @@ final class SuiteFile: Sendable {
     return .committed
   }
 
-  // MARK: The token
+  // MARK: What the token vouches for (see SuiteFile+Token.swift)
 
-  /// Whether the file or its token moved since this process last read or wrote it: one token
-  /// read from shared memory, and a `stat(2)` only when no kernel watch covers the folder; no
-  /// parsing.
-  func hasChanged() -> Bool {
-    let seen = seenToken.load(ordering: .acquiring)
-    if let lockFile, lockFile.token != seen { return true }
-    // Every commit moves the token. An outside edit does not, but while a kernel watch covers
-    // the folder the change monitor hears of it and re-reads by itself: no stat(2) is needed.
-    if watchedByKernel.load(ordering: .acquiring) { return false }
-    // Without a watch, a lock file removed (or replaced) under this process is found here: the
-    // token page read above is then a dead file's.
-    if let lockFile, lockFile.refreshIfReplaced() || lockFile.currentIsUnlinked { return true }
-    let current = try? FileSystem.identity(ofPath: path)
-    return commit.withLock { current != $0.identity || $0.unreadableIdentity != nil }
-  }
-
-  /// The suite's last-update token: monotonic, persistent, moved by every
-  /// commit and by an outside edit of the file.
-  func token() -> UInt64 {
-    guard let lockFile else {
-      return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
+  /// Records that `record` describes the plist this process last read or wrote (`cs`), when a
+  /// kernel watch covered the folder from before the look (`coverage`, read before it) until
+  /// now; else that no record is known to. Call holding `commit`.
+  func describe(_ record: SuiteLockFile.Record?, coverage: UInt64, _ cs: CommitState) {
+    guard coverage & 1 == 1, let record, record.identity == cs.identity, cs.unreadableIdentity == nil else {
+      described.store(0, ordering: .releasing)
+      return
     }
-    let start = FileSystem.monotonicNanoseconds()
-    var deadline = start &+ Self.tokenWaitBound
-    var holder = LockedFile.HolderLook()
-    var pause = 20_000  // 20 µs, doubling to 1 ms
-    while true {
-      guard let record = lockFile.read() else {
-        // A writer died in the middle of moving the token (its sequence is left odd): repair
-        // it if no commit is in flight; else answer the last token seen, never going back.
-        return repairToken(lockFile) ?? lastSeenToken
-      }
-      let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current { return record.token }
-      // The file is not the version the token describes: an outside edit (or
-      // a commit in flight). Move the token if no commit is in flight.
-      // The file lock is shared by this process's threads: only with the gate may it be taken.
-      let moved: UInt64? = {
-        guard gate.tryEnter() else { return nil }
-        defer { gate.leave() }
-        guard lockFile.tryLock() else { return nil }
-        defer { lockFile.unlock() }
-        guard let again = lockFile.read() else { return nil }
-        let now = try? FileSystem.identity(ofPath: path)
-        if again.identity == now { return again.token }
-        return lockFile.advance(to: now)
-      }()
-      if let moved { return moved }
-      // A commit is in flight, here or in another process: its token is next. Past the bound,
-      // wait on while that commit makes progress (a loaded machine can hold a writer between
-      // its rename and its token for longer than the bound), up to the ceiling; a writer
-      // stopped there costs the bound and gets the older token, which only makes a consumer
-      // read again.
-      let now = FileSystem.monotonicNanoseconds()
-      if now >= deadline {
-        guard now &- start < Self.tokenWaitCeiling, lockFile.holderProgressed(since: &holder) else {
-          return record.token
-        }
-        deadline = now &+ Self.tokenWaitBound
-      }
-      Threads.pause(nanoseconds: pause)
-      pause = min(pause * 2, 1_000_000)
-    }
+    described.store(record.token, ordering: .releasing)
+    // The coverage changed meanwhile: its change cleared `described` before this store, or
+    // will after it; either way nothing is vouched for.
+    if self.coverage.load(ordering: .acquiring) != coverage { described.store(0, ordering: .releasing) }
   }
-
-  static let tokenWaitBound: UInt64 = 20_000_000
-  /// How long ``token()`` waits at most for a commit in flight that makes progress.
-  static let tokenWaitCeiling: UInt64 = 1_000_000_000
-
-  /// Moves a token whose last update never finished forward, under the lock: a live writer
-  /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
-  private func repairToken(_ lockFile: SuiteLockFile) -> UInt64? {
-    // The file lock is shared by this process's threads: only with the gate may it be taken.
-    guard gate.tryEnter() else { return nil }
-    defer { gate.leave() }
-    guard lockFile.tryLock() else { return nil }
-    defer { lockFile.unlock() }
-    if let record = lockFile.read() { return record.token }
-    let token = lockFile.advance(to: try? FileSystem.identity(ofPath: path))
-    var seen = seenToken.load(ordering: .acquiring)
-    while seen < token {
-      let (exchanged, now) = seenToken.compareExchange(
-        expected: seen, desired: token, ordering: .acquiringAndReleasing)
-      if exchanged { break }
-      seen = now
-    }
-    return token
-  }
-
-  /// The token this process last saw.
-  var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
 
   // MARK: Loading and quarantine
 
@@ -487,8 +458,15 @@ final class SuiteFile: Sendable {
 
   /// Reads and parses the file (``PropertyListFile/read(_:)``). An unreadable file is moved
   /// aside (only while holding the lock) and the suite goes on empty.
-  private func load(_ cs: inout CommitState, mode: LoadMode) throws(AppGroupsError) -> [String: PropertyListValue]? {
+  /// `record` is the lock file's record read in this pass, if it was (it is read again when
+  /// it is not for the version found).
+  private func load(
+    _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil
+  ) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let holdingLock = mode == .commit
+    // What lies at the journal's path is looked at on open, and while it is known damaged,
+    // even when the lock file publishes no journal (see ``readJournal(base:after:record:probing:)``).
+    let probing = mode == .open || !cs.journalDamage.isEmpty
     let identity: FileIdentity
     let reason: String
     do throws(SystemCallError) {
@@ -505,7 +483,7 @@ final class SuiteFile: Sendable {
       case .values(var values, let read):
         cs.identity = read
         cs.unreadableIdentity = nil
-        try applyJournal(to: &values, base: read, &cs)
+        try applyJournal(to: &values, base: read, record: record, probing: probing, &cs)
         return values
       case .salvaged(var values, let read, let skipped, let data):
         cs.identity = read
@@ -514,7 +492,7 @@ final class SuiteFile: Sendable {
           cs.salvagedIdentity = read
           keepSalvagedCopy(data, skipped: skipped, keeping: values.count)
         }
-        try applyJournal(to: &values, base: read, &cs)
+        try applyJournal(to: &values, base: read, record: record, probing: probing, &cs)
         return values
       case .unreadable(let why, let read):
         reason = why
@@ -558,7 +536,7 @@ final class SuiteFile: Sendable {
     defer { if !holdingLock { lockFile.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
-      return try load(&cs, mode: .commit)
+      return try load(&cs, mode: .commit, record: record)
     }
     do throws(SystemCallError) {
       let aside = try PropertyListFile.moveAside(path)

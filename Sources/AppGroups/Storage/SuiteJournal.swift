@@ -153,8 +153,9 @@ package enum SuiteJournal {
 
   /// Reads the journal of the plist at `plistPath` for the plist version `base`: from `after`
   /// when it names the same journal file, else from the start; never past the length
-  /// `published()` gives (asked for only when something is at the journal's path; `nil`: no
-  /// record for this version, so as far as records check).
+  /// `published` gives (what the suite's lock file publishes for `base`, read after `base`
+  /// was: see ``SuiteLockFile/Record/journal(of:)``; `nil`: no record for this version, so
+  /// as far as records check).
   ///
   /// What the lock file publishes decides what the file is. A published length vouches for
   /// the file it names: its records are read from their fixed offset even behind a damaged
@@ -166,7 +167,7 @@ package enum SuiteJournal {
   ///   published, a journal of another version, or one of which nothing is durable.
   /// - Throws: the failed call when the journal exists but cannot be read.
   static func read(
-    journalOf plistPath: String, base: FileIdentity, after: Position?, published: () -> Published?
+    journalOf plistPath: String, base: FileIdentity, after: Position?, published: Published?
   ) throws(SystemCallError) -> Tail? {
     let path = path(of: plistPath)
     let nothing = Position(inode: 0, end: 0)
@@ -175,10 +176,10 @@ package enum SuiteJournal {
       opened = try OpenFile(existing: path, for: .reading)
     } catch where error.code == .tooManySymbolicLinkLevels || error.code == .noSuchDeviceOrAddress {
       let kind = error.code == .noSuchDeviceOrAddress ? "a socket" : "a symbolic link"
-      return Tail(position: nothing, damage: [.notARegularFile(kind: kind, published: published()?.length ?? 0)])
+      return Tail(position: nothing, damage: [.notARegularFile(kind: kind, published: published?.length ?? 0)])
     }
     guard let file = opened else {
-      guard let published = published(), published.length > 0 else { return nil }
+      guard let published, published.length > 0 else { return nil }
       return Tail(position: nothing, damage: [.missing(published: published.length)])
     }
     let status = try file.status()
@@ -186,9 +187,8 @@ package enum SuiteJournal {
     guard status.isRegularFile else {
       return Tail(
         position: Position(inode: inode, end: 0),
-        damage: [.notARegularFile(kind: status.kind, published: published()?.length ?? 0)])
+        damage: [.notARegularFile(kind: status.kind, published: published?.length ?? 0)])
     }
-    let published = published()
     // A length published for this version vouches for the file it names (any file, in a
     // record from before the inode was recorded).
     let vouched = published.flatMap { $0.length > 0 ? $0 : nil }
@@ -260,9 +260,10 @@ package enum SuiteJournal {
     guard let identity = try? FileSystem.identity(ofPath: plistPath) else { return nil }
     func examine() -> [Damage] {
       do {
-        return try read(journalOf: plistPath, base: identity, after: nil) {
-          SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
-        }?.damage ?? []
+        return try read(
+          journalOf: plistPath, base: identity, after: nil,
+          published: SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
+        )?.damage ?? []
       } catch {
         return [.notARegularFile(kind: "a file that cannot be read (\(error))", published: 0)]
       }
@@ -326,7 +327,7 @@ package enum SuiteJournal {
     }
     try file.write(record, at: position.end)
     try file.syncData()
-    TestHooks.pauseBeforePublish(path: path)
+    TestHooks.beforePublish?(path)
     published(Position(inode: position.inode, end: position.end + record.count))
   }
 

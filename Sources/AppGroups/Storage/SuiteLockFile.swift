@@ -1,3 +1,5 @@
+internal import Synchronization
+
 /// A suite's lock file, `<suite>.plist.lock`: the commit lock, and the token record, the
 /// last-update token readable by every process without parsing the plist.
 ///
@@ -15,6 +17,10 @@
 package final class SuiteLockFile: Sendable {
   /// The file: its lock, and the page the token lives in (see ``LockedFile``).
   private let file: LockedFile
+  /// The address of the page the record is read from, told by ``file`` whenever it changes
+  /// (a file replaced at the path): a read asks nothing of the file but when the page it
+  /// finds is retired.
+  private let page: PageAddress
   private static let magic: UInt64 = 0x3154_4e45_4b4f_5447  // "GTOKENT1"
 
   /// The lock file of the suite whose plist is at `plistPath`: `<plist>.lock`.
@@ -39,19 +45,35 @@ package final class SuiteLockFile: Sendable {
     }
   }
 
-  /// Opens (creating) the lock file at `path`; `makeFolder` as in ``LockedFile/Options``.
-  init(path: String, makeFolder: String?) throws(SystemCallError) {
-    file = try LockedFile(path: path, options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder))
+  private final class PageAddress: Sendable {
+    let address = Atomic<UInt>(0)
   }
 
-  private init(file: LockedFile) { self.file = file }
+  private static func options(makeFolder: String?, page: PageAddress) -> LockedFile.Options {
+    var options = LockedFile.Options(mapsPage: true, makeFolder: makeFolder)
+    options.publishesPage = { page.address.store(UInt(bitPattern: $0), ordering: .releasing) }
+    return options
+  }
+
+  /// Opens (creating) the lock file at `path`; `makeFolder` as in ``LockedFile/Options``.
+  init(path: String, makeFolder: String?) throws(SystemCallError) {
+    let page = PageAddress()
+    self.page = page
+    file = try LockedFile(path: path, options: Self.options(makeFolder: makeFolder, page: page))
+  }
+
+  private init(file: LockedFile, page: PageAddress) {
+    self.file = file
+    self.page = page
+  }
 
   /// Opens (creating) the lock file of the suite whose plist is at `plistPath`, its failures
   /// said as ``LockedFile/opening(_:options:)`` says them.
   static func opening(plistPath: String, makeFolder: String?) throws(AppGroupsError) -> SuiteLockFile {
-    SuiteLockFile(
-      file: try LockedFile.opening(
-        path(of: plistPath), options: LockedFile.Options(mapsPage: true, makeFolder: makeFolder)))
+    let page = PageAddress()
+    return SuiteLockFile(
+      file: try LockedFile.opening(path(of: plistPath), options: options(makeFolder: makeFolder, page: page)),
+      page: page)
   }
 
   // MARK: The lock (see ``LockedFile``)
@@ -99,7 +121,7 @@ package final class SuiteLockFile: Sendable {
   /// in the middle of an update for the whole bounded retry (it was stopped
   /// or killed there); callers then treat the suite as changed.
   func read() -> Record? {
-    guard let words = file.pageWords() else { return nil }
+    guard let words = words() else { return nil }
     for _ in 0..<10_000 {
       let before = words.load(1)
       if before & 1 == 1 { continue }
@@ -107,6 +129,26 @@ package final class SuiteLockFile: Sendable {
       if words.load(1) == before { return record }
     }
     return nil
+  }
+
+  /// The words of the page the record is read from: the file's, or, once a holder found it
+  /// replaced at its path and retired it, the file's now at the path. `nil` when nothing is
+  /// mapped. No lock and no reference are taken: every page stays mapped while ``file`` lives.
+  private func words() -> SharedWords? {
+    guard let base = UnsafeMutablePointer<UInt64>(bitPattern: page.address.load(ordering: .acquiring))
+    else { return nil }
+    let words = SharedWords(base: base)
+    if words.load(LockedFile.retiredWord) != LockedFile.retiredMark { return words }
+    file.refreshIfReplaced()
+    return UnsafeMutablePointer(bitPattern: page.address.load(ordering: .acquiring)).map(SharedWords.init)
+  }
+
+  /// The current record of the lock file now at the path: the file read is first compared
+  /// with the path (`lstat(2)`), and the one there opened when another replaced it (see
+  /// ``refreshIfReplaced()``). For a re-read, which must not go on reading a dead file's page.
+  func readAtPath() -> Record? {
+    file.refreshIfReplaced()
+    return read()
   }
 
   /// The record in the lock file at `path`, read as a tool that does not open the suite reads
@@ -143,7 +185,7 @@ package final class SuiteLockFile: Sendable {
   /// `nil` as for ``read()``.
   var token: UInt64? {
     // No lock and no reference: a resume check reads this on every call.
-    guard let words = file.pageWords() else { return nil }
+    guard let words = words() else { return nil }
     for _ in 0..<10_000 {
       let before = words.load(1)
       if before & 1 == 1 { continue }

@@ -110,8 +110,8 @@ final class SuiteStore: Sendable {
   /// Set by the change monitor while an inotify watch (not polling) covers
   /// this store's folder.
   var watchedByKernel: Bool {
-    get { file.watchedByKernel.load(ordering: .acquiring) }
-    set { file.watchedByKernel.store(newValue, ordering: .releasing) }
+    get { file.watchedByKernel }
+    set { file.watchedByKernel = newValue }
   }
 
   /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
@@ -402,6 +402,10 @@ final class SuiteStore: Sendable {
   /// The suite's last-update token: monotonic, persistent, moved by every commit and by an
   /// outside edit of the file.
   func token() -> UInt64 { file.token() }
+
+  /// Whether the token moved, or the file changed, since `token` was read (see
+  /// ``SuiteFile/hasChanged(since:)``).
+  func hasChanged(since token: UInt64) -> Bool { file.hasChanged(since: token) }
 
   /// The token this process last saw.
   var lastSeenToken: UInt64 { file.lastSeenToken }

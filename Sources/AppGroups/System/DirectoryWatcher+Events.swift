@@ -254,6 +254,10 @@ extension WatcherEngine {
         continue  // Re-read the state: closed, or a polled directory was added.
       }
 
+      // From the first read of the kernel's events to the handler's return (see
+      // ``DirectoryWatcher/Passes``).
+      DirectoryWatcher.Passes.begin()
+      defer { DirectoryWatcher.Passes.end() }
       var batch: [DirectoryWatcher.Event] = []
       if descriptors.count > 1, descriptors[1].revents != 0, let inotifyFD {
         batch = readEvents(inotifyFD, buffer)
@@ -297,7 +301,11 @@ extension WatcherEngine {
     while offset + headerSize <= length {
       let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
       let header = record.pointee
-      let name = header.len > 0 ? String(cString: cappgroups_inotify_event_name(record)) : ""
+      // The name (NUL-terminated, padded) follows the fixed header: a flexible array member,
+      // which Swift does not import.
+      let name =
+        header.len > 0
+        ? String(cString: (UnsafeRawPointer(record) + headerSize).assumingMemoryBound(to: CChar.self)) : ""
       records.append((header.wd, header.mask, name))
       offset += headerSize + Int(header.len)
     }

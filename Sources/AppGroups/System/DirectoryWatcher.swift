@@ -510,3 +510,37 @@ final class WatcherEngine: Sendable {
     _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, wd) }
   }
 }
+
+extension DirectoryWatcher {
+  /// The passes of every watcher thread of the process, each from its first read of the
+  /// kernel's events to its handler's return: for a reader that answers from what the handler
+  /// has handled, without a system call, only while no event it read is still unhandled
+  /// (``SuiteFile/hasChanged(since:)``).
+  ///
+  /// ```swift
+  /// if let pass = DirectoryWatcher.Passes.idle() {
+  ///   // … read what the handler keeps …
+  ///   if DirectoryWatcher.Passes.stillIdle(since: pass) { /* no pass ran meanwhile */ }
+  /// }
+  /// ```
+  enum Passes {
+    private static let started = Atomic<UInt64>(0)
+    private static let finished = Atomic<UInt64>(0)
+
+    static func begin() { started.wrappingAdd(1, ordering: .sequentiallyConsistent) }
+    static func end() { finished.wrappingAdd(1, ordering: .sequentiallyConsistent) }
+
+    /// A mark for ``stillIdle(since:)``; `nil` while a pass is under way. When the two
+    /// counters agree at the second load, no pass was under way at that instant, and none
+    /// starts before ``stillIdle(since:)`` finds `started` unchanged.
+    static func idle() -> UInt64? {
+      let mark = started.load(ordering: .sequentiallyConsistent)
+      return finished.load(ordering: .sequentiallyConsistent) == mark ? mark : nil
+    }
+
+    /// Whether no pass started since ``idle()`` gave `mark`.
+    static func stillIdle(since mark: UInt64) -> Bool {
+      started.load(ordering: .sequentiallyConsistent) == mark
+    }
+  }
+}

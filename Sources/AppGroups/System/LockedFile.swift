@@ -39,6 +39,10 @@ package final class LockedFile: @unchecked Sendable {
     /// process), refusing to follow a symbolic link below this folder. `nil`: a missing
     /// folder is an error.
     package var makeFolder: String? = nil
+    /// Told the address of the page a reader should read (the page of the file held locked,
+    /// else of the current file) at open and whenever it changes, under the file's own lock:
+    /// for an owner that reads the page's words itself, without asking the file each time.
+    var publishesPage: (@Sendable (UnsafeMutablePointer<UInt64>?) -> Void)? = nil
 
     package init(mapsPage: Bool = false, makeFolder: String? = nil) {
       self.mapsPage = mapsPage
@@ -54,7 +58,7 @@ package final class LockedFile: @unchecked Sendable {
     /// The first page, mapped shared; `nil` when the file is not mapped.
     let page: UnsafeMutablePointer<UInt64>?
     /// Set when the file is replaced: the page then stays mapped until the ``LockedFile``
-    /// goes, as a reader may have its address (``LockedFile/pageWords()``).
+    /// goes, as a reader may have its address (``Options/publishesPage``).
     fileprivate var keepsPageMapped = false
 
     fileprivate init(descriptor: CInt, device: UInt64, inode: UInt64, page: UnsafeMutablePointer<UInt64>?) {
@@ -136,8 +140,9 @@ package final class LockedFile: @unchecked Sendable {
     var pageAddress: UInt { UInt(bitPattern: (held ?? current).page) }
   }
   private let state: Mutex<State>
-  /// The address of the page ``page`` gives, read without the lock (a resume check reads the
-  /// token on every call): every page this file ever mapped stays mapped while it lives.
+  /// The address of the page ``page`` gives, read without the lock (a waiter looks at the
+  /// holder's progress; an owner told by ``Options/publishesPage`` reads the token there on
+  /// every call): every page this file ever mapped stays mapped while it lives.
   private let pageAddress: Atomic<UInt>
 
   /// Opens (creating, mode 0600) the lock file at `path`.
@@ -150,6 +155,7 @@ package final class LockedFile: @unchecked Sendable {
     let handle = try Self.open(path, options)
     pageAddress = Atomic(UInt(bitPattern: handle.page))
     state = Mutex(State(current: handle))
+    options.publishesPage?(handle.page)
   }
 
   deinit {
@@ -157,23 +163,15 @@ package final class LockedFile: @unchecked Sendable {
   }
 
   /// Changes the state under its lock, then publishes the address of the page ``page`` gives
-  /// now, for ``pageWords()``.
+  /// now, for ``holderProgressed(since:)`` and ``Options/publishesPage``.
   private func update(_ body: (inout State) -> Void) {
     state.withLock { state in
       body(&state)
-      pageAddress.store(state.pageAddress, ordering: .releasing)
+      let address = state.pageAddress
+      if pageAddress.exchange(address, ordering: .acquiringAndReleasing) != address {
+        options.publishesPage?(UnsafeMutablePointer(bitPattern: address))
+      }
     }
-  }
-
-  /// The words of the page ``page`` gives, without a lock or a reference: the file now at the
-  /// path once a holder marked the read one retired (``refreshIfReplaced()``). `nil` when the
-  /// file is not mapped. The page stays mapped as long as this file.
-  func pageWords() -> SharedWords? {
-    guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
-    else { return nil }
-    if cappgroups_atomic_load_u64(page + Self.retiredWord) != Self.retiredMark { return SharedWords(base: page) }
-    refreshIfReplaced()
-    return UnsafeMutablePointer(bitPattern: pageAddress.load(ordering: .acquiring)).map(SharedWords.init)
   }
 
   /// The handle of the file this process reads the page of.

@@ -15,10 +15,6 @@
 // attribute): <sys/xattr.h> is not part of Glibc's Swift module.
 #include <sys/xattr.h>
 
-/// `inotify_event.name` is a flexible array member, which Swift does not
-/// import. Returns a pointer to the NUL-terminated name (empty when len == 0).
-const char *cappgroups_inotify_event_name(const struct inotify_event *event);
-
 /// Sequentially consistent 64-bit load from shared memory (a mapped file).
 /// Swift's Synchronization.Atomic cannot be placed at an arbitrary address.
 uint64_t cappgroups_atomic_load_u64(const uint64_t *address);
