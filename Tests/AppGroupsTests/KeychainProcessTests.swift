@@ -194,6 +194,35 @@ struct KeychainProcessTests {
     writer.wait(timeout: 30)
   }
 
+  /// A thread that holds a lock when a suspension closes the barrier, and asks for a second
+  /// one, gets it: it lets both go, and the app is stopped holding neither. Held back, it kept
+  /// the drain waiting to the end of the grace period, and the app was stopped holding the
+  /// first (a keychain update locks the access groups it searches one after the other: the
+  /// widget then waited the lock's whole bound for the suspended app).
+  @Test func aLockHolderGetsItsSecondLockWhileTheSuspensionDrains() throws {
+    let k = try KeychainRoot()
+    let paths = ["outer", "inner", "probe"].map { k.root.path + "/nested-\($0).lock" }
+    let worker = try ChildProcess(
+      "appgroups-keychain-worker", ["nested-locks"] + paths, environment: k.environment())
+    #expect(worker.waitForLine { $0 == "holding" } != nil)
+    let device = Device(root: k.root)
+    let pid = worker.process.processIdentifier
+    let outcome = try device.suspend(pid: pid, grace: .seconds(5))
+    #expect(outcome.result == .suspended)
+    #expect(outcome.listening && outcome.acknowledged)
+    // Stopped: the lock it held first is free.
+    let fd = open(paths[0], O_RDWR | O_CLOEXEC)
+    #expect(fd >= 0)
+    #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+    close(fd)
+    try device.resume(pid: pid)
+    #expect(worker.waitForLine { $0.hasPrefix("inner ") } == "inner locked")
+    #expect(worker.waitForLine { $0 == "released" } != nil)
+    #expect(device.logLines().isEmpty)
+    worker.signal(SIGKILL)
+    worker.wait(timeout: 30)
+  }
+
   @Test func theReferenceKeychainStoreWorksAcrossTheAppAndTheWidget() throws {
     let k = try KeychainRoot()
     let token = "refresh-\(UUID().uuidString)"

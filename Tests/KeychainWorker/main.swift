@@ -13,6 +13,13 @@
 //                                                            to "value-N" for N = 1, 2, …, printing
 //                                                            "updated N" (or "failed N STATUS");
 //                                                            until killed
+//   appgroups-keychain-worker nested-locks OUTER INNER PROBE  starts the app's lifecycle, locks
+//                                                            the lock file OUTER ("holding"); once
+//                                                            a suspension closed the barrier (a
+//                                                            thread's lock of PROBE is refused), locks
+//                                                            INNER on the same thread: "inner locked"
+//                                                            or "inner timed out", then lets both go
+//                                                            ("released")
 //   appgroups-keychain-worker store save|load|delete SERVICE ACCOUNT [VALUE]
 //                                                            the iOS KeychainStore pattern:
 //                                                            "saved", "loaded VALUE", "none",
@@ -179,6 +186,58 @@ case "update-loop":
     let status = SecItemUpdate(query as CFDictionary, changes as CFDictionary)
     say(status == errSecSuccess ? "updated \(n)" : "failed \(n) \(status)")
   }
+
+case "nested-locks":
+  // A keychain update's shape: a lock held (the access group's) when a suspension is being
+  // prepared, and a second one (the device's) asked for on the same thread after that.
+  guard arguments.count == 4 else { fail("nested-locks OUTER INNER PROBE") }
+  func opened(_ path: String) -> LockedFile {
+    do {
+      return try LockedFile(path: path)
+    } catch {
+      fail("opening \(path): \(error)")
+    }
+  }
+  let (outer, inner, probe) = (opened(arguments[1]), opened(arguments[2]), opened(arguments[3]))
+  do {
+    AppLifecycle.start(identity: try AppIdentity.current())
+  } catch {
+    fail("who this process is: \(error.message)")
+  }
+  let noticed = DispatchSemaphore(value: 0)
+  let observation = AppLifecycle.onSuspend { _ in noticed.signal() }
+  defer { withExtendedLifetime(observation) {} }
+  do {
+    try outer.lock(until: FileSystem.deadline(after: .seconds(5)))
+  } catch {
+    fail("locking \(arguments[1]): \(error)")
+  }
+  say("holding")
+  guard noticed.wait(timeout: .now() + 30) == .success else { fail("no suspension notice") }
+  // Closed when another thread, holding nothing, is refused the free PROBE at once.
+  let closed = DispatchSemaphore(value: 0)
+  Thread.detachNewThread {
+    let end = FileSystem.deadline(after: .seconds(30))
+    while FileSystem.monotonicNanoseconds() < end {
+      guard (try? probe.lock(until: 0)) != nil else {
+        closed.signal()
+        return
+      }
+      probe.unlock()
+      sched_yield()
+    }
+  }
+  guard closed.wait(timeout: .now() + 30) == .success else { fail("the barrier never closed") }
+  do {
+    try inner.lock(until: FileSystem.deadline(after: .seconds(5)))
+    say("inner locked")
+    inner.unlock()
+  } catch {
+    say("inner timed out")
+  }
+  outer.unlock()
+  say("released")
+  while readLine() != nil {}
 
 case "store":
   guard arguments.count >= 4 else { fail("store save|load|delete SERVICE ACCOUNT [VALUE]") }

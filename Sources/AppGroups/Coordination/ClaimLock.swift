@@ -41,10 +41,13 @@ struct Claim: Sendable, Hashable {
 final class ClaimLock: @unchecked Sendable {
   private var file: ByteLockFile?
   let claims: [Claim]
+  /// The suspension barrier's passage, left on release.
+  private let passage: SuspensionBarrier.Entry
 
-  private init(file: ByteLockFile, claims: [Claim]) {
+  private init(file: ByteLockFile, claims: [Claim], passage: SuspensionBarrier.Entry) {
     self.file = file
     self.claims = claims
+    self.passage = passage
   }
 
   deinit { release() }
@@ -53,7 +56,7 @@ final class ClaimLock: @unchecked Sendable {
   func release() {
     guard file != nil else { return }
     file = nil
-    SuspensionBarrier.leave()
+    SuspensionBarrier.leave(passage)
   }
 
   /// The lock steps for `claims`, in byte order.
@@ -100,9 +103,9 @@ final class ClaimLock: @unchecked Sendable {
   ) throws(Failure) -> ClaimLock {
     guard let space = claims.first?.item.space else { preconditionFailure("no claim") }
     let steps = Self.steps(for: claims)
-    guard SuspensionBarrier.enter(until: deadline) else { throw .suspending }
+    guard let passage = SuspensionBarrier.enter(until: deadline) else { throw .suspending }
     var entered = true
-    defer { if entered { SuspensionBarrier.leave() } }
+    defer { if entered { SuspensionBarrier.leave(passage) } }
     while true {
       let file: ByteLockFile
       do {
@@ -128,7 +131,7 @@ final class ClaimLock: @unchecked Sendable {
       // The file locked must still be the file at the path.
       if file.isStillAtPath {
         entered = false
-        return ClaimLock(file: file, claims: claims)
+        return ClaimLock(file: file, claims: claims, passage: passage)
       }
     }
   }

@@ -89,12 +89,12 @@ package final class LockedFile: @unchecked Sendable {
   /// Lifecycle's suspension barrier, so that no lock is held across a suspension. System
   /// knows nothing of suspensions; it only asks.
   struct Admission: Sendable {
-    /// Waits until a lock may be taken; `false` when it still may not at the deadline
-    /// (``FileSystem/monotonicNanoseconds()``).
-    var enter: @Sendable (_ deadline: UInt64) -> Bool
-    /// Called once for each `enter` that returned `true`, once the lock is released (or was
-    /// not taken after all).
-    var leave: @Sendable () -> Void
+    /// Waits until a lock may be taken; `nil` when it still may not at the deadline
+    /// (``FileSystem/monotonicNanoseconds()``), else the passage to leave.
+    var enter: @Sendable (_ deadline: UInt64) -> UInt?
+    /// Called once for each passage `enter` returned, once the lock is released (or was not
+    /// taken after all).
+    var leave: @Sendable (_ passage: UInt) -> Void
   }
 
   private static let admission = Mutex<Admission?>(nil)
@@ -131,8 +131,8 @@ package final class LockedFile: @unchecked Sendable {
     }
     /// The handle whose lock this process holds, between ``lock(until:)`` and ``unlock()``.
     var held: Handle?
-    /// The admission the held lock passed, to leave when it is released.
-    var admitted: Admission?
+    /// The admission the held lock passed and its passage, to leave when it is released.
+    var admitted: (admission: Admission, passage: UInt)?
     /// The pages of files replaced at the path, unmapped only when this goes.
     var retiredPages: [UnsafeMutablePointer<UInt64>] = []
 
@@ -218,10 +218,13 @@ package final class LockedFile: @unchecked Sendable {
     until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
   ) throws(Failure) {
     // Never held across a suspension: the admission installed from above (Lifecycle/).
-    let admission = Self.admission.withLock { $0 }
-    if let admission, !admission.enter(deadline) { throw .timedOut }
+    var admitted: (admission: Admission, passage: UInt)?
+    if let admission = Self.admission.withLock({ $0 }) {
+      guard let passage = admission.enter(deadline) else { throw .timedOut }
+      admitted = (admission, passage)
+    }
     var locked = false
-    defer { if !locked { admission?.leave() } }
+    defer { if !locked, let admitted { admitted.admission.leave(admitted.passage) } }
     while true {
       let handle = state.withLock { $0.current }
       var woken: CInt = 0
@@ -239,7 +242,7 @@ package final class LockedFile: @unchecked Sendable {
       guard let replacement else {
         update {
           $0.held = handle
-          $0.admitted = admission
+          $0.admitted = admitted
         }
         locked = true
         return
@@ -270,7 +273,7 @@ package final class LockedFile: @unchecked Sendable {
   /// Releases the lock.
   package func unlock() {
     var held: Handle?
-    var admitted: Admission?
+    var admitted: (admission: Admission, passage: UInt)?
     update { state in
       held = state.held
       admitted = state.admitted
@@ -279,7 +282,7 @@ package final class LockedFile: @unchecked Sendable {
     }
     if let held {
       cappgroups_funlock(held.descriptor, held.page)
-      admitted?.leave()
+      if let admitted { admitted.admission.leave(admitted.passage) }
     }
   }
 
