@@ -17,7 +17,7 @@ import Foundation
 /// continued by something other than `groupctl resume` is not kept from its files for long.
 enum SuspensionBarrier {
   /// One passage of the barrier, to leave once (from any thread): the thread that entered.
-  typealias Entry = UInt
+  typealias Entry = Threads.Identity
 
   private static let condition = NSCondition()
   // Read and written only while `condition` is locked.
@@ -42,7 +42,7 @@ enum SuspensionBarrier {
   /// (``FileSystem/monotonicNanoseconds()``).
   /// - Returns: The passage, for ``leave(_:)``.
   static func enter(until deadline: UInt64) -> Entry? {
-    let thread = Entry(pthread_self())
+    let thread = Entry.current
     condition.lock()
     defer { condition.unlock() }
     while entries[thread] == nil, let until = closedUntil {

@@ -350,17 +350,7 @@ extension SuiteStore {
         // whole domain; many (a migration) take the pass below, which changes nothing in place.
         let newer = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
         for (key, value) in extra where !newer.contains(key) {
-          let old: PropertyListValue?
-          if let value {
-            old = st.values.updateValue(value, forKey: key)
-          } else {
-            old = st.values.removeValue(forKey: key)
-          }
-          guard old != value else { continue }
-          st.sizeEstimate +=
-            PropertyListValue.estimatedEntrySize(key: key, value: value)
-            - PropertyListValue.estimatedEntrySize(key: key, value: old)
-          local.append(StoredChange(key: key, old: old, new: value))
+          if let change = st.install(value, forKey: key) { local.append(change) }
         }
       } else if didReload || !extra.isEmpty {
         // Others' changes (and the atomic update's) become visible, except

@@ -76,6 +76,23 @@ final class SuiteStore: Sendable {
     var changeHandler: ChangeHandlers? {
       changeHandlers.isEmpty ? nil : ChangeHandlers(handlers: changeHandlers)
     }
+
+    /// Puts `value` (`nil`: removed) under `key` in memory, keeping the size estimate: the
+    /// change, or `nil` when memory already held it. For changes read from disk one key at a
+    /// time (the journal's records, an atomic update's keys).
+    mutating func install(_ value: PropertyListValue?, forKey key: String) -> StoredChange? {
+      let old: PropertyListValue?
+      if let value {
+        old = values.updateValue(value, forKey: key)
+      } else {
+        old = values.removeValue(forKey: key)
+      }
+      guard old != value else { return nil }
+      sizeEstimate +=
+        PropertyListValue.estimatedEntrySize(key: key, value: value)
+        - PropertyListValue.estimatedEntrySize(key: key, value: old)
+      return StoredChange(key: key, old: old, new: value)
+    }
   }
 
   /// What a change handler is told: one change (a `set`'s, handed on without an array
@@ -361,17 +378,7 @@ final class SuiteStore: Sendable {
       if st.replacement == nil {
         let mine = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
         for (key, value) in appended where !mine.contains(key) {
-          let old: PropertyListValue?
-          if let value {
-            old = st.values.updateValue(value, forKey: key)
-          } else {
-            old = st.values.removeValue(forKey: key)
-          }
-          guard old != value else { continue }
-          st.sizeEstimate +=
-            PropertyListValue.estimatedEntrySize(key: key, value: value)
-            - PropertyListValue.estimatedEntrySize(key: key, value: old)
-          changes.append(StoredChange(key: key, old: old, new: value))
+          if let change = st.install(value, forKey: key) { changes.append(change) }
         }
       }
       return (changes, st.changeHandler)

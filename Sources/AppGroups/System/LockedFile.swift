@@ -91,10 +91,10 @@ package final class LockedFile: @unchecked Sendable {
   struct Admission: Sendable {
     /// Waits until a lock may be taken; `nil` when it still may not at the deadline
     /// (``FileSystem/monotonicNanoseconds()``), else the passage to leave.
-    var enter: @Sendable (_ deadline: UInt64) -> UInt?
+    var enter: @Sendable (_ deadline: UInt64) -> Threads.Identity?
     /// Called once for each passage `enter` returned, once the lock is released (or was not
     /// taken after all).
-    var leave: @Sendable (_ passage: UInt) -> Void
+    var leave: @Sendable (_ passage: Threads.Identity) -> Void
   }
 
   private static let admission = Mutex<Admission?>(nil)
@@ -132,7 +132,7 @@ package final class LockedFile: @unchecked Sendable {
     /// The handle whose lock this process holds, between ``lock(until:)`` and ``unlock()``.
     var held: Handle?
     /// The admission the held lock passed and its passage, to leave when it is released.
-    var admitted: (admission: Admission, passage: UInt)?
+    var admitted: (admission: Admission, passage: Threads.Identity)?
     /// The pages of files replaced at the path, unmapped only when this goes.
     var retiredPages: [UnsafeMutablePointer<UInt64>] = []
 
@@ -218,7 +218,7 @@ package final class LockedFile: @unchecked Sendable {
     until deadline: UInt64, whileHolderProgresses ceiling: UInt64? = nil
   ) throws(Failure) {
     // Never held across a suspension: the admission installed from above (Lifecycle/).
-    var admitted: (admission: Admission, passage: UInt)?
+    var admitted: (admission: Admission, passage: Threads.Identity)?
     if let admission = Self.admission.withLock({ $0 }) {
       guard let passage = admission.enter(deadline) else { throw .timedOut }
       admitted = (admission, passage)
@@ -273,7 +273,7 @@ package final class LockedFile: @unchecked Sendable {
   /// Releases the lock.
   package func unlock() {
     var held: Handle?
-    var admitted: (admission: Admission, passage: UInt)?
+    var admitted: (admission: Admission, passage: Threads.Identity)?
     update { state in
       held = state.held
       admitted = state.admitted

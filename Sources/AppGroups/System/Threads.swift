@@ -3,11 +3,13 @@ import Glibc
 /// The thread calls the package makes: who the calling thread is, and a short pause.
 enum Threads {
   /// A thread of this process, as `pthread_self(3)` names it; equal when it is the same
-  /// thread (`pthread_equal(3)`).
-  struct Identity: Equatable, @unchecked Sendable {
+  /// thread (`pthread_equal(3)`). A thread that ended may leave its identity to a new one.
+  struct Identity: Hashable, @unchecked Sendable {
     private let thread: pthread_t
 
     static func == (a: Identity, b: Identity) -> Bool { pthread_equal(a.thread, b.thread) != 0 }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(thread) }
 
     /// The calling thread.
     static var current: Identity { Identity(thread: pthread_self()) }
