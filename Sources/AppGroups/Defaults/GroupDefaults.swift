@@ -57,7 +57,7 @@ public final class GroupDefaults: Sendable {
   /// ``replacePersistentDomain(_:with:)``). The object is the `GroupDefaults`;
   /// `userInfo` holds ``suiteNameKey``, ``changedKeysKey``, ``originKey`` and ``changesKey``.
   /// Changes heard from other processes are posted at background priority, after the
-  /// observers (``observe(_:handler:)``) were called.
+  /// observers (`observe(_:handler:)`) were called.
   public static let didChangeNotification = Notification.Name("GroupDefaultsDidChangeNotification")
   /// Posted when a write was refused because the domain would pass its size limit.
   public static let sizeLimitExceededNotification = Notification.Name(

@@ -116,7 +116,7 @@ public struct SandboxRuleset: Sendable, CustomStringConvertible {
   /// - read-only: the manifest, the global preferences container and the
   ///   managed preferences folder (both created if missing, so that a later
   ///   write by the administrator is seen); the device state, `<root>/Device`
-  ///   (``allowDeviceState(root:)``); `/proc` (a Swift program reads
+  ///   (`allowDeviceState(root:)`); `/proc` (a Swift program reads
   ///   its arguments from `/proc/self/cmdline` and needs `/proc/self` to run;
   ///   the ids of the children it will start are unknown, so it is all of
   ///   `/proc`: other processes' command lines and environments can be read,

@@ -13,7 +13,7 @@ extension PropertyListValue {
   ///
   /// A binary property list (starting with "bplist") is read by this
   /// package's own reader, and so is an XML one in the form Apple writes
-  /// (``XMLPropertyList``); anything else (another XML form, or the old
+  /// too; anything else (another XML form, or the old
   /// OpenStep text format, as a hand-edited file may be) by Foundation.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
