@@ -22,11 +22,17 @@ final class BinaryPropertyListIndex: Sendable {
   /// How many distinct keys the top dictionary has (a duplicate key's first entry counts).
   let count: Int
   /// Open addressing, linear probing, a power of two at least twice `count`: 0 is empty,
-  /// else the number of a distinct key's first entry + 1.
-  private let slots: [UInt32]
+  /// else the number of a distinct key's first entry + 1 in the low 32 bits, and the high 32
+  /// bits of its key's hash above them (most probes that do not match end there).
+  private let slots: [UInt64]
   /// The whole dictionary, decoded the first time it is asked for, then shared by every
   /// holder of this index (a store's memory and its file's last-read values).
   private let whole = Mutex<[String: PropertyListValue]?>(nil)
+
+  /// The smallest file worth indexing: below it (a few dozen keys) the whole decode costs
+  /// less than building the index and looking keys up one by one (measured on a watcher's
+  /// re-read of a one-key suite: 72 k instructions decoded whole, 80 k indexed).
+  static let minimumSize = 2048
 
   /// What ``lookup(_:)`` found.
   enum Lookup: Equatable {
@@ -42,7 +48,7 @@ final class BinaryPropertyListIndex: Sendable {
   /// file, which says what is wrong exactly as it always did.
   init?(_ data: Data) {
     guard data.starts(with: "bplist".utf8) else { return nil }
-    let built = data.withUnsafeBytes { raw -> (count: Int, slots: [UInt32])? in
+    let built = data.withUnsafeBytes { raw -> (count: Int, slots: [UInt64])? in
       do throws(AppGroupsError) {
         var reader = try BinaryPropertyListReader(raw)
         return try reader.indexTop()
@@ -80,14 +86,17 @@ final class BinaryPropertyListIndex: Sendable {
     _ query: UnsafeRawBufferPointer, _ reader: BinaryPropertyListReader, _ top: BinaryPropertyListReader.Top
   ) -> Int? {
     let mask = slots.count &- 1
-    var slot = Self.hash(query) & mask
+    let hash = Self.hash(query)
+    let tag = UInt64(truncatingIfNeeded: hash) &>> 32
+    var slot = hash & mask
     while true {
-      let entry = Int(slots[slot])
-      if entry == 0 { return nil }
-      if let bytes = try? reader.keyBytes(at: top.keyStart, index: entry &- 1),
+      let found = slots[slot]
+      if found == 0 { return nil }
+      let entry = Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1
+      if found &>> 32 == tag, let bytes = try? reader.keyBytes(at: top.keyStart, index: entry),
         BinaryPropertyListReader.same(bytes, query)
       {
-        return entry &- 1
+        return entry
       }
       slot = (slot &+ 1) & mask
     }
@@ -119,7 +128,7 @@ final class BinaryPropertyListIndex: Sendable {
         var keys: [String] = []
         // Every key of this file: missing from the other, or its value's bytes differ.
         for slot in slots where slot != 0 {
-          let entry = Int(slot) &- 1
+          let entry = Int(truncatingIfNeeded: slot & 0xFFFF_FFFF) &- 1
           guard let bytes = try? a.keyBytes(at: aTop.keyStart, index: entry) else { continue }
           if let match = other.find(bytes, b, bTop),
             let aRef = try? a.reference(from: a.topObject, at: aTop.valueStart, index: entry),
@@ -132,7 +141,8 @@ final class BinaryPropertyListIndex: Sendable {
         }
         // Every key of the other that this file lacks.
         for slot in other.slots where slot != 0 {
-          guard let bytes = try? b.keyBytes(at: bTop.keyStart, index: Int(slot) &- 1) else { continue }
+          let entry = Int(truncatingIfNeeded: slot & 0xFFFF_FFFF) &- 1
+          guard let bytes = try? b.keyBytes(at: bTop.keyStart, index: entry) else { continue }
           if find(bytes, a, aTop) == nil { keys.append(String(decoding: bytes, as: UTF8.self)) }
         }
         return keys
@@ -193,8 +203,15 @@ extension BinaryPropertyListReader {
 
   /// The bytes of the `index`th key of the top dictionary, checked as ``key(in:at:index:)``
   /// checks them; `nil` for a UTF-16 key (not indexed).
+  @inline(__always)
   func keyBytes(at keyStart: Int, index: Int) throws(AppGroupsError) -> UnsafeRawBufferPointer? {
-    let keyRef = try reference(from: topObject, at: keyStart, index: index)
+    try keyBytes(of: try reference(from: topObject, at: keyStart, index: index))
+  }
+
+  /// The bytes of key object `keyRef`, checked as ``key(in:at:index:)`` checks them; `nil`
+  /// for a UTF-16 key (not indexed).
+  @inline(__always)
+  func keyBytes(of keyRef: Int) throws(AppGroupsError) -> UnsafeRawBufferPointer? {
     let keyOffset = try offset(of: keyRef)
     let marker = byte(at: keyOffset) &>> 4
     guard marker == 0x5 else {
@@ -208,6 +225,53 @@ extension BinaryPropertyListReader {
       throw BinaryPropertyList.corrupt("object \(keyRef) is an ASCII string with a byte of 0x80 or more")
     }
     return bytes
+  }
+
+  /// Checks object `object` as ``begin(object:depth:)`` would decode it, when it is not a
+  /// container, without making its value (no `String`, no `Data`): the same budget spent,
+  /// the same ranges and markers refused. - Returns: `false` for an array or a dictionary,
+  /// which is left to the decode (nothing spent).
+  @inline(__always)
+  mutating func checkScalar(_ object: Int) throws(AppGroupsError) -> Bool {
+    let offset = try offset(of: object)
+    let marker = byte(at: offset)
+    let kind = marker &>> 4
+    if kind == 0xA || kind == 0xD { return false }
+    try spend(object)
+    switch kind {
+    case 0x0:
+      guard marker == 0x08 || marker == 0x09 else {
+        throw BinaryPropertyList.corrupt("object \(object) is null or has an unknown marker")
+      }
+    case 0x1:
+      _ = try integer(object: object, at: offset)
+    case 0x2:
+      let width = marker & 0x0F == 2 ? 4 : marker & 0x0F == 3 ? 8 : 0
+      guard width > 0 else { throw BinaryPropertyList.corrupt("object \(object) is a real of another width") }
+      try checkRange(object: object, start: offset &+ 1, count: width, what: "real")
+    case 0x3:
+      guard marker == 0x33 else { throw BinaryPropertyList.corrupt("object \(object) has an unknown marker") }
+      try checkRange(object: object, start: offset &+ 1, count: 8, what: "date")
+      guard !Double(bitPattern: BinaryPropertyListReader.bigEndian(base, at: offset &+ 1, width: 8)).isNaN else {
+        throw BinaryPropertyList.corrupt("object \(object) is a date that is not a number (NaN)")
+      }
+    case 0x4:
+      let (count, start) = try header(object: object, at: offset)
+      try checkRange(object: object, start: start, count: count, what: "data")
+    case 0x5:
+      let (count, start) = try header(object: object, at: offset)
+      try checkRange(object: object, start: start, count: count, what: "ASCII string")
+      guard BinaryPropertyList.isASCII(UnsafeRawBufferPointer(start: base.advanced(by: start), count: count)) else {
+        throw BinaryPropertyList.corrupt("object \(object) is an ASCII string with a byte of 0x80 or more")
+      }
+    case 0x6:
+      // Any UTF-16 decodes (an unpaired surrogate becomes U+FFFD): only its range is checked.
+      let (count, start) = try header(object: object, at: offset)
+      try checkRange(object: object, start: start, count: count &* 2, what: "UTF-16 string")
+    default:
+      throw BinaryPropertyList.corrupt("object \(object) is not a property-list value here")
+    }
+    return true
   }
 
   /// Whether two byte ranges are equal.
@@ -263,40 +327,54 @@ extension BinaryPropertyListReader {
 
   /// Checks the whole file as ``decodeTop()`` does (the same objects, the same budget, the
   /// same cycle and depth checks) and indexes the top dictionary's keys; `nil` when a key is
-  /// not ASCII or there are too many. Each value is decoded and dropped: the check is what
-  /// costs, not keeping it.
-  mutating func indexTop() throws(AppGroupsError) -> (count: Int, slots: [UInt32])? {
+  /// not ASCII or there are too many. A scalar value is checked in place; a container is
+  /// decoded and dropped.
+  mutating func indexTop() throws(AppGroupsError) -> (count: Int, slots: [UInt64])? {
     try spend(topObject)
     let top = try topReferences()
     guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
-    if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
-    open[topObject] = true
     var capacity = 8
     while capacity < top.count &* 2 { capacity &<<= 1 }
-    var slots = [UInt32](repeating: 0, count: capacity)
+    var slots = [UInt64](repeating: 0, count: capacity)
     let mask = capacity &- 1
     var distinct = 0
-    let indexed = try slots.withUnsafeMutableBufferPointer { slots throws(AppGroupsError) -> Bool in
-      for index in 0..<top.count {
-        try spend(try reference(from: topObject, at: top.keyStart, index: index))
-        guard let bytes = try keyBytes(at: top.keyStart, index: index) else { return false }
-        var slot = BinaryPropertyListIndex.hash(bytes) & mask
-        while true {
-          let entry = Int(slots[slot])
-          if entry == 0 {
-            slots[slot] = UInt32(truncatingIfNeeded: index &+ 1)
-            distinct &+= 1
-            break
-          }
-          // A duplicate key: the first one wins, as in CoreFoundation and the full decode.
-          if let other = try keyBytes(at: top.keyStart, index: entry &- 1), Self.same(other, bytes) { break }
-          slot = (slot &+ 1) & mask
+    // The top dictionary is open (a cycle through it is refused) from the first container on:
+    // a scalar refers to nothing.
+    var topOpen = false
+    for index in 0..<top.count {
+      let keyRef = try reference(from: topObject, at: top.keyStart, index: index)
+      try spend(keyRef)
+      guard let bytes = try keyBytes(of: keyRef) else { return nil }
+      let hash = BinaryPropertyListIndex.hash(bytes)
+      let tag = UInt64(truncatingIfNeeded: hash) & 0xFFFF_FFFF_0000_0000
+      var slot = hash & mask
+      while true {
+        let found = slots[slot]
+        if found == 0 {
+          slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
+          distinct &+= 1
+          break
         }
-        _ = try decode(object: try reference(from: topObject, at: top.valueStart, index: index), depth: 1)
+        // A duplicate key: the first one wins, as in CoreFoundation and the full decode.
+        if found & 0xFFFF_FFFF_0000_0000 == tag,
+          let other = try keyBytes(at: top.keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
+          Self.same(other, bytes)
+        {
+          break
+        }
+        slot = (slot &+ 1) & mask
       }
-      return true
+      let valueRef = try reference(from: topObject, at: top.valueStart, index: index)
+      if try !checkScalar(valueRef) {
+        if !topOpen {
+          if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
+          open[topObject] = true
+          topOpen = true
+        }
+        _ = try decode(object: valueRef, depth: 1)
+      }
     }
-    open[topObject] = false
-    return indexed ? (distinct, slots) : nil
+    if topOpen { open[topObject] = false }
+    return (distinct, slots)
   }
 }

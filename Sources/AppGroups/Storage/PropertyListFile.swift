@@ -31,15 +31,18 @@ enum PropertyListFile {
   /// unreadable, without being followed or opened.
   ///
   /// With `indexing`, a binary file that ``BinaryPropertyListIndex`` accepts (checked whole,
-  /// as the full decode checks it) is returned `.indexed`; any other (XML, a UTF-16 key,
-  /// anything malformed) is read as without it, and says what it always said.
+  /// as the full decode checks it) and is not small (``BinaryPropertyListIndex/minimumSize``)
+  /// is returned `.indexed`; any other (XML, a UTF-16 key, anything malformed) is read as
+  /// without it, and says what it always said.
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
   static func read(_ path: String, indexing: Bool = false) throws(SystemCallError) -> Contents {
     if let entry = try FileSystem.linkEntry(path), !entry.isRegularFile {
       return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }
     guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
-    if indexing, let index = BinaryPropertyListIndex(data) { return .indexed(index, identity) }
+    if indexing, data.count >= BinaryPropertyListIndex.minimumSize, let index = BinaryPropertyListIndex(data) {
+      return .indexed(index, identity)
+    }
     let strictFailure: String
     do {
       let value = try PropertyListValue(propertyListData: data)
