@@ -150,34 +150,15 @@ final class BinaryPropertyListIndex: Sendable {
     }
   }
 
-  /// A multiply-rotate over 8 bytes at a time and murmur3's 64-bit finaliser: keys are short,
-  /// and the table is this process's (what collides is no one else's choice to exploit but
-  /// a file's writer's, who can only slow this process's own reads of that file).
+  /// The standard library's hash of the key's bytes: seeded at random per process, so that a
+  /// group member that writes the file cannot choose keys that all collide and make every
+  /// other member's open quadratic (as `Dictionary`'s table, which the index replaces, is
+  /// protected).
   @inline(__always)
   static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
-    var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
-    guard let base = bytes.baseAddress else { return Int(truncatingIfNeeded: h) }
-    let n = bytes.count
-    var i = 0
-    while n &- i >= 8 {
-      h = (h ^ base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xC2B2_AE3D_27D4_EB4F
-      h = h &<< 31 | h &>> 33
-      i &+= 8
-    }
-    var tail: UInt64 = 0
-    var shift: UInt64 = 0
-    while i < n {
-      tail |= UInt64(base.load(fromByteOffset: i, as: UInt8.self)) &<< shift
-      shift &+= 8
-      i &+= 1
-    }
-    h ^= tail &* 0x1656_67B1_9E37_79F9
-    h ^= h &>> 33
-    h = h &* 0xFF51_AFD7_ED55_8CCD
-    h ^= h &>> 33
-    h = h &* 0xC4CE_B9FE_1A85_EC53
-    h ^= h &>> 33
-    return Int(truncatingIfNeeded: h)
+    var hasher = Hasher()
+    hasher.combine(bytes: bytes)
+    return hasher.finalize()
   }
 }
 
