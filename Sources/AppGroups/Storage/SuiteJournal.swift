@@ -138,9 +138,10 @@ package enum SuiteJournal {
   /// How large the journal of a plist of `plistSize` bytes may grow at most: a quarter of it
   /// (at least 1 KiB), which a commit of a burst may fill (see ``burstChanges``); a small
   /// commit keeps it within ``smallCommitBound(forPlistSize:)``, and folds into the plist a
-  /// journal a burst left larger. A record costs a reader about twice per byte what the
-  /// plist does, so a new process's load grows by half at worst, and by an eighth once a
-  /// small commit has followed the burst.
+  /// journal a burst left larger. A record's change costs a reader about two and a half times
+  /// what a key of the plist does, so a new process's load of the suite grows by up to about
+  /// half while a burst's journal is at this bound, and by about a sixth at most once a small
+  /// commit has folded it.
   static func bound(forPlistSize plistSize: Int) -> Int { max(1024, plistSize / 4) }
 
   /// How large a small commit lets the journal grow before it folds it into the plist: a
