@@ -223,6 +223,40 @@ struct KeychainProcessTests {
     worker.wait(timeout: 30)
   }
 
+  /// An app stopped holding an access group's lock (its drain ran out of time) is reported,
+  /// not terminated: on a device the keychain daemon holds that lock, not the app. Its answer
+  /// says the lock was still held, and is not counted as ready.
+  @Test func anAppStoppedHoldingAKeychainLockIsReportedNotTerminated() throws {
+    let k = try KeychainRoot()
+    #expect(
+      try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
+    let group = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: k.root.keychainsURL.path).first)
+    let lockPath = k.root.keychainsURL.path + "/\(group)/keychain.plist.lock"
+    let holder = try ChildProcess(
+      "appgroups-keychain-worker", ["hold-lock", lockPath], environment: k.environment())
+    #expect(holder.waitForLine { $0 == "holding" } != nil)
+    let device = Device(root: k.root)
+    let pid = holder.process.processIdentifier
+    let outcome = try device.suspend(pid: pid, grace: .milliseconds(500))
+    #expect(outcome.result == .suspended)
+    #expect(outcome.listening && !outcome.acknowledged && outcome.heldLibraryLock)
+    let lock = try #require(outcome.locks.first)
+    #expect(outcome.locks.count == 1 && lock.isKeychain && lock.groupIdentifier == group)
+    #expect(lock.path.hasSuffix("/Keychains/\(group)/keychain.plist.lock"))
+    #expect(outcome.reports.count == 1)
+    let report = outcome.reports.first ?? ""
+    #expect(
+      report.hasPrefix(
+        "reported: \(KeychainRoot.app) (\(pid)) held the keychain's lock of access group \(group)"))
+    #expect(report.contains("not 0xdead10cc") && !report.contains("terminated"))
+    #expect(device.logLines().count == 1 && device.logLines().first?.hasSuffix(report) == true)
+    #expect(device.stoppedProcessesHoldingLocks().map(\.pid) == [pid])
+    try device.resume(pid: pid)
+    holder.signal(SIGKILL)
+    holder.wait(timeout: 30)
+  }
+
   @Test func theReferenceKeychainStoreWorksAcrossTheAppAndTheWidget() throws {
     let k = try KeychainRoot()
     let token = "refresh-\(UUID().uuidString)"

@@ -20,6 +20,9 @@
 //                                                            INNER on the same thread: "inner locked"
 //                                                            or "inner timed out", then lets both go
 //                                                            ("released")
+//   appgroups-keychain-worker hold-lock PATH                  starts the app's lifecycle, locks the
+//                                                            lock file PATH through the library
+//                                                            ("holding") and never lets it go
 //   appgroups-keychain-worker store save|load|delete SERVICE ACCOUNT [VALUE]
 //                                                            the iOS KeychainStore pattern:
 //                                                            "saved", "loaded VALUE", "none",
@@ -238,6 +241,21 @@ case "nested-locks":
   outer.unlock()
   say("released")
   while readLine() != nil {}
+
+case "hold-lock":
+  // A library lock held past any suspension's grace: the drain runs out of time.
+  guard arguments.count == 2 else { fail("hold-lock PATH") }
+  let held: LockedFile
+  do {
+    held = try LockedFile(path: arguments[1])
+    AppLifecycle.start(identity: try AppIdentity.current())
+    try held.lock(until: FileSystem.deadline(after: .seconds(5)))
+  } catch {
+    fail("locking \(arguments[1]): \(error)")
+  }
+  say("holding")
+  while readLine() != nil {}
+  withExtendedLifetime(held) {}
 
 case "store":
   guard arguments.count >= 4 else { fail("store save|load|delete SERVICE ACCOUNT [VALUE]") }

@@ -166,7 +166,8 @@ public final class BackgroundActivity: Sendable {
 
 /// The suspender and the app meet in `<app container>/Library/Lifecycle/`: the suspender
 /// writes `<pid>.request` and sends SIGTSTP; the app, once ready, writes `<pid>.ready`
-/// holding the monotonic time (`CLOCK_MONOTONIC`, nanoseconds) at which it got the notice.
+/// holding the monotonic time (`CLOCK_MONOTONIC`, nanoseconds) at which it got the notice,
+/// followed by ` held` when a lock of the library was still held at the end of the grace.
 /// The suspender removes the ready file before it sends the notice and again on resume;
 /// the app, waiting for that removal, then takes its locks again.
 enum SuspensionHandshake {
@@ -206,11 +207,21 @@ enum SuspensionHandshake {
     return sent &+ grace
   }
 
-  /// The notice time written in a ready file; `nil` when there is none.
-  static func noticeTime(in path: String) -> UInt64? {
+  /// A ready file's text: the time the notice was received, and `held` when the library's
+  /// locks were not all released by the end of the grace (the drain ran out of time).
+  static func ready(notice: UInt64, drained: Bool) -> String {
+    drained ? "\(notice)\n" : "\(notice) held\n"
+  }
+
+  /// What a ready file says: the notice time, and whether the library's locks were all
+  /// released; `nil` when there is none or it does not read as one.
+  static func answer(in path: String) -> (notice: UInt64, drained: Bool)? {
     guard let data = try? FileSystem.read(path)?.0 else { return nil }
-    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    return UInt64(text)
+    let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+    guard let first = fields.first, let notice = UInt64(first), fields.count <= 2,
+      fields.count == 1 || fields[1] == "held"
+    else { return nil }
+    return (notice, fields.count == 1)
   }
 
 }
@@ -390,7 +401,7 @@ final class Lifecycle: @unchecked Sendable {
     try? FileSystem.remove(request)
     do throws(SystemCallError) {
       try FileSystem.makeDirectory(folder, within: root)
-      try SuspensionHandshake.write("\(received)\n", to: ready)
+      try SuspensionHandshake.write(SuspensionHandshake.ready(notice: received, drained: drained), to: ready)
     } catch {
       Diagnostics.report("suspension: cannot say the app is ready (\(error))")
       return finishResume()

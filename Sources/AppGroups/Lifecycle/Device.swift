@@ -99,15 +99,21 @@ public struct SuspensionOutcome: Sendable {
   /// Whether the process handles ``AppLifecycle/suspensionSignal`` (SIGTSTP): one that does
   /// not was not sent it, and was not waited for.
   public let listening: Bool
-  /// Whether the app said it was done before the grace period ran out.
+  /// Whether the app said it was done before the grace period ran out, every lock of the
+  /// library released.
   public let acknowledged: Bool
+  /// Whether one of the app's processes answered while a lock of the library was still held
+  /// (a commit or a keychain write that did not end within the grace): it said so, and that
+  /// is not counted as done (``acknowledged`` is false).
+  public let heldLibraryLock: Bool
   /// How long the suspender waited for the app.
   public let waited: Duration
-  /// The locks its processes held in group containers when they were inspected, each once.
+  /// The locks its processes held in group containers and on the keychain's lock files when
+  /// they were inspected, each once.
   public let locks: [HeldLock]
   /// One line per lock: `terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID
   /// while being suspended (0xdead10cc), held by process PID (COMMAND)`, or with
-  /// `--report-only`, `reported: …`.
+  /// `--report-only`, `reported: …`; a keychain lock's line always begins `reported:`.
   public let reports: [String]
   /// The app's processes that were stopped, and then killed when it was terminated: the
   /// first one, then its descendants.
@@ -269,12 +275,15 @@ public struct Device: Sendable {
   ///    stop or exit.
   /// 3. Stops every process of the app (SIGSTOP, the first one first, then those it started
   ///    meanwhile), so that none takes a lock or starts another process while it is looked at.
-  /// 4. Reads the locks they hold on files in the root's group containers
-  ///    (``HeldLock/locks(heldBy:root:)``). None: the app stays stopped, and the record says
-  ///    suspended. A lock: a line per lock, `terminated: BUNDLE-ID (PID) held a lock on PATH
-  ///    in group GROUP-ID while being suspended (0xdead10cc), held by process PID (COMMAND)`,
-  ///    appended to ``logURL``, and SIGKILL to every process of the app; with `reportOnly`,
-  ///    the lines (`reported: …`) and the app stays stopped.
+  /// 4. Reads the locks they hold on files in the root's group containers and on its
+  ///    keychain's lock files (``HeldLock/locks(heldBy:root:)``). None: the app stays
+  ///    stopped, and the record says suspended. A lock in a group container: a line per
+  ///    lock, `terminated: BUNDLE-ID (PID) held a lock on PATH in group GROUP-ID while being
+  ///    suspended (0xdead10cc), held by process PID (COMMAND)`, appended to ``logURL``, and
+  ///    SIGKILL to every process of the app; with `reportOnly`, the lines (`reported: …`) and
+  ///    the app stays stopped. A keychain lock (``HeldLock/isKeychain``) is reported
+  ///    (`reported: … held the keychain's lock …`) and never terminates the app: on a device
+  ///    the keychain daemon holds it, not the app.
   ///
   /// - Throws: `.io` when there is no such process, or it cannot be signalled (the errno
   ///   text); `.invalidName` when its bundle id is unknown (no record and no
@@ -308,6 +317,7 @@ public struct Device: Sendable {
     // it (or be dropped, in an orphaned process group), and no answer would come.
     let listeners = members.filter { ProcessStatus.catches(.terminalStop, pid: $0.pid) }
     var acknowledged = false
+    var heldLibraryLock = false
     if !listeners.isEmpty {
       let (seconds, attoseconds) = grace.components
       let span =
@@ -335,8 +345,11 @@ public struct Device: Sendable {
           guard let status = ProcessStatus(pid: member) else { return true }
           return status.isStopped
         }
-        let answered = SuspensionHandshake.noticeTime(in: ready(member)).map { $0 >= sent }
-        if answered != true && ProcessStatus(pid: member) != nil { acknowledged = false }
+        let answer = SuspensionHandshake.answer(in: ready(member)).flatMap {
+          $0.notice >= sent ? $0 : nil
+        }
+        if answer?.drained == false { heldLibraryLock = true }
+        if answer?.drained != true && ProcessStatus(pid: member) != nil { acknowledged = false }
         try? FileSystem.remove(
           SuspensionHandshake.requestFile(root: root, bundleIdentifier: bundle, pid: member))
       }
@@ -349,7 +362,7 @@ public struct Device: Sendable {
     ) -> SuspensionOutcome {
       SuspensionOutcome(
         pid: pid, bundleIdentifier: bundle, result: result, listening: !listeners.isEmpty,
-        acknowledged: acknowledged, waited: waited, locks: locks, reports: reports,
+        acknowledged: acknowledged, heldLibraryLock: heldLibraryLock, waited: waited, locks: locks, reports: reports,
         processes: processes)
     }
     guard ProcessStatus(pid: pid) != nil else {
@@ -363,12 +376,20 @@ public struct Device: Sendable {
     for member in stopped { _ = ProcessStatus.waitUntilStopped(pid: member.pid) }
     let held = Self.locks(heldBy: Self.processes(ofApp: pid), root: root)
     let verb = reportOnly ? "reported" : "terminated"
+    // A keychain lock is the library's, which a device's keychain daemon would hold: it is
+    // reported, and the app is not terminated for it.
+    let fatal = held.contains { !$0.lock.isKeychain }
     let reports = held.map { lock, holders in
-      "\(verb): \(bundle) (\(pid)) held \(lock.subject) in group \(lock.groupIdentifier)"
-        + " while being suspended (0xdead10cc), held by \(Self.describe(holders))"
+      lock.isKeychain
+        ? "reported: \(bundle) (\(pid)) held \(lock.subject) while being suspended, held by"
+          + " \(Self.describe(holders)):"
+          + " not 0xdead10cc (a device's keychain daemon holds this lock, not the app), but every"
+          + " write to the access group waits for it until the app resumes"
+        : "\(verb): \(bundle) (\(pid)) held \(lock.subject) in group \(lock.groupIdentifier)"
+          + " while being suspended (0xdead10cc), held by \(Self.describe(holders))"
     }
     appendToLog(reports)
-    if !held.isEmpty && !reportOnly {
+    if fatal && !reportOnly {
       let killed = signalApp(pid, .kill)
       for member in members + killed { try? FileSystem.remove(ready(member.pid)) }
       removeRecord(pid: pid)

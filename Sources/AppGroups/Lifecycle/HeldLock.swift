@@ -1,6 +1,7 @@
 import Foundation
 
-/// A lock a process holds on a file inside a group container.
+/// A lock a process holds on a file inside a group container, or on an access group's lock
+/// file in the root's keychain (`<root>/Keychains/<group>/`).
 public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// How the lock was taken.
   public enum Kind: String, Sendable, Hashable {
@@ -21,8 +22,17 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   public let isExclusive: Bool
   /// The locked file's path, as the kernel names the process's descriptor.
   public let path: String
-  /// The group whose container holds the file.
+  /// The group whose container holds the file; for a keychain lock, the access group.
   public let groupIdentifier: String
+  /// Whether the file is an access group's lock file in the root's keychain
+  /// (`<root>/Keychains/<group>/keychain.plist.lock`), not a file in a group container.
+  ///
+  /// On a device the keychain's files belong to its daemon: an app never holds their lock, and
+  /// a suspended app is not terminated for one. Here the keychain is a library in the app's
+  /// process, which the suspension barrier keeps from holding that lock across a suspension;
+  /// a keychain lock found on a stopped app means the app's drain ran out of time, and every
+  /// other app's write to that access group waits for it.
+  public let isKeychain: Bool
   /// The first byte locked (0 for a whole-file lock).
   public let start: UInt64
 
@@ -34,22 +44,28 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
     return claim.item.isEmpty ? container : container + "/" + claim.item
   }
 
-  /// What the lock stands for in a report: `a lock on PATH`, or for a coordinated access
-  /// `a coordinated write of ITEM (a lock on PATH)`.
+  /// What the lock stands for in a report: `a lock on PATH`, for a coordinated access
+  /// `a coordinated write of ITEM (a lock on PATH)`, and for the keychain
+  /// `the keychain's lock of access group GROUP (a lock on PATH)`.
   public var subject: String {
+    if isKeychain { return "the keychain's lock of access group \(groupIdentifier) (a lock on \(path))" }
     guard let item = coordinatedItem else { return "a lock on \(path)" }
     return "a coordinated \(isExclusive ? "write" : "read") of \(item) (a lock on \(path))"
   }
 
-  /// `flock WRITE /path (group.x)`, and for a coordinated access `: coordinated write of ITEM`.
+  /// `flock WRITE /path (group.x)`, `flock WRITE /path (keychain group.x)`, and for a
+  /// coordinated access `: coordinated write of ITEM`.
   public var description: String {
-    let base = "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path) (\(groupIdentifier))"
+    let base =
+      "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path)"
+      + " (\(isKeychain ? "keychain " : "")\(groupIdentifier))"
     guard let item = coordinatedItem else { return base }
     return base + ": coordinated \(isExclusive ? "write" : "read") of \(item)"
   }
 
   /// Every lock `pid` holds on a file inside one of `root`'s group containers
-  /// (`<root>/Shared/AppGroup/<group>/`), flock, POSIX and OFD alike.
+  /// (`<root>/Shared/AppGroup/<group>/`) or its keychain's access groups
+  /// (`<root>/Keychains/<group>/`, ``isKeychain``), flock, POSIX and OFD alike.
   ///
   /// Read from `/proc/PID/fdinfo/FD`, whose `lock:` lines list the locks on the file of each
   /// of the process's descriptors (man 5 proc), each matched by device and inode with the
@@ -57,8 +73,10 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// took it, which may be a parent that passed it on; the descriptors name every holder.
   /// Empty when the process is gone or its descriptors cannot be read.
   public static func locks(heldBy pid: Int32, root: ContainerRoot) -> [HeldLock] {
-    let shared = root.url.appendingPathComponent("Shared/AppGroup").path
-    let prefix = (Paths.realPath(shared) ?? shared) + "/"
+    let places = [
+      (root.url.appendingPathComponent("Shared/AppGroup").path, false),
+      (root.keychainsURL.path, true),
+    ].map { folder, isKeychain in ((Paths.realPath(folder) ?? folder) + "/", isKeychain) }
     var found: [HeldLock] = []
     var seen = Set<String>()
     for fd in FileSystem.entryNames(in: "/proc/\(pid)/fdinfo") {
@@ -69,12 +87,14 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
         .filter { $0.hasPrefix("lock:") && !$0.contains("->") }
       guard !lines.isEmpty else { continue }
       let link = "/proc/\(pid)/fd/\(fd)"
-      guard let path = Paths.linkContents(link), path.hasPrefix(prefix) else { continue }
+      guard let path = Paths.linkContents(link),
+        let (prefix, isKeychain) = places.first(where: { path.hasPrefix($0.0) })
+      else { continue }
       guard let file = FileStatus(atPath: link, followingLinks: true) else { continue }
       let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
       // A coordinated access's claims file: one lock per item claimed (its other bytes, the
       // folders above it and a waiting writer's turnstile, say nothing more).
-      let claims = path.hasSuffix("/" + CoordinationLayout.folder + "/" + CoordinationLayout.claimsFile)
+      let claims = !isKeychain && path.hasSuffix("/" + CoordinationLayout.folder + "/" + CoordinationLayout.claimsFile)
       for line in lines {
         guard let lock = LockLine(line), lock.matches(file) else { continue }
         if claims {
@@ -87,7 +107,7 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
         found.append(
           HeldLock(
             pid: pid, kind: lock.kind, isExclusive: lock.isExclusive, path: path,
-            groupIdentifier: group, start: lock.start))
+            groupIdentifier: group, isKeychain: isKeychain, start: lock.start))
       }
     }
     return found.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }

@@ -13,6 +13,9 @@ enum PropertyListFile {
     case missing
     /// The file's values, and the identity of the version read.
     case values([String: PropertyListValue], FileIdentity)
+    /// A binary file's values held as its bytes and an index of its keys, decoded when read
+    /// (see ``BinaryPropertyListIndex``); only when asked for (`indexing`).
+    case indexed(BinaryPropertyListIndex, FileIdentity)
     /// A file whose values are readable but for some (a keyed-archiver uid, a set, a damaged
     /// object): the rest of them, what was left out and why, and the bytes read, so that
     /// the whole file can be kept aside before anything writes over it.
@@ -26,12 +29,17 @@ enum PropertyListFile {
   /// Only a regular file is read. A symbolic link (which could lead out of the container), a
   /// fifo (which would block the reader), a folder, a socket or a device in its place is
   /// unreadable, without being followed or opened.
+  ///
+  /// With `indexing`, a binary file that ``BinaryPropertyListIndex`` accepts (checked whole,
+  /// as the full decode checks it) is returned `.indexed`; any other (XML, a UTF-16 key,
+  /// anything malformed) is read as without it, and says what it always said.
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
-  static func read(_ path: String) throws(SystemCallError) -> Contents {
+  static func read(_ path: String, indexing: Bool = false) throws(SystemCallError) -> Contents {
     if let entry = try FileSystem.linkEntry(path), !entry.isRegularFile {
       return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }
     guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
+    if indexing, let index = BinaryPropertyListIndex(data) { return .indexed(index, identity) }
     let strictFailure: String
     do {
       let value = try PropertyListValue(propertyListData: data)
@@ -134,6 +142,7 @@ enum PropertyListFile {
       switch contents {
       case .missing: current = nil
       case .values(let values, let identity): current = (values, identity)
+      case .indexed(let index, let identity): current = (index.decoded, identity)
       case .unreadable(let reason, _): throw AppGroupsError(.corruptPreferences, "\(path): \(reason)")
       case .salvaged(_, _, let skipped, _):
         let left = skipped.map(\.description).joined(separator: ", ")

@@ -37,6 +37,9 @@ package struct StoredSuite: Sendable {
     case .values(let values, let read):
       suite = StoredSuite(values: values, skipped: [], journalDamage: nil)
       identity = read
+    case .indexed(let index, let read):
+      suite = StoredSuite(values: index.decoded, skipped: [], journalDamage: nil)
+      identity = read
     case .salvaged(let values, let read, let skipped, _):
       suite = StoredSuite(values: values, skipped: skipped.map(\.description), journalDamage: nil)
       identity = read

@@ -121,7 +121,7 @@ extension SuiteFile {
   /// Applies the whole journal of plist version `base` onto `values` (`record` and `probing`
   /// as for ``readJournal(base:after:record:probing:)``). Call holding `commit`.
   func applyJournal(
-    to values: inout [String: PropertyListValue], base: FileIdentity, record: SuiteLockFile.Record?,
+    to values: inout SuiteValues, base: FileIdentity, record: SuiteLockFile.Record?,
     probing: Bool, _ cs: inout CommitState
   ) throws(SystemCallError) {
     cs.journal = nil
@@ -135,7 +135,7 @@ extension SuiteFile {
 
   /// Applies a journal's changes to `values`.
   /// - Returns: about how many bytes of the files the values they replace or remove hold.
-  static func apply(_ changes: [SuiteJournal.Change], to values: inout [String: PropertyListValue]) -> Int {
+  static func apply(_ changes: [SuiteJournal.Change], to values: inout SuiteValues) -> Int {
     var dead = 0
     for (key, value) in changes {
       let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)

@@ -36,7 +36,9 @@ final class SuiteFile: Sendable {
   /// What this process knows of the file. Held for the length of a read or a write, never
   /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
   struct CommitState: Sendable {
-    var persisted: [String: PropertyListValue] = [:]
+    /// The values of the file as last read or written (indexed, as read, until this
+    /// process's first commit decodes them; see ``SuiteValues``).
+    var persisted = SuiteValues()
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
@@ -74,9 +76,9 @@ final class SuiteFile: Sendable {
   /// later), reads nothing. Either way the token is seen from now on.
   /// - Returns: the values, and whether the journal is damaged so that a commit must repair it.
   func load(reading: Bool = true) throws(AppGroupsError) -> (
-    values: [String: PropertyListValue], needsRepair: Bool
+    values: SuiteValues, needsRepair: Bool
   ) {
-    let loaded = try commit.withLock { cs throws(AppGroupsError) -> ([String: PropertyListValue], Bool) in
+    let loaded = try commit.withLock { cs throws(AppGroupsError) -> (SuiteValues, Bool) in
       guard reading else { return ([:], false) }
       let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
@@ -87,14 +89,14 @@ final class SuiteFile: Sendable {
   }
 
   /// The values this process last read from or wrote to the file.
-  var persisted: [String: PropertyListValue] { commit.withLock { $0.persisted } }
+  var persisted: SuiteValues { commit.withLock { $0.persisted } }
 
   /// What a re-read found.
   enum Reread {
     /// Records appended to the journal of the version read: its changes, in order.
     case appended([SuiteJournal.Change])
     /// The file read again whole.
-    case reloaded([String: PropertyListValue])
+    case reloaded(SuiteValues)
   }
 
   /// Re-reads the file if it changed since this process last read or wrote it: only what was
@@ -136,7 +138,7 @@ final class SuiteFile: Sendable {
           return false
         }
       }
-      let read: [String: PropertyListValue]?
+      let read: SuiteValues?
       do throws(AppGroupsError) {
         read = try load(&cs, mode: .refresh, record: record)
       } catch {
@@ -156,7 +158,7 @@ final class SuiteFile: Sendable {
   /// state is held (see ``reread(_:)``), if `needed` still says so under it; for a store
   /// whose file could not be read at open.
   func reload(
-    if needed: () -> Bool, _ adopt: ([String: PropertyListValue]) -> Void
+    if needed: () -> Bool, _ adopt: (SuiteValues) -> Void
   ) throws(AppGroupsError) {
     try commit.withLock { cs throws(AppGroupsError) in
       guard needed() else { return }
@@ -280,7 +282,7 @@ final class SuiteFile: Sendable {
     //    `commit`, so that the closure may read the store.
     var extraChanges: [String: PropertyListValue?] = [:]
     if let extra = request.extra {
-      var merged = commit.withLock { replacement ?? $0.persisted }
+      var merged = commit.withLock { replacement ?? $0.persisted.decoded }
       for change in pending { merged[change.key] = change.value }
       extraChanges = extra(merged)
     }
@@ -298,10 +300,10 @@ final class SuiteFile: Sendable {
       var next: Values
       var replaced = false
       if let replacement {
-        replaced = replacement != cs.persisted
+        replaced = SuiteValues(replacement) != cs.persisted
         next = replacement
       } else {
-        next = cs.persisted
+        next = cs.persisted.decoded
         cs.persisted = [:]  // `next` is then the one reference: changed in place
       }
       var undo: [(key: String, old: PropertyListValue?)] = []
@@ -322,7 +324,7 @@ final class SuiteFile: Sendable {
         for (key, old) in undo.reversed() {
           if let old { next[key] = old } else { next[key] = nil }
         }
-        cs.persisted = next
+        cs.persisted = SuiteValues(next)
       }
       // A key changed and changed back within the commit counts as a change (a rewrite of
       // the same values): telling that apart would cost a hash of every pending key.
@@ -388,7 +390,7 @@ final class SuiteFile: Sendable {
           if race != nil { return .success(next) }
           return .failure(AppGroupsError(io: error, "writing \(SuiteJournal.path(of: path))"))
         }
-        cs.persisted = next
+        cs.persisted = SuiteValues(next)
         cs.deadBytes = dead
         return .success(next)
       }
@@ -403,7 +405,7 @@ final class SuiteFile: Sendable {
         keepPersisted()
         return .failure(error)
       }
-      cs.persisted = next
+      cs.persisted = SuiteValues(next)
       retireJournal(&cs)
       return .success(next)
     }
@@ -462,7 +464,7 @@ final class SuiteFile: Sendable {
   /// it is not for the version found).
   private func load(
     _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil
-  ) throws(AppGroupsError) -> [String: PropertyListValue]? {
+  ) throws(AppGroupsError) -> SuiteValues? {
     let holdingLock = mode == .commit
     // What lies at the journal's path is looked at on open, and while it is known damaged,
     // even when the lock file publishes no journal (see ``readJournal(base:after:record:probing:)``).
@@ -472,7 +474,7 @@ final class SuiteFile: Sendable {
     do throws(SystemCallError) {
       // Consumed, so that the values bound below are the one reference to their storage and
       // the journal's changes go into it in place, not into a copy of the whole domain.
-      let contents = try PropertyListFile.read(path)
+      let contents = try PropertyListFile.read(path, indexing: true)
       switch consume contents {
       case .missing:
         cs.identity = nil
@@ -480,18 +482,26 @@ final class SuiteFile: Sendable {
         cs.journal = nil
         cs.journalDamage = []
         return [:]
-      case .values(var values, let read):
+      case .indexed(let index, let read):
         cs.identity = read
         cs.unreadableIdentity = nil
+        var values = SuiteValues(indexed: index)
         try applyJournal(to: &values, base: read, record: record, probing: probing, &cs)
         return values
-      case .salvaged(var values, let read, let skipped, let data):
+      case .values(let decoded, let read):
+        cs.identity = read
+        cs.unreadableIdentity = nil
+        var values = SuiteValues(decoded)
+        try applyJournal(to: &values, base: read, record: record, probing: probing, &cs)
+        return values
+      case .salvaged(let decoded, let read, let skipped, let data):
         cs.identity = read
         cs.unreadableIdentity = nil
         if cs.salvagedIdentity != read {
           cs.salvagedIdentity = read
-          keepSalvagedCopy(data, skipped: skipped, keeping: values.count)
+          keepSalvagedCopy(data, skipped: skipped, keeping: decoded.count)
         }
+        var values = SuiteValues(decoded)
         try applyJournal(to: &values, base: read, record: record, probing: probing, &cs)
         return values
       case .unreadable(let why, let read):

@@ -357,10 +357,10 @@ extension SuiteStore {
         // where this process has a newer change of its own still pending.
         var values = st.replacement?.values ?? next
         for change in st.pending { values[change.key] = change.value }
-        for change in Self.diff(st.values, values) {
+        for change in Self.diff(st.values.decoded, values) {
           if extra.keys.contains(change.key) { local.append(change) } else { outside.append(change) }
         }
-        st.values = values
+        st.values = SuiteValues(values)
         st.sizeEstimate = Self.estimate(values)
       }
       handler = st.changeHandler

@@ -56,7 +56,9 @@ final class SuiteStore: Sendable {
   let queue: DispatchQueue
 
   struct State: Sendable {
-    var values: [String: PropertyListValue] = [:]
+    /// This process's view of the values: the file's (indexed until the first `set`, see
+    /// ``SuiteValues``) with this process's changes on top.
+    var values = SuiteValues()
     var pending: [PendingChange] = []
     /// A whole-domain replacement (setPersistentDomain / removePersistentDomain)
     /// waiting to be committed, applied before `pending`.
@@ -68,7 +70,20 @@ final class SuiteStore: Sendable {
     var repairPending = false
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
-    var sizeEstimate = 0
+    /// ``sizeEstimate`` once computed; `nil`: not yet (a pass over every value, which a
+    /// process that only reads never needs).
+    var knownSizeEstimate: Int? = 8
+    /// About how many bytes the values take encoded (``SuiteStore/estimate(_:)``), computed
+    /// the first time it is needed.
+    var sizeEstimate: Int {
+      mutating get {
+        if let known = knownSizeEstimate { return known }
+        let estimate = values.sizeEstimate
+        knownSizeEstimate = estimate
+        return estimate
+      }
+      set { knownSizeEstimate = newValue }
+    }
     /// In the order they were added; an array, not a dictionary: there are a few, and a
     /// `set` hands them on without building anything.
     var changeHandlers: [(id: UInt64, handler: ChangeHandler)] = []
@@ -88,9 +103,11 @@ final class SuiteStore: Sendable {
         old = values.removeValue(forKey: key)
       }
       guard old != value else { return nil }
-      sizeEstimate +=
-        PropertyListValue.estimatedEntrySize(key: key, value: value)
-        - PropertyListValue.estimatedEntrySize(key: key, value: old)
+      if let known = knownSizeEstimate {
+        knownSizeEstimate = known
+          + PropertyListValue.estimatedEntrySize(key: key, value: value)
+          - PropertyListValue.estimatedEntrySize(key: key, value: old)
+      }
       return StoredChange(key: key, old: old, new: value)
     }
   }
@@ -176,7 +193,7 @@ final class SuiteStore: Sendable {
     let (loaded, needsRepair) = try file.load(reading: !unavailable)
     state.withLock {
       $0.values = loaded
-      $0.sizeEstimate = Self.estimate(loaded)
+      $0.knownSizeEstimate = loaded.isEmpty ? 8 : nil
     }
     // A damaged journal is folded into the plist and kept aside now, as an unreadable plist
     // is moved aside at open; when the lock is busy, by a retry.
@@ -207,12 +224,15 @@ final class SuiteStore: Sendable {
   /// The current value (committed or pending) of `key`.
   func value(forKey key: String) -> PropertyListValue? {
     // An empty layer (managed and global mostly are) answers without hashing the key.
-    state.withLock { $0.values.isEmpty ? nil : $0.values[key] }
+    state.withLock { $0.values.isEmpty ? nil : $0.values.value(forKey: key) }
   }
 
   /// Every key and value, as this process sees them now.
   func values() -> [String: PropertyListValue] {
-    state.withLock { $0.values }
+    state.withLock { st in
+      st.values.decodeWhole()
+      return st.values.decoded
+    }
   }
 
   /// Whether some change has not reached the disk yet.
@@ -239,6 +259,10 @@ final class SuiteStore: Sendable {
     // outside it) and also reads whether a burst is going on.
     let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
       st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
+      // The first change of a process that opened an indexed file decodes it whole, once,
+      // and sizes it before the change goes in.
+      st.values.decodeWhole()
+      if st.knownSizeEstimate == nil { st.knownSizeEstimate = st.values.sizeEstimate }
       // One hash of the key: the value goes in at once, and comes out again if refused.
       let old: PropertyListValue?
       if let value {
@@ -294,8 +318,8 @@ final class SuiteStore: Sendable {
         "the new domain for \(path) is about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept")
     }
     let (changes, schedule, handler) = state.withLock { st in
-      let changes = Self.diff(st.values, values)
-      st.values = values
+      let changes = Self.diff(st.values.decoded, values)
+      st.values = SuiteValues(values)
       st.sizeEstimate = size
       st.pending.removeAll()
       st.replacement = (values, st.nextSequence)
@@ -357,7 +381,7 @@ final class SuiteStore: Sendable {
   func loadAfterProtection() throws(AppGroupsError) {
     var changes: [StoredChange] = []
     var handler: ChangeHandlers?
-    try file.reload(if: { isUnavailable.load(ordering: .acquiring) }) { loaded in
+    try file.reload(if: { isUnavailable.load(ordering: .acquiring) }) { (loaded: SuiteValues) in
       (changes, handler) = adopt(loaded)
       unavailability.withLock { $0 = nil }
       isUnavailable.store(false, ordering: .releasing)
@@ -387,14 +411,15 @@ final class SuiteStore: Sendable {
 
   /// Installs freshly read values under this process's pending changes. Called by the file's
   /// re-read, which holds its state.
-  private func adopt(_ loaded: [String: PropertyListValue]) -> ([StoredChange], ChangeHandlers?) {
+  private func adopt(_ loaded: SuiteValues) -> ([StoredChange], ChangeHandlers?) {
     state.withLock { st in
       var values = loaded
-      if let replacement = st.replacement { values = replacement.values }
+      if let replacement = st.replacement { values = SuiteValues(replacement.values) }
       for change in st.pending { values[change.key] = change.value }
-      let changes = Self.diff(st.values, values)
+      // Two indexed files are compared key by key as bytes; only the keys that differ are decoded.
+      let changes = st.values.changes(to: values)
       st.values = values
-      st.sizeEstimate = Self.estimate(values)
+      st.knownSizeEstimate = nil
       return (changes, st.changeHandler)
     }
   }
@@ -435,6 +460,10 @@ final class SuiteStore: Sendable {
   static func estimate(_ values: [String: PropertyListValue]) -> Int {
     values.reduce(8) { $0 + PropertyListValue.estimatedEntrySize(key: $1.key, value: $1.value) }
   }
+
+  static func estimate(_ values: SuiteValues) -> Int { values.sizeEstimate }
+
+  static func diff(_ old: SuiteValues, _ new: SuiteValues) -> [StoredChange] { old.changes(to: new) }
 
   static func diff(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> [StoredChange] {
     var changes: [StoredChange] = []

@@ -130,9 +130,13 @@ extension DoctorCommand {
         } ?? "\(hazard.name) (\(hazard.pid))"
       for lock in hazard.locks {
         printOut(
-          "problem: \(who) is stopped while it holds a lock on \(lock.path) in"
-            + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
-            + " the file waits for it (0xdead10cc on iOS)")
+          lock.isKeychain
+            ? "problem: \(who) is stopped while it holds the keychain's lock of access group"
+              + " \(lock.groupIdentifier) (\(lock.path)); every write to the access group waits"
+              + " for it (on iOS the keychain daemon holds this lock, not the app)"
+            : "problem: \(who) is stopped while it holds a lock on \(lock.path) in"
+              + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
+              + " the file waits for it (0xdead10cc on iOS)")
         printOut(
           "  fix: release the lock before the suspension (AppLifecycle.onSuspend), or"
             + " 'groupctl resume \(app?.pid ?? hazard.pid)'")

@@ -82,7 +82,9 @@ struct SuspendCommand: ParsableCommand {
       ? "not listening (it does not handle SIGTSTP)"
       : outcome.acknowledged
         ? String(format: "ready after %.1f ms", milliseconds)
-        : String(format: "no answer in %.1f ms", milliseconds)
+        : outcome.heldLibraryLock
+          ? String(format: "answered in %.1f ms with a lock of the library still held", milliseconds)
+          : String(format: "no answer in %.1f ms", milliseconds)
     switch outcome.result {
     case .suspended:
       printOut("suspended: \(app), \(answer)")

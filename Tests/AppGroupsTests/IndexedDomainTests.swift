@@ -1,0 +1,298 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// A suite's values held as the file's bytes and an index of its keys, decoded when read
+/// (``BinaryPropertyListIndex``, ``SuiteValues``): the index answers as the whole decode
+/// does, declines every file it cannot hold exactly (which then takes the path it always
+/// took), and the store built on it reads, writes, catches up and re-reads as before.
+@Suite("Storage: the indexed domain", .processBound)
+struct IndexedDomainTests {
+  static func binary(_ values: [String: Any]) throws -> Data {
+    try PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0)
+  }
+
+  static func decodeWhole(_ data: Data) throws -> [String: PropertyListValue] {
+    guard case .dictionary(let values) = try BinaryPropertyList.decode(data) else {
+      throw AppGroupsError(.corruptPreferences, "not a dictionary")
+    }
+    return values
+  }
+
+  static var mixed: [String: Any] { [
+    "name": "a value", "count": 42, "negative": -7, "big": UInt64.max, "ratio": 0.5, "on": true,
+    "off": false, "when": Date(timeIntervalSinceReferenceDate: 12345.5), "bytes": Data([1, 2, 3]),
+    "list": [1, "two", 3.0, ["four": [5]]], "nested": ["inner": ["deeper": Data([1, 2, 3])]],
+    "empty-list": [Any](), "empty-dict": [String: Any](), "text": "é and 日本",
+    "a-key-longer-than-fifteen-bytes-and-eight-aligned": "long",
+  ] }
+
+  // MARK: The index against the whole decode
+
+  @Test func everyKeyLooksUpAsTheWholeDecodeReadsIt() throws {
+    let data = try Self.binary(Self.mixed)
+    let index = try #require(BinaryPropertyListIndex(data))
+    let whole = try Self.decodeWhole(data)
+    #expect(index.count == whole.count)
+    for (key, value) in whole { #expect(index.lookup(key) == .found(value), "\(key)") }
+    #expect(index.lookup("missing") == .absent)
+    #expect(index.lookup("") == .absent)
+    #expect(index.decoded == whole)
+    let values = SuiteValues(indexed: index)
+    #expect(values.isIndexed && values.count == whole.count && values.decoded == whole)
+  }
+
+  @Test func aDuplicateKeysFirstEntryWinsAsInTheWholeDecode() throws {
+    // {"k": 1, "k": 2, "j": 3}
+    let data = CraftedPropertyList.file(
+      objects: [[0xD3, 1, 1, 2, 3, 4, 5], CraftedPropertyList.ascii("k"), CraftedPropertyList.ascii("j"),
+        [0x10, 1], [0x10, 2], [0x10, 3]],
+      referenceSize: 1)
+    let index = try #require(BinaryPropertyListIndex(data))
+    let whole = try Self.decodeWhole(data)
+    #expect(whole == ["k": .integer(1), "j": .integer(3)])
+    #expect(index.count == 2)
+    #expect(index.lookup("k") == .found(.integer(1)))
+    #expect(index.decoded == whole)
+  }
+
+  /// Seeded valid files and mutations of them: whenever the index accepts one, the whole
+  /// decode accepts it too and every key reads the same; an index never accepts a file the
+  /// whole decode refuses.
+  @Test func theIndexAgreesWithTheWholeDecodeOnSeededFiles() throws {
+    var random = SeededGenerator(seed: 0x1D_E5ED)
+    var accepted = 0
+    for round in 0..<600 {
+      var values: [String: Any] = [:]
+      for i in 0..<Int.random(in: 0...12, using: &random) {
+        values["key-\(i)-\(Int.random(in: 0...99, using: &random))"] = FuzzPropertyListTests.randomValue(&random, depth: 3)
+      }
+      var data = try Self.binary(values)
+      if round % 3 != 0 { data = FuzzPropertyListTests.mutate(data, &random) }
+      guard let index = BinaryPropertyListIndex(data) else { continue }
+      let whole = try #require(try? Self.decodeWhole(data), "round \(round): indexed, but the whole decode refuses it")
+      #expect(index.count == whole.count, "round \(round)")
+      // NaN is not equal to itself: compared as the fuzz tests compare.
+      #expect(FuzzPropertyListTests.same(index.decoded, whole), "round \(round)")
+      for (key, value) in whole {
+        guard case .found(let found) = index.lookup(key) else {
+          Issue.record("round \(round): \(key) not found")
+          continue
+        }
+        #expect(FuzzPropertyListTests.same([key: found], [key: value]), "round \(round): \(key)")
+      }
+      accepted += 1
+    }
+    #expect(accepted > 200)
+  }
+
+  // MARK: What the index declines
+
+  @Test func theIndexDeclinesEveryFileItCannotHoldExactly() throws {
+    let utf16Key = try Self.binary(["naïve": 1, "plain": 2])
+    let xml = try PropertyListSerialization.data(fromPropertyList: ["k": 1], format: .xml, options: 0)
+    let valid = try Self.binary(Self.mixed)
+    #expect(BinaryPropertyListIndex(utf16Key) == nil, "a UTF-16 key")
+    #expect(BinaryPropertyListIndex(xml) == nil, "XML")
+    #expect(BinaryPropertyListIndex(valid.prefix(valid.count - 1)) == nil, "truncated")
+    // Every kind of unreadable file of the quarantine tests.
+    for (kind, bytes) in FaultUnreadableFileTests.unreadableFiles() {
+      #expect(BinaryPropertyListIndex(bytes) == nil, "\(kind)")
+    }
+    // A file the index declines is read as it always was: values, or what is wrong.
+    let t = try TestRoot()
+    let dir = t.sandbox.url.appendingPathComponent("files")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let path = dir.appendingPathComponent("utf16.plist").path
+    try utf16Key.write(to: URL(fileURLWithPath: path))
+    guard case .values(let values, _) = try PropertyListFile.read(path, indexing: true) else {
+      Issue.record("a UTF-16 key's file is not read whole")
+      return
+    }
+    #expect(values == ["naïve": .integer(1), "plain": .integer(2)])
+    try valid.prefix(valid.count / 2).write(to: URL(fileURLWithPath: path))
+    guard case .unreadable(let reason, _) = try PropertyListFile.read(path, indexing: true),
+      case .unreadable(let before, _) = try PropertyListFile.read(path)
+    else {
+      Issue.record("a truncated file is not unreadable")
+      return
+    }
+    #expect(reason == before)
+    try valid.write(to: URL(fileURLWithPath: path))
+    guard case .indexed = try PropertyListFile.read(path, indexing: true) else {
+      Issue.record("a valid binary file is not indexed")
+      return
+    }
+  }
+
+  /// A query that is not ASCII can still equal an ASCII key: U+212A KELVIN SIGN is
+  /// canonically "K", as `String` compares.
+  @Test func aNonASCIIQueryCanonicallyEqualToAnASCIIKeyFindsIt() throws {
+    let kelvin = "\u{212A}"
+    #expect(kelvin == "K")
+    let index = try #require(BinaryPropertyListIndex(try Self.binary(["K": "kelvin", "other": 1])))
+    #expect(index.lookup(kelvin) == .unknown)
+    #expect(index.lookup("é") == .unknown)
+    let values = SuiteValues(indexed: index)
+    #expect(values.value(forKey: kelvin) == .string("kelvin"))
+    #expect(values.value(forKey: "é") == nil)
+    var changed = values
+    changed[kelvin] = .string("changed")
+    #expect(changed.value(forKey: "K") == .string("changed"))
+    #expect(changed.count == 2)
+    #expect(changed.decoded == ["K": .string("changed"), "other": .integer(1)])
+  }
+
+  // MARK: Values: the overlay, the diff
+
+  @Test func changesOverAnIndexReadAsADictionaryWould() throws {
+    var base: [String: Any] = [:]
+    for i in 0..<100 { base["k\(i)"] = i }
+    let index = try #require(BinaryPropertyListIndex(try Self.binary(base)))
+    var values = SuiteValues(indexed: index)
+    var expected = try Self.decodeWhole(index.data)
+    #expect(values.updateValue(.string("new"), forKey: "k1") == .integer(1))
+    expected["k1"] = .string("new")
+    #expect(values.updateValue(.integer(-1), forKey: "added") == nil)
+    expected["added"] = .integer(-1)
+    #expect(values.removeValue(forKey: "k2") == .integer(2))
+    expected["k2"] = nil
+    #expect(values.removeValue(forKey: "absent") == nil)
+    #expect(values.isIndexed)
+    #expect(values.count == expected.count)
+    #expect(values.decoded == expected)
+    #expect(values.value(forKey: "k2") == nil && values.value(forKey: "k1") == .string("new"))
+    #expect(values == SuiteValues(expected))
+    // Many changes fold the overlay into a dictionary; nothing changes for a reader.
+    for i in 0..<80 { values["k\(i)"] = .integer(i * 2) }
+    for i in 0..<80 { expected["k\(i)"] = .integer(i * 2) }
+    #expect(!values.isIndexed)
+    #expect(values.decoded == expected)
+  }
+
+  @Test func twoIndexedFilesDifferOnlyInTheKeysWhoseBytesDiffer() throws {
+    var base: [String: Any] = [:]
+    for i in 0..<500 { base["key-\(i)"] = "value-\(i)" }
+    base["list"] = [1, 2, ["x": 3]]
+    let before = try #require(BinaryPropertyListIndex(try Self.binary(base)))
+    var next = base
+    next["key-7"] = "changed"
+    next["key-8"] = nil
+    next["added"] = 12
+    next["list"] = [1, 2, ["x": 4]]
+    let after = try #require(BinaryPropertyListIndex(try Self.binary(next)))
+    #expect(Set(before.keysDiffering(from: after)) == ["key-7", "key-8", "added", "list"])
+    let changes = SuiteValues(indexed: before).changes(to: SuiteValues(indexed: after))
+    let byKey = Dictionary(uniqueKeysWithValues: changes.map { ($0.key, $0) })
+    #expect(byKey.count == 4)
+    #expect(byKey["key-7"] == StoredChange(key: "key-7", old: .string("value-7"), new: .string("changed")))
+    #expect(byKey["key-8"] == StoredChange(key: "key-8", old: .string("value-8"), new: nil))
+    #expect(byKey["added"] == StoredChange(key: "added", old: nil, new: .integer(12)))
+    #expect(byKey["list"]?.new == .array([.integer(1), .integer(2), .dictionary(["x": .integer(4)])]))
+    // The same file: nothing differs.
+    let same = try #require(BinaryPropertyListIndex(try Self.binary(base)))
+    #expect(before.keysDiffering(from: same).isEmpty)
+    // An overlay's keys are compared too.
+    var mine = SuiteValues(indexed: before)
+    mine["key-1"] = .string("mine")
+    let fromMine = mine.changes(to: SuiteValues(indexed: same))
+    #expect(fromMine == [StoredChange(key: "key-1", old: .string("mine"), new: .string("value-1"))])
+  }
+
+  // MARK: The store on an indexed file
+
+  /// The large suite, written by Foundation (binary, ASCII keys), opened: indexed.
+  private func largeSuite(_ t: TestRoot) throws -> (GroupDefaults, SuiteStore) {
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    let d = try t.defaults(TestRoot.group)
+    let store = try #require(SuiteStore.existing(path: t.groupSuiteFile.path))
+    return (d, store)
+  }
+
+  @Test func aSuiteOpensIndexedAndItsFirstSetDecodesItAndLosesNothing() throws {
+    let t = try TestRoot()
+    let (d, store) = try largeSuite(t)
+    #expect(store.state.withLock { $0.values.isIndexed && $0.knownSizeEstimate == nil })
+    #expect(d.string(forKey: "base-3") == "value-3-of-the-large-base")
+    #expect(store.state.withLock { $0.values.isIndexed })
+    d.set("new", forKey: "k-0")
+    #expect(store.state.withLock { !$0.values.isIndexed })
+    #expect(d.synchronize())
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk.count == TestRoot.largeSuiteCount + 1)
+    #expect(onDisk["k-0"] as? String == "new")
+    #expect(onDisk["base-9"] as? String == "value-9-of-the-large-base")
+    #expect(d.string(forKey: "base-9") == "value-9-of-the-large-base")
+    // The size estimate, computed at the first set, is the whole domain's.
+    let estimate = store.state.withLock { $0.knownSizeEstimate }
+    #expect(estimate == SuiteStore.estimate(store.values()))
+  }
+
+  @Test func aJournalWrittenByAnotherProcessIsAppliedOverTheIndexedPlist() throws {
+    let t = try TestRoot()
+    try FileManager.default.createDirectory(
+      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    let env = t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 }
+    #expect(try Product.run("appgroups-worker", ["set", TestRoot.group, "k-journal", "appended"], environment: env).status == 0)
+    #expect(try Product.run("appgroups-worker", ["set", TestRoot.group, "base-5", "replaced"], environment: env).status == 0)
+    // Both went to the journal: the plist is the one written above.
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist)
+    #expect(FileManager.default.fileExists(atPath: t.groupSuiteFile.path + ".journal"))
+    let d = try t.defaults(TestRoot.group)
+    let store = try #require(SuiteStore.existing(path: t.groupSuiteFile.path))
+    #expect(store.state.withLock { $0.values.isIndexed })
+    #expect(d.string(forKey: "k-journal") == "appended")
+    #expect(d.string(forKey: "base-5") == "replaced")
+    #expect(d.string(forKey: "base-6") == "value-6-of-the-large-base")
+    #expect(store.values().count == TestRoot.largeSuiteCount + 1)
+    // The dead bytes counted the replaced value (a lookup in the index).
+    #expect(store.file.commit.withLock { $0.deadBytes } > 0)
+  }
+
+  @Test func aWatchersReReadOfOneChangedKeyOfManyTellsOfThatKeyOnly() throws {
+    let t = try TestRoot()
+    let (d, store) = try largeSuite(t)
+    let log = ChangeLog()
+    let observation = d.observe(handler: log.record)
+    defer { observation.cancel() }
+    // Rewritten whole from outside (a new file, renamed in): every key's bytes are compared.
+    try editOutside(t.groupSuiteFile) { $0["base-11"] = "edited outside" }
+    #expect(log.wait { $0.key == "base-11" } != nil)
+    #expect(log.all.map(\.key) == ["base-11"])
+    #expect(log.all.first?.oldValue == .string("value-11-of-the-large-base"))
+    #expect(log.all.first?.newValue == .string("edited outside"))
+    #expect(store.state.withLock { $0.values.isIndexed })
+    #expect(d.string(forKey: "base-11") == "edited outside")
+    #expect(d.string(forKey: "base-12") == "value-12-of-the-large-base")
+  }
+
+  /// A writer that ignores the lock writes over the file in place: this process's copy of
+  /// the bytes is what it indexed (no mapping to fault on), and a re-read of the damaged
+  /// file keeps the values read before; a valid file renamed in is read.
+  @Test func aFileReplacedFromOutsideWithoutTheLockNeverCostsAValue() throws {
+    let t = try TestRoot()
+    let (d, store) = try largeSuite(t)
+    let handle = try FileHandle(forWritingTo: t.groupSuiteFile)
+    try handle.truncate(atOffset: 100)
+    try handle.close()
+    // Read before any re-read: from the bytes read at open.
+    #expect(d.string(forKey: "base-20") == "value-20-of-the-large-base")
+    store.refresh()
+    #expect(d.string(forKey: "base-21") == "value-21-of-the-large-base")
+    #expect(store.values().count == TestRoot.largeSuiteCount)
+    try Self.binary(["only": "this"]).write(to: t.groupSuiteFile, options: .atomic)
+    // Re-read here or by the change monitor, whichever comes first (the view hears of it
+    // from the one that did): the store holds the new file.
+    store.refresh()
+    #expect(store.value(forKey: "only") == .string("this"))
+    #expect(store.value(forKey: "base-21") == nil)
+    #expect(store.values() == ["only": .string("this")])
+  }
+}
