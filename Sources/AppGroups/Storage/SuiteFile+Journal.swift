@@ -8,33 +8,60 @@ extension SuiteFile {
 
   /// The record of this commit's changes when it goes to the journal: the plist is large
   /// (``Options/journalThreshold``), was read whole, and the journal stays within its bound
-  /// (``SuiteJournal/bound(forPlistSize:)``) with it. `nil`: the commit rewrites the plist and
-  /// so compacts the journal. Call holding `commit`.
+  /// with it (``SuiteJournal/bound(forPlistSize:)`` for a burst's commit,
+  /// ``SuiteJournal/smallCommitBound(forPlistSize:)`` for a small one). `nil`: the commit
+  /// rewrites the plist and so compacts the journal. Call holding `commit`.
   func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
   ) -> (record: [UInt8], dead: Int)? {
     guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
       identity.size >= options.journalThreshold
     else { return nil }
-    let bound = SuiteJournal.bound(forPlistSize: Int(identity.size))
+    let plistSize = Int(identity.size)
     let used = cs.journal?.end ?? SuiteJournal.headerSize
-    // Each change takes some bytes: a burst that cannot fit is not encoded to find out.
-    guard undo.count < (bound - used) / 8 else { return nil }
-    // Each key once, against its value before the commit (its first old value).
-    var before: [String: PropertyListValue?] = [:]
-    for (key, old) in undo where before.index(forKey: key) == nil { before[key] = .some(old) }
-    var changes: [SuiteJournal.Change] = []
-    var dead = cs.deadBytes
-    for (key, old) in before where next[key] != old {
-      changes.append((key, next[key]))
-      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
-    }
-    guard !changes.isEmpty, let record = SuiteJournal.record(changes), used + record.count <= bound else {
+    // A small commit finds the journal past its own bound (a burst filled it): it compacts.
+    if undo.count < SuiteJournal.burstChanges && used > SuiteJournal.smallCommitBound(forPlistSize: plistSize) {
       return nil
     }
+    let room = SuiteJournal.bound(forPlistSize: plistSize) - used
+    // The record's size is estimated as the size limit estimates an entry (its key, 6 bytes,
+    // its value's estimate), and a commit that would not fit is refused before it is encoded:
+    // first from the keys alone, without a hash (each change counted, so a commit that sets
+    // one key over and over goes to a rewrite a little sooner); a burst's commit far too large
+    // for the journal stops there.
+    var estimate = 0
+    for (key, _) in undo {
+      estimate &+= key.utf8.count &+ 6
+      if estimate > room { return nil }
+    }
+    // Each key once, against its value before the commit (its first old value): put in only
+    // when absent, with one hash of the key.
+    var before: [String: PropertyListValue?] = [:]
+    before.reserveCapacity(undo.count)
+    func keepFirst(_: inout PropertyListValue?) {}
+    for (key, old) in undo { keepFirst(&before[key, default: old]) }
+    var changes: [SuiteJournal.Change] = []
+    changes.reserveCapacity(before.count)
+    var dead = cs.deadBytes
+    estimate = 0
+    for (key, old) in before {
+      let new = next[key]
+      guard new != old else { continue }
+      estimate &+= key.utf8.count &+ 6 &+ (new?.estimatedEncodedSize ?? 0)
+      if estimate > room { return nil }
+      changes.append((key, new))
+      dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
+    }
+    // A small commit keeps the journal within its own, smaller bound.
+    let bound =
+      changes.count >= SuiteJournal.burstChanges
+      ? SuiteJournal.bound(forPlistSize: plistSize) : SuiteJournal.smallCommitBound(forPlistSize: plistSize)
+    guard !changes.isEmpty, used + estimate <= bound, let record = SuiteJournal.record(changes),
+      used + record.count <= bound
+    else { return nil }
     // A commit that would leave the files holding more dead bytes than live ones (a large
     // value removed) rewrites the plist instead: the space is given back.
-    guard dead <= Int(identity.size) + used + record.count - dead else { return nil }
+    guard dead <= plistSize + used + record.count - dead else { return nil }
     return (record, dead)
   }
 

@@ -135,12 +135,26 @@ package enum SuiteJournal {
     name.hasSuffix(suffix) ? name.dropLast(suffix.utf8.count) : nil
   }
 
-  /// How large the journal of a plist of `plistSize` bytes may grow before a commit folds it
-  /// into the plist: a sixteenth of it (at least 1 KiB). A record costs a reader more per
-  /// byte than the plist does, so a new process's load grows by a few percent at most; and
-  /// the rewrite, in proportion to the plist, comes once per that many bytes of records, so
-  /// its share of each small commit stays the same at any size.
-  static func bound(forPlistSize plistSize: Int) -> Int { max(1024, plistSize / 16) }
+  /// How large the journal of a plist of `plistSize` bytes may grow at most: a quarter of it
+  /// (at least 1 KiB), which a commit of a burst may fill (see ``burstChanges``); a small
+  /// commit keeps it within ``smallCommitBound(forPlistSize:)``, and folds into the plist a
+  /// journal a burst left larger. A record's change costs a reader about two and a half times
+  /// what a key of the plist does, so a new process's load of the suite grows by up to about
+  /// half while a burst's journal is at this bound, and by about a sixth at most once a small
+  /// commit has folded it.
+  static func bound(forPlistSize plistSize: Int) -> Int { max(1024, plistSize / 4) }
+
+  /// How large a small commit lets the journal grow before it folds it into the plist: a
+  /// sixteenth of the plist (at least 1 KiB). The rewrite, in proportion to the plist, comes
+  /// once per that many bytes of records, so its share of each small commit stays the same
+  /// at any size.
+  static func smallCommitBound(forPlistSize plistSize: Int) -> Int { max(1024, plistSize / 16) }
+
+  /// From how many changes a commit is a burst's, whose record may fill the journal up to
+  /// ``bound(forPlistSize:)``: the commit that follows a burst of `set` calls (the one that
+  /// `synchronize()` waits for) appends a few thousand changes with one `fdatasync(2)`
+  /// instead of encoding and rewriting the whole domain once more.
+  static let burstChanges = 64
 
   /// Whether `identity` is the plist version a journal's header (or a token record) names:
   /// its inode, size and modification time; a `chmod(2)` of the plist does not orphan it.
@@ -282,6 +296,7 @@ package enum SuiteJournal {
   /// One commit's changes as a record; `nil` when they cannot be encoded.
   static func record(_ changes: [Change]) -> [UInt8]? {
     var set: [String: PropertyListValue] = [:]
+    set.reserveCapacity(changes.count)
     var removed: [PropertyListValue] = []
     for (key, value) in changes {
       if let value { set[key] = value } else { removed.append(.string(key)) }
