@@ -155,6 +155,39 @@ final class ChangeMonitor: Sendable {
 
   // MARK: Events
 
+  /// What an entry of a watched folder is to the stores open in it.
+  private enum Entry {
+    /// A store's plist or journal (see ``SuiteJournal``): the store re-reads.
+    case values(SuiteStore)
+    /// A store's lock file (see ``SuiteLockFile``): its next re-read looks at the path again.
+    case lockFile(SuiteStore)
+  }
+
+  /// What the entry `name` of a watched folder is to the stores open in it, if anything.
+  /// Names are compared as the file system does, byte for byte, against the folder's few
+  /// stores: no name is hashed, and a commit's temporary file costs a comparison of its first
+  /// byte.
+  private static func entry(named name: String, in watched: Watched) -> Entry? {
+    var name = name
+    return name.withUTF8 { name in
+      for (fileName, reference) in watched.stores {
+        var fileName = fileName
+        let length = fileName.withUTF8 { fileName in
+          name.starts(with: fileName) ? fileName.count : nil
+        }
+        guard let length, let store = reference.object else { continue }
+        let rest = UnsafeBufferPointer(rebasing: name[length...])
+        if rest.isEmpty || rest.elementsEqual(journalSuffix) { return .values(store) }
+        if rest.elementsEqual(lockFileSuffix) { return .lockFile(store) }
+      }
+      return nil
+    }
+  }
+
+  /// What a journal's and a lock file's names add to the plist's, as bytes.
+  private static let journalSuffix = Array(SuiteJournal.suffix.utf8)
+  private static let lockFileSuffix = Array(SuiteLockFile.suffix.utf8)
+
   private func handle(_ events: [DirectoryWatcher.Event]) {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
@@ -168,11 +201,18 @@ final class ChangeMonitor: Sendable {
     }
     var notes: [(@Sendable (String) -> Void, String)] = []
     state.withLock { st in
+      // Events may have been missed: their lock files' paths are looked at again too.
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          if let store = entry.object { add(store) }
+          guard let store = entry.object else { continue }
+          store.lockFileMayHaveMoved()
+          add(store)
         }
       }
+      // The folder of the event before, its stores and its listeners (a batch is mostly one
+      // folder's: a commit's temporary file and its rename), so that its path is hashed and
+      // compared once per batch, not once per event.
+      var folder: (path: String, watched: Watched?, listeners: [Listener])?
       for event in events {
         switch event.kind {
         case .overflow:
@@ -192,15 +232,16 @@ final class ChangeMonitor: Sendable {
             notes.append((listener.handler, ""))
           }
         default:
-          // A suite's plist, or its journal (see ``SuiteJournal``).
-          let named = st.directories[event.directory]?.stores
-          if let store = named?[event.name]?.object
-            ?? SuiteJournal.plistName(ofJournalNamed: event.name).flatMap({ named?[String($0)]?.object })
-          {
-            add(store)
+          if folder?.path != event.directory {
+            let listeners = st.listeners.lazy.map(\.listener).filter { $0.directory == event.directory }
+            folder = (event.directory, st.directories[event.directory], Array(listeners))
           }
-          for (_, listener) in st.listeners
-          where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
+          switch folder?.watched.flatMap({ Self.entry(named: event.name, in: $0) }) {
+          case .values(let store)?: add(store)
+          case .lockFile(let store)?: store.lockFileMayHaveMoved()
+          case nil: break
+          }
+          for listener in folder?.listeners ?? [] where event.name.hasPrefix(listener.prefix) {
             notes.append((listener.handler, event.name))
           }
         }
