@@ -165,28 +165,26 @@ final class ChangeMonitor: Sendable {
 
   /// What the entry `name` of a watched folder is to the stores open in it, if anything.
   /// Names are compared as the file system does, byte for byte, against the folder's few
-  /// stores: no name is hashed, and a commit's temporary file costs a comparison of its first
-  /// byte.
-  private static func entry(named name: String, in watched: Watched) -> Entry? {
-    var name = name
-    return name.withUTF8 { name in
-      for (fileName, reference) in watched.stores {
-        var fileName = fileName
-        let length = fileName.withUTF8 { fileName in
-          name.starts(with: fileName) ? fileName.count : nil
-        }
-        guard let length, let store = reference.object else { continue }
-        let rest = UnsafeBufferPointer(rebasing: name[length...])
-        if rest.isEmpty || rest.elementsEqual(journalSuffix) { return .values(store) }
-        if rest.elementsEqual(lockFileSuffix) { return .lockFile(store) }
+  /// stores, lengths first: no name is hashed, and a commit's temporary file costs a
+  /// comparison of lengths.
+  private static func entry(named name: String, in stores: [String: WeakReference<SuiteStore>]) -> Entry? {
+    let name = name.utf8
+    for (fileName, reference) in stores {
+      let fileName = fileName.utf8
+      let suffix: String.UTF8View
+      switch name.count - fileName.count {
+      case 0: suffix = "".utf8
+      case SuiteJournal.suffix.utf8.count: suffix = SuiteJournal.suffix.utf8
+      case SuiteLockFile.suffix.utf8.count: suffix = SuiteLockFile.suffix.utf8
+      default: continue
       }
-      return nil
+      guard name.starts(with: fileName), name.dropFirst(fileName.count).elementsEqual(suffix),
+        let store = reference.object
+      else { continue }
+      return suffix.isEmpty || suffix.elementsEqual(SuiteJournal.suffix.utf8) ? .values(store) : .lockFile(store)
     }
+    return nil
   }
-
-  /// What a journal's and a lock file's names add to the plist's, as bytes.
-  private static let journalSuffix = Array(SuiteJournal.suffix.utf8)
-  private static let lockFileSuffix = Array(SuiteLockFile.suffix.utf8)
 
   private func handle(_ events: [DirectoryWatcher.Event]) {
     #if DEBUG
@@ -212,7 +210,7 @@ final class ChangeMonitor: Sendable {
       // The folder of the event before, its stores and its listeners (a batch is mostly one
       // folder's: a commit's temporary file and its rename), so that its path is hashed and
       // compared once per batch, not once per event.
-      var folder: (path: String, watched: Watched?, listeners: [Listener])?
+      var folder: (path: String, stores: [String: WeakReference<SuiteStore>], listeners: [Listener])?
       for event in events {
         switch event.kind {
         case .overflow:
@@ -234,9 +232,9 @@ final class ChangeMonitor: Sendable {
         default:
           if folder?.path != event.directory {
             let listeners = st.listeners.lazy.map(\.listener).filter { $0.directory == event.directory }
-            folder = (event.directory, st.directories[event.directory], Array(listeners))
+            folder = (event.directory, st.directories[event.directory]?.stores ?? [:], Array(listeners))
           }
-          switch folder?.watched.flatMap({ Self.entry(named: event.name, in: $0) }) {
+          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores) }) {
           case .values(let store)?: add(store)
           case .lockFile(let store)?: store.lockFileMayHaveMoved()
           case nil: break
