@@ -165,25 +165,42 @@ final class ChangeMonitor: Sendable {
 
   /// What the entry `name` of a watched folder is to the stores open in it, if anything.
   /// Names are compared as the file system does, byte for byte, against the folder's few
-  /// stores, lengths first: no name is hashed, and a commit's temporary file costs a
-  /// comparison of lengths.
+  /// stores, lengths first: no name is hashed, no weak reference is loaded but the one found,
+  /// and a commit's temporary file costs a comparison of lengths.
   private static func entry(named name: String, in stores: [String: WeakReference<SuiteStore>]) -> Entry? {
-    let name = name.utf8
-    for (fileName, reference) in stores {
-      let fileName = fileName.utf8
-      let suffix: String.UTF8View
-      switch name.count - fileName.count {
-      case 0: suffix = "".utf8
-      case SuiteJournal.suffix.utf8.count: suffix = SuiteJournal.suffix.utf8
-      case SuiteLockFile.suffix.utf8.count: suffix = SuiteLockFile.suffix.utf8
+    let length = name.utf8.count
+    for index in stores.keys.indices {
+      let fileName = stores.keys[index]
+      let kind: (suffix: String, isLockFile: Bool)
+      switch length - fileName.utf8.count {
+      case 0: kind = ("", false)
+      case SuiteJournal.suffix.utf8.count: kind = (SuiteJournal.suffix, false)
+      case SuiteLockFile.suffix.utf8.count: kind = (SuiteLockFile.suffix, true)
       default: continue
       }
-      guard name.starts(with: fileName), name.dropFirst(fileName.count).elementsEqual(suffix),
-        let store = reference.object
-      else { continue }
-      return suffix.isEmpty || suffix.elementsEqual(SuiteJournal.suffix.utf8) ? .values(store) : .lockFile(store)
+      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = stores.values[index].object else {
+        continue
+      }
+      return kind.isLockFile ? .lockFile(store) : .values(store)
     }
     return nil
+  }
+
+  /// Whether the UTF-8 bytes of `name` are those of `prefix` followed by those of `suffix`
+  /// (whose lengths add up to its own).
+  private static func bytes(of name: String, are prefix: String, _ suffix: String) -> Bool {
+    var name = name
+    var prefix = prefix
+    var suffix = suffix
+    return name.withUTF8 { name in
+      prefix.withUTF8 { prefix in
+        suffix.withUTF8 { suffix in
+          name.count == prefix.count + suffix.count
+            && name.prefix(prefix.count).elementsEqual(prefix)
+            && name.suffix(suffix.count).elementsEqual(suffix)
+        }
+      }
+    }
   }
 
   private func handle(_ events: [DirectoryWatcher.Event]) {
