@@ -130,6 +130,11 @@ package enum SuiteJournal {
   /// What a suite's journal adds to its plist's name.
   package static let suffix = ".journal"
 
+  /// The name of the plist whose journal is called `name`; `nil` when `name` is no journal's.
+  static func plistName(ofJournalNamed name: String) -> Substring? {
+    name.hasSuffix(suffix) ? name.dropLast(suffix.utf8.count) : nil
+  }
+
   /// How large the journal of a plist of `plistSize` bytes may grow before a commit folds it
   /// into the plist: a sixteenth of it (at least 1 KiB). A record costs a reader more per
   /// byte than the plist does, so a new process's load grows by a few percent at most; and
