@@ -283,4 +283,30 @@ struct JournalTests {
     #expect(acked.filter { onDisk[$0] == nil } == [], "acknowledged but not on disk")
     #expect(try read(t, "base-").count == Self.baseCount)
   }
+
+  /// A watching process re-reads the lock file it has mapped, without looking at its path,
+  /// while its kernel watch says nothing replaced it: here the lock file is removed and made
+  /// again by a new process that never held the old one (so nothing marks the old page
+  /// retired), and the appends it publishes in the new one still reach the watcher.
+  @Test func aWatcherHearsAppendsPublishedInALockFileMadeAgain() throws {
+    let t = try TestRoot()
+    _ = try largeSuite(t)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    let watcher = try ChildProcess("appgroups-worker", ["observe", TestRoot.group], environment: t.environment(as: TestRoot.widget))
+    #expect(watcher.waitFor("ready"), "\(watcher.standardError)")
+    var environment = t.environment(as: TestRoot.app)
+    environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
+    for round in 0..<3 {
+      if round > 0 { try FileManager.default.removeItem(atPath: t.groupSuiteFile.path + ".lock") }
+      let writer = try ChildProcess("appgroups-worker", ["acked-sets", TestRoot.group, "r\(round)", "1"], environment: environment)
+      #expect(writer.wait() == 0, "\(writer.standardError)")
+      #expect(
+        watcher.waitForLine(timeout: 30) { $0.hasPrefix("changed r\(round)-0 ") } != nil,
+        "\(watcher.standardError)")
+    }
+    // Appended, not rewritten: only the lock file's page says how far the journal goes.
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist)
+    watcher.send("quit")
+    #expect(watcher.wait() == 0)
+  }
 }

@@ -10,6 +10,9 @@ extension SuiteFile {
   var watchedByKernel: Bool {
     get { coverage.load(ordering: .acquiring) & 1 == 1 }
     set {
+      // Before the coverage is seen: what happened to the lock file's path before the watch
+      // queued no event (see ``SuiteLockFile/readAtPath(covered:)``).
+      lockFile?.pathMayHaveChanged()
       var now = coverage.load(ordering: .acquiring)
       while (now & 1 == 1) != newValue {
         let (exchanged, found) = coverage.compareExchange(

@@ -109,10 +109,16 @@ final class SuiteFile: Sendable {
   func reread(_ adopt: (Reread) -> Void) -> Bool {
     let coverage = self.coverage.load(ordering: .acquiring)
     return commit.withLock { cs in
-      let current = try? FileSystem.identity(ofPath: path)
-      // Read once per pass, after the plist's identity: its token, and what it publishes of
-      // the journal. A lock file removed or replaced under this process: from the new one.
-      let record = lockFile?.readAtPath()
+      // Read once per pass: its token, and what it publishes of the journal. A lock file
+      // removed or replaced under this process: from the new one.
+      let record = lockFile?.readAtPath(covered: coverage & 1 == 1)
+      // A record naming another version of the plist than the one read says that a commit
+      // replaced it: it is read whole below, and its identity is not asked for first. Else the
+      // identity tells whether only the journal may have grown (or an outside edit came).
+      let replaced =
+        cs.unreadableIdentity == nil && cs.journalDamage.isEmpty && record?.identity != nil
+        && record?.identity != cs.identity
+      let current = replaced ? nil : try? FileSystem.identity(ofPath: path)
       // The token read is seen once what it stands for is in memory (not when a re-read failed).
       func seen() {
         if let token = record?.token { seenToken.store(token, ordering: .releasing) }
@@ -123,7 +129,7 @@ final class SuiteFile: Sendable {
         seen()
         return false
       }
-      if current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty {
+      if !replaced && current == cs.identity && cs.unreadableIdentity == nil && cs.journalDamage.isEmpty {
         // The plist is the version read: only its journal may have grown.
         let appended: [SuiteJournal.Change]?
         do throws(AppGroupsError) {

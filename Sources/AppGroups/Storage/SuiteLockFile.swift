@@ -21,6 +21,10 @@ package final class SuiteLockFile: Sendable {
   /// (a file replaced at the path): a read asks nothing of the file but when the page it
   /// finds is retired.
   private let page: PageAddress
+  /// Whether the next ``readAtPath(covered:)`` compares the file read with the path, even
+  /// while a kernel watch covers the folder: set at open and whenever the change monitor
+  /// hears of an entry by the lock file's name, or of events it may have missed.
+  private let pathCheckDue = Atomic<Bool>(true)
   private static let magic: UInt64 = 0x3154_4e45_4b4f_5447  // "GTOKENT1"
 
   /// The lock file of the suite whose plist is at `plistPath`: `<plist>.lock`.
@@ -146,10 +150,21 @@ package final class SuiteLockFile: Sendable {
   /// The current record of the lock file now at the path: the file read is first compared
   /// with the path (`lstat(2)`), and the one there opened when another replaced it (see
   /// ``refreshIfReplaced()``). For a re-read, which must not go on reading a dead file's page.
-  func readAtPath() -> Record? {
-    file.refreshIfReplaced()
+  ///
+  /// `covered`: a kernel watch covers the folder and covered it since the last look at the
+  /// path. Then the path is looked at only when ``pathMayHaveChanged()`` was called since:
+  /// a lock file removed, renamed over or made again queues an event naming it, which the
+  /// change monitor reads before, or in the same pass as, the events of the plist that come
+  /// after it. Until then the page read is the one every process of the suite has mapped.
+  func readAtPath(covered: Bool) -> Record? {
+    if !covered || pathCheckDue.exchange(false, ordering: .acquiringAndReleasing) {
+      file.refreshIfReplaced()
+    }
     return read()
   }
+
+  /// The next ``readAtPath(covered:)`` compares the file read with the one at the path.
+  func pathMayHaveChanged() { pathCheckDue.store(true, ordering: .releasing) }
 
   /// The record in the lock file at `path`, read as a tool that does not open the suite reads
   /// it (`groupctl read`): with `pread(2)`, nothing created, mapped or locked. `nil` when there

@@ -155,6 +155,54 @@ final class ChangeMonitor: Sendable {
 
   // MARK: Events
 
+  /// What an entry of a watched folder is to the stores open in it.
+  private enum Entry {
+    /// A store's plist or journal (see ``SuiteJournal``): the store re-reads.
+    case values(SuiteStore)
+    /// A store's lock file (see ``SuiteLockFile``): its next re-read looks at the path again.
+    case lockFile(SuiteStore)
+  }
+
+  /// What the entry `name` of a watched folder is to the stores open in it, if anything.
+  /// Names are compared as the file system does, byte for byte, against the folder's few
+  /// stores, lengths first: no name is hashed, no weak reference is loaded but the one found,
+  /// and a commit's temporary file costs a comparison of lengths.
+  private static func entry(named name: String, in stores: [String: WeakReference<SuiteStore>]) -> Entry? {
+    let length = name.utf8.count
+    for index in stores.keys.indices {
+      let fileName = stores.keys[index]
+      let kind: (suffix: String, isLockFile: Bool)
+      switch length - fileName.utf8.count {
+      case 0: kind = ("", false)
+      case SuiteJournal.suffix.utf8.count: kind = (SuiteJournal.suffix, false)
+      case SuiteLockFile.suffix.utf8.count: kind = (SuiteLockFile.suffix, true)
+      default: continue
+      }
+      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = stores.values[index].object else {
+        continue
+      }
+      return kind.isLockFile ? .lockFile(store) : .values(store)
+    }
+    return nil
+  }
+
+  /// Whether the UTF-8 bytes of `name` are those of `prefix` followed by those of `suffix`
+  /// (whose lengths add up to its own).
+  private static func bytes(of name: String, are prefix: String, _ suffix: String) -> Bool {
+    var name = name
+    var prefix = prefix
+    var suffix = suffix
+    return name.withUTF8 { name in
+      prefix.withUTF8 { prefix in
+        suffix.withUTF8 { suffix in
+          name.count == prefix.count + suffix.count
+            && name.prefix(prefix.count).elementsEqual(prefix)
+            && name.suffix(suffix.count).elementsEqual(suffix)
+        }
+      }
+    }
+  }
+
   private func handle(_ events: [DirectoryWatcher.Event]) {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
@@ -168,11 +216,18 @@ final class ChangeMonitor: Sendable {
     }
     var notes: [(@Sendable (String) -> Void, String)] = []
     state.withLock { st in
+      // Events may have been missed: their lock files' paths are looked at again too.
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          if let store = entry.object { add(store) }
+          guard let store = entry.object else { continue }
+          store.lockFileMayHaveMoved()
+          add(store)
         }
       }
+      // The folder of the event before, its stores and its listeners (a batch is mostly one
+      // folder's: a commit's temporary file and its rename), so that its path is hashed and
+      // compared once per batch, not once per event.
+      var folder: (path: String, stores: [String: WeakReference<SuiteStore>], listeners: [Listener])?
       for event in events {
         switch event.kind {
         case .overflow:
@@ -192,15 +247,16 @@ final class ChangeMonitor: Sendable {
             notes.append((listener.handler, ""))
           }
         default:
-          // A suite's plist, or its journal (see ``SuiteJournal``).
-          let named = st.directories[event.directory]?.stores
-          if let store = named?[event.name]?.object
-            ?? SuiteJournal.plistName(ofJournalNamed: event.name).flatMap({ named?[String($0)]?.object })
-          {
-            add(store)
+          if folder?.path != event.directory {
+            let listeners = st.listeners.lazy.map(\.listener).filter { $0.directory == event.directory }
+            folder = (event.directory, st.directories[event.directory]?.stores ?? [:], Array(listeners))
           }
-          for (_, listener) in st.listeners
-          where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
+          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores) }) {
+          case .values(let store)?: add(store)
+          case .lockFile(let store)?: store.lockFileMayHaveMoved()
+          case nil: break
+          }
+          for listener in folder?.listeners ?? [] where event.name.hasPrefix(listener.prefix) {
             notes.append((listener.handler, event.name))
           }
         }

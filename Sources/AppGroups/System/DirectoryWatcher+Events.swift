@@ -330,8 +330,13 @@ extension WatcherEngine {
           continue
         }
         guard let kind = Self.kind(of: mask) else { continue }
-        for path in watch.owners.sorted() {
+        // Mostly one directory is this inode: no sorted copy of one path.
+        if watch.owners.count == 1, let path = watch.owners.first {
           events.append(.init(directory: path, name: record.name, kind: kind))
+        } else {
+          for path in watch.owners.sorted() {
+            events.append(.init(directory: path, name: record.name, kind: kind))
+          }
         }
         if kind == .attrib || kind == .closeWrite { continue }
         // A level a gone directory waits for appeared; a watched level was removed or replaced.
@@ -358,12 +363,17 @@ extension WatcherEngine {
     }
   }
 
+  /// What a record's mask reports, the first that applies in this order (no table: this runs
+  /// for every record every watching process reads).
   private static func kind(of mask: UInt32) -> DirectoryWatcher.Event.Kind? {
-    let kinds: [(CInt, DirectoryWatcher.Event.Kind)] = [
-      (IN_MOVED_TO, .movedTo), (IN_CLOSE_WRITE, .closeWrite), (IN_CREATE, .created),
-      (IN_DELETE, .deleted), (IN_MOVED_FROM, .movedFrom), (IN_ATTRIB, .attrib),
-    ]
-    return kinds.first { mask & UInt32($0.0) != 0 }?.1
+    func has(_ bit: CInt) -> Bool { mask & UInt32(bit) != 0 }
+    if has(IN_MOVED_TO) { return .movedTo }
+    if has(IN_CLOSE_WRITE) { return .closeWrite }
+    if has(IN_CREATE) { return .created }
+    if has(IN_DELETE) { return .deleted }
+    if has(IN_MOVED_FROM) { return .movedFrom }
+    if has(IN_ATTRIB) { return .attrib }
+    return nil
   }
 
   /// The parent of a path: `/a/b` → `/a`, `/a` → `/`, `/` → `nil`.

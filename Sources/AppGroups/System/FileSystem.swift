@@ -156,6 +156,10 @@ package enum FileSystem {
       let n = try result.get()
       if n == 0 { break }
       used += n
+      // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
+      // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
+      // read until a read returns none.)
+      if s.st_size > 0 && used == Int(s.st_size) { break }
     }
     data.count = used
     return (data, identity)
