@@ -130,11 +130,6 @@ package enum SuiteJournal {
   /// What a suite's journal adds to its plist's name.
   package static let suffix = ".journal"
 
-  /// The name of the plist whose journal is called `name`; `nil` when `name` is no journal's.
-  static func plistName(ofJournalNamed name: String) -> Substring? {
-    name.hasSuffix(suffix) ? name.dropLast(suffix.utf8.count) : nil
-  }
-
   /// How large the journal of a plist of `plistSize` bytes may grow at most: a quarter of it
   /// (at least 1 KiB), which a commit of a burst may fill (see ``burstChanges``); a small
   /// commit keeps it within ``smallCommitBound(forPlistSize:)``, and folds into the plist a
