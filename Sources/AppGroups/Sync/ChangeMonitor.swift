@@ -27,10 +27,26 @@ final class ChangeMonitor: Sendable {
   private struct Watched: Sendable {
     var watch: DirectoryWatcher.Watch?
     /// Stores by file name, weakly.
-    var stores: [String: WeakReference<SuiteStore>]
+    var stores: [String: StoreReference]
+  }
+
+  /// A store, weakly: `WeakReference<SuiteStore>` without its generics, whose types (the
+  /// reference, its `Optional`, a dictionary's storage of them and its elements) a new process
+  /// would otherwise instantiate at its first open, for this table alone.
+  /// `@unchecked`: read and written only under `state`'s lock.
+  private struct StoreReference: @unchecked Sendable {
+    weak var object: SuiteStore?
+
+    init(_ object: SuiteStore) { self.object = object }
+  }
+
+  /// The monitor, weakly, for the watcher's handler (made before the monitor is).
+  private final class MonitorReference: @unchecked Sendable {
+    weak var object: ChangeMonitor?
   }
 
   private struct Listener: Sendable {
+    var id: UInt64
     var directory: String
     var prefix: String
     var handler: @Sendable (String) -> Void
@@ -43,7 +59,9 @@ final class ChangeMonitor: Sendable {
     /// dictionary keyed by id: there are a few, and a process's first dictionary of this type
     /// costs its key's hashing conformance lookup (a scan of every conformance record, about
     /// 0.35 M instructions), which the first suite an app opens paid through DeviceMonitor.
-    var listeners: [(id: UInt64, listener: Listener)] = []
+    /// Of a struct that holds its id, not of `(id, listener)` pairs: a tuple type is one more
+    /// metadata instantiation at that first open.
+    var listeners: [Listener] = []
     var nextID: UInt64 = 1
   }
 
@@ -54,10 +72,13 @@ final class ChangeMonitor: Sendable {
   /// For tests: called on the watcher thread with each batch of events
   /// before it is handled. A hook that blocks lets the kernel's queue overflow.
   static let beforeHandlingForTesting = Mutex<(@Sendable ([DirectoryWatcher.Event]) -> Void)?>(nil)
+  /// For tests: called with a store's path when `watch(_:)` begins, after the store was loaded
+  /// and before its folder is watched, so that a test can change the file in that window.
+  static let beforeWatchingForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
   #endif
 
   private init() {
-    let box = WeakBox<ChangeMonitor>()
+    let box = MonitorReference()
     watcher = DirectoryWatcher { events in box.object?.handle(events) }
     box.object = self
   }
@@ -67,20 +88,26 @@ final class ChangeMonitor: Sendable {
 
   // MARK: Stores
 
-  /// Watches the folder of each store, as `watch(_ store:)` does.
-  func watch(_ stores: [SuiteStore]) {
-    for store in stores { watch(store) }
-  }
-
-  /// Watches the folder of `store`, then re-reads the store if its file
-  /// moved since it was loaded: a commit made between the load and the
-  /// watch would otherwise go unnoticed until the next event.
+  /// Watches the folder of `store`, then re-reads the store if its file or its token moved
+  /// since it was loaded: a commit (or an outside edit) made between the load and the watch
+  /// would otherwise go unnoticed until the next event.
+  ///
+  /// The store is registered first, with `watchedByKernel` off, and only then looked at:
+  /// from the registration on, every change is an event that reaches the store; before it,
+  /// a change moved the token (a commit, appended or rewritten) or the file (an outside
+  /// edit, a lock file replaced), which `hasChangedOnDisk()` then sees by reading the mapped
+  /// token and `stat`ing the files, since no kernel watch is counted on yet. So the usual
+  /// open re-reads nothing (no journal read), and a change made at any moment after the load
+  /// is still heard.
   func watch(_ store: SuiteStore) {
+    #if DEBUG
+    if let hook = Self.beforeWatchingForTesting.withLock({ $0 }) { hook(store.path) }
+    #endif
     let directory = store.directory
     let registered: Bool = state.withLock { st in
-      guard let watch = st.directories[directory]?.watch else { return false }
-      st.directories[directory]?.stores[store.fileName] = WeakReference(store)
-      store.watchedByKernel = watch.isWatchedByKernel
+      guard st.directories[directory]?.watch != nil else { return false }
+      st.directories[directory]?.stores[store.fileName] = StoreReference(store)
+      store.watchedByKernel = false
       return true
     }
     if !registered {
@@ -99,21 +126,26 @@ final class ChangeMonitor: Sendable {
         pruneDeadStores(&st)
         var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
         if watched.watch == nil { watched.watch = watch }
-        watched.stores[store.fileName] = WeakReference(store)
+        watched.stores[store.fileName] = StoreReference(store)
         st.directories[directory] = watched
-        // Under the lock that the handling of a folder's departure and return
-        // takes too, so that this cannot overwrite what they set.
-        let kernel = watched.watch?.isWatchedByKernel ?? false
-        store.watchedByKernel = kernel
+        store.watchedByKernel = false
       }
     }
-    store.refresh()
+    let changed = store.hasChangedOnDisk()
+    state.withLock { st in
+      // Under the lock that the handling of a folder's departure and return takes too, so
+      // that this cannot overwrite what they set; read from the watch now, not before the look.
+      store.watchedByKernel = st.directories[directory]?.watch?.isWatchedByKernel ?? false
+    }
+    if changed { store.refresh() }
   }
 
   /// Forgets stores that were released, and the watch of a folder with none left.
   private func pruneDeadStores(_ st: inout State) {
     for (directory, var watched) in st.directories {
-      let live = watched.stores.filter { $0.value.object != nil }
+      // Not `filter`: its closure's element type, a tuple, is one more type to instantiate.
+      var live = watched.stores
+      for (name, reference) in watched.stores where reference.object == nil { live[name] = nil }
       if live.count == watched.stores.count { continue }
       if live.isEmpty {
         st.directories[directory] = nil  // releases the watch
@@ -140,7 +172,7 @@ final class ChangeMonitor: Sendable {
     return state.withLock { st in
       let id = st.nextID
       st.nextID &+= 1
-      st.listeners.append((id, Listener(directory: directory, prefix: prefix, handler: handler, watch: watch)))
+      st.listeners.append(Listener(id: id, directory: directory, prefix: prefix, handler: handler, watch: watch))
       return id
     }
   }
@@ -148,7 +180,7 @@ final class ChangeMonitor: Sendable {
   /// Stops a listener. Events already read may still reach it once.
   func removeListener(_ id: UInt64) {
     let listener = state.withLock { st in
-      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0).listener }
+      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0) }
     }
     listener?.watch.cancel()
   }
@@ -178,7 +210,7 @@ final class ChangeMonitor: Sendable {
         case .overflow:
           // Events were lost: re-read everything watched.
           for watched in st.directories.values { addStores(in: watched) }
-          for (_, listener) in st.listeners { notes.append((listener.handler, "")) }
+          for listener in st.listeners { notes.append((listener.handler, "")) }
         case .directoryGone, .directoryBack:
           // Gone: the stores' files are gone with it. Back: anything may
           // have happened before the new watch was in place. Re-read all.
@@ -188,7 +220,7 @@ final class ChangeMonitor: Sendable {
           for entry in watched?.stores.values ?? [:].values {
             entry.object?.watchedByKernel = kernel
           }
-          for (_, listener) in st.listeners where listener.directory == event.directory {
+          for listener in st.listeners where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
         default:
@@ -199,7 +231,7 @@ final class ChangeMonitor: Sendable {
           {
             add(store)
           }
-          for (_, listener) in st.listeners
+          for listener in st.listeners
           where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
             notes.append((listener.handler, event.name))
           }
