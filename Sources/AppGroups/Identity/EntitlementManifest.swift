@@ -139,14 +139,30 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// process opening its first group suite would pay for it and its types, and use one entry).
   static func entry(
     of bundleIdentifier: String, atPath path: String
-  ) throws(AppGroupsError) -> (entry: Entry?, present: Bool) {
-    guard let raw = try readRaw(atPath: path) else { return (nil, false) }
-    var found: Entry?
+  ) throws(AppGroupsError) -> EntryLookup {
+    var lookup = EntryLookup()
+    guard let raw = try readRaw(atPath: path) else { return lookup }
+    lookup.present = true
     for (name, value) in raw {
       let entry = try entry(name, value, path: path)
-      if name == bundleIdentifier { found = entry }
+      if name == bundleIdentifier {
+        lookup.entry = entry
+        lookup.isListed = true
+      }
     }
-    return (found, true)
+    return lookup
+  }
+
+  /// One app's entry as ``entry(of:atPath:)`` finds it. A struct of plain fields, not an
+  /// `(Entry?, Bool)`: an optional entry and a tuple are two more generic types a new process
+  /// instantiates when it opens its first suite.
+  struct EntryLookup: Sendable {
+    /// The app's entry; an empty one when the manifest has none for it.
+    var entry = Entry()
+    /// Whether the manifest has an entry for the app.
+    var isListed = false
+    /// Whether the manifest's file exists.
+    var present = false
   }
 
   /// The manifest's file at `path` as a dictionary, or `nil` when there is no file.

@@ -142,7 +142,7 @@ public struct SuiteResolver: Sendable {
   ///   `.reservedSuiteName`, or the manifest's `.invalidManifest` (a
   ///   malformed manifest is never read as granting nothing).
   public func resolve(suiteName: String?) throws(AppGroupsError) -> SuiteLocation {
-    let (entry, present) = try checkedEntry()
+    let lookup = try checkedEntry()
     let bundleIdentifier = identity.bundleIdentifier
     guard let suiteName else {
       try Self.requireFileNameLength(bundleIdentifier, as: "bundle identifier")
@@ -151,7 +151,7 @@ public struct SuiteResolver: Sendable {
     try Names.validate(suiteName, as: "suite name")
     try Self.requireFileNameLength(suiteName, as: "suite name")
     if suiteName.hasPrefix(Names.groupPrefix) {
-      try requireEntitlement(to: suiteName, entry: entry, present: present)
+      try requireEntitlement(to: suiteName, lookup)
       return SuiteLocation(.group(suiteName), root: root)
     }
     if suiteName == bundleIdentifier {
@@ -202,8 +202,7 @@ public struct SuiteResolver: Sendable {
   public func container(
     forSecurityApplicationGroupIdentifier groupIdentifier: String
   ) throws(AppGroupsError) -> URL {
-    let (entry, present) = try checkedEntry()
-    try requireEntitlement(to: groupIdentifier, entry: entry, present: present)
+    try requireEntitlement(to: groupIdentifier, try checkedEntry())
     let container = root.groupContainerURL(for: groupIdentifier)
     try root.prepareContainer(at: container)
     return container
@@ -216,7 +215,7 @@ public struct SuiteResolver: Sendable {
   package func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
     let loaded = try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)
     let manifest = loaded?.manifest ?? EntitlementManifest()
-    try checkBinding(manifest.entries[identity.bundleIdentifier])
+    if let entry = manifest.entries[identity.bundleIdentifier] { try checkBinding(entry) }
     return (manifest, loaded != nil)
   }
 
@@ -224,17 +223,17 @@ public struct SuiteResolver: Sendable {
   /// exists, after checking the identity's executable binding: ``checkedManifest()`` for the
   /// calls that need one entry. The whole manifest is still checked (a malformed entry of
   /// another app refuses the call as it does there).
-  func checkedEntry() throws(AppGroupsError) -> (EntitlementManifest.Entry?, Bool) {
-    let (entry, present) = try EntitlementManifest.entry(
+  func checkedEntry() throws(AppGroupsError) -> EntitlementManifest.EntryLookup {
+    let lookup = try EntitlementManifest.entry(
       of: identity.bundleIdentifier, atPath: root.manifestPath)
-    try checkBinding(entry)
-    return (entry, present)
+    if lookup.isListed { try checkBinding(lookup.entry) }
+    return lookup
   }
 
   /// Refuses an identity whose entry binds its bundle identifier to another executable.
-  private func checkBinding(_ entry: EntitlementManifest.Entry?) throws(AppGroupsError) {
+  private func checkBinding(_ entry: EntitlementManifest.Entry) throws(AppGroupsError) {
     let bundleIdentifier = identity.bundleIdentifier
-    if let entry, let bound = entry.executable, let running = identity.executablePath,
+    if let bound = entry.executable, let running = identity.executablePath,
       !identity.runs(bound)
     {
       if entry.executableIsBareName {
@@ -266,11 +265,12 @@ public struct SuiteResolver: Sendable {
   }
 
   private func requireEntitlement(
-    to groupIdentifier: String, entry: EntitlementManifest.Entry?, present: Bool
+    to groupIdentifier: String, _ lookup: EntitlementManifest.EntryLookup
   ) throws(AppGroupsError) {
     try Names.validateGroupIdentifier(groupIdentifier)
     let bundleIdentifier = identity.bundleIdentifier
-    if entry?.applicationGroups.contains(groupIdentifier) == true { return }
+    if lookup.isListed, lookup.entry.applicationGroups.contains(groupIdentifier) { return }
+    let present = lookup.present
     let manifestPath = root.manifestPath
     let source = present ? "manifest: \(manifestPath)" : "no manifest at \(manifestPath)"
     throw AppGroupsError(

@@ -178,11 +178,9 @@ enum XMLPropertyList {
         if c == UInt8(ascii: "<") {
           let end = at
           guard consumeClosingTag(closing.name) else { return nil }
-          if plain {
-            return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-          }
+          if plain { return Self.string(UnsafeBufferPointer(rebasing: bytes[start..<end])) }
           decoded.append(contentsOf: bytes[start..<end])
-          return String(validating: decoded, as: UTF8.self)
+          return decoded.withUnsafeBufferPointer { Self.string($0) }
         }
         // Control characters (a carriage return included) are Foundation's to judge.
         if c < 0x20 && c != 0x09 && c != 0x0A { return nil }
@@ -252,6 +250,19 @@ enum XMLPropertyList {
         at += 1
       }
       return false
+    }
+
+    /// `bytes` as a string; `nil` when they are not UTF-8. ASCII (every name a manifest holds)
+    /// is taken as it is: `String(validating:as:)` is generic over the encoding and costs
+    /// about 1,800 instructions a string, most of a manifest's reading.
+    static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+      var ascii = true
+      for byte in bytes where byte >= 0x80 {
+        ascii = false
+        break
+      }
+      if ascii { return String(decoding: bytes, as: UTF8.self) }
+      return String(validating: bytes, as: UTF8.self)
     }
 
     static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
