@@ -46,7 +46,6 @@ final class ChangeMonitor: Sendable {
   }
 
   private struct Listener: Sendable {
-    var id: UInt64
     var directory: String
     var prefix: String
     var handler: @Sendable (String) -> Void
@@ -59,9 +58,7 @@ final class ChangeMonitor: Sendable {
     /// dictionary keyed by id: there are a few, and a process's first dictionary of this type
     /// costs its key's hashing conformance lookup (a scan of every conformance record, about
     /// 0.35 M instructions), which the first suite an app opens paid through DeviceMonitor.
-    /// Of a struct that holds its id, not of `(id, listener)` pairs: a tuple type is one more
-    /// metadata instantiation at that first open.
-    var listeners: [Listener] = []
+    var listeners: [(id: UInt64, listener: Listener)] = []
     var nextID: UInt64 = 1
   }
 
@@ -172,7 +169,7 @@ final class ChangeMonitor: Sendable {
     return state.withLock { st in
       let id = st.nextID
       st.nextID &+= 1
-      st.listeners.append(Listener(id: id, directory: directory, prefix: prefix, handler: handler, watch: watch))
+      st.listeners.append((id, Listener(directory: directory, prefix: prefix, handler: handler, watch: watch)))
       return id
     }
   }
@@ -180,7 +177,7 @@ final class ChangeMonitor: Sendable {
   /// Stops a listener. Events already read may still reach it once.
   func removeListener(_ id: UInt64) {
     let listener = state.withLock { st in
-      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0) }
+      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0).listener }
     }
     listener?.watch.cancel()
   }
@@ -210,7 +207,7 @@ final class ChangeMonitor: Sendable {
         case .overflow:
           // Events were lost: re-read everything watched.
           for watched in st.directories.values { addStores(in: watched) }
-          for listener in st.listeners { notes.append((listener.handler, "")) }
+          for (_, listener) in st.listeners { notes.append((listener.handler, "")) }
         case .directoryGone, .directoryBack:
           // Gone: the stores' files are gone with it. Back: anything may
           // have happened before the new watch was in place. Re-read all.
@@ -220,7 +217,7 @@ final class ChangeMonitor: Sendable {
           for entry in watched?.stores.values ?? [:].values {
             entry.object?.watchedByKernel = kernel
           }
-          for listener in st.listeners where listener.directory == event.directory {
+          for (_, listener) in st.listeners where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
         default:
@@ -231,7 +228,7 @@ final class ChangeMonitor: Sendable {
           {
             add(store)
           }
-          for listener in st.listeners
+          for (_, listener) in st.listeners
           where listener.directory == event.directory && event.name.hasPrefix(listener.prefix) {
             notes.append((listener.handler, event.name))
           }
