@@ -27,17 +27,7 @@ final class ChangeMonitor: Sendable {
   private struct Watched: Sendable {
     var watch: DirectoryWatcher.Watch?
     /// Stores by file name, weakly.
-    var stores: [String: StoreReference]
-  }
-
-  /// A store, weakly: `WeakReference<SuiteStore>` without its generics, whose types (the
-  /// reference, its `Optional`, a dictionary's storage of them and its elements) a new process
-  /// would otherwise instantiate at its first open, for this table alone.
-  /// `@unchecked`: read and written only under `state`'s lock.
-  private struct StoreReference: @unchecked Sendable {
-    weak var object: SuiteStore?
-
-    init(_ object: SuiteStore) { self.object = object }
+    var stores: [String: WeakReference<SuiteStore>]
   }
 
   /// The monitor, weakly, for the watcher's handler (made before the monitor is).
@@ -103,7 +93,7 @@ final class ChangeMonitor: Sendable {
     let directory = store.directory
     let registered: Bool = state.withLock { st in
       guard st.directories[directory]?.watch != nil else { return false }
-      st.directories[directory]?.stores[store.fileName] = StoreReference(store)
+      st.directories[directory]?.stores[store.fileName] = WeakReference(store)
       store.watchedByKernel = false
       return true
     }
@@ -123,7 +113,7 @@ final class ChangeMonitor: Sendable {
         pruneDeadStores(&st)
         var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
         if watched.watch == nil { watched.watch = watch }
-        watched.stores[store.fileName] = StoreReference(store)
+        watched.stores[store.fileName] = WeakReference(store)
         st.directories[directory] = watched
         store.watchedByKernel = false
       }
