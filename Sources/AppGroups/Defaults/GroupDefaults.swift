@@ -220,7 +220,8 @@ public final class GroupDefaults: Sendable {
       domain: location.domain, suitePath: location.filePath, globalPath: globalPath,
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
-    ProtectedSuites.wait(for: [view.suite] + [view.openedGlobal].compactMap { $0 })
+    ProtectedSuites.wait(for: view.suite)
+    if let global = view.openedGlobal { ProtectedSuites.wait(for: global) }
     ProtectedSuites.reportIfUnavailable(location.domain, view.suite)
     // An app's commits are kept out of its suspensions (see AppLifecycle).
     if let identity { AppLifecycle.start(identity: identity, root: root) }

@@ -44,11 +44,10 @@ enum ProtectedSuites {
         + " by key (\(store.path))")
   }
 
-  /// Keeps each store that could not be read until the device's state changes, then tries
+  /// Keeps a store that could not be read until the device's state changes, then tries
   /// again; a store already loaded is left alone.
-  static func wait(for stores: [SuiteStore]) {
-    for store in stores where store.unavailabilityReason != nil {
-      guard let rootPath = store.options.protectionScope else { continue }
+  static func wait(for store: SuiteStore) {
+    if store.unavailabilityReason != nil, let rootPath = store.options.protectionScope {
       waiting.withLock { waiting in
         if waiting[rootPath] != nil {
           waiting[rootPath]?.stores.append(WeakReference(store))

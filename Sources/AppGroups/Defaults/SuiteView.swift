@@ -43,14 +43,29 @@ internal import Synchronization
     var nextID: UInt64 = 1
     /// The handles on this view (a few): an array, not a dictionary keyed by
     /// `ObjectIdentifier`, whose first use costs a process a conformance lookup at launch.
-    var handles: [WeakReference<GroupDefaults>] = []
+    /// Of a non-generic reference: `WeakReference<GroupDefaults>` would be two more generic
+    /// types (the reference and its array's storage) to instantiate at a process's first open.
+    var handles: [Handle] = []
+  }
+
+  /// A `GroupDefaults` on this view, weakly. `@unchecked`: read and written only under
+  /// `observers`' lock.
+  private struct Handle: @unchecked Sendable {
+    weak var object: GroupDefaults?
   }
 
   private let cache = Mutex(Cache())
   /// The seed of the cache's keys (see ``CacheKey``).
   private let keySeed = UInt64.random(in: .min ... .max)
   private let observers = Mutex(Observers())
-  private let handlerIDs: Mutex<[(SuiteStore, UInt64)]> = Mutex([])
+  /// The change handlers this view added to its stores, removed when it goes. Of a struct,
+  /// not of `(store, id)` pairs: a tuple type is one more metadata instantiation at a
+  /// process's first open.
+  private let handlerIDs: Mutex<[Subscription]> = Mutex([])
+  private struct Subscription: Sendable {
+    let store: SuiteStore
+    let id: UInt64
+  }
   private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
 
   private static let registry = WeakRegistry<SuiteView>()
@@ -80,7 +95,10 @@ internal import Synchronization
       }
       let view = SuiteView(
         domain: domain, suite: suite, managed: managed, globalPath: globalPath, options: options)
-      ChangeMonitor.shared.watch([view.suite, view.managed].compactMap { $0 })
+      // One call per store, not a `[SuiteStore?]` compacted: one generic type less to
+      // instantiate at a process's first open.
+      ChangeMonitor.shared.watch(view.suite)
+      if let managed = view.managed { ChangeMonitor.shared.watch(managed) }
       if let global { view.adoptGlobal(global) }
       return view
     }
@@ -99,13 +117,19 @@ internal import Synchronization
     self.managed = managed
     self.globalPath = globalPath
     self.options = options
-    var ids: [(SuiteStore, UInt64)] = []
-    let layers: [(SuiteStore?, GroupDefaults.Domain)] = [(suite, .application), (managed, .managed)]
-    for case let (store?, layer) in layers {
-      let id = store.addChangeHandler { [weak self] changes, origin in
-        self?.layerChanged(layer, changes, origin: origin)
+    // Layer by layer, without an array of (store, layer) pairs (see `handlerIDs`).
+    var ids = [
+      Subscription(
+        store: suite,
+        id: suite.addChangeHandler { [weak self] changes, origin in
+          self?.layerChanged(.application, changes, origin: origin)
+        })
+    ]
+    if let managed {
+      let id = managed.addChangeHandler { [weak self] changes, origin in
+        self?.layerChanged(.managed, changes, origin: origin)
       }
-      ids.append((store, id))
+      ids.append(Subscription(store: managed, id: id))
     }
     handlerIDs.withLock { $0 = ids }
   }
@@ -180,8 +204,8 @@ internal import Synchronization
     let id = store.addChangeHandler { [weak self] changes, origin in
       self?.layerChanged(.global, changes, origin: origin)
     }
-    handlerIDs.withLock { $0.append((store, id)) }
-    ProtectedSuites.wait(for: [store])
+    handlerIDs.withLock { $0.append(Subscription(store: store, id: id)) }
+    ProtectedSuites.wait(for: store)
     // A change of the store heard between its opening and the handler above (another view
     // shares it) reached no handler of this view: forget every resolved entry.
     cache.withLock { cache in
@@ -193,11 +217,13 @@ internal import Synchronization
   }
 
   deinit {
-    for (store, id) in handlerIDs.withLock({ $0 }) { store.removeChangeHandler(id) }
+    for subscription in handlerIDs.withLock({ $0 }) {
+      subscription.store.removeChangeHandler(subscription.id)
+    }
   }
 
   func attach(_ defaults: GroupDefaults) {
-    observers.withLock { $0.handles.append(WeakReference(defaults)) }
+    observers.withLock { $0.handles.append(Handle(object: defaults)) }
   }
 
   func detach(_ defaults: GroupDefaults) {

@@ -123,6 +123,52 @@ public struct EntitlementManifest: Sendable, Equatable {
   static func loadIfPresent(
     atPath path: String
   ) throws(AppGroupsError) -> (manifest: EntitlementManifest, raw: [String: PropertyListValue])? {
+    guard let raw = try readRaw(atPath: path) else { return nil }
+    var entries: [String: Entry] = [:]
+    entries.reserveCapacity(raw.count)
+    for (bundleIdentifier, value) in raw {
+      entries[bundleIdentifier] = try entry(bundleIdentifier, value, path: path)
+    }
+    return (EntitlementManifest(entries: entries), raw)
+  }
+
+  /// The entry of `bundleIdentifier` in the manifest at `path` (`nil` when it has none), and
+  /// whether there is a file: what resolving a suite needs. Every entry is checked as
+  /// ``loadIfPresent(atPath:)`` checks it, in the same order, so a manifest refused there is
+  /// refused here with the same error; only the table of every entry is not built (a new
+  /// process opening its first group suite would pay for it and its types, and use one entry).
+  static func entry(
+    of bundleIdentifier: String, atPath path: String
+  ) throws(AppGroupsError) -> EntryLookup {
+    var lookup = EntryLookup()
+    guard let raw = try readRaw(atPath: path) else { return lookup }
+    lookup.present = true
+    for (name, value) in raw {
+      let entry = try entry(name, value, path: path)
+      if name == bundleIdentifier {
+        lookup.entry = entry
+        lookup.isListed = true
+      }
+    }
+    return lookup
+  }
+
+  /// One app's entry as ``entry(of:atPath:)`` finds it. A struct of plain fields, not an
+  /// `(Entry?, Bool)`: an optional entry and a tuple are two more generic types a new process
+  /// instantiates when it opens its first suite.
+  struct EntryLookup: Sendable {
+    /// The app's entry; an empty one when the manifest has none for it.
+    var entry = Entry()
+    /// Whether the manifest has an entry for the app.
+    var isListed = false
+    /// Whether the manifest's file exists.
+    var present = false
+  }
+
+  /// The manifest's file at `path` as a dictionary, or `nil` when there is no file.
+  private static func readRaw(
+    atPath path: String
+  ) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let data: Data
     do {
       guard let (contents, _) = try FileSystem.read(path) else { return nil }
@@ -133,7 +179,6 @@ public struct EntitlementManifest: Sendable, Equatable {
     if let problem = PropertyListScreen.problem(with: data) {
       throw AppGroupsError(.invalidManifest, "\(path): not a property list of entitlements: \(problem)")
     }
-    let raw: [String: PropertyListValue]
     do {
       // The package's own XML reader first: Foundation's parser (and the bridging of what it
       // returns) was most of a new process's time to open a group suite.
@@ -153,68 +198,73 @@ public struct EntitlementManifest: Sendable, Equatable {
           .invalidManifest,
           "\(path): the root must be a dictionary of bundle identifiers, found \(kindName(value))")
       }
-      raw = dictionary
+      return dictionary
     } catch let error as AppGroupsError {
       throw error
     } catch {
       throw AppGroupsError(
         .invalidManifest, "\(path): not a property list (\(error.localizedDescription))")
     }
-    var entries: [String: Entry] = [:]
-    entries.reserveCapacity(raw.count)
-    for (bundleIdentifier, value) in raw {
-      let entryName = Names.quotedIfNeeded(bundleIdentifier)
-      func invalid(_ reason: String) -> AppGroupsError {
-        AppGroupsError(.invalidManifest, "\(path): entry \(entryName): \(reason)")
-      }
-      if let reason = Names.problem(with: bundleIdentifier) {
-        throw invalid("invalid bundle identifier: \(reason)")
-      }
-      guard case .dictionary(let fields) = value else {
-        throw invalid("must be a dictionary, found \(kindName(value))")
-      }
-      var groups: [String] = []
-      if let list = fields[applicationGroupsKey] {
-        guard case .array(let array) = list else {
-          throw invalid(
-            "\(applicationGroupsKey) must be an array of strings, found \(kindName(list))")
-        }
-        groups.reserveCapacity(array.count)
-        for (index, element) in array.enumerated() {
-          guard case .string(let group) = element else {
-            throw invalid(
-              "\(applicationGroupsKey) must be an array of strings, "
-                + "found \(kindName(element)) at index \(index)")
-          }
-          if let reason = Names.groupIdentifierProblem(with: group) {
-            throw invalid(
-              "\(applicationGroupsKey): invalid group identifier \(Names.quoted(group)): \(reason)")
-          }
-          groups.append(group)
-        }
-        // Each group once, in the order first written.
-        if groups.count > 1 {
-          var seen = Set<String>(minimumCapacity: groups.count)
-          groups = groups.filter { seen.insert($0).inserted }
-        }
-      }
-      var executable: String?
-      if let value = fields[executableKey] {
-        guard case .string(let string) = value else {
-          throw invalid("\(executableKey) must be a string, found \(kindName(value))")
-        }
-        if let reason = Names.executableProblem(with: string) {
-          throw invalid("\(executableKey) \(Names.quoted(string)): \(reason)")
-        }
-        executable = string
-      }
-      var entry = Entry(applicationGroups: groups, executable: executable)
-      if let reason = readKeychainEntitlements(fields, bundleIdentifier, into: &entry) {
-        throw invalid(reason)
-      }
-      entries[bundleIdentifier] = entry
+  }
+
+  /// The entry `value` of `bundleIdentifier`, checked; the manifest at `path` is refused,
+  /// naming the entry, when it is not a valid one.
+  private static func entry(
+    _ bundleIdentifier: String, _ value: PropertyListValue, path: String
+  ) throws(AppGroupsError) -> Entry {
+    func invalid(_ reason: String) -> AppGroupsError {
+      AppGroupsError(.invalidManifest, "\(path): entry \(Names.quotedIfNeeded(bundleIdentifier)): \(reason)")
     }
-    return (EntitlementManifest(entries: entries), raw)
+    if let reason = Names.problem(with: bundleIdentifier) {
+      throw invalid("invalid bundle identifier: \(reason)")
+    }
+    guard case .dictionary(let fields) = value else {
+      throw invalid("must be a dictionary, found \(kindName(value))")
+    }
+    var groups: [String] = []
+    if let list = fields[applicationGroupsKey] {
+      guard case .array(let array) = list else {
+        throw invalid(
+          "\(applicationGroupsKey) must be an array of strings, found \(kindName(list))")
+      }
+      groups.reserveCapacity(array.count)
+      var repeated = false
+      for (index, element) in array.enumerated() {
+        guard case .string(let group) = element else {
+          throw invalid(
+            "\(applicationGroupsKey) must be an array of strings, "
+              + "found \(kindName(element)) at index \(index)")
+        }
+        if let reason = Names.groupIdentifierProblem(with: group) {
+          throw invalid(
+            "\(applicationGroupsKey): invalid group identifier \(Names.quoted(group)): \(reason)")
+        }
+        // A few groups an entry: a search of those before is cheaper than a set (whose
+        // storage type a new process would instantiate for this alone).
+        if !repeated, array.count <= 64, groups.contains(group) { repeated = true }
+        groups.append(group)
+      }
+      // Each group once, in the order first written.
+      if repeated || array.count > 64 {
+        var seen = Set<String>(minimumCapacity: groups.count)
+        groups = groups.filter { seen.insert($0).inserted }
+      }
+    }
+    var executable: String?
+    if let value = fields[executableKey] {
+      guard case .string(let string) = value else {
+        throw invalid("\(executableKey) must be a string, found \(kindName(value))")
+      }
+      if let reason = Names.executableProblem(with: string) {
+        throw invalid("\(executableKey) \(Names.quoted(string)): \(reason)")
+      }
+      executable = string
+    }
+    var entry = Entry(applicationGroups: groups, executable: executable)
+    if let reason = readKeychainEntitlements(fields, bundleIdentifier, into: &entry) {
+      throw invalid(reason)
+    }
+    return entry
   }
 
   /// The property-list type name of a decoded value, for messages (`real` for a

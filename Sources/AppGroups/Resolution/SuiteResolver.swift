@@ -142,7 +142,7 @@ public struct SuiteResolver: Sendable {
   ///   `.reservedSuiteName`, or the manifest's `.invalidManifest` (a
   ///   malformed manifest is never read as granting nothing).
   public func resolve(suiteName: String?) throws(AppGroupsError) -> SuiteLocation {
-    let (manifest, present) = try checkedManifest()
+    let lookup = try checkedEntry()
     let bundleIdentifier = identity.bundleIdentifier
     guard let suiteName else {
       try Self.requireFileNameLength(bundleIdentifier, as: "bundle identifier")
@@ -151,7 +151,7 @@ public struct SuiteResolver: Sendable {
     try Names.validate(suiteName, as: "suite name")
     try Self.requireFileNameLength(suiteName, as: "suite name")
     if suiteName.hasPrefix(Names.groupPrefix) {
-      try requireEntitlement(to: suiteName, manifest: manifest, present: present)
+      try requireEntitlement(to: suiteName, lookup)
       return SuiteLocation(.group(suiteName), root: root)
     }
     if suiteName == bundleIdentifier {
@@ -202,8 +202,7 @@ public struct SuiteResolver: Sendable {
   public func container(
     forSecurityApplicationGroupIdentifier groupIdentifier: String
   ) throws(AppGroupsError) -> URL {
-    let (manifest, present) = try checkedManifest()
-    try requireEntitlement(to: groupIdentifier, manifest: manifest, present: present)
+    try requireEntitlement(to: groupIdentifier, try checkedEntry())
     let container = root.groupContainerURL(for: groupIdentifier)
     try root.prepareContainer(at: container)
     return container
@@ -216,9 +215,26 @@ public struct SuiteResolver: Sendable {
   package func checkedManifest() throws(AppGroupsError) -> (EntitlementManifest, Bool) {
     let loaded = try EntitlementManifest.loadIfPresent(atPath: root.manifestPath)
     let manifest = loaded?.manifest ?? EntitlementManifest()
+    if let entry = manifest.entries[identity.bundleIdentifier] { try checkBinding(entry) }
+    return (manifest, loaded != nil)
+  }
+
+  /// The identity's own entry in the manifest (`nil` when it has none) and whether the file
+  /// exists, after checking the identity's executable binding: ``checkedManifest()`` for the
+  /// calls that need one entry. The whole manifest is still checked (a malformed entry of
+  /// another app refuses the call as it does there).
+  func checkedEntry() throws(AppGroupsError) -> EntitlementManifest.EntryLookup {
+    let lookup = try EntitlementManifest.entry(
+      of: identity.bundleIdentifier, atPath: root.manifestPath)
+    if lookup.isListed { try checkBinding(lookup.entry) }
+    return lookup
+  }
+
+  /// Refuses an identity whose entry binds its bundle identifier to another executable.
+  private func checkBinding(_ entry: EntitlementManifest.Entry) throws(AppGroupsError) {
     let bundleIdentifier = identity.bundleIdentifier
-    if let entry = manifest.entries[bundleIdentifier], let bound = entry.executable,
-      let running = identity.executablePath, !identity.runs(bound)
+    if let bound = entry.executable, let running = identity.executablePath,
+      !identity.runs(bound)
     {
       if entry.executableIsBareName {
         throw AppGroupsError(
@@ -233,7 +249,6 @@ public struct SuiteResolver: Sendable {
         "\(bundleIdentifier) is bound to executable '\(bound)' in \(root.manifestPath) "
           + "but this process runs \(running)")
     }
-    return (manifest, loaded != nil)
   }
 
   /// Refuses a domain name too long for the suite's file names (see ``maximumDomainByteCount``).
@@ -250,11 +265,12 @@ public struct SuiteResolver: Sendable {
   }
 
   private func requireEntitlement(
-    to groupIdentifier: String, manifest: EntitlementManifest, present: Bool
+    to groupIdentifier: String, _ lookup: EntitlementManifest.EntryLookup
   ) throws(AppGroupsError) {
     try Names.validateGroupIdentifier(groupIdentifier)
     let bundleIdentifier = identity.bundleIdentifier
-    if manifest.isEntitled(bundleIdentifier, to: groupIdentifier) { return }
+    if lookup.isListed, lookup.entry.applicationGroups.contains(groupIdentifier) { return }
+    let present = lookup.present
     let manifestPath = root.manifestPath
     let source = present ? "manifest: \(manifestPath)" : "no manifest at \(manifestPath)"
     throw AppGroupsError(

@@ -22,6 +22,57 @@ enum XMLPropertyList {
     let bytes: UnsafeBufferPointer<UInt8>
     var at = 0
 
+    /// The elements this reader knows, matched on the bytes: no `String` is made for a tag's
+    /// name, and no literal is copied into an array to compare it (a manifest is read by
+    /// every new process that opens a group suite).
+    enum Tag {
+      case dict, array, `true`, `false`, string, integer, real, date, data, key
+
+      init?(_ name: UnsafeBufferPointer<UInt8>) {
+        // One comparison after another (each first compares the lengths), not a loop over a
+        // table: an array of tags would be one more generic type a new process instantiates.
+        func named(_ literal: StaticString) -> Bool { Parser.equal(name, literal) }
+        if named("key") {
+          self = .key
+        } else if named("string") {
+          self = .string
+        } else if named("dict") {
+          self = .dict
+        } else if named("array") {
+          self = .array
+        } else if named("integer") {
+          self = .integer
+        } else if named("true") {
+          self = .true
+        } else if named("false") {
+          self = .false
+        } else if named("real") {
+          self = .real
+        } else if named("date") {
+          self = .date
+        } else if named("data") {
+          self = .data
+        } else {
+          return nil
+        }
+      }
+
+      var name: StaticString {
+        switch self {
+        case .dict: "dict"
+        case .array: "array"
+        case .true: "true"
+        case .false: "false"
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "real"
+        case .date: "date"
+        case .data: "data"
+        case .key: "key"
+        }
+      }
+    }
+
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     // MARK: Document
@@ -57,17 +108,17 @@ enum XMLPropertyList {
 
     mutating func value(depth: Int = 0) -> PropertyListValue? {
       guard depth < 512, skipMisc(), at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
-      guard let (name, empty) = openTag() else { return nil }
-      switch name {
-      case "dict": return empty ? .dictionary([:]) : dictionary(depth: depth)
-      case "array": return empty ? .array([]) : array(depth: depth)
-      case "true" where empty: return .bool(true)
-      case "false" where empty: return .bool(false)
-      case "string": return empty ? .string("") : text(closing: "string").map { .string($0) }
-      case "integer": return empty ? nil : text(closing: "integer").flatMap(Self.integer)
-      case "real": return empty ? nil : text(closing: "real").flatMap(Self.real)
-      case "date": return empty ? nil : text(closing: "date").flatMap(Self.date)
-      case "data": return empty ? .data(Data()) : text(closing: "data").flatMap(Self.data)
+      guard let (tag, empty) = openTag() else { return nil }
+      switch tag {
+      case .dict: return empty ? .dictionary([:]) : dictionary(depth: depth)
+      case .array: return empty ? .array([]) : array(depth: depth)
+      case .true where empty: return .bool(true)
+      case .false where empty: return .bool(false)
+      case .string: return empty ? .string("") : text(closing: .string).map { .string($0) }
+      case .integer: return empty ? nil : text(closing: .integer).flatMap(Self.integer)
+      case .real: return empty ? nil : text(closing: .real).flatMap(Self.real)
+      case .date: return empty ? nil : text(closing: .date).flatMap(Self.date)
+      case .data: return empty ? .data(Data()) : text(closing: .data).flatMap(Self.data)
       default: return nil
       }
     }
@@ -77,8 +128,8 @@ enum XMLPropertyList {
       while true {
         guard skipMisc() else { return nil }
         if consume("</dict>") { return .dictionary(values) }
-        guard let (name, empty) = openTag(), name == "key" else { return nil }
-        guard !empty, let key = text(closing: "key") else { return nil }
+        guard let (tag, empty) = openTag(), tag == .key else { return nil }
+        guard !empty, let key = text(closing: .key) else { return nil }
         guard let value = value(depth: depth + 1), values.updateValue(value, forKey: key) == nil else {
           return nil
         }
@@ -95,8 +146,9 @@ enum XMLPropertyList {
       }
     }
 
-    /// `<name>` or `<name/>` (no attributes) at the cursor: its name and whether it is empty.
-    mutating func openTag() -> (String, Bool)? {
+    /// `<name>` or `<name/>` (no attributes) at the cursor: its element and whether it is
+    /// empty; `nil` for an element this reader does not know.
+    mutating func openTag() -> (Tag, Bool)? {
       guard at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
       var end = at + 1
       while end < bytes.count, bytes[end] != UInt8(ascii: ">") && bytes[end] != UInt8(ascii: "/") {
@@ -105,32 +157,30 @@ enum XMLPropertyList {
         end += 1
       }
       guard end < bytes.count, end > at + 1 else { return nil }
-      let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[(at + 1)..<end]), as: UTF8.self)
+      guard let tag = Tag(UnsafeBufferPointer(rebasing: bytes[(at + 1)..<end])) else { return nil }
       if bytes[end] == UInt8(ascii: "/") {
         guard end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: ">") else { return nil }
         at = end + 2
-        return (name, true)
+        return (tag, true)
       }
       at = end + 1
-      return (name, false)
+      return (tag, false)
     }
 
     /// The text up to `</closing>`, its references resolved; `nil` on markup inside it, an
     /// unknown reference, a carriage return or bytes that are not UTF-8.
-    mutating func text(closing: String) -> String? {
+    mutating func text(closing: Tag) -> String? {
       var decoded: [UInt8] = []
       var start = at
       var plain = true
       while at < bytes.count {
         let c = bytes[at]
         if c == UInt8(ascii: "<") {
-          guard consume("</\(closing)>") else { return nil }
-          let end = at - closing.utf8.count - 3
-          if plain {
-            return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-          }
+          let end = at
+          guard consumeClosingTag(closing.name) else { return nil }
+          if plain { return Self.string(UnsafeBufferPointer(rebasing: bytes[start..<end])) }
           decoded.append(contentsOf: bytes[start..<end])
-          return String(validating: decoded, as: UTF8.self)
+          return decoded.withUnsafeBufferPointer { Self.string($0) }
         }
         // Control characters (a carriage return included) are Foundation's to judge.
         if c < 0x20 && c != 0x09 && c != 0x0A { return nil }
@@ -176,26 +226,48 @@ enum XMLPropertyList {
       return bytes[at..<(at + count)].elementsEqual(wanted)
     }
 
-    mutating func consume(_ literal: String) -> Bool {
-      let utf8 = Array(literal.utf8)
-      guard bytes.count - at >= utf8.count, bytes[at..<(at + utf8.count)].elementsEqual(utf8) else {
-        return false
-      }
-      at += utf8.count
+    mutating func consume(_ literal: StaticString) -> Bool {
+      guard peek(literal) else { return false }
+      at += literal.utf8CodeUnitCount
+      return true
+    }
+
+    /// `</name>` at the cursor: moves past it.
+    mutating func consumeClosingTag(_ name: StaticString) -> Bool {
+      let count = name.utf8CodeUnitCount
+      guard bytes.count - at >= count + 3, bytes[at] == UInt8(ascii: "<"),
+        bytes[at + 1] == UInt8(ascii: "/"), bytes[at + 2 + count] == UInt8(ascii: ">"),
+        Self.equal(UnsafeBufferPointer(rebasing: bytes[(at + 2)..<(at + 2 + count)]), name)
+      else { return false }
+      at += count + 3
       return true
     }
 
     /// Moves the cursor past the next `literal`; `false` when there is none.
-    mutating func skip(past literal: String) -> Bool {
-      let utf8 = Array(literal.utf8)
-      while bytes.count - at >= utf8.count {
-        if bytes[at..<(at + utf8.count)].elementsEqual(utf8) {
-          at += utf8.count
-          return true
-        }
+    mutating func skip(past literal: StaticString) -> Bool {
+      while bytes.count - at >= literal.utf8CodeUnitCount {
+        if consume(literal) { return true }
         at += 1
       }
       return false
+    }
+
+    /// `bytes` as a string; `nil` when they are not UTF-8. ASCII (every name a manifest holds)
+    /// is taken as it is: `String(validating:as:)` is generic over the encoding and costs
+    /// about 1,800 instructions a string, most of a manifest's reading.
+    static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+      var ascii = true
+      for byte in bytes where byte >= 0x80 {
+        ascii = false
+        break
+      }
+      if ascii { return String(decoding: bytes, as: UTF8.self) }
+      return String(validating: bytes, as: UTF8.self)
+    }
+
+    static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+      bytes.count == literal.utf8CodeUnitCount
+        && bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     // MARK: Scalars

@@ -30,6 +30,11 @@ final class ChangeMonitor: Sendable {
     var stores: [String: WeakReference<SuiteStore>]
   }
 
+  /// The monitor, weakly, for the watcher's handler (made before the monitor is).
+  private final class MonitorReference: @unchecked Sendable {
+    weak var object: ChangeMonitor?
+  }
+
   private struct Listener: Sendable {
     var directory: String
     var prefix: String
@@ -54,10 +59,13 @@ final class ChangeMonitor: Sendable {
   /// For tests: called on the watcher thread with each batch of events
   /// before it is handled. A hook that blocks lets the kernel's queue overflow.
   static let beforeHandlingForTesting = Mutex<(@Sendable ([DirectoryWatcher.Event]) -> Void)?>(nil)
+  /// For tests: called with a store's path when `watch(_:)` begins, after the store was loaded
+  /// and before its folder is watched, so that a test can change the file in that window.
+  static let beforeWatchingForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
   #endif
 
   private init() {
-    let box = WeakBox<ChangeMonitor>()
+    let box = MonitorReference()
     watcher = DirectoryWatcher { events in box.object?.handle(events) }
     box.object = self
   }
@@ -67,20 +75,26 @@ final class ChangeMonitor: Sendable {
 
   // MARK: Stores
 
-  /// Watches the folder of each store, as `watch(_ store:)` does.
-  func watch(_ stores: [SuiteStore]) {
-    for store in stores { watch(store) }
-  }
-
-  /// Watches the folder of `store`, then re-reads the store if its file
-  /// moved since it was loaded: a commit made between the load and the
-  /// watch would otherwise go unnoticed until the next event.
+  /// Watches the folder of `store`, then re-reads the store if its file or its token moved
+  /// since it was loaded: a commit (or an outside edit) made between the load and the watch
+  /// would otherwise go unnoticed until the next event.
+  ///
+  /// The store is registered first, with `watchedByKernel` off, and only then looked at:
+  /// from the registration on, every change is an event that reaches the store; before it,
+  /// a change moved the token (a commit, appended or rewritten) or the file (an outside
+  /// edit, a lock file replaced), which `hasChangedOnDisk()` then sees by reading the mapped
+  /// token and `stat`ing the files, since no kernel watch is counted on yet. So the usual
+  /// open re-reads nothing (no journal read), and a change made at any moment after the load
+  /// is still heard.
   func watch(_ store: SuiteStore) {
+    #if DEBUG
+    if let hook = Self.beforeWatchingForTesting.withLock({ $0 }) { hook(store.path) }
+    #endif
     let directory = store.directory
     let registered: Bool = state.withLock { st in
-      guard let watch = st.directories[directory]?.watch else { return false }
+      guard st.directories[directory]?.watch != nil else { return false }
       st.directories[directory]?.stores[store.fileName] = WeakReference(store)
-      store.watchedByKernel = watch.isWatchedByKernel
+      store.watchedByKernel = false
       return true
     }
     if !registered {
@@ -101,19 +115,24 @@ final class ChangeMonitor: Sendable {
         if watched.watch == nil { watched.watch = watch }
         watched.stores[store.fileName] = WeakReference(store)
         st.directories[directory] = watched
-        // Under the lock that the handling of a folder's departure and return
-        // takes too, so that this cannot overwrite what they set.
-        let kernel = watched.watch?.isWatchedByKernel ?? false
-        store.watchedByKernel = kernel
+        store.watchedByKernel = false
       }
     }
-    store.refresh()
+    let changed = store.hasChangedOnDisk()
+    state.withLock { st in
+      // Under the lock that the handling of a folder's departure and return takes too, so
+      // that this cannot overwrite what they set; read from the watch now, not before the look.
+      store.watchedByKernel = st.directories[directory]?.watch?.isWatchedByKernel ?? false
+    }
+    if changed { store.refresh() }
   }
 
   /// Forgets stores that were released, and the watch of a folder with none left.
   private func pruneDeadStores(_ st: inout State) {
     for (directory, var watched) in st.directories {
-      let live = watched.stores.filter { $0.value.object != nil }
+      // Not `filter`: its closure's element type, a tuple, is one more type to instantiate.
+      var live = watched.stores
+      for (name, reference) in watched.stores where reference.object == nil { live[name] = nil }
       if live.count == watched.stores.count { continue }
       if live.isEmpty {
         st.directories[directory] = nil  // releases the watch

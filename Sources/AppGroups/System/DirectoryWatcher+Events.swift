@@ -28,8 +28,17 @@ extension WatcherEngine {
     guard let inotifyFD, var directory = state.directories[path], !directory.isPolled else {
       return []
     }
+    // The path and its ancestors, each made when first asked for: a directory that is there
+    // needs two levels (itself and its guard), not every one up to the root.
     var chain = [path]
-    while let last = chain.last, let parent = Self.parent(of: last) { chain.append(parent) }
+    /// Whether `chain` reaches `level` (the root is the last level).
+    func has(_ level: Int) -> Bool {
+      while chain.count <= level {
+        guard let parent = Self.parent(of: chain[chain.count - 1]) else { return false }
+        chain.append(parent)
+      }
+      return true
+    }
 
     var touched: [CInt] = []
     var refusal: SystemCallError?
@@ -52,7 +61,7 @@ extension WatcherEngine {
     var found: (level: Int, wd: CInt, guardWD: CInt?)?
     var level = 0
     var steps = 0
-    while steps < Self.armingSteps, level < chain.count, refusal == nil {
+    while steps < Self.armingSteps, has(level), refusal == nil {
       steps += 1
       // The watch `add` has just put on the path itself is not asked for a second time.
       guard let wd = steps == 1 && level == 0 && justAdded != nil ? justAdded : add(level) else {
@@ -60,7 +69,7 @@ extension WatcherEngine {
         continue
       }
       var guardWD: CInt?
-      if level + 1 < chain.count {
+      if has(level + 1) {
         guard let parentWD = add(level + 1) else {
           level += 1
           continue

@@ -266,8 +266,14 @@ final class WatcherEngine: Sendable {
   /// The kernel watches by descriptor: a few per process, so a list searched in order (a
   /// `Dictionary` keyed by `CInt` would cost a new process a search of every protocol
   /// conformance it has loaded, to check `CInt`'s `Hashable`, when it opens its first suite).
+  /// Of a struct, not of `(wd, watch)` pairs: a tuple type is one more metadata instantiation
+  /// at that first open.
   struct KernelWatches {
-    private var entries: [(wd: CInt, watch: KernelWatch)] = []
+    private struct Slot {
+      var wd: CInt
+      var watch: KernelWatch
+    }
+    private var entries: [Slot] = []
 
     subscript(wd: CInt) -> KernelWatch? {
       get { entries.first { $0.wd == wd }?.watch }
@@ -276,7 +282,7 @@ final class WatcherEngine: Sendable {
         switch (index, newValue) {
         case (let index?, let watch?): entries[index].watch = watch
         case (let index?, nil): entries.remove(at: index)
-        case (nil, let watch?): entries.append((wd, watch))
+        case (nil, let watch?): entries.append(Slot(wd: wd, watch: watch))
         case (nil, nil): break
         }
       }

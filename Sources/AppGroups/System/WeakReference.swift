@@ -1,29 +1,29 @@
 internal import Synchronization
 
-/// A reference that does not keep its object alive: a registry of live objects holds these,
-/// so that an object goes away when its last user lets go of it.
+/// A reference that does not keep its object alive, so that an object goes away when its
+/// last user lets go of it. (The code a new process runs to open its first suite uses
+/// non-generic ones, see ``WeakRegistry``.)
 ///
 /// `@unchecked`: the `weak` field is a variable, but it is only read and written under the
-/// lock of the registry that holds it (or, in ``WeakBox``, set once before it is shared).
+/// lock of whatever holds it.
 struct WeakReference<Object: AnyObject & Sendable>: @unchecked Sendable {
   weak var object: Object?
 
   init(_ object: Object?) { self.object = object }
 }
 
-/// ``WeakReference`` as a class, for a reference set after the object that shares it is
-/// made (a callback made in an initializer, pointing back at the object).
-final class WeakBox<Object: AnyObject & Sendable>: @unchecked Sendable {
-  weak var object: Object?
-
-  init() {}
-}
-
 /// The objects of one kind shared in this process, one per key (a file's or folder's
 /// path), held weakly: the first user opens one, later users get the same one while it is
 /// alive, and it goes away with its last user.
-final class WeakRegistry<Object: AnyObject & Sendable>: Sendable {
-  private let entries = Mutex<[String: WeakReference<Object>]>([:])
+///
+/// A struct over one table type that every registry shares: each generic type a process
+/// uses costs it a metadata instantiation the first time (a demangling, a cache insertion,
+/// and for a dictionary's storage a conformance lookup), and a new process opening its first
+/// suite went through five registries. Generic, each would bring its own class, its
+/// `WeakReference<Object>`, that reference's `Optional` and a dictionary storage of them;
+/// this way all of them use one set, instantiated once.
+struct WeakRegistry<Object: AnyObject & Sendable>: Sendable {
+  private let table = WeakTable()
 
   init() {}
 
@@ -33,25 +33,56 @@ final class WeakRegistry<Object: AnyObject & Sendable>: Sendable {
   func object(
     forKey key: String, opening open: () throws(AppGroupsError) -> Object
   ) throws(AppGroupsError) -> Object {
-    let result: Result<Object, AppGroupsError> = entries.withLock { entries in
-      if let existing = entries[key]?.object { return .success(existing) }
-      let opened = Result { () throws(AppGroupsError) in try open() }
-      if case .success(let object) = opened {
-        // Forget objects that are gone, so that a process opening many keys in turn does
-        // not keep an entry for each (amortised: when the table doubles).
-        if entries.count >= 64 && entries.count.nonzeroBitCount == 1 {
-          entries = entries.filter { $0.value.object != nil }
-        }
-        entries[key] = WeakReference(object)
-      }
-      return opened
-    }
-    return try result.get()
+    // Only `Object`s are ever put in this table: the downcasts cannot fail.
+    let found = try table.object(forKey: key) { () throws(AppGroupsError) -> AnyObject in try open() }
+    return unsafeDowncast(found, to: Object.self)
   }
 
   /// The live object for `key`, if there is one; opens nothing.
-  func existing(forKey key: String) -> Object? { entries.withLock { $0[key]?.object } }
+  func existing(forKey key: String) -> Object? {
+    table.existing(forKey: key).map { unsafeDowncast($0, to: Object.self) }
+  }
 
   /// Every live object.
-  var all: [Object] { entries.withLock { $0.values.compactMap(\.object) } }
+  var all: [Object] { table.all.map { unsafeDowncast($0, to: Object.self) } }
+}
+
+/// ``WeakRegistry``'s table, the same type whatever the registry holds.
+private final class WeakTable: Sendable {
+  /// A weak reference to any object; not generic, for the reason ``WeakRegistry`` gives.
+  /// `@unchecked`: read and written only under `entries`' lock.
+  private struct Entry: @unchecked Sendable {
+    weak var object: AnyObject?
+  }
+
+  private let entries = Mutex<[String: Entry]>([:])
+
+  func object(
+    forKey key: String, opening open: () throws(AppGroupsError) -> AnyObject
+  ) throws(AppGroupsError) -> AnyObject {
+    // The outcome as a pair of optionals, not a `Result`: a `Result<AnyObject, AppGroupsError>`
+    // would be one more generic type instantiated at a process's first open.
+    let (object, failure): (AnyObject?, AppGroupsError?) = entries.withLock { entries in
+      if let existing = entries[key]?.object { return (existing, nil) }
+      let opened: AnyObject
+      do throws(AppGroupsError) {
+        opened = try open()
+      } catch {
+        return (nil, error)
+      }
+      // Forget objects that are gone, so that a process opening many keys in turn does
+      // not keep an entry for each (amortised: when the table doubles).
+      if entries.count >= 64 && entries.count.nonzeroBitCount == 1 {
+        entries = entries.filter { $0.value.object != nil }
+      }
+      entries[key] = Entry(object: opened)
+      return (opened, nil)
+    }
+    if let failure { throw failure }
+    return object!
+  }
+
+  func existing(forKey key: String) -> AnyObject? { entries.withLock { $0[key]?.object } }
+
+  var all: [AnyObject] { entries.withLock { $0.values.compactMap(\.object) } }
 }
