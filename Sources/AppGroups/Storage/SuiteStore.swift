@@ -53,6 +53,8 @@ final class SuiteStore: Sendable {
   let options: Options
   /// The suite's files and their protocol: everything this store does on disk.
   let file: SuiteFile
+  /// Re-reads read and not yet told to the handlers (see ``SuiteTelling``).
+  let telling = SuiteTelling()
   let queue: DispatchQueue
 
   struct State: Sendable {
@@ -368,9 +370,16 @@ final class SuiteStore: Sendable {
       case .appended(let appended): (changes, handler) = adopt(appended)
       case .reloaded(let loaded): (changes, handler) = adopt(loaded)
       }
+      // Under the file's lock: a re-read after this one waits for what it tells.
+      if !changes.isEmpty { telling.begin() }
     }
     if needsRepair { requestJournalRepair() }
-    if !changes.isEmpty, let handler { handler(changes, .otherProcess) }
+    if !changes.isEmpty {
+      if let handler { handler(changes, .otherProcess) }
+      telling.end()
+    }
+    // What another thread read first is told before this returns (see ``SuiteTelling``).
+    telling.waitForOthers()
     return changes
   }
 
