@@ -117,6 +117,15 @@ public struct TestRoot: Sendable {
     return try PropertyListSerialization.data(fromPropertyList: base, format: .binary, options: 0)
   }
 
+  /// Writes ``largeSuitePlist()`` as the group suite's plist with Foundation (so that no
+  /// commit of the base went to a journal), its folder made first.
+  public func writeLargeSuitePlist() throws {
+    try FileManager.default.createDirectory(
+      at: groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+      attributes: [.posixPermissions: 0o700])
+    try Self.largeSuitePlist().write(to: groupSuiteFile)
+  }
+
   /// Reads a property-list file with Foundation, not with AppGroups.
   public static func readPlist(_ url: URL) throws -> [String: Any] {
     let data = try Data(contentsOf: url)

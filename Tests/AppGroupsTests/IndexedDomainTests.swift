@@ -216,10 +216,7 @@ struct IndexedDomainTests {
 
   /// The large suite, written by Foundation (binary, ASCII keys), opened: indexed.
   private func largeSuite(_ t: TestRoot) throws -> (GroupDefaults, SuiteStore) {
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let d = try t.defaults(TestRoot.group)
     let store = try #require(SuiteStore.existing(path: t.groupSuiteFile.path))
     return (d, store)
@@ -246,10 +243,7 @@ struct IndexedDomainTests {
 
   @Test func aJournalWrittenByAnotherProcessIsAppliedOverTheIndexedPlist() throws {
     let t = try TestRoot()
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let plist = try Data(contentsOf: t.groupSuiteFile)
     let env = t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 }
     #expect(try Product.run("appgroups-worker", ["set", TestRoot.group, "k-journal", "appended"], environment: env).status == 0)

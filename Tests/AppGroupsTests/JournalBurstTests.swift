@@ -13,10 +13,7 @@ import Testing
 struct JournalBurstTests {
   /// The suite with the large base in its plist (written by Foundation), opened.
   private func largeSuite(_ t: TestRoot) throws -> GroupDefaults {
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let d = try t.defaults(TestRoot.group)
     #expect(d.string(forKey: "base-0") == "value-0-of-the-large-base")
     return d

@@ -16,10 +16,7 @@ struct JournalDamageTests {
   /// committed and acknowledged by another process, so that each is one record of the
   /// journal. Returns the journal's bytes.
   private func suiteWithJournal(_ t: TestRoot) throws -> [UInt8] {
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let writer = try Product.run(
       "appgroups-worker", ["acked-sets", TestRoot.group, "acked", String(Self.keys.count)],
       environment: t.environment(as: TestRoot.app).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
@@ -171,10 +168,7 @@ struct JournalDamageTests {
   /// journal does first, and keeps the file aside instead of renaming a journal over it.
   @Test func aFileWhereTheJournalBelongsIsKeptAsideByTheCommitThatStartsOne() throws {
     let t = try TestRoot()
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let d = try t.defaults(TestRoot.group)
     // The token moves for the plist written from outside: its record names this version, with
     // no journal.

@@ -16,10 +16,7 @@ struct JournalTests {
   /// The suite with its base keys in the plist (written by Foundation, so that no commit of
   /// the base itself went to a journal), opened.
   private func largeSuite(_ t: TestRoot) throws -> GroupDefaults {
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     let d = try t.defaults(TestRoot.group)
     #expect(d.string(forKey: "base-0") == "value-0-of-the-large-base")
     let size = try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.size] as? Int)
@@ -174,10 +171,7 @@ struct JournalTests {
     let t = try TestRoot()
     // Three commits of another process (none open here, so no watcher of this process repairs
     // the journal before the widget below does).
-    try FileManager.default.createDirectory(
-      at: t.groupSuiteFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-      attributes: [.posixPermissions: 0o700])
-    try TestRoot.largeSuitePlist().write(to: t.groupSuiteFile)
+    try t.writeLargeSuitePlist()
     var environment = t.environment(as: TestRoot.widget)
     environment["APPGROUPS_WORKER_NO_WAIT"] = "1"
     let writer = try Product.run("appgroups-worker", ["acked-sets", TestRoot.group, "k", "3"], environment: environment)
