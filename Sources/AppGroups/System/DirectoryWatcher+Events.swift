@@ -233,11 +233,12 @@ extension WatcherEngine {
 
   /// The watcher thread: poll, read, deliver, until closed. Owns both descriptors at the end.
   private func run() {
-    let buffer = UnsafeMutableRawPointer.allocate(
-      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
-    buffer.bindMemory(
-      to: inotify_event.self, capacity: Self.bufferSize / MemoryLayout<inotify_event>.stride)
-    defer { buffer.deallocate() }
+    // Nothing is allocated before the first poll: a thread's first allocation makes its
+    // malloc arena (an mmap, two munmaps, an mprotect), which would run while the thread
+    // that started this one, opening a suite, waits for the CPU. The buffer comes with the
+    // first events.
+    var buffer: UnsafeMutableRawPointer?
+    defer { buffer?.deallocate() }
 
     let clock = ContinuousClock()
     var nextScan: ContinuousClock.Instant?
@@ -266,19 +267,23 @@ extension WatcherEngine {
         nextScan = nil
       }
 
-      var descriptors = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)]
-      if let inotifyFD {
-        descriptors.append(pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0))
-      }
-      let count = nfds_t(descriptors.count)
+      // Two on the stack, not an array (see above).
+      var descriptors = (
+        pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: inotifyFD ?? -1, events: Int16(POLLIN), revents: 0)
+      )
+      let count = nfds_t(inotifyFD == nil ? 1 : 2)
       // See: man 2 poll
       // EINTR is retried; ENOMEM is transient. Either way, only close() may end the thread:
       // other threads use the descriptors until they see `closed`.
-      guard (try? valueOrErrno("poll") { poll(&descriptors, count, timeout) }) != nil else {
-        continue
+      let polled = withUnsafeMutableBytes(of: &descriptors) { bytes in
+        (try? valueOrErrno("poll") {
+          poll(bytes.baseAddress!.assumingMemoryBound(to: pollfd.self), count, timeout)
+        }) != nil
       }
+      guard polled else { continue }
 
-      if descriptors[0].revents != 0 {
+      if descriptors.0.revents != 0 {
         var value: UInt64 = 0
         _ = try? valueOrErrno("read", path: "eventfd") {
           read(eventFD, &value, MemoryLayout<UInt64>.size)
@@ -292,8 +297,10 @@ extension WatcherEngine {
       DirectoryWatcher.Passes.begin()
       defer { DirectoryWatcher.Passes.end() }
       var batch: [DirectoryWatcher.Event] = []
-      if descriptors.count > 1, descriptors[1].revents != 0, let inotifyFD {
-        batch = readEvents(inotifyFD, buffer)
+      if count > 1, descriptors.1.revents != 0, let inotifyFD {
+        let events = buffer ?? Self.eventBuffer()
+        buffer = events
+        batch = readEvents(inotifyFD, events)
       }
       if let due = nextScan, clock.now >= due {
         batch += scanPolled()
@@ -314,6 +321,14 @@ extension WatcherEngine {
     if let inotifyFD {
       _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(inotifyFD) }
     }
+  }
+
+  /// The buffer one read of inotify's events goes to.
+  private static func eventBuffer() -> UnsafeMutableRawPointer {
+    let buffer = UnsafeMutableRawPointer.allocate(
+      byteCount: bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+    buffer.bindMemory(to: inotify_event.self, capacity: bufferSize / MemoryLayout<inotify_event>.stride)
+    return buffer
   }
 
   /// Reads once from the inotify descriptor and turns the records into events, in order.
