@@ -158,11 +158,10 @@ final class SuiteStore: Sendable {
   let unavailability = Mutex<String?>(nil)
   let isUnavailable = Atomic<Bool>(false)
 
+  /// Order of locks: the file's gate (``SuiteFile/enterGate(before:)``, which serialises this
+  /// process's commits with a bounded wait), the file lock, the file's state, then `state`.
   let state: Mutex<State>
   let retry = Mutex(RetryState())
-  /// Serialises this process's commits, with a bounded wait (see ``CommitGate``). Order:
-  /// gate, then the file lock, then the file's state, then `state`.
-  let gate: CommitGate
 
   // MARK: Opening
 
@@ -187,9 +186,7 @@ final class SuiteStore: Sendable {
     self.fileName = FileSystem.lastComponent(of: path)
     self.options = options
     self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
-    let gate = CommitGate()
-    self.gate = gate
-    file = try SuiteFile(path: path, options: options, gate: gate)
+    file = try SuiteFile(path: path, options: options)
     state = Mutex(State())
     let unavailable = markUnavailableIfProtected()
     let (loaded, needsRepair) = try file.load(reading: !unavailable)
@@ -256,7 +253,7 @@ final class SuiteStore: Sendable {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
     // Before the first change is pending (a process that only reads never needs it).
-    ProcessLifecycle.installOnce()
+    Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
     let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
@@ -312,7 +309,7 @@ final class SuiteStore: Sendable {
     for (key, value) in values {
       if let reason = value.unstorableReason { throw unstorable(key, reason) }
     }
-    ProcessLifecycle.installOnce()
+    Self.installExitFlushOnce()
     let size = Self.estimate(values)
     if size > options.sizeLimit {
       throw AppGroupsError(
