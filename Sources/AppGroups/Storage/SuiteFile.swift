@@ -263,8 +263,8 @@ final class SuiteFile: Sendable {
 
   // MARK: Committing
 
-  /// One pass of a commit, in the gate: under the lock (`lockWait`: how long taking it took,
-  /// set once it is held), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
+  /// One pass of a commit, in the gate: under the lock (`lockWait`: how long the commit waited
+  /// for the gate and the lock, set once it is held), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
   /// (appending to the journal, or rewriting the plist), move the token; then `finish`, still
   /// under the lock, so that this process's memory takes the new values before any re-read
   /// of a later commit of another process.
@@ -278,11 +278,10 @@ final class SuiteFile: Sendable {
     let pending = request.pending
     let replacement = request.replacement
     let repair = request.repair
-    let waitStart = FileSystem.monotonicNanoseconds()
     try lockFile.lock(
       until: request.deadline, bound: request.timeout, whileHolderProgresses: request.ceiling, doing: path)
     defer { lockFile.unlock() }
-    lockWait = FileSystem.monotonicNanoseconds() &- waitStart
+    lockWait = FileSystem.monotonicNanoseconds() &- request.started
     inGate { gateHolderHasFileLock = true }  // writing from now on, not waiting
     TestHooks.whileHoldingLock?(path)
     let coverage = self.coverage.load(ordering: .acquiring)

@@ -218,6 +218,7 @@ extension SuiteStore {
   ) throws(AppGroupsError) {
     guard !options.readOnly else { return }
     try requireAvailable(extra == nil ? nil : "an atomic update")
+    let started = FileSystem.monotonicNanoseconds()
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
     switch file.enterGate(before: ceiling) {
@@ -242,7 +243,7 @@ extension SuiteStore {
         let outcome: SuiteFile.CommitOutcome
         do {
           outcome = try commitPass(
-            deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+            started: started, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -271,7 +272,7 @@ extension SuiteStore {
   /// sequences) handed to the file, and this process's memory updated while the file's lock
   /// is still held.
   private func commitPass(
-    deadline: UInt64, ceiling: UInt64, timeout: Duration,
+    started: UInt64, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -286,7 +287,7 @@ extension SuiteStore {
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
-      deadline: deadline, ceiling: ceiling, timeout: timeout)
+      started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
     // Said once the lock was taken, after the write (off the write's path): the backoff
     // starts again, and a wait that was reported is said to be over.
     var lockWait: UInt64?
@@ -383,6 +384,8 @@ extension SuiteFile {
     var extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
     /// Whether a reader found the journal damaged: read it all again, and repair it.
     var repair: Bool
+    /// When the commit began waiting, for the gate and then for the lock.
+    var started: UInt64
     var deadline: UInt64
     var ceiling: UInt64
     var timeout: Duration

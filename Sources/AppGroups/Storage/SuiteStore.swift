@@ -150,7 +150,8 @@ final class SuiteStore: Sendable {
     set { file.watchedByKernel = newValue }
   }
 
-  /// How long the last commit waited for the suite's lock, in nanoseconds (for the benchmark).
+  /// How long the last commit waited for this process's gate and the suite's lock, in
+  /// nanoseconds (for the benchmark).
   let lastLockWait = Atomic<UInt64>(0)
 
   /// Why the file cannot be read now (its protected data is unavailable), or `nil`; see
