@@ -67,6 +67,9 @@ internal import Synchronization
     let id: UInt64
   }
   private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
+  /// The id of this view's change handler on `suite`: a `set` made through this view tells
+  /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
+  private let suiteHandlerID = Atomic<UInt64>(0)
 
   private static let registry = WeakRegistry<SuiteView>()
 
@@ -118,13 +121,11 @@ internal import Synchronization
     self.globalPath = globalPath
     self.options = options
     // Layer by layer, without an array of (store, layer) pairs (see `handlerIDs`).
-    var ids = [
-      Subscription(
-        store: suite,
-        id: suite.addChangeHandler { [weak self] changes, origin in
-          self?.layerChanged(.application, changes, origin: origin)
-        })
-    ]
+    let suiteID = suite.addChangeHandler { [weak self] changes, origin in
+      self?.layerChanged(.application, changes, origin: origin)
+    }
+    suiteHandlerID.store(suiteID, ordering: .relaxed)
+    var ids = [Subscription(store: suite, id: suiteID)]
     if let managed {
       let id = managed.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(.managed, changes, origin: origin)
@@ -308,9 +309,16 @@ internal import Synchronization
   /// are made here, side by side.
   /// - Returns: `false` when the key is forced: nothing was changed.
   /// - Throws: what ``SuiteStore/set(_:forKey:)`` throws; nothing was changed then.
+  ///
+  /// The change is told to this view here, on the caller's thread as before, and to the
+  /// suite's other handlers by the store: not through this view's own handler, whose weak
+  /// reference to the view would cost each `set` a retain and a release on the runtime's slow
+  /// path (a view is weakly registered).
   func setUnlessForced(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> Bool {
     if isForced(key) { return false }
-    try suite.set(value, forKey: key)
+    if let change = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed)) {
+      layerChanged(.application, .one(change), origin: .thisProcess)
+    }
     return true
   }
 
@@ -442,8 +450,11 @@ internal import Synchronization
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
     let handles = observers.withLock { $0.handles.compactMap(\.object) }
+    // One origin (a burst of `set` calls, or another process's commits): the batch as it is,
+    // not a copy of every change.
+    let mixed = changes.contains { $0.origin != changes[0].origin }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
-      let batch = changes.filter { $0.origin == origin }
+      let batch = mixed ? changes.filter { $0.origin == origin } : changes[0].origin == origin ? changes : []
       guard !batch.isEmpty else { continue }
       let userInfo = Self.userInfo(domain: domain, origin: origin, changes: batch)
       for handle in handles {

@@ -131,8 +131,8 @@ final class SuiteStore: Sendable {
       for entry in handlers { entry.handler(.many(changes), origin) }
     }
 
-    func callAsFunction(_ change: StoredChange, _ origin: ChangeOrigin) {
-      for entry in handlers { entry.handler(.one(change), origin) }
+    func callAsFunction(_ change: StoredChange, _ origin: ChangeOrigin, except id: UInt64 = 0) {
+      for entry in handlers where entry.id != id { entry.handler(.one(change), origin) }
     }
   }
 
@@ -249,8 +249,12 @@ final class SuiteStore: Sendable {
   ///   `.unsupportedValue` when the value nests deeper than
   ///   ``PropertyListValue/maximumDepth`` or holds a date that is not a
   ///   number; nothing changes then.
+  /// The change handlers are told, on the calling thread, except the one `notTelling` names:
+  /// the caller tells itself.
   @discardableResult
-  func set(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> StoredChange? {
+  func set(
+    _ value: PropertyListValue?, forKey key: String, notTelling handlerID: UInt64 = 0
+  ) throws(AppGroupsError) -> StoredChange? {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
     // Before the first change is pending (a process that only reads never needs it).
@@ -287,7 +291,8 @@ final class SuiteStore: Sendable {
       st.flushScheduled = true
       return (
         StoredChange(key: key, old: old, new: value), schedule,
-        st.lastBatchSize >= Self.burstBatchSize, st.changeHandler, nil
+        st.lastBatchSize >= Self.burstBatchSize,
+        st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
     if let refusedSize {
@@ -297,7 +302,7 @@ final class SuiteStore: Sendable {
       )
     }
     if schedule { scheduleFlush(after: inBurst ? Self.burstPause : nil) }
-    if let change, let handler { handler(change, .thisProcess) }
+    if let change, let handler { handler(change, .thisProcess, except: handlerID) }
     return change
   }
 
