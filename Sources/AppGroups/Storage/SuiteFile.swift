@@ -15,13 +15,11 @@ final class SuiteFile: Sendable {
   let path: String
   let options: SuiteStore.Options
   let lockFile: SuiteLockFile?
-  /// The gate of this process's committers (see ``enterGate(before:)``): the three below are
+  /// The gate of this process's committers (see ``enterGate(before:)``): the two below are
   /// read and written only while `gate` is locked.
   private let gate = NSCondition()
-  nonisolated(unsafe) private var gateHeld = false
-  nonisolated(unsafe) private var gateHolderHasFileLock = false
-  /// The thread running an atomic update's closure in the gate, the one that may ask again.
-  nonisolated(unsafe) private var gateUpdateThread: Threads.Identity?
+  nonisolated(unsafe) private var gateOwner: Threads.Identity?
+  nonisolated(unsafe) private var gateOwnerHasFileLock = false
 
   /// Whether an inotify watch (not polling) covers the folder, as the change monitor sets it,
   /// and since when: odd while it does, moved on by each change (see ``hasChanged(since:)``).
@@ -216,12 +214,16 @@ final class SuiteFile: Sendable {
   /// and waiters wait for it whatever their deadline, so that a commit in flight is never
   /// reported as a timeout. A thread that asks again (an atomic update's closure calling back
   /// into the store) is told so at once instead of deadlocking.
+  ///
+  /// The holder may be asked again on its own thread by anything it calls out to while in the
+  /// gate: an atomic update's closure, or a diagnostics handler (``Diagnostics/setHandler(_:)``).
   func enterGate(before deadline: UInt64) -> GateEntry {
+    let me = Threads.Identity.current
     gate.lock()
     defer { gate.unlock() }
-    while gateHeld {
-      if let updating = gateUpdateThread, updating == .current { return .reentered }
-      if gateHolderHasFileLock {
+    while let owner = gateOwner {
+      if owner == me { return .reentered }
+      if gateOwnerHasFileLock {
         gate.wait()
         continue
       }
@@ -230,26 +232,27 @@ final class SuiteFile: Sendable {
       let now = FileSystem.monotonicNanoseconds()
       let left = deadline > now ? deadline - now : 0
       if left == 0 || !gate.wait(until: Date(timeIntervalSinceNow: Double(left) / 1e9)) {
-        if gateHeld, !gateHolderHasFileLock, FileSystem.monotonicNanoseconds() >= deadline {
+        if gateOwner != nil, !gateOwnerHasFileLock, FileSystem.monotonicNanoseconds() >= deadline {
           return .timedOut
         }
       }
     }
-    gateHeld = true
+    gateOwner = me
     return .entered
   }
 
   /// Enters the gate if no thread holds it now.
   func tryEnterGate() -> Bool {
     inGate {
-      defer { gateHeld = true }
-      return !gateHeld
+      guard gateOwner == nil else { return false }
+      gateOwner = .current
+      return true
     }
   }
 
   func leaveGate() {
     inGate {
-      (gateHeld, gateHolderHasFileLock) = (false, false)
+      (gateOwner, gateOwnerHasFileLock) = (nil, false)
       // Every waiter: one may have given up at its deadline, and another must not miss the turn.
       gate.broadcast()
     }
@@ -282,7 +285,7 @@ final class SuiteFile: Sendable {
       until: request.deadline, bound: request.timeout, whileHolderProgresses: request.ceiling, doing: path)
     defer { lockFile.unlock() }
     lockWait = FileSystem.monotonicNanoseconds() &- request.started
-    inGate { gateHolderHasFileLock = true }  // writing from now on, not waiting
+    inGate { gateOwnerHasFileLock = true }  // writing from now on, not waiting
     TestHooks.whileHoldingLock?(path)
     let coverage = self.coverage.load(ordering: .acquiring)
 
@@ -326,9 +329,7 @@ final class SuiteFile: Sendable {
     if let extra = request.extra {
       var merged = commit.withLock { replacement ?? $0.persisted.decoded }
       for change in pending { merged[change.key] = change.value }
-      inGate { gateUpdateThread = .current }
       extraChanges = extra(merged)
-      inGate { gateUpdateThread = nil }
     }
 
     // 3. This process's changes, key by key, on top of the values on disk: in place (a small
