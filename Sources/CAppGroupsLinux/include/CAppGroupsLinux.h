@@ -207,4 +207,22 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 /// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
 int cappgroups_become_child_subreaper(void);
 
+// MARK: Signals heard through a descriptor (notice.c)
+
+/// Installs a handler for `signo` (SA_RESTART) that counts the signal and writes 1 to `fd`
+/// (an eventfd), so that a thread polling `fd` hears it. Returns 0, or -1 with errno.
+int cappgroups_notice_install(int signo, int fd);
+
+/// Stops the handler's writes (it still counts): the descriptor is about to be closed.
+void cappgroups_notice_detach(void);
+
+/// The number of signals the handler counted since the last call, and resets it to zero.
+uint64_t cappgroups_notice_take(void);
+
+/// Unblocks `signo` in the calling thread. Returns 0 or an error number.
+int cappgroups_unblock_signal(int signo);
+
+/// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0).
+int cappgroups_signal_blocked(int signo);
+
 #endif
