@@ -89,8 +89,8 @@ public final class GroupDefaults: Sendable {
   /// changes are still written at a normal exit. Setting it after the first change changes
   /// nothing.
   public static var handlesTerminationSignals: Bool {
-    get { ProcessLifecycle.handlesSignals.withLock { $0 } }
-    set { ProcessLifecycle.handlesSignals.withLock { $0 = newValue } }
+    get { SuiteStore.handlesTerminationSignals.withLock { $0 } }
+    set { SuiteStore.handlesTerminationSignals.withLock { $0 = newValue } }
   }
 
   /// Where this suite lives.
@@ -444,7 +444,7 @@ public final class GroupDefaults: Sendable {
 
   /// Waits until every suite open in this process has landed its changes.
   @discardableResult
-  public static func synchronizeAll() -> Bool { ProcessLifecycle.flushAll() }
+  public static func synchronizeAll() -> Bool { SuiteStore.flushAll() }
 
   // MARK: Domains
 

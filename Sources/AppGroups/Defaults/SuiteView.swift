@@ -67,6 +67,9 @@ internal import Synchronization
     let id: UInt64
   }
   private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
+  /// The id of this view's change handler on `suite`: a `set` made through this view tells
+  /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
+  private let suiteHandlerID = Atomic<UInt64>(0)
 
   private static let registry = WeakRegistry<SuiteView>()
 
@@ -118,13 +121,11 @@ internal import Synchronization
     self.globalPath = globalPath
     self.options = options
     // Layer by layer, without an array of (store, layer) pairs (see `handlerIDs`).
-    var ids = [
-      Subscription(
-        store: suite,
-        id: suite.addChangeHandler { [weak self] changes, origin in
-          self?.layerChanged(.application, changes, origin: origin)
-        })
-    ]
+    let suiteID = suite.addChangeHandler { [weak self] changes, origin in
+      self?.layerChanged(.application, changes, origin: origin)
+    }
+    suiteHandlerID.store(suiteID, ordering: .relaxed)
+    var ids = [Subscription(store: suite, id: suiteID)]
     if let managed {
       let id = managed.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(.managed, changes, origin: origin)
@@ -308,9 +309,16 @@ internal import Synchronization
   /// are made here, side by side.
   /// - Returns: `false` when the key is forced: nothing was changed.
   /// - Throws: what ``SuiteStore/set(_:forKey:)`` throws; nothing was changed then.
+  ///
+  /// The change is told to this view here, on the caller's thread as before, and to the
+  /// suite's other handlers by the store: not through this view's own handler, whose weak
+  /// reference to the view would cost each `set` a retain and a release on the runtime's slow
+  /// path (a view is weakly registered).
   func setUnlessForced(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> Bool {
     if isForced(key) { return false }
-    try suite.set(value, forKey: key)
+    if let change = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed)) {
+      layerChanged(.application, .one(change), origin: .thisProcess)
+    }
     return true
   }
 
@@ -324,7 +332,7 @@ internal import Synchronization
       layerChanged(layer, changes, origin: origin)
     case .one(let change):
       let effective = effectiveChange(change, in: layer, origin: origin)
-      forgetCached(CollectionOfOne(change.key), count: 1)
+      forgetCached(CollectionOfOne(change.key), count: 1, origin: origin)
       if let effective { deliver(effective) }
     }
   }
@@ -337,7 +345,7 @@ internal import Synchronization
     for change in changes {
       if let change = effectiveChange(change, in: layer, origin: origin) { effective.append(change) }
     }
-    forgetCached(changes.lazy.map(\.key), count: changes.count)
+    forgetCached(changes.lazy.map(\.key), count: changes.count, origin: origin)
     if !effective.isEmpty { deliver(effective) }
   }
 
@@ -358,13 +366,15 @@ internal import Synchronization
     return GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin)
   }
 
-  /// Forgets the cached entries of `keys` (`count` of them).
-  private func forgetCached(_ keys: some Sequence<String>, count: Int) {
+  /// Forgets the cached entries of `keys` (`count` of them). Another process's changes (a
+  /// re-read's, a few keys) forget the whole cache, which costs no key's hash: the values
+  /// are looked up again on their next read.
+  private func forgetCached(_ keys: some Sequence<String>, count: Int, origin: ChangeOrigin) {
     cache.withLock { cache in
       cache.epoch &+= 1
       // A key that is not ASCII may have another spelling the cache holds
       // apart (see CacheKey): then forget everything.
-      var clearAll = count > 64 || cache.holdsNonASCIIKeys
+      var clearAll = origin == .otherProcess || count > 64 || cache.holdsNonASCIIKeys
       if !clearAll {
         for key in keys {
           let key = CacheKey(key, seed: keySeed)
@@ -442,8 +452,11 @@ internal import Synchronization
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
     let handles = observers.withLock { $0.handles.compactMap(\.object) }
+    // One origin (a burst of `set` calls, or another process's commits): the batch as it is,
+    // not a copy of every change.
+    let mixed = changes.contains { $0.origin != changes[0].origin }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
-      let batch = changes.filter { $0.origin == origin }
+      let batch = mixed ? changes.filter { $0.origin == origin } : changes[0].origin == origin ? changes : []
       guard !batch.isEmpty else { continue }
       let userInfo = Self.userInfo(domain: domain, origin: origin, changes: batch)
       for handle in handles {

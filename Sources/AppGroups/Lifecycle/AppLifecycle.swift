@@ -398,7 +398,7 @@ final class Lifecycle: @unchecked Sendable {
     }
 
     // GroupDefaults: what is pending lands now, and no commit takes the lock until resume.
-    ProcessLifecycle.flushAll()
+    SuiteStore.flushAll()
     let drained = SuspensionBarrier.closeAndDrain(until: deadline &- margin / 5)
     if !drained {
       Diagnostics.report(

@@ -103,8 +103,8 @@ extension SuiteFile {
       // a commit in flight). Move the token if no commit is in flight.
       // The file lock is shared by this process's threads: only with the gate may it be taken.
       let moved: UInt64? = {
-        guard gate.tryEnter() else { return nil }
-        defer { gate.leave() }
+        guard tryEnterGate() else { return nil }
+        defer { leaveGate() }
         guard lockFile.tryLock() else { return nil }
         defer { lockFile.unlock() }
         guard let again = lockFile.read() else { return nil }
@@ -132,6 +132,20 @@ extension SuiteFile {
     }
   }
 
+  /// Records that `record` describes the plist this process last read or wrote (`cs`), when a
+  /// kernel watch covered the folder from before the look (`coverage`, read before it) until
+  /// now; else that no record is known to. Call holding `commit`.
+  func describe(_ record: SuiteLockFile.Record?, coverage: UInt64, _ cs: CommitState) {
+    guard coverage & 1 == 1, let record, record.identity == cs.identity, cs.unreadableIdentity == nil else {
+      described.store(0, ordering: .releasing)
+      return
+    }
+    described.store(record.token, ordering: .releasing)
+    // The coverage changed meanwhile: its change cleared `described` before this store, or
+    // will after it; either way nothing is vouched for.
+    if self.coverage.load(ordering: .acquiring) != coverage { described.store(0, ordering: .releasing) }
+  }
+
   /// ``describe(_:coverage:_:)`` for a record found describing the plist in place, when
   /// this process's state is free now (never waited for: a commit holds it for its write, and
   /// an observer may call this while a re-read holds it) and holds that plist.
@@ -149,8 +163,8 @@ extension SuiteFile {
   /// holds the lock while it updates, so a torn record seen under it is a dead writer's.
   private func repairToken(_ lockFile: SuiteLockFile) -> UInt64? {
     // The file lock is shared by this process's threads: only with the gate may it be taken.
-    guard gate.tryEnter() else { return nil }
-    defer { gate.leave() }
+    guard tryEnterGate() else { return nil }
+    defer { leaveGate() }
     guard lockFile.tryLock() else { return nil }
     defer { lockFile.unlock() }
     if let record = lockFile.read() { return record.token }

@@ -7,17 +7,19 @@ internal import Synchronization
 /// them: the lock session, re-reading and catching up the journal, appending or rewriting,
 /// publishing the token, repair and quarantine.
 ///
-/// Its interface is small: ``load()``, a re-read (``reread(_:)``), a commit that returns an
-/// outcome (``commit(_:onLocked:finish:)``), and the token. Memory, the pending changes and
-/// scheduling are ``SuiteStore``'s. Order of locks: the store's gate, the file lock, this
+/// Its interface is small: ``load()``, a re-read (``reread(_:)``), the gate and a commit that
+/// returns an outcome (``commit(_:lockWait:finish:)``), and the token. Memory, the pending
+/// changes and scheduling are ``SuiteStore``'s. Order of locks: the gate, the file lock, this
 /// type's `state`, then the store's state.
 final class SuiteFile: Sendable {
   let path: String
   let options: SuiteStore.Options
   let lockFile: SuiteLockFile?
-  /// This process's committers' gate, owned by the store: the token's repair takes the file
-  /// lock only through it (the lock is shared by the process's threads).
-  let gate: CommitGate
+  /// The gate of this process's committers (see ``enterGate(before:)``): the two below are
+  /// read and written only while `gate` is locked.
+  private let gate = NSCondition()
+  nonisolated(unsafe) private var gateOwner: Threads.Identity?
+  nonisolated(unsafe) private var gateOwnerHasFileLock = false
 
   /// Whether an inotify watch (not polling) covers the folder, as the change monitor sets it,
   /// and since when: odd while it does, moved on by each change (see ``hasChanged(since:)``).
@@ -62,10 +64,9 @@ final class SuiteFile: Sendable {
   let commit = Mutex(CommitState())
 
   /// Opens the suite's lock file (none for a read-only store); reads nothing.
-  init(path: String, options: SuiteStore.Options, gate: CommitGate) throws(AppGroupsError) {
+  init(path: String, options: SuiteStore.Options) throws(AppGroupsError) {
     self.path = path
     self.options = options
-    self.gate = gate
     lockFile = options.readOnly ? nil : try SuiteLockFile.opening(plistPath: path, makeFolder: options.makeFolder)
   }
 
@@ -191,45 +192,82 @@ final class SuiteFile: Sendable {
     Diagnostics.report(text)
   }
 
+  // MARK: The gate
+
+  /// How ``enterGate(before:)`` ended.
+  enum GateEntry {
+    /// The gate is this thread's until ``leaveGate()``.
+    case entered
+    /// Another thread of this process still held it at the deadline.
+    case timedOut
+    /// This thread already holds it.
+    case reentered
+  }
+
+  /// Lets one thread of this process commit at a time, waiting until `deadline` at most (a
+  /// ``FileSystem/monotonicNanoseconds()`` instant, the file lock's clock).
+  ///
+  /// The file lock (`flock(2)`) belongs to an open file description, which every thread of the
+  /// process shares, so it cannot keep this process's own committers apart: the gate does. A
+  /// committer enters it, then takes the file lock with what is left of the same deadline. The
+  /// bound is on waiting for another process: once the holder has the file lock it is writing,
+  /// and waiters wait for it whatever their deadline, so that a commit in flight is never
+  /// reported as a timeout. A thread that asks again (an atomic update's closure calling back
+  /// into the store) is told so at once instead of deadlocking.
+  ///
+  /// The holder may be asked again on its own thread by anything it calls out to while in the
+  /// gate: an atomic update's closure, or a diagnostics handler (``Diagnostics/setHandler(_:)``).
+  func enterGate(before deadline: UInt64) -> GateEntry {
+    let me = Threads.Identity.current
+    gate.lock()
+    defer { gate.unlock() }
+    while let owner = gateOwner {
+      if owner == me { return .reentered }
+      if gateOwnerHasFileLock {
+        gate.wait()
+        continue
+      }
+      // NSCondition waits until a wall-clock date: wait for what is left of the monotonic
+      // bound, and measure again on waking.
+      let now = FileSystem.monotonicNanoseconds()
+      let left = deadline > now ? deadline - now : 0
+      if left == 0 || !gate.wait(until: Date(timeIntervalSinceNow: Double(left) / 1e9)) {
+        if gateOwner != nil, !gateOwnerHasFileLock, FileSystem.monotonicNanoseconds() >= deadline {
+          return .timedOut
+        }
+      }
+    }
+    gateOwner = me
+    return .entered
+  }
+
+  /// Enters the gate if no thread holds it now.
+  func tryEnterGate() -> Bool {
+    inGate {
+      guard gateOwner == nil else { return false }
+      gateOwner = .current
+      return true
+    }
+  }
+
+  func leaveGate() {
+    inGate {
+      (gateOwner, gateOwnerHasFileLock) = (nil, false)
+      // Every waiter: one may have given up at its deadline, and another must not miss the turn.
+      gate.broadcast()
+    }
+  }
+
+  private func inGate<T>(_ body: () -> T) -> T {
+    gate.lock()
+    defer { gate.unlock() }
+    return body()
+  }
+
   // MARK: Committing
 
-  /// What a commit asks of the file.
-  struct CommitRequest {
-    /// This process's changes, in the order they were made (later ones win).
-    var pending: [PendingChange]
-    /// A whole-domain replacement, applied before `pending`.
-    var replacement: [String: PropertyListValue]?
-    /// An atomic update's changes, computed from the merged values (the file's under this
-    /// process's); called without this type's state held, so that it may read the store.
-    var extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
-    /// Whether a reader found the journal damaged: read it all again, and repair it.
-    var repair: Bool
-    var deadline: UInt64
-    var ceiling: UInt64
-    var timeout: Duration
-  }
-
-  /// What a commit did, handed to its `finish` while the lock is still held.
-  struct Committed {
-    /// The values on disk now.
-    var values: [String: PropertyListValue]
-    /// Whether other processes' changes were read first.
-    var reloaded: Bool
-    /// The atomic update's changes.
-    var extra: [String: PropertyListValue?]
-  }
-
-  /// How one pass of a commit ended.
-  enum CommitOutcome {
-    /// The changes are on disk (or there was nothing to write).
-    case committed
-    /// Something that ignores the lock replaced the lock file or the plist during the pass:
-    /// nothing was written; the pass starts over.
-    case raced(String)
-  }
-
-  /// One pass of a commit: under the lock (`onLocked` is called once it is held), re-read the
-  /// file if it moved, apply the request's changes key by key on top of it, write durably
+  /// One pass of a commit, in the gate: under the lock (`lockWait`: how long the commit waited
+  /// for the gate and the lock, set once it is held), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
   /// (appending to the journal, or rewriting the plist), move the token; then `finish`, still
   /// under the lock, so that this process's memory takes the new values before any re-read
   /// of a later commit of another process.
@@ -237,7 +275,7 @@ final class SuiteFile: Sendable {
   /// - Throws: `.lockTimeout` (see ``LockedFile/lock(until:bound:whileHolderProgresses:doing:)``)
   ///   or `.io`; nothing was written then.
   func commit(
-    _ request: CommitRequest, onLocked: () -> Void, finish: (Committed) -> Void
+    _ request: CommitRequest, lockWait: inout UInt64?, finish: (Committed) -> Void
   ) throws(AppGroupsError) -> CommitOutcome {
     guard let lockFile else { return .committed }
     let pending = request.pending
@@ -246,7 +284,8 @@ final class SuiteFile: Sendable {
     try lockFile.lock(
       until: request.deadline, bound: request.timeout, whileHolderProgresses: request.ceiling, doing: path)
     defer { lockFile.unlock() }
-    onLocked()
+    lockWait = FileSystem.monotonicNanoseconds() &- request.started
+    inGate { gateOwnerHasFileLock = true }  // writing from now on, not waiting
     TestHooks.whileHoldingLock?(path)
     let coverage = self.coverage.load(ordering: .acquiring)
 
@@ -434,22 +473,6 @@ final class SuiteFile: Sendable {
     if let token = lockFile.token { seenToken.store(token, ordering: .releasing) }
     finish(Committed(values: next, reloaded: didReload, extra: extraChanges))
     return .committed
-  }
-
-  // MARK: What the token vouches for (see SuiteFile+Token.swift)
-
-  /// Records that `record` describes the plist this process last read or wrote (`cs`), when a
-  /// kernel watch covered the folder from before the look (`coverage`, read before it) until
-  /// now; else that no record is known to. Call holding `commit`.
-  func describe(_ record: SuiteLockFile.Record?, coverage: UInt64, _ cs: CommitState) {
-    guard coverage & 1 == 1, let record, record.identity == cs.identity, cs.unreadableIdentity == nil else {
-      described.store(0, ordering: .releasing)
-      return
-    }
-    described.store(record.token, ordering: .releasing)
-    // The coverage changed meanwhile: its change cleared `described` before this store, or
-    // will after it; either way nothing is vouched for.
-    if self.coverage.load(ordering: .acquiring) != coverage { described.store(0, ordering: .releasing) }
   }
 
   // MARK: Loading and quarantine

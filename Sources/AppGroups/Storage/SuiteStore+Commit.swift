@@ -60,7 +60,7 @@ extension SuiteStore {
   /// - Returns: `true` when nothing was pending any more: every change is on disk.
   @discardableResult
   func discardPendingChanges() -> Bool {
-    let entry = gate.enter(before: FileSystem.deadline(after: options.lockTimeout))
+    let entry = file.enterGate(before: FileSystem.deadline(after: options.lockTimeout))
     let persisted = file.persisted
     let (changes, handler, landed) = state.withLock { st in
       let landed = st.pending.isEmpty && st.replacement == nil
@@ -71,7 +71,7 @@ extension SuiteStore {
       st.sizeEstimate = Self.estimate(persisted)
       return (changes, st.changeHandler, landed)
     }
-    if case .entered = entry { gate.leave() }
+    if case .entered = entry { file.leaveGate() }
     // Outside the gate: an observer may write or synchronize in turn.
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
     return landed
@@ -218,9 +218,10 @@ extension SuiteStore {
   ) throws(AppGroupsError) {
     guard !options.readOnly else { return }
     try requireAvailable(extra == nil ? nil : "an atomic update")
+    let started = FileSystem.monotonicNanoseconds()
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
-    switch gate.enter(before: ceiling) {
+    switch file.enterGate(before: ceiling) {
     case .entered:
       break
     case .reentered:
@@ -236,13 +237,13 @@ extension SuiteStore {
     var local: [StoredChange] = []
     var handler: ChangeHandlers?
     do {
-      defer { gate.leave() }
+      defer { file.leaveGate() }
       var attempt = 1
       while true {
         let outcome: SuiteFile.CommitOutcome
         do {
           outcome = try commitPass(
-            deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
+            started: started, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
         } catch {
           reportFailure(error)
@@ -271,7 +272,7 @@ extension SuiteStore {
   /// sequences) handed to the file, and this process's memory updated while the file's lock
   /// is still held.
   private func commitPass(
-    deadline: UInt64, ceiling: UInt64, timeout: Duration,
+    started: UInt64, deadline: UInt64, ceiling: UInt64, timeout: Duration,
     extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
@@ -286,25 +287,26 @@ extension SuiteStore {
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
-      deadline: deadline, ceiling: ceiling, timeout: timeout)
-    let waitStart = FileSystem.monotonicNanoseconds()
+      started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
+    // Said once the lock was taken, after the write (off the write's path): the backoff
+    // starts again, and a wait that was reported is said to be over.
+    var lockWait: UInt64?
+    defer {
+      if let lockWait {
+        lastLockWait.store(lockWait, ordering: .relaxed)
+        let reportAcquired = retry.withLock { retry in
+          defer {
+            retry.lockWaitReported = false
+            retry.retryDelay = .milliseconds(10)
+          }
+          return retry.lockWaitReported
+        }
+        if reportAcquired { Diagnostics.report("\(path): lock acquired after the wait said above") }
+      }
+    }
     do throws(AppGroupsError) {
       return try file.commit(
-        request,
-        onLocked: {
-          lastLockWait.store(FileSystem.monotonicNanoseconds() &- waitStart, ordering: .relaxed)
-          gate.holdsFileLock()
-          let reportAcquired = retry.withLock { retry in
-            defer {
-              retry.lockWaitReported = false
-              retry.retryDelay = .milliseconds(10)
-            }
-            return retry.lockWaitReported
-          }
-          if reportAcquired {
-            Diagnostics.report("\(path): lock acquired; the pending changes are being written")
-          }
-        },
+        request, lockWait: &lockWait,
         finish: { committed in
           finishCommit(
             next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
@@ -365,5 +367,98 @@ extension SuiteStore {
       }
       handler = st.changeHandler
     }
+  }
+}
+
+// MARK: What a commit asks of the file, and what it did
+
+extension SuiteFile {
+  /// What a commit asks of the file.
+  struct CommitRequest {
+    /// This process's changes, in the order they were made (later ones win).
+    var pending: [PendingChange]
+    /// A whole-domain replacement, applied before `pending`.
+    var replacement: [String: PropertyListValue]?
+    /// An atomic update's changes, computed from the merged values (the file's under this
+    /// process's); called without this type's state held, so that it may read the store.
+    var extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
+    /// Whether a reader found the journal damaged: read it all again, and repair it.
+    var repair: Bool
+    /// When the commit began waiting, for the gate and then for the lock.
+    var started: UInt64
+    var deadline: UInt64
+    var ceiling: UInt64
+    var timeout: Duration
+  }
+
+  /// What a commit did, handed to its `finish` while the lock is still held.
+  struct Committed {
+    /// The values on disk now.
+    var values: [String: PropertyListValue]
+    /// Whether other processes' changes were read first.
+    var reloaded: Bool
+    /// The atomic update's changes.
+    var extra: [String: PropertyListValue?]
+  }
+
+  /// How one pass of a commit ended.
+  enum CommitOutcome {
+    /// The changes are on disk (or there was nothing to write).
+    case committed
+    /// Something that ignores the lock replaced the lock file or the plist during the pass:
+    /// nothing was written; the pass starts over.
+    case raced(String)
+  }
+}
+
+// MARK: Landing pending changes when the process ends
+
+/// Makes pending changes land when the process ends normally (`exit`, the end of `main`) or on
+/// SIGTERM / SIGINT, so a value set without `synchronize()` is there for the next process.
+///
+/// Signal handling is installed only for signals still at their default disposition, and only
+/// while `GroupDefaults.handlesTerminationSignals` is true: an app that handles SIGTERM itself
+/// keeps its handler (and should call `GroupDefaults.synchronizeAll()` in it).
+extension SuiteStore {
+  /// Set by the first ``installExitFlushOnce()``: what every `set` reads (a lock each time
+  /// would cost a write burst).
+  private static let exitFlushInstalled = Atomic(false)
+  /// Whether ``installExitFlushOnce()`` takes over SIGTERM and SIGINT.
+  static let handlesTerminationSignals = Mutex(true)
+  nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
+
+  /// Installs the handlers, once: called before a process's first change is pending (a
+  /// process that only reads has nothing to land and never takes over its signals).
+  @inline(__always)
+  static func installExitFlushOnce() {
+    if exitFlushInstalled.load(ordering: .acquiring) { return }
+    installExitFlush()
+  }
+
+  private static func installExitFlush() {
+    guard exitFlushInstalled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    else { return }
+    Processes.atExit {
+      SuiteStore.flushAll()
+    }
+    guard handlesTerminationSignals.withLock({ $0 }) else { return }
+    for signal in [Processes.Signal.terminate, .interrupt] {
+      // Only take over a signal nobody else handles or ignores.
+      let source = Processes.interceptIfDefault(signal, on: .global()) {
+        SuiteStore.flushAll()
+        Processes.raiseWithDefaultAction(signal)
+      }
+      if let source { signalSources.append(source) }
+    }
+  }
+
+  /// Commits every open store's pending changes on the calling thread.
+  @discardableResult
+  static func flushAll() -> Bool {
+    var allLanded = true
+    for store in openStores() where store.hasPendingChanges {
+      if !store.flush() { allLanded = false }
+    }
+    return allLanded
   }
 }

@@ -87,7 +87,15 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   /// Sets `value` under `key`. - Returns: the value it replaced.
   @discardableResult
   mutating func updateValue(_ value: PropertyListValue, forKey key: String) -> PropertyListValue? {
-    guard index != nil else { return dictionary.updateValue(value, forKey: key) }
+    guard index != nil else {
+      // A burst of new keys: a small domain grows four times over, not twice, so that each key
+      // is hashed again on growth a third as often; from 16,384 keys on, as the dictionary
+      // grows by itself, for its memory.
+      if dictionary.count == dictionary.capacity && dictionary.count < 16_384 {
+        dictionary.reserveCapacity(dictionary.count &* 4)
+      }
+      return dictionary.updateValue(value, forKey: key)
+    }
     let old = self.value(forKey: key)
     overlay.updateValue(value, forKey: key)
     if old == nil { indexedCount &+= 1 }
