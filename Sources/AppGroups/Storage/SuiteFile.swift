@@ -8,7 +8,7 @@ internal import Synchronization
 /// publishing the token, repair and quarantine.
 ///
 /// Its interface is small: ``load()``, a re-read (``reread(_:)``), the gate and a commit that
-/// returns an outcome (``commit(_:lockWait:finish:)``), and the token. Memory, the pending
+/// returns an outcome (``commit(_:lockWait:whenLocked:finish:)``), and the token. Memory, the pending
 /// changes and scheduling are ``SuiteStore``'s. Order of locks: the gate, the file lock, this
 /// type's `state`, then the store's state.
 final class SuiteFile: Sendable {
@@ -267,7 +267,7 @@ final class SuiteFile: Sendable {
   // MARK: Committing
 
   /// One pass of a commit, in the gate: under the lock (`lockWait`: how long the commit waited
-  /// for the gate and the lock, set once it is held), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
+  /// for the gate and the lock, set once it is held, when `whenLocked` is called), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
   /// (appending to the journal, or rewriting the plist), move the token; then `finish`, still
   /// under the lock, so that this process's memory takes the new values before any re-read
   /// of a later commit of another process.
@@ -275,7 +275,8 @@ final class SuiteFile: Sendable {
   /// - Throws: `.lockTimeout` (see ``LockedFile/lock(until:bound:whileHolderProgresses:doing:)``)
   ///   or `.io`; nothing was written then.
   func commit(
-    _ request: CommitRequest, lockWait: inout UInt64?, finish: (Committed) -> Void
+    _ request: CommitRequest, lockWait: inout UInt64?, whenLocked: (() -> Void)? = nil,
+    finish: (Committed) -> Void
   ) throws(AppGroupsError) -> CommitOutcome {
     guard let lockFile else { return .committed }
     let pending = request.pending
@@ -286,6 +287,7 @@ final class SuiteFile: Sendable {
     defer { lockFile.unlock() }
     lockWait = FileSystem.monotonicNanoseconds() &- request.started
     inGate { gateOwnerHasFileLock = true }  // writing from now on, not waiting
+    whenLocked?()
     TestHooks.whileHoldingLock?(path)
     let coverage = self.coverage.load(ordering: .acquiring)
 

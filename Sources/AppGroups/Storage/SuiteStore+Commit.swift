@@ -288,25 +288,25 @@ extension SuiteStore {
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
       started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
-    // Said once the lock was taken, after the write (off the write's path): the backoff
-    // starts again, and a wait that was reported is said to be over.
+    // Once the lock was taken: the backoff starts again, after the pass (off the write's
+    // path). A wait that was reported is said to be over as soon as the lock is taken.
+    let waitWasReported = retry.withLock { $0.lockWaitReported }
     var lockWait: UInt64?
     defer {
       if let lockWait {
         lastLockWait.store(lockWait, ordering: .relaxed)
-        let reportAcquired = retry.withLock { retry in
-          defer {
-            retry.lockWaitReported = false
-            retry.retryDelay = .milliseconds(10)
-          }
-          return retry.lockWaitReported
+        retry.withLock { retry in
+          retry.lockWaitReported = false
+          retry.retryDelay = .milliseconds(10)
         }
-        if reportAcquired { Diagnostics.report("\(path): lock acquired after the wait said above") }
       }
     }
+    let path = self.path
     do throws(AppGroupsError) {
       return try file.commit(
         request, lockWait: &lockWait,
+        whenLocked: waitWasReported
+          ? { Diagnostics.report("\(path): lock acquired; the pending changes are being written") } : nil,
         finish: { committed in
           finishCommit(
             next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
