@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -99,4 +100,17 @@ int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket) {
     if (flags >= 0) fcntl(kept[i], F_SETFD, flags & ~FD_CLOEXEC);
   }
   return 0;
+}
+
+int cappgroups_open_unnamed(const char *directory, uint32_t mode) {
+  return open(directory, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
+}
+
+int cappgroups_link_unnamed(int fd, const char *path) {
+  if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0) return 0;
+  // ENOENT: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH before Linux 6.10 (man 2 linkat).
+  if (errno != ENOENT && errno != EPERM) return -1;
+  char proc[32];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }

@@ -195,6 +195,22 @@ struct LifecycleTests {
     #expect(widget.wait() == 0)
   }
 
+  /// The notice is heard from the moment the open returns: a stop sent at once is prepared
+  /// for and stops the app (its handler is installed before the open returns, not later on
+  /// another thread, when a SIGTSTP meanwhile would have been ignored).
+  @Test func aStopSentAsTheOpenReturnsIsHeard() throws {
+    let t = try LifecycleRoot()
+    let worker = try t.launch(
+      TestRoot.app, [Product.url("appgroups-worker").path, "stop-after-open", TestRoot.group],
+      waitsForReady: false)
+    let pid = worker.process.processIdentifier
+    #expect(waitUntilStopped(pid, timeout: 20), "\(worker.standardError)")
+    worker.signal(SIGCONT)
+    #expect(worker.waitFor("resumed"))
+    worker.send("quit")
+    #expect(worker.wait() == 0)
+  }
+
   @Test func groupDefaultsIsNeverSuspendedHoldingItsLock() throws {
     let t = try LifecycleRoot()
     let worker = try t.launch(

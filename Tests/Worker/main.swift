@@ -418,6 +418,9 @@ case "present-and-write", "coordinate-loop":
   guard args.count == 2 else { fail("\(mode) needs a PATH") }
   if mode == "present-and-write" { runPresentAndWrite(args[1]) }
   runCoordinateLoop(args[1])
+case "stop-after-open":
+  runStopAfterOpen(suiteArgument())
+
 case "protected-read":
   guard args.count == 2 else { fail("protected-read takes a PATH") }
   runProtectedRead(args[1])

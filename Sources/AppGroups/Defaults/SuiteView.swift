@@ -332,7 +332,7 @@ internal import Synchronization
       layerChanged(layer, changes, origin: origin)
     case .one(let change):
       let effective = effectiveChange(change, in: layer, origin: origin)
-      forgetCached(CollectionOfOne(change.key), count: 1)
+      forgetCached(CollectionOfOne(change.key), count: 1, origin: origin)
       if let effective { deliver(effective) }
     }
   }
@@ -345,7 +345,7 @@ internal import Synchronization
     for change in changes {
       if let change = effectiveChange(change, in: layer, origin: origin) { effective.append(change) }
     }
-    forgetCached(changes.lazy.map(\.key), count: changes.count)
+    forgetCached(changes.lazy.map(\.key), count: changes.count, origin: origin)
     if !effective.isEmpty { deliver(effective) }
   }
 
@@ -366,13 +366,15 @@ internal import Synchronization
     return GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: origin)
   }
 
-  /// Forgets the cached entries of `keys` (`count` of them).
-  private func forgetCached(_ keys: some Sequence<String>, count: Int) {
+  /// Forgets the cached entries of `keys` (`count` of them). Another process's changes (a
+  /// re-read's, a few keys) forget the whole cache, which costs no key's hash: the values
+  /// are looked up again on their next read.
+  private func forgetCached(_ keys: some Sequence<String>, count: Int, origin: ChangeOrigin) {
     cache.withLock { cache in
       cache.epoch &+= 1
       // A key that is not ASCII may have another spelling the cache holds
       // apart (see CacheKey): then forget everything.
-      var clearAll = count > 64 || cache.holdsNonASCIIKeys
+      var clearAll = origin == .otherProcess || count > 64 || cache.holdsNonASCIIKeys
       if !clearAll {
         for key in keys {
           let key = CacheKey(key, seed: keySeed)

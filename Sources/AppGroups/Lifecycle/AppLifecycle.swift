@@ -276,12 +276,27 @@ final class Lifecycle: @unchecked Sendable {
     // Not a signal the app handles itself. An ignored one may be inherited through execve(2)
     // from a parent that ignored it: the notice is taken, but job control still cannot stop
     // the process.
-    guard
-      let (source, wasDefault) = Processes.interceptUnlessHandled(
-        .terminalStop, on: queue, { [unowned self] in self.handleNotice() })
-    else { return }
+    guard let wasDefault = Processes.isDefaultUnlessHandled(.terminalStop) else { return }
     stopsOnTerminalNotice = wasDefault
-    self.source = source
+    // Heard on the change monitor's thread, which the device monitor has started: no thread
+    // of its own, and the handler is in place when this returns (no notice is lost after).
+    if ChangeMonitor.shared.hear(.terminalStop, { [unowned self] in self.noticeArrived() }) { return }
+    source = Processes.interceptUnlessHandled(.terminalStop, on: queue) { [unowned self] in
+      self.handleNotice()
+    }?.source
+  }
+
+  /// Whether a notice is queued and not begun: notices that arrive meanwhile are one.
+  private let noticeQueued = Atomic<Bool>(false)
+
+  /// On the change monitor's thread: hands the notice to the lifecycle queue, as a signal
+  /// source would (one handling at a time; notices that arrive during one make one more).
+  private func noticeArrived() {
+    guard !noticeQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    queue.async { [self] in
+      noticeQueued.store(false, ordering: .releasing)
+      handleNotice()
+    }
   }
 
   func add(suspend handler: @escaping @Sendable (SuspensionNotice) -> Void) -> Int {

@@ -268,7 +268,9 @@ final class DeviceStatePage: Sendable {
 
   private init(path: String) {
     self.path = path
-    mapping = Mutex(Self.map(path))
+    // Mapped at the first read of the state (`currentPage()`), which tries again while
+    // there is no file: one `open(2)`, not two.
+    mapping = Mutex(nil)
   }
 
   /// The page of `root` in this process, mapped on first use; the same object for as long as
@@ -311,6 +313,8 @@ final class DeviceStatePage: Sendable {
   /// Maps the file now at the path when it is not the mapped one: the folder or the file was
   /// removed and made again, which no writer retired (a writer retires a file it replaces).
   func remapIfReplaced() {
+    // Nothing mapped yet: the next read of the state maps whatever is at the path.
+    guard mapping.withLock({ $0.map { _ in true } ?? false }) else { return }
     let atPath = try? FileSystem.identity(ofPath: path)
     mapping.withLock { mapping in
       if let current = mapping, let atPath, let mapped = try? current.file.status().identity,

@@ -36,7 +36,10 @@ enum PropertyListFile {
   /// without it, and says what it always said.
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
   static func read(_ path: String, indexing: Bool = false) throws(SystemCallError) -> Contents {
-    if let entry = try FileSystem.linkEntry(path), !entry.isRegularFile {
+    // Nothing there: no open to be told so again (a file made since is as one made after
+    // the read; the watch's look after the load sees it).
+    guard let entry = try FileSystem.linkEntry(path) else { return .missing }
+    guard entry.isRegularFile else {
       return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }
     guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }

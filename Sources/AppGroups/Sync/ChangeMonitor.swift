@@ -73,6 +73,13 @@ final class ChangeMonitor: Sendable {
   /// Whether the caller runs on the monitor's thread, telling of changes it heard.
   var isCurrentThread: Bool { watcher.isCurrentThread }
 
+  /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action
+  /// (see ``DirectoryWatcher/hear(_:_:)``): the lifecycle's suspension notice needs no thread
+  /// of its own. `false` when the thread cannot run.
+  func hear(_ signal: Processes.Signal, _ handler: @escaping @Sendable () -> Void) -> Bool {
+    watcher.hear(signal.rawValue, handler)
+  }
+
   // MARK: Stores
 
   /// Watches the folder of `store`, then re-reads the store if its file or its token moved

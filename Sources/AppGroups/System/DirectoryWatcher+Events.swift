@@ -179,6 +179,23 @@ extension WatcherEngine {
     state.eventFD = eventFD
   }
 
+  /// See ``DirectoryWatcher/hear(_:_:)``. The signal's handler (C, async-signal-safe) counts
+  /// it and writes to the eventfd the thread polls.
+  func hear(_ signal: CInt, _ handler: @escaping @Sendable () -> Void) -> Bool {
+    state.withLock { state in
+      guard !state.closed, state.signal == nil,
+        (try? startThreadIfNeeded(&state, "signal \(signal)")) != nil, let eventFD = state.eventFD,
+        cappgroups_notice_install(signal, eventFD) == 0
+      else { return false }
+      state.signal = (signal, handler)
+      // The thread unblocks the signal in itself when it next looks at the state: now, when
+      // the caller blocks it too (every thread may); else at its next wake-up, while the
+      // caller takes it meanwhile (a wake-up now would take the CPU from the caller).
+      if cappgroups_signal_blocked(signal) != 0 { Self.signal(eventFD) }
+      return true
+    }
+  }
+
   /// Marks the engine closed, wakes the thread, and waits for it unless called on it.
   func close() {
     enum Next { case nothing, join(pthread_t), closeDescriptor }
@@ -225,13 +242,19 @@ extension WatcherEngine {
     let clock = ContinuousClock()
     var nextScan: ContinuousClock.Instant?
     var eventFD: CInt = -1
+    var unblocked: CInt?
 
     while true {
-      let (closed, currentEventFD, polling) = state.withLock { state in
-        (state.closed, state.eventFD ?? -1, state.isPolling)
+      let (closed, currentEventFD, polling, signal) = state.withLock { state in
+        (state.closed, state.eventFD ?? -1, state.isPolling, state.signal)
       }
       eventFD = currentEventFD
       if closed { break }
+      // A signal heard here is taken by this thread even when every other one blocks it.
+      if let signal, unblocked != signal.number {
+        _ = cappgroups_unblock_signal(signal.number)
+        unblocked = signal.number
+      }
 
       var timeout: CInt = -1
       if polling {
@@ -260,7 +283,8 @@ extension WatcherEngine {
         _ = try? valueOrErrno("read", path: "eventfd") {
           read(eventFD, &value, MemoryLayout<UInt64>.size)
         }
-        continue  // Re-read the state: closed, or a polled directory was added.
+        if let signal, cappgroups_notice_take() > 0 { signal.handler() }
+        continue  // Re-read the state: closed, a polled directory was added, or a signal.
       }
 
       // From the first read of the kernel's events to the handler's return (see
@@ -283,6 +307,7 @@ extension WatcherEngine {
 
     // `closed` is set, and close() signalled the eventfd under the same lock: nobody uses the
     // descriptors any more.
+    if unblocked != nil { cappgroups_notice_detach() }
     if eventFD >= 0 {
       _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
     }

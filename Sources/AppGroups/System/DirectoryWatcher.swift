@@ -197,6 +197,17 @@ final class DirectoryWatcher: Sendable {
   /// Whether the caller runs on this watcher's thread (inside the handler).
   var isCurrentThread: Bool { engine.isWatcherThread }
 
+  /// Calls `handler` on the watcher thread after `signal` arrives (once for several that
+  /// arrive together), instead of the signal's action; starts the thread if needed. The
+  /// handler is installed before this returns: no signal sent after it is lost. Like the
+  /// event handler, `handler` must not block.
+  ///
+  /// - Returns: `false` when the thread cannot run (the watcher is closed, or `pthread_create`
+  ///   or `sigaction` failed); nothing was changed then.
+  func hear(_ signal: CInt, _ handler: @escaping @Sendable () -> Void) -> Bool {
+    engine.hear(signal, handler)
+  }
+
   /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
   /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
   var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }
@@ -306,6 +317,8 @@ final class WatcherEngine: Sendable {
     var nextID: UInt64 = 1
     var directories: [String: Directory] = [:]
     var kernel = KernelWatches()
+    /// A signal heard on the thread (see ``DirectoryWatcher/hear(_:_:)``), and what to call.
+    var signal: (number: CInt, handler: @Sendable () -> Void)?
 
     var isPolling: Bool { directories.values.contains { $0.isPolled } }
   }

@@ -170,6 +170,16 @@ package enum FileSystem {
   /// `fsync(2)` of the folder. A reader sees the old file or the new one,
   /// never a mixture, and a crash at any point leaves one of the two.
   ///
+  /// The temporary file is made unnamed where the file system allows (`O_TMPFILE`), and
+  /// given its name (``temporaryPrefix(for:)``) only once it is durable, just before
+  /// `beforeRename`: a watcher of the folder (``DirectoryWatcher``, which excludes unlinked
+  /// entries) hears nothing while the data is written and `fsync`ed, then the name and the
+  /// rename back to back, one wake-up for the commit where a named file woke it twice (its
+  /// creation and close while the `fsync(2)` waits on the disk, then the rename). A writer
+  /// killed before the name leaves nothing; after it, the temporary file that the next
+  /// writer removes, as before. Elsewhere (no `O_TMPFILE`, no way to name it) the file is
+  /// named from its creation.
+  ///
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
@@ -190,6 +200,12 @@ package enum FileSystem {
     let directory = (path as NSString).deletingLastPathComponent
     let name = (path as NSString).lastPathComponent
     let temporary = directory + "/" + temporaryName(for: name)
+    if let identity = try writeUnnamed(
+      data, to: path, in: directory, as: temporary, mode: mode, notBefore: notBefore, attribute: attribute,
+      beforeRename: beforeRename, afterRename: afterRename)
+    {
+      return identity
+    }
     var fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
     // Closed once written, before the `fsync(2)` (see below); -1 then.
     var writer = fd
@@ -244,6 +260,62 @@ package enum FileSystem {
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true
     var s = stat()
+    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    afterRename(FileIdentity(s))
+    try syncDirectory(directory)
+    return FileIdentity(s)
+  }
+
+  /// ``writeAtomically(_:to:mode:notBefore:attribute:beforeRename:afterRename:)`` through an
+  /// unnamed file (`O_TMPFILE`): written, its time set only when the clock has not passed
+  /// `notBefore` (`futimens(2)` on it is an event the watch hears), `fsync`ed, named
+  /// `temporary`, then renamed over `path`.
+  /// - Returns: the identity of the file now at `path`; `nil`, having changed nothing, when
+  ///   no unnamed file can be made or named here (the caller writes a named one).
+  private static func writeUnnamed(
+    _ data: Data, to path: String, in directory: String, as temporary: String, mode: mode_t,
+    notBefore: Int64?, attribute: ExtendedAttribute?,
+    beforeRename: (FileIdentity) throws(SystemCallError) -> Void,
+    afterRename: (FileIdentity) -> Void
+  ) throws(SystemCallError) -> FileIdentity? {
+    let fd = cappgroups_open_unnamed(directory, UInt32(mode))
+    // Any failure (no O_TMPFILE here, or the folder refused): the named file's `open(2)`
+    // fails the same way and says so under the temporary file's name, as before.
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    if let attribute { try setExtendedAttribute(attribute, descriptor: fd, path: temporary) }
+    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        var offset = 0
+        while offset < buffer.count {
+          guard let base = buffer.baseAddress else { break }
+          let n = try valueOrErrno("write", path: temporary) {
+            Glibc.write(fd, base + offset, buffer.count - offset)
+          }
+          offset += n
+        }
+      }
+    }
+    try written.get()
+    var s = stat()
+    if let notBefore {
+      _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
+      let modified = Int64(s.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(s.st_mtim.tv_nsec)
+      if modified <= notBefore {
+        let stamp = max(nowNanoseconds(), notBefore &+ 1)
+        let time = timespec(tv_sec: Int(stamp / 1_000_000_000), tv_nsec: Int(stamp % 1_000_000_000))
+        var times = [time, time]
+        _ = try valueOrErrno("futimens", path: temporary) { futimens(fd, &times) }
+      }
+    }
+    _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
+    guard cappgroups_link_unnamed(fd, temporary) == 0 else { return nil }
+    var renamed = false
+    defer { if !renamed { unlink(temporary) } }
+    _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
+    try beforeRename(FileIdentity(s))
+    _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
+    renamed = true
     _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
     afterRename(FileIdentity(s))
     try syncDirectory(directory)

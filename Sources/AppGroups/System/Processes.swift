@@ -64,10 +64,17 @@ package enum Processes {
     _ signal: Signal, on queue: DispatchQueue,
     _ handler: @escaping @Sendable () -> Void
   ) -> (source: any DispatchSourceSignal, wasDefault: Bool)? {
+    guard let wasDefault = isDefaultUnlessHandled(signal) else { return nil }
+    return (take(signal, on: queue, handler), wasDefault)
+  }
+
+  /// Whether `signal` is at its default action (`true`) or ignored (`false`); `nil` when the
+  /// process handles it itself or it cannot be looked at (see ``interceptUnlessHandled(_:on:_:)``).
+  static func isDefaultUnlessHandled(_ signal: Signal) -> Bool? {
     guard let action = action(of: signal) else { return nil }
     let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
     guard action == 0 || action == ignored else { return nil }
-    return (take(signal, on: queue, handler), action == 0)
+    return action == 0
   }
 
   /// Like ``interceptUnlessHandled(_:on:_:)``, but only for a signal at its default action:

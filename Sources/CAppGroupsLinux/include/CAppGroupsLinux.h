@@ -116,6 +116,19 @@ int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 /// or -1 with errno.
 int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
+/// An unnamed regular file in the folder `directory`, open for writing (open(2) with
+/// O_TMPFILE | O_WRONLY | O_CLOEXEC, mode `mode`; Linux 3.11, where the file system supports
+/// it): its writes and its close make no event on a watch of the folder that excludes
+/// unlinked entries (IN_EXCL_UNLINK), and a crash before it is named leaves nothing. (Its
+/// metadata changes, such as futimens(2), are still reported.) Returns the descriptor, or -1
+/// with errno (EOPNOTSUPP or EISDIR where unnamed files are not supported).
+int cappgroups_open_unnamed(const char *directory, uint32_t mode);
+
+/// Gives the unnamed file `fd` (see cappgroups_open_unnamed) the name `path`, which must not
+/// exist: linkat(2) with AT_EMPTY_PATH, else (without the privilege it needs on older
+/// kernels) through /proc/self/fd. Returns 0, or -1 with errno.
+int cappgroups_link_unnamed(int fd, const char *path);
+
 // MARK: The kernel's key retention service (keyring.c)
 //
 // add_key(2) and keyctl(2) have no C library wrapper and syscall(2) is variadic. The device's
@@ -193,5 +206,23 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 /// descendant of this process (its parent exited: a double fork) becomes this process's
 /// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
 int cappgroups_become_child_subreaper(void);
+
+// MARK: Signals heard through a descriptor (notice.c)
+
+/// Installs a handler for `signo` (SA_RESTART) that counts the signal and writes 1 to `fd`
+/// (an eventfd), so that a thread polling `fd` hears it. Returns 0, or -1 with errno.
+int cappgroups_notice_install(int signo, int fd);
+
+/// Stops the handler's writes (it still counts): the descriptor is about to be closed.
+void cappgroups_notice_detach(void);
+
+/// The number of signals the handler counted since the last call, and resets it to zero.
+uint64_t cappgroups_notice_take(void);
+
+/// Unblocks `signo` in the calling thread. Returns 0 or an error number.
+int cappgroups_unblock_signal(int signo);
+
+/// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0).
+int cappgroups_signal_blocked(int signo);
 
 #endif

@@ -1,0 +1,56 @@
+// A signal heard through a descriptor (the self-pipe pattern, with an eventfd): the handler
+// only counts the signal and writes to the descriptor, both async-signal-safe; a thread that
+// polls the descriptor takes the count and does the work.
+
+#include "CAppGroupsLinux.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+static atomic_uint_fast64_t notice_count = 0;
+static atomic_int notice_fd = -1;
+
+static void notice_handler(int signo) {
+  (void)signo;
+  int saved = errno;
+  atomic_fetch_add(&notice_count, 1);
+  int fd = atomic_load(&notice_fd);
+  if (fd >= 0) {
+    uint64_t one = 1;
+    // An eventfd's counter cannot overflow from this; a failed write loses no signal (the
+    // count is kept), only this wake-up, and the descriptor is woken by every later one.
+    (void)!write(fd, &one, sizeof one);
+  }
+  errno = saved;
+}
+
+int cappgroups_notice_install(int signo, int fd) {
+  atomic_store(&notice_fd, fd);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = notice_handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  return sigaction(signo, &action, NULL);
+}
+
+void cappgroups_notice_detach(void) { atomic_store(&notice_fd, -1); }
+
+uint64_t cappgroups_notice_take(void) { return atomic_exchange(&notice_count, 0); }
+
+int cappgroups_unblock_signal(int signo) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  return pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int cappgroups_signal_blocked(int signo) {
+  sigset_t set;
+  sigemptyset(&set);
+  if (pthread_sigmask(SIG_BLOCK, NULL, &set) != 0) return 1;
+  return sigismember(&set, signo) == 1;
+}
