@@ -288,25 +288,18 @@ extension SuiteStore {
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
       started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
-    // Once the lock was taken: the backoff starts again, after the pass (off the write's
-    // path). A wait that was reported is said to be over as soon as the lock is taken.
-    let waitWasReported = retry.withLock { $0.lockWaitReported }
+    // Once the lock was taken: the backoff starts again, after the pass (off the write's path;
+    // SuiteFile says at once that a reported wait is over).
     var lockWait: UInt64?
     defer {
       if let lockWait {
         lastLockWait.store(lockWait, ordering: .relaxed)
-        retry.withLock { retry in
-          retry.lockWaitReported = false
-          retry.retryDelay = .milliseconds(10)
-        }
+        retry.withLock { $0.retryDelay = .milliseconds(10) }
       }
     }
-    let path = self.path
     do throws(AppGroupsError) {
       return try file.commit(
         request, lockWait: &lockWait,
-        whenLocked: waitWasReported
-          ? { Diagnostics.report("\(path): lock acquired; the pending changes are being written") } : nil,
         finish: { committed in
           finishCommit(
             next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
@@ -315,10 +308,7 @@ extension SuiteStore {
         })
     } catch where error.code == .lockTimeout {
       let count = pending.count + (replacement == nil ? 0 : 1)
-      let report = retry.withLock { retry in
-        defer { if count > 0 { retry.lockWaitReported = true } }
-        return !retry.lockWaitReported && count > 0
-      }
+      let report = count > 0 && !file.lockWaitReported.exchange(true, ordering: .acquiringAndReleasing)
       if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
       throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }
