@@ -14,14 +14,21 @@ enum ProcessDomains {
   }
 
   private static let state = Mutex(State())
+  /// Whether each domain holds anything, kept under `state`'s lock and read without it: every
+  /// `set` asks both (through the search list) and both are empty in most processes.
+  private static let holdsRegistration = Atomic(false)
+  private static let holdsArguments = Atomic(
+    !ProcessDomains.parseArguments(Array(CommandLine.arguments.dropFirst())).isEmpty)
 
   // An empty domain (the usual case) answers without hashing the key.
   static func registered(_ key: String) -> PropertyListValue? {
-    state.withLock { $0.registration.isEmpty ? nil : $0.registration[key] }
+    guard holdsRegistration.load(ordering: .acquiring) else { return nil }
+    return state.withLock { $0.registration.isEmpty ? nil : $0.registration[key] }
   }
 
   static func argument(_ key: String) -> PropertyListValue? {
-    state.withLock { $0.arguments.isEmpty ? nil : $0.arguments[key] }
+    guard holdsArguments.load(ordering: .acquiring) else { return nil }
+    return state.withLock { $0.arguments.isEmpty ? nil : $0.arguments[key] }
   }
 
   static var registration: [String: PropertyListValue] { state.withLock { $0.registration } }
@@ -35,6 +42,7 @@ enum ProcessDomains {
         changes.append(StoredChange(key: key, old: st.registration[key], new: value))
         st.registration[key] = value
       }
+      holdsRegistration.store(!st.registration.isEmpty, ordering: .releasing)
       return changes
     }
   }
@@ -45,6 +53,7 @@ enum ProcessDomains {
     state.withLock { st in
       let changes = SuiteStore.diff(st.arguments, values)
       st.arguments = values
+      holdsArguments.store(!values.isEmpty, ordering: .releasing)
       return changes
     }
   }
@@ -53,6 +62,7 @@ enum ProcessDomains {
     state.withLock { st in
       let changes = SuiteStore.diff(st.registration, values)
       st.registration = values
+      holdsRegistration.store(!values.isEmpty, ordering: .releasing)
       return changes
     }
   }

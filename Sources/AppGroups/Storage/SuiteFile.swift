@@ -7,10 +7,10 @@ internal import Synchronization
 /// them: the lock session, re-reading and catching up the journal, appending or rewriting,
 /// publishing the token, repair and quarantine.
 ///
-/// Its interface is small: ``load()``, a re-read (``reread(_:)``), the gate and a commit that
-/// returns an outcome (``commit(_:lockWait:finish:)``), and the token. Memory, the pending
-/// changes and scheduling are ``SuiteStore``'s. Order of locks: the gate, the file lock, this
-/// type's `state`, then the store's state.
+/// Its interface is small: ``load()``, a re-read (``reread(_:)``), the gate and a commit
+/// that returns an outcome (``commit(_:lockWait:finish:)``), and the token. Memory,
+/// the pending changes and scheduling are ``SuiteStore``'s. Order of locks: the gate, the
+/// file lock, this type's `state`, then the store's state.
 final class SuiteFile: Sendable {
   let path: String
   let options: SuiteStore.Options
@@ -20,6 +20,8 @@ final class SuiteFile: Sendable {
   private let gate = NSCondition()
   nonisolated(unsafe) private var gateOwner: Threads.Identity?
   nonisolated(unsafe) private var gateOwnerHasFileLock = false
+  /// A commit said it waits for the lock: the next one to take it says the wait is over.
+  let lockWaitReported = Atomic(false)
 
   /// Whether an inotify watch (not polling) covers the folder, as the change monitor sets it,
   /// and since when: odd while it does, moved on by each change (see ``hasChanged(since:)``).
@@ -267,7 +269,8 @@ final class SuiteFile: Sendable {
   // MARK: Committing
 
   /// One pass of a commit, in the gate: under the lock (`lockWait`: how long the commit waited
-  /// for the gate and the lock, set once it is held), re-read the file if it moved, apply the request's changes key by key on top of it, write durably
+  /// for the gate and the lock, set once it is held), re-read the
+  /// file if it moved, apply the request's changes key by key on top of it, write durably
   /// (appending to the journal, or rewriting the plist), move the token; then `finish`, still
   /// under the lock, so that this process's memory takes the new values before any re-read
   /// of a later commit of another process.
@@ -275,7 +278,8 @@ final class SuiteFile: Sendable {
   /// - Throws: `.lockTimeout` (see ``LockedFile/lock(until:bound:whileHolderProgresses:doing:)``)
   ///   or `.io`; nothing was written then.
   func commit(
-    _ request: CommitRequest, lockWait: inout UInt64?, finish: (Committed) -> Void
+    _ request: CommitRequest, lockWait: inout UInt64?,
+    finish: (Committed) -> Void
   ) throws(AppGroupsError) -> CommitOutcome {
     guard let lockFile else { return .committed }
     let pending = request.pending
@@ -286,6 +290,9 @@ final class SuiteFile: Sendable {
     defer { lockFile.unlock() }
     lockWait = FileSystem.monotonicNanoseconds() &- request.started
     inGate { gateOwnerHasFileLock = true }  // writing from now on, not waiting
+    if lockWaitReported.exchange(false, ordering: .acquiringAndReleasing) {
+      Diagnostics.report("\(path): lock acquired; the pending changes are being written")
+    }
     TestHooks.whileHoldingLock?(path)
     let coverage = self.coverage.load(ordering: .acquiring)
 

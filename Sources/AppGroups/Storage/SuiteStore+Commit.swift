@@ -288,20 +288,13 @@ extension SuiteStore {
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
       started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
-    // Said once the lock was taken, after the write (off the write's path): the backoff
-    // starts again, and a wait that was reported is said to be over.
+    // Once the lock was taken: the backoff starts again, after the pass (off the write's path;
+    // SuiteFile says at once that a reported wait is over).
     var lockWait: UInt64?
     defer {
       if let lockWait {
         lastLockWait.store(lockWait, ordering: .relaxed)
-        let reportAcquired = retry.withLock { retry in
-          defer {
-            retry.lockWaitReported = false
-            retry.retryDelay = .milliseconds(10)
-          }
-          return retry.lockWaitReported
-        }
-        if reportAcquired { Diagnostics.report("\(path): lock acquired after the wait said above") }
+        retry.withLock { $0.retryDelay = .milliseconds(10) }
       }
     }
     do throws(AppGroupsError) {
@@ -315,10 +308,7 @@ extension SuiteStore {
         })
     } catch where error.code == .lockTimeout {
       let count = pending.count + (replacement == nil ? 0 : 1)
-      let report = retry.withLock { retry in
-        defer { if count > 0 { retry.lockWaitReported = true } }
-        return !retry.lockWaitReported && count > 0
-      }
+      let report = count > 0 && !file.lockWaitReported.exchange(true, ordering: .acquiringAndReleasing)
       if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
       throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }

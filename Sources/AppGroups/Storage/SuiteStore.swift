@@ -140,7 +140,6 @@ final class SuiteStore: Sendable {
   }
 
   struct RetryState: Sendable {
-    var lockWaitReported = false
     var retryDelay: Duration = .milliseconds(10)
     /// The last failed commit's reason, said once until a commit lands or the reason changes.
     var reportedFailure: String?
