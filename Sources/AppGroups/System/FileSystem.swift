@@ -216,19 +216,7 @@ package enum FileSystem {
       if !renamed { unlink(temporary) }
     }
     if let attribute { try setExtendedAttribute(attribute, descriptor: fd, path: temporary) }
-    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        var offset = 0
-        while offset < buffer.count {
-          guard let base = buffer.baseAddress else { break }
-          let n = try valueOrErrno("write", path: temporary) {
-            Glibc.write(fd, base + offset, buffer.count - offset)
-          }
-          offset += n
-        }
-      }
-    }
-    try written.get()
+    try writeAll(data, to: fd, path: temporary)
     if let notBefore {
       var now = timespec()
       clock_gettime(CLOCK_REALTIME, &now)
@@ -266,6 +254,24 @@ package enum FileSystem {
     return FileIdentity(s)
   }
 
+  /// Writes all of `data` to `fd` (the file at `path`, for the error), one `write(2)` after
+  /// another until every byte is written.
+  private static func writeAll(_ data: Data, to fd: Int32, path: String) throws(SystemCallError) {
+    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
+      Result { () throws(SystemCallError) in
+        var offset = 0
+        while offset < buffer.count {
+          guard let base = buffer.baseAddress else { break }
+          let n = try valueOrErrno("write", path: path) {
+            Glibc.write(fd, base + offset, buffer.count - offset)
+          }
+          offset += n
+        }
+      }
+    }
+    try written.get()
+  }
+
   /// ``writeAtomically(_:to:mode:notBefore:attribute:beforeRename:afterRename:)`` through an
   /// unnamed file (`O_TMPFILE`): written, its time set only when the clock has not passed
   /// `notBefore` (`futimens(2)` on it is an event the watch hears), `fsync`ed, named
@@ -284,19 +290,7 @@ package enum FileSystem {
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     if let attribute { try setExtendedAttribute(attribute, descriptor: fd, path: temporary) }
-    let written: Result<Void, SystemCallError> = data.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        var offset = 0
-        while offset < buffer.count {
-          guard let base = buffer.baseAddress else { break }
-          let n = try valueOrErrno("write", path: temporary) {
-            Glibc.write(fd, base + offset, buffer.count - offset)
-          }
-          offset += n
-        }
-      }
-    }
-    try written.get()
+    try writeAll(data, to: fd, path: temporary)
     var s = stat()
     if let notBefore {
       _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
