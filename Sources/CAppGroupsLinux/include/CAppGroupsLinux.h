@@ -5,6 +5,7 @@
 #ifndef CAPPGROUPS_LINUX_H
 #define CAPPGROUPS_LINUX_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/inotify.h>
@@ -225,5 +226,13 @@ int cappgroups_unblock_signal(int signo);
 
 /// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0).
 int cappgroups_signal_blocked(int signo);
+
+// MARK: A thread that waits before it runs (thread.c)
+
+/// Starts a thread that first waits until `first` or `second` is readable (poll(2); a
+/// negative descriptor is ignored), touching nothing else (no allocation, no Swift code), and
+/// then calls `body(argument)`. Returns 0 or an error number, as pthread_create(3).
+int cappgroups_thread_start_waiting(
+    pthread_t *thread, void *(*body)(void *), void *argument, int first, int second);
 
 #endif
