@@ -324,9 +324,8 @@ internal import Synchronization
   /// path (a view is weakly registered).
   func setUnlessForced(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> Bool {
     if isForced(key) { return false }
-    if let change = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed)) {
-      ownSetChanged(change)
-    }
+    let (changed, old) = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed))
+    if changed { ownSetChanged(key, old: old, new: value) }
     return true
   }
 
@@ -334,14 +333,14 @@ internal import Synchronization
   /// whose managed layer was just found not to hold the key: only the argument domain can
   /// mask it (a managed value that arrives meanwhile is told by the managed layer's own
   /// change, as one that arrives just after).
-  private func ownSetChanged(_ change: consuming StoredChange) {
-    forgetCached(CollectionOfOne(change.key), count: 1, origin: .thisProcess)
-    if ProcessDomains.argument(change.key) != nil { return }
-    let below = change.old == nil || change.new == nil ? resolve(change.key, below: .application) : nil
-    let old = change.old ?? below
-    let new = change.new ?? below
+  private func ownSetChanged(_ key: String, old: PropertyListValue?, new: PropertyListValue?) {
+    forgetCached(CollectionOfOne(key), count: 1, origin: .thisProcess)
+    if ProcessDomains.argument(key) != nil { return }
+    let below = old == nil || new == nil ? resolve(key, below: .application) : nil
+    let old = old ?? below
+    let new = new ?? below
     if old == new { return }
-    deliver(GroupDefaults.Change(suiteName: domain, key: change.key, oldValue: old, newValue: new, origin: .thisProcess))
+    deliver(GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess))
   }
 
   // MARK: Changes

@@ -249,7 +249,8 @@ final class SuiteStore: Sendable {
 
   /// Sets (or, with `nil`, removes) one value: in memory at once, on disk
   /// soon after. Writing the value already there does nothing.
-  /// - Returns: the change, or `nil` when nothing changed.
+  /// - Returns: whether the value changed (writing the value already there does nothing), and
+  ///   the value it replaced: not a ``StoredChange``, which the caller builds if it needs one.
   /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit,
   ///   `.unsupportedValue` when the value nests deeper than
   ///   ``PropertyListValue/maximumDepth`` or holds a date that is not a
@@ -259,15 +260,15 @@ final class SuiteStore: Sendable {
   @discardableResult
   func set(
     _ value: PropertyListValue?, forKey key: String, notTelling handlerID: UInt64 = 0
-  ) throws(AppGroupsError) -> StoredChange? {
+  ) throws(AppGroupsError) -> (changed: Bool, old: PropertyListValue?) {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
     // Before the first change is pending (a process that only reads never needs it).
     Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
-    let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
-      st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
+    let (old, changed, schedule, inBurst, handler, refusedSize) = state.withLock {
+      st -> (PropertyListValue?, Bool, Bool, Bool, ChangeHandlers?, Int?) in
       // The first change of a process that opened an indexed file decodes it whole, once,
       // and sizes it before the change goes in.
       st.values.decodeWhole()
@@ -282,13 +283,13 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, false, nil, nil) }
+      if old == value { return (nil, false, false, false, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
       if newSize > oldSize && size > options.sizeLimit {
         st.values[key] = old
-        return (nil, false, false, nil, size)
+        return (nil, false, false, false, nil, size)
       }
       st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
@@ -298,8 +299,7 @@ final class SuiteStore: Sendable {
       let schedule = !st.flushScheduled
       st.flushScheduled = true
       return (
-        StoredChange(key: key, old: old, new: value), schedule,
-        st.lastBatchSize >= Self.burstBatchSize || st.committing,
+        old, true, schedule, st.lastBatchSize >= Self.burstBatchSize || st.committing,
         st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
@@ -312,8 +312,8 @@ final class SuiteStore: Sendable {
     if schedule {
       if inBurst { scheduleBurstFlush() } else { scheduleFlush() }
     }
-    if let change, let handler { handler(change, .thisProcess, except: handlerID) }
-    return change
+    if changed, let handler { handler(StoredChange(key: key, old: old, new: value), .thisProcess, except: handlerID) }
+    return (changed, old)
   }
 
   /// Replaces every value of the domain (`nil` or empty removes them all).
@@ -381,6 +381,10 @@ final class SuiteStore: Sendable {
   /// without end still has its changes on disk this soon after they were made (plus the
   /// commit's own time).
   static let burstCeiling: Duration = .milliseconds(100)
+  #if DEBUG
+  /// For tests: every burst of this store goes on at each look, until ``burstCeiling``.
+  let burstNeverPausesForTesting = Atomic(false)
+  #endif
 
   /// Schedules the commit of a burst: after each ``burstPause`` it looks whether the burst goes
   /// on, and commits once it pauses, or at ``burstCeiling``. So a `synchronize()` at the
@@ -399,7 +403,11 @@ final class SuiteStore: Sendable {
       let now = FileSystem.monotonicNanoseconds()
       // Still going: as many changes came in the pause as a burst's commit carries.
       let next = state.withLock { st -> UInt64? in
-        st.flushScheduled && st.nextSequence &- seen >= Self.burstBatchSize && now < ceiling ? st.nextSequence : nil
+        var goesOn = st.nextSequence &- seen >= Self.burstBatchSize
+        #if DEBUG
+        goesOn = goesOn || burstNeverPausesForTesting.load(ordering: .relaxed)
+        #endif
+        return st.flushScheduled && goesOn && now < ceiling ? st.nextSequence : nil
       }
       if let next {
         waitForBurstToPause(seen: next, ceiling: ceiling)
