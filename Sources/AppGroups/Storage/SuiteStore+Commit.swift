@@ -282,8 +282,10 @@ extension SuiteStore {
     // cleared by finishCommit.
     let (pending, replacement, through, repair) = state.withLock { st in
       st.flushScheduled = false
+      st.committing = true
       return (st.pending, st.replacement, st.nextSequence &- 1, st.repairPending)
     }
+    defer { state.withLock { $0.committing = false } }
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
