@@ -300,6 +300,7 @@ extension GroupDefaults {
     if tx.changesAreListed && tx.changedKeys.count * 2 >= current.count { return .domain(tx.values) }
     var changes: [String: PropertyListValue?] = [:]
     if tx.changesAreListed {
+      changes.reserveCapacity(tx.changedKeys.count)
       for key in tx.changedKeys {
         let value = tx.values[key]
         if current[key] != value { changes.updateValue(value, forKey: key) }
