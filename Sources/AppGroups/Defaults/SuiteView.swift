@@ -11,6 +11,8 @@ internal import Synchronization
   let domain: String
   let suite: SuiteStore
   let managed: SuiteStore?
+  /// `managed`'s address (0: none), for ``isForced(_:)``; `managed` holds it as long as this view.
+  private let managedAddress: UInt
   /// The global domain's file, opened on first use (see ``global``); `nil` for the global
   /// suite itself.
   private let globalPath: String?
@@ -133,6 +135,7 @@ internal import Synchronization
     self.domain = domain
     self.suite = suite
     self.managed = managed
+    managedAddress = managed.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
     self.globalPath = globalPath
     self.options = options
     // Layer by layer, without an array of (store, layer) pairs (see `handlerIDs`).
@@ -315,7 +318,12 @@ internal import Synchronization
     return result
   }
 
-  func isForced(_ key: String) -> Bool { managed?.value(forKey: key) != nil }
+  func isForced(_ key: String) -> Bool {
+    // The managed layer's store used without a reference of its own (see `globalValue`): it
+    // is asked on every `set`.
+    guard let pointer = UnsafeRawPointer(bitPattern: managedAddress) else { return false }
+    return Unmanaged<SuiteStore>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.value(forKey: key) } != nil
+  }
 
   // MARK: Writing
 
@@ -331,10 +339,23 @@ internal import Synchronization
   /// path (a view is weakly registered).
   func setUnlessForced(_ value: PropertyListValue?, forKey key: String) throws(AppGroupsError) -> Bool {
     if isForced(key) { return false }
-    if let change = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed)) {
-      layerChanged(.application, .one(change), origin: .thisProcess)
-    }
+    let (changed, old) = try suite.set(value, forKey: key, notTelling: suiteHandlerID.load(ordering: .relaxed))
+    if changed { ownSetChanged(key, old: old, new: value) }
     return true
+  }
+
+  /// ``layerChanged(_:_:origin:)-(_,SuiteStore.Changes,_)`` of a `set` made through this view,
+  /// whose managed layer was just found not to hold the key: only the argument domain can
+  /// mask it (a managed value that arrives meanwhile is told by the managed layer's own
+  /// change, as one that arrives just after).
+  private func ownSetChanged(_ key: String, old: PropertyListValue?, new: PropertyListValue?) {
+    forgetCached(CollectionOfOne(key), count: 1, origin: .thisProcess)
+    if ProcessDomains.argument(key) != nil { return }
+    let below = old == nil || new == nil ? resolve(key, below: .application) : nil
+    let old = old ?? below
+    let new = new ?? below
+    if old == new { return }
+    deliver(GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess))
   }
 
   // MARK: Changes
@@ -387,6 +408,11 @@ internal import Synchronization
   private func forgetCached(_ keys: some Sequence<String>, count: Int, origin: ChangeOrigin) {
     cache.withLock { cache in
       cache.epoch &+= 1
+      // Nothing cached (a burst of `set` calls that reads nothing): no key to hash.
+      guard cache.entries.count > 0 else {
+        cache.holdsNonASCIIKeys = false
+        return
+      }
       // A key that is not ASCII may have another spelling the cache holds
       // apart (see CacheKey): then forget everything.
       var clearAll = origin == .otherProcess || count > 64 || cache.holdsNonASCIIKeys
