@@ -41,13 +41,21 @@ internal import Synchronization
   }
 
   private struct Observers: Sendable {
-    var byID: [UInt64: (keys: Set<String>?, handler: @Sendable ([GroupDefaults.Change]) -> Void)] = [:]
+    /// In the order they were added: an array, which a change copies by reference (a copy of a
+    /// dictionary's values cost each change an array, and the first change its type).
+    var list: [Observer] = []
     var nextID: UInt64 = 1
     /// The handles on this view (a few): an array, not a dictionary keyed by
     /// `ObjectIdentifier`, whose first use costs a process a conformance lookup at launch.
     /// Of a non-generic reference: `WeakReference<GroupDefaults>` would be two more generic
     /// types (the reference and its array's storage) to instantiate at a process's first open.
     var handles: [Handle] = []
+  }
+
+  private struct Observer: Sendable {
+    let id: UInt64
+    let keys: Set<String>?
+    let handler: @Sendable ([GroupDefaults.Change]) -> Void
   }
 
   /// A `GroupDefaults` on this view, weakly. `@unchecked`: read and written only under
@@ -426,7 +434,7 @@ internal import Synchronization
   }
 
   private func deliver(_ changes: [GroupDefaults.Change]) {
-    let targets = observers.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) }
+    let targets = observers.withLock { $0.list }
     for target in targets {
       if let keys = target.keys {
         let relevant = changes.filter { keys.contains($0.key) }
@@ -440,7 +448,7 @@ internal import Synchronization
 
   /// ``deliver(_:)-([GroupDefaults.Change])`` of one change.
   private func deliver(_ change: GroupDefaults.Change) {
-    let targets = observers.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) }
+    let targets = observers.withLock { $0.list }
     for target in targets where target.keys?.contains(change.key) ?? true {
       target.handler([change])
     }
@@ -573,14 +581,16 @@ internal import Synchronization
   /// the runtime's first look-ups (each a scan of every protocol conformance record) of
   /// building its `userInfo`, about 0.4 million instructions, and of `NotificationCenter`'s
   /// first post with a ``GroupDefaults`` as its object (it bridges the object, a look-up of a
-  /// conformance the type does not have: about a million). Paid then, they are not paid by a
-  /// process told of another's write while every other watching process is being told too
-  /// (such a change is posted on the change monitor's thread: no thread to start for it). The post is of ``preparationNotification``, which nothing in
-  /// the package observes.
+  /// conformance the type does not have: about a million), and the storage of the change
+  /// monitor's work for the end of a batch, where such a change is posted (no thread to start
+  /// for it). Paid then, they are not paid by a process told of another's write while every
+  /// other watching process is being told too. The post is of ``preparationNotification``,
+  /// which nothing in the package observes.
   static func prepareNotificationPosting(for defaults: GroupDefaults) {
     guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
     _ = userInfo(domain: "", origin: .otherProcess, changes: [])
     NotificationCenter.default.post(name: preparationNotification, object: defaults)
+    ChangeMonitor.shared.prepareAfterBatch()
   }
 
   /// Posted once per process, when the first observer of a suite is added (see
@@ -595,13 +605,15 @@ internal import Synchronization
     return observers.withLock { obs in
       let id = obs.nextID
       obs.nextID &+= 1
-      obs.byID[id] = (keys, handler)
+      obs.list.append(Observer(id: id, keys: keys, handler: handler))
       return id
     }
   }
 
   func removeObserver(_ id: UInt64) {
-    observers.withLock { _ = $0.byID.removeValue(forKey: id) }
+    observers.withLock { obs in
+      if let index = obs.list.firstIndex(where: { $0.id == id }) { obs.list.remove(at: index) }
+    }
   }
 
   /// A process-wide layer (registration, argument) changed.

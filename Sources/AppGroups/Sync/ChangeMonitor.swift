@@ -55,8 +55,13 @@ final class ChangeMonitor: Sendable {
   private let state = Mutex(State())
   private let watcher: DirectoryWatcher
   /// What is to run on the monitor's thread once the batch it is handling was told (see
-  /// ``afterThisBatch(_:)``); `nil` outside ``handle(_:)``. Only the monitor's thread uses it.
-  private let afterBatch = Mutex<[@Sendable () -> Void]?>(nil)
+  /// ``afterThisBatch(_:)``). Only the monitor's thread adds to it.
+  private let afterBatch = Mutex(AfterBatch())
+  private struct AfterBatch: Sendable {
+    var work: [@Sendable () -> Void] = []
+    /// Whether ``handle(_:)`` runs.
+    var isOpen = false
+  }
 
   #if DEBUG
   /// For tests: called on the watcher thread with each batch of events
@@ -84,11 +89,19 @@ final class ChangeMonitor: Sendable {
   ///   handling a batch.
   func afterThisBatch(_ work: @escaping @Sendable () -> Void) -> Bool {
     guard watcher.isCurrentThread else { return false }
-    return afterBatch.withLock { list in
-      guard list != nil else { return false }
-      list!.append(work)
+    return afterBatch.withLock { batch in
+      guard batch.isOpen else { return false }
+      batch.work.append(work)
       return true
     }
+  }
+
+  /// Makes the storage of ``afterThisBatch(_:)``'s work now rather than in the first change
+  /// heard (its type's first use costs the runtime an instantiation, ~16 k instructions, which
+  /// would fall in the window where every watching process is being told of one write): a
+  /// process calls it when it adds its first observer.
+  func prepareAfterBatch() {
+    afterBatch.withLock { if $0.work.capacity == 0 { $0.work.reserveCapacity(2) } }
   }
 
   /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action
@@ -251,14 +264,15 @@ final class ChangeMonitor: Sendable {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
     #endif
-    afterBatch.withLock { $0 = [] }
+    afterBatch.withLock { $0.isOpen = true }
     defer {
-      while let work = afterBatch.withLock({ list -> [@Sendable () -> Void]? in
-        guard let work = list, !work.isEmpty else {
-          list = nil
+      while let work = afterBatch.withLock({ batch -> [@Sendable () -> Void]? in
+        guard !batch.work.isEmpty else {
+          batch.isOpen = false
           return nil
         }
-        list = []
+        let work = batch.work
+        batch.work.removeAll(keepingCapacity: true)
         return work
       }) {
         for item in work { item() }
