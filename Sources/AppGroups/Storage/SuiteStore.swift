@@ -72,6 +72,9 @@ final class SuiteStore: Sendable {
     var repairPending = false
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
+    /// A commit has taken its snapshot of the pending changes and not finished: a `set` that
+    /// schedules the next commit meanwhile is part of a burst (see ``SuiteStore/burstPause``).
+    var committing = false
     /// ``sizeEstimate`` once computed; `nil`: not yet (a pass over every value, which a
     /// process that only reads never needs).
     var knownSizeEstimate: Int? = 8
@@ -246,7 +249,8 @@ final class SuiteStore: Sendable {
 
   /// Sets (or, with `nil`, removes) one value: in memory at once, on disk
   /// soon after. Writing the value already there does nothing.
-  /// - Returns: the change, or `nil` when nothing changed.
+  /// - Returns: whether the value changed (writing the value already there does nothing), and
+  ///   the value it replaced: not a ``StoredChange``, which the caller builds if it needs one.
   /// - Throws: `.sizeLimitExceeded` when the domain would grow past its limit,
   ///   `.unsupportedValue` when the value nests deeper than
   ///   ``PropertyListValue/maximumDepth`` or holds a date that is not a
@@ -256,19 +260,22 @@ final class SuiteStore: Sendable {
   @discardableResult
   func set(
     _ value: PropertyListValue?, forKey key: String, notTelling handlerID: UInt64 = 0
-  ) throws(AppGroupsError) -> StoredChange? {
+  ) throws(AppGroupsError) -> (changed: Bool, old: PropertyListValue?) {
     precondition(!options.readOnly, "a read-only store cannot be written")
     if let reason = value?.unstorableReason { throw unstorable(key, reason) }
     // Before the first change is pending (a process that only reads never needs it).
     Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
-    let (change, schedule, inBurst, handler, refusedSize) = state.withLock {
-      st -> (StoredChange?, Bool, Bool, ChangeHandlers?, Int?) in
+    let (old, changed, schedule, inBurst, handler, refusedSize) = state.withLock {
+      st -> (PropertyListValue?, Bool, Bool, Bool, ChangeHandlers?, Int?) in
       // The first change of a process that opened an indexed file decodes it whole, once,
       // and sizes it before the change goes in.
       st.values.decodeWhole()
       if st.knownSizeEstimate == nil { st.knownSizeEstimate = st.values.sizeEstimate }
+      // A long burst with no commit since: a small domain takes, now, the room it would reach
+      // by growing step by step, each step hashing every key again.
+      if st.pending.count == Self.longBurst { st.values.reserveCapacity(Self.longBurstRoom) }
       // One hash of the key: the value goes in at once, and comes out again if refused.
       let old: PropertyListValue?
       if let value {
@@ -276,13 +283,13 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, false, nil, nil) }
+      if old == value { return (nil, false, false, false, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
       if newSize > oldSize && size > options.sizeLimit {
         st.values[key] = old
-        return (nil, false, false, nil, size)
+        return (nil, false, false, false, nil, size)
       }
       st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
@@ -292,8 +299,7 @@ final class SuiteStore: Sendable {
       let schedule = !st.flushScheduled
       st.flushScheduled = true
       return (
-        StoredChange(key: key, old: old, new: value), schedule,
-        st.lastBatchSize >= Self.burstBatchSize,
+        old, true, schedule, st.lastBatchSize >= Self.burstBatchSize || st.committing,
         st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
@@ -303,9 +309,11 @@ final class SuiteStore: Sendable {
         "setting \(key.debugDescription) would make \(path) about \(refusedSize) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
       )
     }
-    if schedule { scheduleFlush(after: inBurst ? Self.burstPause : nil) }
-    if let change, let handler { handler(change, .thisProcess, except: handlerID) }
-    return change
+    if schedule {
+      if inBurst { scheduleBurstFlush() } else { scheduleFlush() }
+    }
+    if changed, let handler { handler(StoredChange(key: key, old: old, new: value), .thisProcess, except: handlerID) }
+    return (changed, old)
   }
 
   /// Replaces every value of the domain (`nil` or empty removes them all).
@@ -354,11 +362,60 @@ final class SuiteStore: Sendable {
   }
 
   /// While a burst of writes is going on (the last commit carried at least this many
-  /// changes), the next commit waits ``burstPause`` to gather more: a burst costs a few file
-  /// writes, not one per commit's worth of `set` calls. A lone write is committed at once.
-  private static let burstBatchSize = 64
-  /// How long the next commit of a burst waits to gather more changes.
-  private static let burstPause: Duration = .milliseconds(2)
+  /// changes, or a commit was in flight when the `set` came), the next commit waits for the
+  /// burst to pause (``scheduleBurstFlush()``): a burst costs one file write at its end, not one
+  /// per commit's worth of `set` calls. A lone write is committed at once.
+  static let burstBatchSize = 64
+  /// A burst this long with no commit since gives a small domain room for
+  /// ``longBurstRoom`` keys at once (the capacity of 16,384 buckets), instead of growing four
+  /// times over at 1,536 keys and again at 6,144 (to 32,768 buckets), each time hashing every
+  /// key again: a burst of 10,000 new keys hashes about 1,500 keys again instead of 8,000, and
+  /// ends in half the buckets. A domain that stops between 1,024 and 6,144 keys holds up to
+  /// 16,384 buckets instead of 2,048 or 8,192 (at most about half a mebibyte more).
+  static let longBurst = 1_024
+  static let longBurstRoom = 12_288
+  /// How long the next commit of a burst waits, at a time, to see whether the burst goes on:
+  /// it goes on while at least ``burstBatchSize`` changes came in the last pause.
+  static let burstPause: Duration = .milliseconds(2)
+  /// How long a commit of a burst that never pauses is put off at most: a process that writes
+  /// without end still has its changes on disk this soon after they were made (plus the
+  /// commit's own time).
+  static let burstCeiling: Duration = .milliseconds(100)
+  #if DEBUG
+  /// For tests: every burst of this store goes on at each look, until ``burstCeiling``.
+  let burstNeverPausesForTesting = Atomic(false)
+  #endif
+
+  /// Schedules the commit of a burst: after each ``burstPause`` it looks whether the burst goes
+  /// on, and commits once it pauses, or at ``burstCeiling``. So a `synchronize()` at the
+  /// burst's end seldom finds a commit in flight that it must wait for before it writes the
+  /// rest: it makes the burst's one durable write itself. Call having set `flushScheduled`.
+  func scheduleBurstFlush() {
+    let ceiling = FileSystem.deadline(after: Self.burstCeiling)
+    let seen = state.withLock { $0.nextSequence }
+    waitForBurstToPause(seen: seen, ceiling: ceiling)
+  }
+
+  private func waitForBurstToPause(seen: UInt64, ceiling: UInt64) {
+    let (s, atto) = Self.burstPause.components
+    let nanos = Int(s) * 1_000_000_000 + Int(atto / 1_000_000_000)
+    queue.asyncAfter(deadline: .now() + .nanoseconds(nanos)) { [self] in
+      let now = FileSystem.monotonicNanoseconds()
+      // Still going: as many changes came in the pause as a burst's commit carries.
+      let next = state.withLock { st -> UInt64? in
+        var goesOn = st.nextSequence &- seen >= Self.burstBatchSize
+        #if DEBUG
+        goesOn = goesOn || burstNeverPausesForTesting.load(ordering: .relaxed)
+        #endif
+        return st.flushScheduled && goesOn && now < ceiling ? st.nextSequence : nil
+      }
+      if let next {
+        waitForBurstToPause(seen: next, ceiling: ceiling)
+      } else {
+        _ = flush()
+      }
+    }
+  }
 
   // MARK: Outside changes
 

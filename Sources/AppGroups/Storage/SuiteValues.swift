@@ -103,6 +103,12 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     return old
   }
 
+  /// Makes room for `capacity` keys at once, when held as a dictionary.
+  mutating func reserveCapacity(_ capacity: Int) {
+    guard index == nil, dictionary.capacity < capacity else { return }
+    dictionary.reserveCapacity(capacity)
+  }
+
   /// Removes `key`. - Returns: the value it held.
   @discardableResult
   mutating func removeValue(forKey key: String) -> PropertyListValue? {

@@ -214,7 +214,8 @@ int cappgroups_become_child_subreaper(void);
 /// (an eventfd), so that a thread polling `fd` hears it. Returns 0, or -1 with errno.
 int cappgroups_notice_install(int signo, int fd);
 
-/// Stops the handler's writes (it still counts): the descriptor is about to be closed.
+/// Stops the handler's writes (it still counts) and waits for a write already under way on
+/// another thread: the descriptor can be closed when it returns.
 void cappgroups_notice_detach(void);
 
 /// The number of signals the handler counted since the last call, and resets it to zero.

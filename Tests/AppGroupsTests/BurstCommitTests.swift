@@ -1,0 +1,70 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// A burst of `set` calls is committed once it pauses (so that a `synchronize()` at its end
+/// makes the burst's one durable write), but a burst that never pauses is still on disk within
+/// ``SuiteStore/burstCeiling`` of its changes, and what `synchronize()` acknowledges is there.
+@Suite("Commit: a burst's commit waits for it to pause, within a bound", .processBound)
+struct BurstCommitTests {
+  /// The largest `n` of the values on disk (read with Foundation), or -1.
+  private func newestOnDisk(_ t: TestRoot) -> Int {
+    guard let values = try? TestRoot.readOnDisk(t.groupSuiteFile) else { return -1 }
+    return values.values.reduce(-1) { max($0, ($1 as? Int) ?? -1) }
+  }
+
+  @Test func aBurstThatNeverPausesIsOnDiskWithinTheBound() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    // Whatever the machine's load does to the writer's pace, its burst never pauses: only the
+    // bound ends it.
+    d.view.suite.burstNeverPausesForTesting.store(true, ordering: .relaxed)
+    let written = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+    // 500 keys set over and over, each to a new number: a burst as long as the test wants,
+    // within the size limit.
+    Thread.detachNewThread {
+      var n = 0
+      while !stop.load(ordering: .relaxed) {
+        d.set(n, forKey: "b-\(n % 500)")
+        n += 1
+        written.store(n, ordering: .relaxed)
+      }
+      done.signal()
+    }
+    // Well into the burst: its first commit (made at once) is long past.
+    #expect(eventually({ written.load(ordering: .relaxed) >= 20_000 }, within: 60))
+    let threshold = written.load(ordering: .relaxed)
+    // A value set after `threshold` reaches the disk while the burst goes on.
+    let landed = eventually({ newestOnDisk(t) >= threshold }, within: 20)
+    let stillWriting = written.load(ordering: .relaxed)
+    stop.store(true, ordering: .relaxed)
+    #expect(done.wait(timeout: .now() + 60) == .success)
+    #expect(landed, "nothing set after \(threshold) reached the disk while the burst went on")
+    #expect(stillWriting > threshold)
+    // Its end, acknowledged: every key's last value.
+    #expect(d.synchronize())
+    let last = written.load(ordering: .relaxed) - 1
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk.count == 500)
+    #expect(onDisk["b-\(last % 500)"] as? Int == last)
+  }
+
+  @Test func aBurstEndedBySynchronizeIsOnDiskWhole() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    let count = 5_000
+    for i in 0..<count { d.set(i, forKey: "k-\(i)") }
+    #expect(d.synchronize())
+    // Nothing is left for a later commit: what is on disk is the whole burst.
+    #expect(!d.view.suite.hasPendingChanges)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk.count == count)
+    #expect((0..<count).allSatisfy { onDisk["k-\($0)"] as? Int == $0 })
+    // Another process reads it all.
+    #expect(try t.readGroupSuite(prefix: "k-")?.count == count)
+  }
+}
