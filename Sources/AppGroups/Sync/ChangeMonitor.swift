@@ -26,8 +26,16 @@ final class ChangeMonitor: Sendable {
 
   private struct Watched: Sendable {
     var watch: DirectoryWatcher.Watch?
-    /// Stores by file name, weakly.
-    var stores: [String: WeakReference<SuiteStore>]
+    /// Stores by file name, weakly (see ``store(_:)``). Not `WeakReference<SuiteStore>`: the
+    /// registries' table type, already instantiated when the first store is watched, where a
+    /// generic reference, its `Optional` and its dictionary's storage would be instantiated
+    /// at every new process's first open.
+    var stores: [String: AnyWeakReference]
+  }
+
+  /// The store `reference` holds, if it is alive: only stores are put in ``Watched/stores``.
+  private static func store(_ reference: AnyWeakReference) -> SuiteStore? {
+    reference.object.map { unsafeDowncast($0, to: SuiteStore.self) }
   }
 
   /// The monitor, weakly, for the watcher's handler (made before the monitor is).
@@ -131,7 +139,7 @@ final class ChangeMonitor: Sendable {
     let directory = store.directory
     let registered: Bool = state.withLock { st in
       guard st.directories[directory]?.watch != nil else { return false }
-      st.directories[directory]?.stores[store.fileName] = WeakReference(store)
+      st.directories[directory]?.stores[store.fileName] = AnyWeakReference(store)
       store.watchedByKernel = false
       return true
     }
@@ -151,7 +159,7 @@ final class ChangeMonitor: Sendable {
         pruneDeadStores(&st)
         var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
         if watched.watch == nil { watched.watch = watch }
-        watched.stores[store.fileName] = WeakReference(store)
+        watched.stores[store.fileName] = AnyWeakReference(store)
         st.directories[directory] = watched
         store.watchedByKernel = false
       }
@@ -224,7 +232,7 @@ final class ChangeMonitor: Sendable {
   /// Names are compared as the file system does, byte for byte, against the folder's few
   /// stores, lengths first: no name is hashed, no weak reference is loaded but the one found,
   /// and a commit's temporary file costs a comparison of lengths.
-  private static func entry(named name: String, in stores: [String: WeakReference<SuiteStore>]) -> Entry? {
+  private static func entry(named name: String, in stores: [String: AnyWeakReference]) -> Entry? {
     let length = name.utf8.count
     for index in stores.keys.indices {
       let fileName = stores.keys[index]
@@ -235,7 +243,7 @@ final class ChangeMonitor: Sendable {
       case SuiteLockFile.suffix.utf8.count: kind = (SuiteLockFile.suffix, true)
       default: continue
       }
-      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = stores.values[index].object else {
+      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = Self.store(stores.values[index]) else {
         continue
       }
       return kind.isLockFile ? .lockFile(store) : .values(store)
@@ -290,7 +298,7 @@ final class ChangeMonitor: Sendable {
       // Events may have been missed: their lock files' paths are looked at again too.
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          guard let store = entry.object else { continue }
+          guard let store = Self.store(entry) else { continue }
           store.lockFileMayHaveMoved()
           add(store)
         }
@@ -298,7 +306,7 @@ final class ChangeMonitor: Sendable {
       // The folder of the event before, its stores and its listeners (a batch is mostly one
       // folder's: a commit's temporary file and its rename), so that its path is hashed and
       // compared once per batch, not once per event.
-      var folder: (path: String, stores: [String: WeakReference<SuiteStore>], listeners: [Listener])?
+      var folder: (path: String, stores: [String: AnyWeakReference], listeners: [Listener])?
       for event in events {
         switch event.kind {
         case .overflow:
@@ -312,7 +320,7 @@ final class ChangeMonitor: Sendable {
           addStores(in: watched)
           let kernel = event.kind == .directoryBack && watched?.watch?.isWatchedByKernel == true
           for entry in watched?.stores.values ?? [:].values {
-            entry.object?.watchedByKernel = kernel
+            Self.store(entry)?.watchedByKernel = kernel
           }
           for (_, listener) in st.listeners where listener.directory == event.directory {
             notes.append((listener.handler, ""))

@@ -47,15 +47,21 @@ struct WeakRegistry<Object: AnyObject & Sendable>: Sendable {
   var all: [Object] { table.all.map { unsafeDowncast($0, to: Object.self) } }
 }
 
+/// A weak reference to any object, not generic, for the reason ``WeakRegistry`` gives: the
+/// tables a new process fills at its first open (``WeakRegistry``'s, the change monitor's
+/// stores by file name) are all `[String: AnyWeakReference]`, one type instantiated once.
+///
+/// `@unchecked`: the `weak` field is a variable, but it is only read and written under the
+/// lock of whatever holds it.
+struct AnyWeakReference: @unchecked Sendable {
+  weak var object: AnyObject?
+
+  init(_ object: AnyObject?) { self.object = object }
+}
+
 /// ``WeakRegistry``'s table, the same type whatever the registry holds.
 private final class WeakTable: Sendable {
-  /// A weak reference to any object; not generic, for the reason ``WeakRegistry`` gives.
-  /// `@unchecked`: read and written only under `entries`' lock.
-  private struct Entry: @unchecked Sendable {
-    weak var object: AnyObject?
-  }
-
-  private let entries = Mutex<[String: Entry]>([:])
+  private let entries = Mutex<[String: AnyWeakReference]>([:])
 
   func object(
     forKey key: String, opening open: () throws(AppGroupsError) -> AnyObject
@@ -75,7 +81,7 @@ private final class WeakTable: Sendable {
       if entries.count >= 64 && entries.count.nonzeroBitCount == 1 {
         entries = entries.filter { $0.value.object != nil }
       }
-      entries[key] = Entry(object: opened)
+      entries[key] = AnyWeakReference(opened)
       return (opened, nil)
     }
     if let failure { throw failure }
