@@ -275,7 +275,10 @@ final class SuiteStore: Sendable {
       if st.knownSizeEstimate == nil { st.knownSizeEstimate = st.values.sizeEstimate }
       // A long burst with no commit since: a small domain takes, now, the room it would reach
       // by growing step by step, each step hashing every key again.
-      if st.pending.count == Self.longBurst { st.values.reserveCapacity(Self.longBurstRoom) }
+      if st.pending.count == Self.longBurst {
+        st.values.reserveCapacity(Self.longBurstRoom)
+        st.pending.reserveCapacity(Self.longBurstRoom)
+      }
       // One hash of the key: the value goes in at once, and comes out again if refused.
       let old: PropertyListValue?
       if let value {
@@ -371,7 +374,8 @@ final class SuiteStore: Sendable {
   /// times over at 1,536 keys and again at 6,144 (to 32,768 buckets), each time hashing every
   /// key again: a burst of 10,000 new keys hashes about 1,500 keys again instead of 8,000, and
   /// ends in half the buckets. A domain that stops between 1,024 and 6,144 keys holds up to
-  /// 16,384 buckets instead of 2,048 or 8,192 (at most about half a mebibyte more).
+  /// 16,384 buckets instead of 2,048 or 8,192 (at most about half a mebibyte more). The
+  /// pending log takes the same room (about half a mebibyte, given back by the commit).
   static let longBurst = 1_024
   static let longBurstRoom = 12_288
   /// How long the next commit of a burst waits, at a time, to see whether the burst goes on:
