@@ -5,6 +5,7 @@
 #include "CAppGroupsLinux.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -12,11 +13,15 @@
 
 static atomic_uint_fast64_t notice_count = 0;
 static atomic_int notice_fd = -1;
+// Handlers between their look at `notice_fd` and the end of their write: a detach waits for
+// them, so that no write reaches a number the descriptor's close gave to another file.
+static atomic_int notice_writers = 0;
 
 static void notice_handler(int signo) {
   (void)signo;
   int saved = errno;
   atomic_fetch_add(&notice_count, 1);
+  atomic_fetch_add(&notice_writers, 1);
   int fd = atomic_load(&notice_fd);
   if (fd >= 0) {
     uint64_t one = 1;
@@ -24,6 +29,7 @@ static void notice_handler(int signo) {
     // count is kept), only this wake-up, and the descriptor is woken by every later one.
     (void)!write(fd, &one, sizeof one);
   }
+  atomic_fetch_sub(&notice_writers, 1);
   errno = saved;
 }
 
@@ -37,7 +43,13 @@ int cappgroups_notice_install(int signo, int fd) {
   return sigaction(signo, &action, NULL);
 }
 
-void cappgroups_notice_detach(void) { atomic_store(&notice_fd, -1); }
+void cappgroups_notice_detach(void) {
+  atomic_store(&notice_fd, -1);
+  // A handler that read the descriptor before the store is still counted here (it counts
+  // itself before it reads); one that reads after it finds -1. A handler never blocks: its
+  // write is to a non-blocking eventfd.
+  while (atomic_load(&notice_writers) > 0) sched_yield();
+}
 
 uint64_t cappgroups_notice_take(void) { return atomic_exchange(&notice_count, 0); }
 

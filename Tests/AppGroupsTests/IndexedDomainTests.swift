@@ -156,6 +156,76 @@ struct IndexedDomainTests {
     #expect(changed.decoded == ["K": .string("changed"), "other": .integer(1)])
   }
 
+  /// Keys of every length from 0 to 40 bytes (each path of the seeded hash: whole words, a
+  /// tail of four to seven, of one to three, none) and keys that differ from one another in
+  /// one byte only, first, middle or last: each is found with its own value, and a key one
+  /// byte off is absent. The same with the table hashed by `Hasher` (what a file of keys that
+  /// crowd the seeded hash gets), and across the two forms.
+  @Test func keysOfEveryLengthAndOneByteApartLookUpExactly() throws {
+    var values: [String: Any] = [:]
+    let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:".utf8)
+    for length in 0...40 {
+      let key = String(decoding: (0..<length).map { alphabet[($0 &* 7 &+ length) % alphabet.count] }, as: UTF8.self)
+      values[key] = length
+      guard length > 0 else { continue }
+      for position in Set([0, length / 2, length - 1]) {
+        var bytes = Array(key.utf8)
+        bytes[position] = bytes[position] == UInt8(ascii: "~") ? UInt8(ascii: "}") : UInt8(ascii: "~")
+        values[String(decoding: bytes, as: UTF8.self)] = "\(length)@\(position)"
+      }
+    }
+    for i in 0..<1_000 { values["key-\(i)"] = i }
+    let data = try Self.binary(values)
+    let whole = try Self.decodeWhole(data)
+    let seeded = try #require(BinaryPropertyListIndex(data))
+    let hashed = try #require(BinaryPropertyListIndex(data, crowdLimit: 0))
+    #expect(!seeded.hashesWithHasher, "1,000 ordinary keys crowd the seeded hash")
+    #expect(hashed.hashesWithHasher)
+    for index in [seeded, hashed] {
+      #expect(index.count == whole.count)
+      for (key, value) in whole {
+        #expect(index.lookup(key) == .found(value), "\(key)")
+        // One byte more, one less, and the last byte changed: absent (unless that key exists).
+        for other in [key + "!", String(key.dropLast()), String(key.dropLast()) + "!"] where whole[other] == nil {
+          #expect(index.lookup(other) == .absent, "\(other)")
+        }
+      }
+      #expect(index.decoded == whole)
+    }
+    #expect(seeded.keysDiffering(from: hashed).isEmpty)
+    var changed = values
+    changed["key-7"] = "seven"
+    changed["new"] = 1
+    changed[""] = nil
+    let other = try #require(BinaryPropertyListIndex(try Self.binary(changed), crowdLimit: 0))
+    #expect(Set(seeded.keysDiffering(from: other)) == ["key-7", "new", ""])
+    #expect(Set(other.keysDiffering(from: seeded)) == ["key-7", "new", ""])
+  }
+
+  /// A key put in after the seeded hash was given up on, and one put in before: both found.
+  /// (A limit of one slot gives it up at the first collision, wherever that falls.)
+  @Test func theTableHashedAgainMidwayHoldsTheKeysPutInBefore() throws {
+    var values: [String: Any] = [:]
+    for i in 0..<3_000 { values["k\(i)"] = i }
+    let data = try Self.binary(values)
+    let index = try #require(BinaryPropertyListIndex(data, crowdLimit: 1))
+    #expect(index.hashesWithHasher)
+    for i in 0..<3_000 { #expect(index.lookup("k\(i)") == .found(.integer(i))) }
+    #expect(index.lookup("k3000") == .absent)
+  }
+
+  /// A key whose bytes are not ASCII, in an ASCII string object, is not indexed: the file is
+  /// declined and the whole decode says what is wrong, as it always did.
+  @Test func aKeyThatIsNotASCIIInAnASCIIStringIsDeclined() throws {
+    // {"k\u{FF}": 1, "j": 2}: byte 0xFF in an ASCII string object.
+    let data = CraftedPropertyList.file(
+      objects: [[0xD2, 1, 2, 3, 4], [0x52, UInt8(ascii: "k"), 0xFF], CraftedPropertyList.ascii("j"),
+        [0x10, 1], [0x10, 2]],
+      referenceSize: 1)
+    #expect(BinaryPropertyListIndex(data) == nil)
+    #expect(throws: AppGroupsError.self) { try BinaryPropertyList.decode(data) }
+  }
+
   // MARK: Values: the overlay, the diff
 
   @Test func changesOverAnIndexReadAsADictionaryWould() throws {

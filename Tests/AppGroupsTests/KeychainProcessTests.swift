@@ -257,6 +257,34 @@ struct KeychainProcessTests {
     holder.wait(timeout: 30)
   }
 
+  /// An app whose ready file comes after the suspender stopped waiting (here: it stops itself
+  /// just before writing it, as a loaded machine's scheduler may keep it from the CPU) still
+  /// said, when its drain began, that it held a lock of the library.
+  @Test func aLockHeldIsSaidEvenWhenTheReadyFileComesTooLate() throws {
+    let k = try KeychainRoot()
+    #expect(
+      try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
+    let group = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: k.root.keychainsURL.path).first)
+    let lockPath = k.root.keychainsURL.path + "/\(group)/keychain.plist.lock"
+    let marker = k.path + "/before-answer"
+    var environment = k.environment()
+    environment["APPGROUPS_TEST_PAUSE_BEFORE_ANSWER"] = marker
+    let holder = try ChildProcess(
+      "appgroups-keychain-worker", ["hold-lock", lockPath], environment: environment)
+    #expect(holder.waitForLine { $0 == "holding" } != nil)
+    let device = Device(root: k.root)
+    let pid = holder.process.processIdentifier
+    let outcome = try device.suspend(pid: pid, grace: .milliseconds(500))
+    #expect(FileManager.default.fileExists(atPath: marker))
+    #expect(outcome.result == .suspended)
+    #expect(outcome.listening && !outcome.acknowledged && outcome.heldLibraryLock)
+    #expect(outcome.locks.count == 1 && outcome.locks.first?.isKeychain == true)
+    try device.resume(pid: pid)
+    holder.signal(SIGKILL)
+    holder.wait(timeout: 30)
+  }
+
   @Test func theReferenceKeychainStoreWorksAcrossTheAppAndTheWidget() throws {
     let k = try KeychainRoot()
     let token = "refresh-\(UUID().uuidString)"

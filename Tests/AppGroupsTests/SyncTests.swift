@@ -217,6 +217,49 @@ struct SyncTests {
     #expect(d.source(forKey: "AppleLanguages") == .global)
   }
 
+  /// A change heard from another process is posted on the change monitor's thread, after
+  /// the observers were told; a handler added with no queue runs there and may
+  /// `synchronize()`, `set` and read without hanging the monitor: the next change is heard.
+  @Test func aNotificationHandlerOnTheMonitorsThreadMaySynchronizeAndSet() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let order = Locked<[String]>([])
+    let arrived = DispatchSemaphore(value: 0)
+    let observation = d.observe(["remote"]) { changes in
+      if case .string(let value)? = changes.last?.newValue {
+        order.withLock { $0.append("observer \(value)") }
+      }
+    }
+    defer { observation.cancel() }
+    let observer = NotificationCenter.default.addObserver(
+      forName: GroupDefaults.didChangeNotification, object: d, queue: nil
+    ) { note in
+      let info = note.userInfo ?? [:]
+      guard (info[GroupDefaults.changedKeysKey] as? [String])?.contains("remote") == true,
+        info[GroupDefaults.originKey] as? String == "otherProcess"
+      else { return }
+      let onMonitor = ChangeMonitor.shared.isCurrentThread
+      let synchronized = d.synchronize()
+      d.set(d.integer(forKey: "replies") + 1, forKey: "replies")
+      let committed = d.synchronize()
+      let value = d.string(forKey: "remote") ?? "nil"
+      order.withLock { $0.append("notification \(onMonitor) \(synchronized) \(committed) \(value)") }
+      arrived.signal()
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+
+    for value in ["one", "two"] {
+      try editOutside(t.groupSuiteFile) { $0["remote"] = value }
+      #expect(arrived.wait(timeout: .now() + 10) == .success, "no notification of \(value)")
+    }
+    #expect(
+      order.withLock { $0 } == [
+        "observer one", "notification true true true one",
+        "observer two", "notification true true true two",
+      ])
+    #expect(d.integer(forKey: "replies") == 2)
+  }
+
   @Test func didChangeNotificationSaysWhereTheChangeCameFrom() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)

@@ -51,13 +51,15 @@ public final class GroupDefaults: Sendable {
     public let origin: ChangeOrigin
   }
 
-  /// Posted (off the writer's thread, coalesced per burst) when effective
-  /// values of a suite change, and once for each ``setPersistentDomain(_:forName:)``
+  /// Posted (never from inside the call that made the change; coalesced per burst) when
+  /// effective values of a suite change, and once for each ``setPersistentDomain(_:forName:)``
   /// and ``removePersistentDomain(forName:)`` call, as Foundation posts it (see
   /// ``replacePersistentDomain(_:with:)``). The object is the `GroupDefaults`;
   /// `userInfo` holds ``suiteNameKey``, ``changedKeysKey``, ``originKey`` and ``changesKey``.
-  /// Changes heard from other processes are posted at background priority, after the
-  /// observers (`observe(_:handler:)`) were called.
+  /// Changes heard from other processes are posted on the change monitor's thread, once it
+  /// has called the observers (`observe(_:handler:)`) of every suite its batch of events
+  /// changed; a handler added with no queue runs there: keep it short, as an observer, or
+  /// give it a queue. (Such a handler may read, write, `synchronize()` and open suites.)
   public static let didChangeNotification = Notification.Name("GroupDefaultsDidChangeNotification")
   /// Posted when a write was refused because the domain would pass its size limit.
   public static let sizeLimitExceededNotification = Notification.Name(

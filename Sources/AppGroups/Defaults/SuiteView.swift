@@ -68,7 +68,14 @@ internal import Synchronization
     let store: SuiteStore
     let id: UInt64
   }
-  private let notificationPending = Mutex<[GroupDefaults.Change]?>(nil)
+  /// The changes of the notification that is to be posted, and whether the change monitor's
+  /// thread posts it (see ``postLater(origin:_:)``); `nil` when none is.
+  private let notificationPending = Mutex<PendingNotification?>(nil)
+  /// Of a struct, not a tuple (see `handlerIDs`).
+  private struct PendingNotification: Sendable {
+    var changes: [GroupDefaults.Change] = []
+    var byMonitor = false
+  }
   /// The id of this view's change handler on `suite`: a `set` made through this view tells
   /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
   private let suiteHandlerID = Atomic<UInt64>(0)
@@ -452,33 +459,36 @@ internal import Synchronization
   /// Adds changes (`add`) to the notification that is to be posted, and schedules its post
   /// unless one is scheduled already.
   ///
-  /// NotificationCenter: one notification per burst, posted off the caller's thread. What
-  /// the change monitor heard from another process is posted at background priority (a
-  /// global queue of that class runs at nice 10): the observers were told already, and
-  /// when one write is heard by many processes at once, each one's posting (the first one in
-  /// a process costs about a million instructions of the runtime's type look-ups) must not
-  /// hold up the others' observers.
+  /// NotificationCenter: one notification per burst, never posted from inside the call that
+  /// made a change. What the change monitor heard from another process is posted on the
+  /// monitor's thread once its batch of events was told (every re-read done, every observer
+  /// called), with whatever else was waiting to be posted: no second thread is woken for it,
+  /// which matters when one write is heard by many processes at once on a few cores, and it
+  /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker.
   private func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
-    let background = origin == .otherProcess && ChangeMonitor.shared.isCurrentThread
-    let schedule = notificationPending.withLock { pending in
-      if pending == nil {
-        var batch: [GroupDefaults.Change] = []
-        add(&batch)
-        pending = batch
-        return true
-      }
-      add(&pending!)
-      return false
+    let (scheduled, byMonitor) = notificationPending.withLock { pending in
+      let scheduled = pending != nil
+      if pending == nil { pending = PendingNotification() }
+      add(&pending!.changes)
+      return (scheduled, pending!.byMonitor)
     }
-    if schedule {
-      DispatchQueue.global(qos: background ? .background : .default).async { [self] in
-        let batch = notificationPending.withLock { pending in
-          defer { pending = nil }
-          return pending ?? []
-        }
-        postNotification(batch)
-      }
+    if byMonitor { return }
+    if origin == .otherProcess, ChangeMonitor.shared.afterThisBatch({ [self] in postPending() }) {
+      // A Dispatch worker may have taken the batch meanwhile: then this marks a later one, or
+      // none, and the monitor posts what is waiting then, if anything.
+      notificationPending.withLock { $0?.byMonitor = true }
+      return
     }
+    if !scheduled { DispatchQueue.global().async { [self] in postPending() } }
+  }
+
+  /// Posts the notification that is waiting, if any.
+  private func postPending() {
+    let batch = notificationPending.withLock { pending in
+      defer { pending = nil }
+      return pending?.changes ?? []
+    }
+    postNotification(batch)
   }
 
   /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:
@@ -501,16 +511,28 @@ internal import Synchronization
     }
   }
 
-  /// The `userInfo` of ``GroupDefaults/didChangeNotification``.
+  /// The `userInfo` of ``GroupDefaults/didChangeNotification``: its keys made hashable once,
+  /// set one by one into a table with room to spare (no literal's array of pairs to build, and
+  /// fewer probes, each of which compares two `AnyHashable`s).
   private static func userInfo(
     domain: String, origin: ChangeOrigin, changes: [GroupDefaults.Change]
   ) -> [AnyHashable: Any] {
-    [
-      GroupDefaults.suiteNameKey: domain,
-      GroupDefaults.changedKeysKey: sortedKeys(changes),
-      GroupDefaults.originKey: origin == .thisProcess ? "thisProcess" : "otherProcess",
-      GroupDefaults.changesKey: changes,
-    ]
+    var info = [AnyHashable: Any](minimumCapacity: 8)
+    info[UserInfoKey.suiteName] = domain
+    info[UserInfoKey.changedKeys] = sortedKeys(changes)
+    info[UserInfoKey.origin] = origin == .thisProcess ? "thisProcess" : "otherProcess"
+    info[UserInfoKey.changes] = changes
+    return info
+  }
+
+  /// The keys of ``userInfo(domain:origin:changes:)``, made hashable once. (`nonisolated
+  /// (unsafe)`: an `AnyHashable` is not `Sendable`, but these hold constant strings and are
+  /// never changed.)
+  private enum UserInfoKey {
+    nonisolated(unsafe) static let suiteName = AnyHashable(GroupDefaults.suiteNameKey)
+    nonisolated(unsafe) static let changedKeys = AnyHashable(GroupDefaults.changedKeysKey)
+    nonisolated(unsafe) static let origin = AnyHashable(GroupDefaults.originKey)
+    nonisolated(unsafe) static let changes = AnyHashable(GroupDefaults.changesKey)
   }
 
   /// The changed keys, sorted, each once: sorted first, then adjacent repeats dropped (no set
@@ -560,18 +582,14 @@ internal import Synchronization
   /// the runtime's first look-ups (each a scan of every protocol conformance record) of
   /// building its `userInfo`, about 0.4 million instructions, and of `NotificationCenter`'s
   /// first post with a ``GroupDefaults`` as its object (it bridges the object, a look-up of a
-  /// conformance the type does not have: about a million), and the start of a thread. Paid
-  /// then, they are not paid by a process told of another's write while every other watching
-  /// process is being told too. The post is of ``preparationNotification``, which nothing in
+  /// conformance the type does not have: about a million). Paid then, they are not paid by a
+  /// process told of another's write while every other watching process is being told too
+  /// (such a change is posted on the change monitor's thread: no thread to start for it). The post is of ``preparationNotification``, which nothing in
   /// the package observes.
   static func prepareNotificationPosting(for defaults: GroupDefaults) {
     guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
     _ = userInfo(domain: "", origin: .otherProcess, changes: [])
     NotificationCenter.default.post(name: preparationNotification, object: defaults)
-    // And the background queue's first thread, which a change heard from another process is
-    // posted from (one write heard by 32 watching processes at once: the first write's last
-    // watcher told after 10 ms without these, 6 ms with them, 3 ms for the writes after).
-    DispatchQueue.global(qos: .background).async {}
   }
 
   /// Posted once per process, when the first observer of a suite is added (see

@@ -179,6 +179,21 @@ enum SuspensionHandshake {
     folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).ready"
   }
 
+  /// Written by the app when its drain begins while a lock of the library is held, with the
+  /// answer it would give if the drain ran out (``ready(notice:drained:)``): read by the
+  /// suspender only when no ready file came in time. An answer written after the drain can
+  /// come after the suspender stopped waiting, when a loaded machine's scheduler keeps the
+  /// app from the CPU for longer than the drain leaves; the lock it held is still said.
+  static func heldFile(root: ContainerRoot, bundleIdentifier: String, pid: Int32) -> String {
+    folder(root: root, bundleIdentifier: bundleIdentifier) + "/\(pid).held"
+  }
+
+  /// Removes the answers `pid` left, ready and held.
+  static func removeAnswers(root: ContainerRoot, bundleIdentifier: String, pid: Int32) {
+    try? FileSystem.remove(readyFile(root: root, bundleIdentifier: bundleIdentifier, pid: pid))
+    try? FileSystem.remove(heldFile(root: root, bundleIdentifier: bundleIdentifier, pid: pid))
+  }
+
   /// Written by the suspender just before its SIGTSTP, with the time it was sent and the
   /// grace period (``request(sent:grace:)``): a SIGTSTP without it comes from a terminal
   /// (Ctrl-Z), and the app then stops itself once it is ready.
@@ -368,6 +383,8 @@ final class Lifecycle: @unchecked Sendable {
             root: root, bundleIdentifier: identity.bundleIdentifier, pid: Processes.currentID),
           ready: SuspensionHandshake.readyFile(
             root: root, bundleIdentifier: identity.bundleIdentifier, pid: Processes.currentID),
+          held: SuspensionHandshake.heldFile(
+            root: root, bundleIdentifier: identity.bundleIdentifier, pid: Processes.currentID),
           root: root.path
         )
       }
@@ -399,7 +416,12 @@ final class Lifecycle: @unchecked Sendable {
 
     // GroupDefaults: what is pending lands now, and no commit takes the lock until resume.
     SuiteStore.flushAll()
-    let drained = SuspensionBarrier.closeAndDrain(until: deadline &- margin / 5)
+    // A lock still held is said at once (see `SuspensionHandshake.heldFile`), and again in the
+    // ready file if the drain runs out.
+    if SuspensionBarrier.close(), requested, let held = files?.held {
+      try? SuspensionHandshake.write(SuspensionHandshake.ready(notice: received, drained: false), to: held)
+    }
+    let drained = SuspensionBarrier.drain(until: deadline &- margin / 5)
     if !drained {
       Diagnostics.report(
         "suspension: a lock of the library was still held at the end of the grace period")
@@ -407,13 +429,14 @@ final class Lifecycle: @unchecked Sendable {
 
     // Whose notice: groupctl's, when it left a request (looked at first: the suspender
     // removes it when it stops waiting).
-    guard let (folder, request, ready, root) = files, requested else {
+    guard let (folder, request, ready, _, root) = files, requested else {
       // The terminal's (Ctrl-Z) or another job control's. The app is ready: stop as SIGTSTP
       // would have stopped it; the call returns on SIGCONT.
       if stops { try? Processes.send(.stop, to: Processes.currentID) }
       return finishResume()
     }
     try? FileSystem.remove(request)
+    TestHooks.beforeAnswer?(ready)
     do throws(SystemCallError) {
       try FileSystem.makeDirectory(folder, within: root)
       try SuspensionHandshake.write(SuspensionHandshake.ready(notice: received, drained: drained), to: ready)

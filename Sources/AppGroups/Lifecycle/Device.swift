@@ -308,8 +308,13 @@ public struct Device: Sendable {
     func ready(_ member: Int32) -> String {
       SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: member)
     }
+    func removeAnswers(_ members: [AppProcess]) {
+      for member in members {
+        SuspensionHandshake.removeAnswers(root: root, bundleIdentifier: bundle, pid: member.pid)
+      }
+    }
     let members = Self.processes(ofApp: pid)
-    for member in members { try? FileSystem.remove(ready(member.pid)) }
+    removeAnswers(members)
     post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
 
     let sent = FileSystem.monotonicNanoseconds()
@@ -345,9 +350,11 @@ public struct Device: Sendable {
           guard let status = ProcessStatus(pid: member) else { return true }
           return status.isStopped
         }
-        let answer = SuspensionHandshake.answer(in: ready(member)).flatMap {
-          $0.notice >= sent ? $0 : nil
-        }
+        // No ready file in time: what the app said when its drain began, a lock held.
+        let held = SuspensionHandshake.heldFile(root: root, bundleIdentifier: bundle, pid: member)
+        let answer = [ready(member), held].lazy.compactMap {
+          SuspensionHandshake.answer(in: $0).flatMap { $0.notice >= sent ? $0 : nil }
+        }.first
         if answer?.drained == false { heldLibraryLock = true }
         if answer?.drained != true && ProcessStatus(pid: member) != nil { acknowledged = false }
         try? FileSystem.remove(
@@ -366,7 +373,7 @@ public struct Device: Sendable {
         processes: processes)
     }
     guard ProcessStatus(pid: pid) != nil else {
-      for member in members { try? FileSystem.remove(ready(member.pid)) }
+      removeAnswers(members)
       removeRecord(pid: pid)
       return outcome(.gone)
     }
@@ -391,7 +398,7 @@ public struct Device: Sendable {
     appendToLog(reports)
     if fatal && !reportOnly {
       let killed = signalApp(pid, .kill)
-      for member in members + killed { try? FileSystem.remove(ready(member.pid)) }
+      removeAnswers(members + killed)
       removeRecord(pid: pid)
       return outcome(.terminated, held.map(\.lock), reports, killed)
     }
@@ -414,8 +421,7 @@ public struct Device: Sendable {
     let members = Self.processes(ofApp: pid)
     if let bundle, (try? Names.validateBundleIdentifier(bundle)) != nil {
       for member in members {
-        try? FileSystem.remove(
-          SuspensionHandshake.readyFile(root: root, bundleIdentifier: bundle, pid: member.pid))
+        SuspensionHandshake.removeAnswers(root: root, bundleIdentifier: bundle, pid: member.pid)
       }
     }
     try signal(pid, .continue, "resuming \(bundle ?? "process \(pid)")")

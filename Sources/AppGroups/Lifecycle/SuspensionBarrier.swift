@@ -3,7 +3,7 @@ import Foundation
 /// Keeps the library's file locks out of a suspension: every `flock(2)` the library takes goes
 /// through ``LockedFile``, which, once the app's lifecycle has started (``install()``), enters
 /// the barrier before it locks and leaves it after it unlocks. While a suspension is being
-/// prepared the barrier is closed: the locks held are waited for (``closeAndDrain(until:)``),
+/// prepared the barrier is closed: the locks held are waited for (``close()``, ``drain(until:)``),
 /// and a lock asked for meanwhile by a thread that holds none waits until the barrier opens
 /// again or its own deadline passes, as it would wait for another process.
 ///
@@ -69,12 +69,20 @@ enum SuspensionBarrier {
     condition.unlock()
   }
 
-  /// Closes the barrier and waits until no lock is held; `false` when one still was at
-  /// `deadline`.
-  static func closeAndDrain(until deadline: UInt64) -> Bool {
+  /// Closes the barrier; `true` when a lock of the library is held now, and ``drain(until:)``
+  /// has something to wait for.
+  static func close() -> Bool {
     condition.lock()
     defer { condition.unlock() }
     closedUntil = FileSystem.monotonicNanoseconds() &+ closedBound
+    return holders > 0
+  }
+
+  /// Waits until no lock is held; `false` when one still was at `deadline`. Called after
+  /// ``close()``.
+  static func drain(until deadline: UInt64) -> Bool {
+    condition.lock()
+    defer { condition.unlock() }
     while holders > 0 {
       let now = FileSystem.monotonicNanoseconds()
       if now >= deadline { return false }

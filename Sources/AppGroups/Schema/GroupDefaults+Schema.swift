@@ -208,7 +208,7 @@ extension GroupDefaults {
     defer { for notice in notices { notice.report() } }
     let suiteName = self.suiteName
     do {
-      try store.transaction(timeout: store.options.lockTimeout) { current in
+      try store.atomicUpdate(timeout: store.options.lockTimeout) { current in
         let from: Int
         switch PreferenceSchema.Marker(current[PreferenceSchema.markerKey]) {
         case .absent: from = 0
@@ -216,13 +216,13 @@ extension GroupDefaults {
         case .malformed(let storedType, let holds):
           // Made malformed by another process since this one read it: never a version.
           failure = self.malformedMarker(storedType: storedType, holds: holds)
-          return [:]
+          return .keys([:])
         }
         if from >= schema.version {
           report = MigrationReport(
             suiteName: suiteName, fromVersion: from, toVersion: schema.version,
             outcome: from == schema.version ? .upToDate : .newerSchema, events: [])
-          return [:]
+          return .keys([:])
         }
         var tx = MigrationTransaction(values: current)
         var events: [SchemaEvent] = []
@@ -242,7 +242,7 @@ extension GroupDefaults {
                 SchemaEvent(
                   .failed, suite: suiteName, fromVersion: from, toVersion: migration.version,
                   step: step.name, key: tx.currentKey, outcome: "nothing-committed"))
-              return [:]
+              return .keys([:])
             }
             for event in tx.events {
               events.append(
@@ -254,18 +254,17 @@ extension GroupDefaults {
             tx.events.removeAll()
           }
         }
-        tx.values[PreferenceSchema.markerKey] = .integer(schema.version)
-        var changes: [String: PropertyListValue?] = [:]
-        for (key, value) in tx.values where current[key] != value {
-          changes.updateValue(value, forKey: key)
-        }
-        for key in current.keys where tx.values[key] == nil {
-          changes.updateValue(nil, forKey: key)
+        tx.put(.integer(schema.version), forKey: PreferenceSchema.markerKey)
+        for key in tx.unstorableKeys {
+          if let reason = tx.values[key]?.unstorableReason {
+            failure = store.unstorable(key, reason)
+            return .keys([:])
+          }
         }
         report = MigrationReport(
           suiteName: suiteName, fromVersion: from, toVersion: schema.version, outcome: .migrated,
           events: events)
-        return changes
+        return Self.committed(tx, over: current)
       }
     } catch let error as AppGroupsError {
       throw error
@@ -289,6 +288,31 @@ extension GroupDefaults {
       break
     }
     return report
+  }
+
+  /// What a migration's transaction commits. Its steps changed much of the domain (as many
+  /// keys as half of those it holds): the whole domain, which the store writes as it is. Else
+  /// the keys whose values differ from the suite's: those the steps listed, or, when a step
+  /// changed ``MigrationTransaction/values`` itself, every key compared.
+  private static func committed(
+    _ tx: MigrationTransaction, over current: [String: PropertyListValue]
+  ) -> SuiteStore.AtomicChange {
+    if tx.changesAreListed && tx.changedKeys.count * 2 >= current.count { return .domain(tx.values) }
+    var changes: [String: PropertyListValue?] = [:]
+    if tx.changesAreListed {
+      for key in tx.changedKeys {
+        let value = tx.values[key]
+        if current[key] != value { changes.updateValue(value, forKey: key) }
+      }
+    } else {
+      for (key, value) in tx.values where current[key] != value {
+        changes.updateValue(value, forKey: key)
+      }
+      for key in current.keys where tx.values[key] == nil {
+        changes.updateValue(nil, forKey: key)
+      }
+    }
+    return .keys(changes)
   }
 
   /// The error for a malformed marker (see ``PreferenceSchema/Marker``), its event reported

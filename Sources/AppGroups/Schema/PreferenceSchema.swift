@@ -138,7 +138,7 @@ public struct MigrationStep: Sendable {
   public static func remove(_ key: String) -> MigrationStep {
     MigrationStep(name: "remove \(key)") { tx in
       guard let stored = tx.values[key] else { return }
-      tx.values[key] = nil
+      tx.put(nil, forKey: key)
       tx.note(key: key, stored: stored, outcome: "removed")
     }
   }
@@ -157,21 +157,21 @@ public struct MigrationStep: Sendable {
     MigrationStep(name: "rename \(old) -> \(new.name)") { tx in
       guard let stored = tx.values[old] else { return }
       if let current = tx.values[new.name], new.validate(current) == .valid {
-        if !keepOld { tx.values[old] = nil }
+        if !keepOld { tx.put(nil, forKey: old) }
         tx.note(key: old, stored: stored, outcome: keepOld ? "new-key-already-set" : "new-key-already-set-old-removed")
         return
       }
       let (value, outcome) = new.read(stored)
       switch outcome {
       case .valid, .coerced, .clamped:
-        tx.values[new.name] = try new.storable(value).0
+        tx.put(try new.storable(value).0, forKey: new.name)
       case .unknownEnumValue:
-        tx.values[new.name] = stored
+        tx.put(stored, forKey: new.name)
       case .wrongType, .outOfRange, .absent:
         tx.note(key: old, stored: stored, outcome: "malformed-\(outcome.rawValue)-old-key-kept")
         return
       }
-      if !keepOld { tx.values[old] = nil }
+      if !keepOld { tx.put(nil, forKey: old) }
       tx.note(
         key: old, stored: stored,
         outcome: (outcome == .valid ? "renamed" : "renamed-\(outcome.rawValue)") + (keepOld ? "-old-kept" : ""))
@@ -194,7 +194,7 @@ public struct MigrationStep: Sendable {
       guard let converted = try mapping(stored) else {
         switch onMalformed {
         case .useDefault:
-          tx.values[key.name] = nil
+          tx.put(nil, forKey: key.name)
           tx.note(key: key.name, stored: stored, outcome: "malformed-removed")
         case .keep:
           tx.note(key: key.name, stored: stored, outcome: "malformed-kept")
@@ -204,7 +204,7 @@ public struct MigrationStep: Sendable {
         }
         return
       }
-      tx.values[key.name] = try key.storable(converted).0
+      tx.put(try key.storable(converted).0, forKey: key.name)
       tx.note(key: key.name, stored: stored, outcome: "converted")
     }
   }
@@ -214,10 +214,23 @@ public struct MigrationStep: Sendable {
 /// schema marker when every step has run.
 public struct MigrationTransaction: Sendable {
   /// The suite's own values (the application domain), as the steps so far left them.
-  public var values: [String: PropertyListValue]
+  ///
+  /// Changed through the subscript or ``write(_:for:)``, only the keys changed are compared
+  /// with the suite's at the commit; changed here directly, the values are compared whole.
+  public var values: [String: PropertyListValue] {
+    // A change of `values` itself (not through `put`): which keys changed is not known. An
+    // observer that does not read the old value lets `values[key] = …` change it in place.
+    didSet { changesAreListed = false }
+  }
   /// The key a step works on, for the error when it throws.
   public var currentKey: String?
   var events: [(key: String, storedType: String, outcome: String)] = []
+  /// Every key set or removed through ``put(_:forKey:)``, in order (a key may come again).
+  private(set) var changedKeys: [String] = []
+  /// Whether ``changedKeys`` holds every key whose value may differ from the suite's.
+  private(set) var changesAreListed = true
+  /// The keys ``put(_:forKey:)`` was given a value for that cannot be stored.
+  private(set) var unstorableKeys: [String] = []
 
   init(values: [String: PropertyListValue]) { self.values = values }
 
@@ -226,8 +239,17 @@ public struct MigrationTransaction: Sendable {
     get { values[key] }
     set {
       currentKey = key
-      values[key] = newValue
+      put(newValue, forKey: key)
     }
+  }
+
+  /// Sets `key` to `value` (`nil` removes it), and lists the key for the commit.
+  mutating func put(_ value: PropertyListValue?, forKey key: String) {
+    let listed = changesAreListed
+    values[key] = value
+    changesAreListed = listed
+    changedKeys.append(key)
+    if value?.unstorableReason != nil { unstorableKeys.append(key) }
   }
 
   /// A stored value read through `key`'s validation (the default when absent or invalid).
@@ -237,7 +259,7 @@ public struct MigrationTransaction: Sendable {
   /// - Throws: `.outOfRange` (reject policy) or `.unsupportedValue`.
   public mutating func write<Value>(_ value: Value, for key: PreferenceKey<Value>) throws(AppGroupsError) {
     currentKey = key.name
-    values[key.name] = try key.storable(value).0
+    put(try key.storable(value).0, forKey: key.name)
   }
 
   /// Records what a step did to a key, for the diagnostics (the stored type, not the value).

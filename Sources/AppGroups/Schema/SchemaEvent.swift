@@ -59,14 +59,16 @@ public struct SchemaEvent: Sendable, Hashable, CustomStringConvertible {
 
   /// The event as one line of `name=value` fields, prefixed `schema:`.
   public var description: String {
-    var fields = ["event=\(kind.rawValue)", "suite=\(Self.quoted(suite))"]
-    if let fromVersion { fields.append("from=\(fromVersion)") }
-    if let toVersion { fields.append("to=\(toVersion)") }
-    if let step { fields.append("step=\(Self.quoted(step))") }
-    if let key { fields.append("key=\(Self.quoted(key))") }
-    if let storedType { fields.append("stored=\(storedType)") }
-    fields.append("outcome=\(outcome)")
-    return "schema: " + fields.joined(separator: " ")
+    // Appended field by field: `joined(separator:)` costs a process its first call's lookups
+    // of generic metadata, more than the whole line.
+    var text = "schema: event=" + kind.rawValue + " suite=" + Self.quoted(suite)
+    if let fromVersion { text += " from=" + String(fromVersion) }
+    if let toVersion { text += " to=" + String(toVersion) }
+    if let step { text += " step=" + Self.quoted(step) }
+    if let key { text += " key=" + Self.quoted(key) }
+    if let storedType { text += " stored=" + storedType }
+    text += " outcome=" + outcome
+    return text
   }
 
   private static func quoted(_ text: String) -> String {

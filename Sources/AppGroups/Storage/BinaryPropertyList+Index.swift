@@ -25,6 +25,10 @@ final class BinaryPropertyListIndex: Sendable {
   /// else the number of a distinct key's first entry + 1 in the low 32 bits, and the high 32
   /// bits of its key's hash above them (most probes that do not match end there).
   private let slots: [UInt64]
+  /// How `slots` hashes keys (see ``KeyHash``).
+  private let keyHash: KeyHash
+  /// How many slots a lookup looks at, at most: every key was put in within that many.
+  private let probeLimit: Int
   /// The whole dictionary, decoded the first time it is asked for, then shared by every
   /// holder of this index (a store's memory and its file's last-read values).
   private let whole = Mutex<[String: PropertyListValue]?>(nil)
@@ -46,12 +50,15 @@ final class BinaryPropertyListIndex: Sendable {
   /// list, a top object that is not a dictionary, a key that is not an ASCII string, 2^31
   /// entries or more) or when anything in it is malformed: the caller then decodes the whole
   /// file, which says what is wrong exactly as it always did.
-  init?(_ data: Data) {
+  ///
+  /// - Parameter crowdLimit: how many slots a key put in with the seeded hash may look at
+  ///   (see ``KeyHash``); tests lower it to take the other path.
+  init?(_ data: Data, crowdLimit: Int = KeyHash.crowdLimit) {
     guard data.starts(with: "bplist".utf8) else { return nil }
-    let built = data.withUnsafeBytes { raw -> (count: Int, slots: [UInt64])? in
+    let built = data.withUnsafeBytes { raw -> BinaryPropertyListReader.TopIndex? in
       do throws(AppGroupsError) {
         var reader = try BinaryPropertyListReader(raw)
-        return try reader.indexTop()
+        return try reader.indexTop(crowdLimit: crowdLimit)
       } catch {
         return nil
       }
@@ -60,7 +67,13 @@ final class BinaryPropertyListIndex: Sendable {
     self.data = data
     self.count = built.count
     self.slots = built.slots
+    self.keyHash = built.keyHash
+    self.probeLimit = built.keyHash == .seeded ? crowdLimit : Int.max
   }
+
+  /// Whether the keys are hashed by the standard library's `Hasher` (a key crowded the seeded
+  /// hash): for tests.
+  var hashesWithHasher: Bool { keyHash == .hasher }
 
   /// The value of `key`, decoded now.
   func lookup(_ key: String) -> Lookup {
@@ -86,10 +99,13 @@ final class BinaryPropertyListIndex: Sendable {
     _ query: UnsafeRawBufferPointer, _ reader: BinaryPropertyListReader, _ top: BinaryPropertyListReader.Top
   ) -> Int? {
     let mask = slots.count &- 1
-    let hash = Self.hash(query)
-    let tag = UInt64(truncatingIfNeeded: hash) &>> 32
-    var slot = hash & mask
-    while true {
+    let hash = keyHash.hash(query)
+    let tag = hash &>> 32
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    var probes = 0
+    // Linear probing without removals: a key is found within as many slots as it took to
+    // put in, which was at most `probeLimit`.
+    while probes < probeLimit {
       let found = slots[slot]
       if found == 0 { return nil }
       let entry = Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1
@@ -99,7 +115,9 @@ final class BinaryPropertyListIndex: Sendable {
         return entry
       }
       slot = (slot &+ 1) & mask
+      probes &+= 1
     }
+    return nil
   }
 
   /// Every key and value, decoded the first time and kept (the full decode cannot fail on a
@@ -150,15 +168,85 @@ final class BinaryPropertyListIndex: Sendable {
     }
   }
 
-  /// The standard library's hash of the key's bytes: seeded at random per process, so that a
-  /// group member that writes the file cannot choose keys that all collide and make every
-  /// other member's open quadratic (as `Dictionary`'s table, which the index replaces, is
-  /// protected).
-  @inline(__always)
-  static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
-    var hasher = Hasher()
-    hasher.combine(bytes: bytes)
-    return hasher.finalize()
+  /// How the index hashes a key's bytes. Either way the hash is seeded at random per process,
+  /// so that a group member that writes the file cannot choose keys that collide and make
+  /// every other member's open quadratic (as `Dictionary`'s table, which the index replaces,
+  /// is protected).
+  ///
+  /// - `seeded`: a multiply-and-shift hash of the key's words under a per-process seed, about
+  ///   a tenth of `Hasher`'s cost for a short key (a cold open hashes every key of the file).
+  ///   It makes no promise against chosen keys, so the table it fills is checked as it is
+  ///   filled: a key that looks at more than ``crowdLimit`` slots to find its place (random
+  ///   keys at this load look at one or two, rarely a few dozen) and the table is filled
+  ///   again with `hasher`. A lookup then looks at no more than that many slots either: the
+  ///   cost of a file of chosen keys is bounded, whatever its author knows of the hash.
+  /// - `hasher`: the standard library's `Hasher` (SipHash-1-3), whose seed a file's author
+  ///   cannot learn.
+  enum KeyHash: Equatable {
+    case seeded
+    case hasher
+
+    /// How many slots a key put in with the seeded hash may look at.
+    static let crowdLimit = 96
+
+    /// The seeded hash's seed: from `Hasher`, random per process.
+    private static let seed: UInt64 = {
+      var hasher = Hasher()
+      hasher.combine(0x5EED_1DE8 as UInt64)
+      return UInt64(truncatingIfNeeded: hasher.finalize())
+    }()
+
+    @inline(__always)
+    func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+      switch self {
+      case .seeded: return Self.seeded(bytes)
+      case .hasher:
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return UInt64(truncatingIfNeeded: hasher.finalize())
+      }
+    }
+
+    /// Eight bytes at a time; the last one to seven are read without going past the key
+    /// (two overlapping loads of four, or three single bytes), and the length is mixed in,
+    /// so that every byte of every key counts and no two lengths share a hash by padding.
+    @inline(__always)
+    private static func seeded(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+      let count = bytes.count
+      var h = seed ^ (UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9_7F4A_7C15)
+      // An empty key hashes alike whether its buffer has an address or not.
+      guard let base = bytes.baseAddress, count > 0 else { return finish(h &* 0x94D0_49BB_1331_11EB) }
+      var i = 0
+      while count &- i >= 8 {
+        let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+        h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+        h ^= h &>> 31
+        i &+= 8
+      }
+      let rest = count &- i
+      var tail: UInt64 = 0
+      if rest >= 4 {
+        let low = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt32.self))
+        let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self))
+        tail = UInt64(low) | UInt64(high) &<< 32
+      } else if rest > 0 {
+        let first = UInt64(base.load(fromByteOffset: i, as: UInt8.self))
+        let middle = UInt64(base.load(fromByteOffset: i &+ rest &>> 1, as: UInt8.self))
+        let last = UInt64(base.load(fromByteOffset: count &- 1, as: UInt8.self))
+        tail = first | middle &<< 8 | last &<< 16
+      }
+      h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+      return finish(h)
+    }
+
+    @inline(__always)
+    private static func finish(_ value: UInt64) -> UInt64 {
+      var h = value
+      h ^= h &>> 29
+      h = h &* 0xBF58_476D_1CE4_E5B9
+      h ^= h &>> 32
+      return h
+    }
   }
 }
 
@@ -306,18 +394,55 @@ extension BinaryPropertyListReader {
     return x == y
   }
 
+  /// The top dictionary's index: see ``BinaryPropertyListIndex``.
+  struct TopIndex {
+    var count: Int
+    var slots: [UInt64]
+    var keyHash: BinaryPropertyListIndex.KeyHash
+  }
+
+  /// Puts entry `index`, key `bytes`, in `slots` unless an equal key is there (a duplicate:
+  /// the first one wins, as in CoreFoundation and the full decode). - Returns: how many
+  /// slots were looked at, and whether the key was new.
+  @inline(__always)
+  private func insert(
+    _ index: Int, _ bytes: UnsafeRawBufferPointer, into slots: inout [UInt64], keyStart: Int,
+    _ keyHash: BinaryPropertyListIndex.KeyHash
+  ) throws(AppGroupsError) -> (probes: Int, new: Bool) {
+    let mask = slots.count &- 1
+    let hash = keyHash.hash(bytes)
+    let tag = hash & 0xFFFF_FFFF_0000_0000
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    var probes = 1
+    while true {
+      let found = slots[slot]
+      if found == 0 {
+        slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
+        return (probes, true)
+      }
+      if found & 0xFFFF_FFFF_0000_0000 == tag,
+        let other = try keyBytes(at: keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
+        Self.same(other, bytes)
+      {
+        return (probes, false)
+      }
+      slot = (slot &+ 1) & mask
+      probes &+= 1
+    }
+  }
+
   /// Checks the whole file as ``decodeTop()`` does (the same objects, the same budget, the
   /// same cycle and depth checks) and indexes the top dictionary's keys; `nil` when a key is
   /// not ASCII or there are too many. A scalar value is checked in place; a container is
   /// decoded and dropped.
-  mutating func indexTop() throws(AppGroupsError) -> (count: Int, slots: [UInt64])? {
+  mutating func indexTop(crowdLimit: Int) throws(AppGroupsError) -> TopIndex? {
     try spend(topObject)
     let top = try topReferences()
     guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
     var capacity = 8
     while capacity < top.count &* 2 { capacity &<<= 1 }
     var slots = [UInt64](repeating: 0, count: capacity)
-    let mask = capacity &- 1
+    var keyHash = BinaryPropertyListIndex.KeyHash.seeded
     var distinct = 0
     // The top dictionary is open (a cycle through it is refused) from the first container on:
     // a scalar refers to nothing.
@@ -326,24 +451,12 @@ extension BinaryPropertyListReader {
       let keyRef = try reference(from: topObject, at: top.keyStart, index: index)
       try spend(keyRef)
       guard let bytes = try keyBytes(of: keyRef) else { return nil }
-      let hash = BinaryPropertyListIndex.hash(bytes)
-      let tag = UInt64(truncatingIfNeeded: hash) & 0xFFFF_FFFF_0000_0000
-      var slot = hash & mask
-      while true {
-        let found = slots[slot]
-        if found == 0 {
-          slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
-          distinct &+= 1
-          break
-        }
-        // A duplicate key: the first one wins, as in CoreFoundation and the full decode.
-        if found & 0xFFFF_FFFF_0000_0000 == tag,
-          let other = try keyBytes(at: top.keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
-          Self.same(other, bytes)
-        {
-          break
-        }
-        slot = (slot &+ 1) & mask
+      let (probes, new) = try insert(index, bytes, into: &slots, keyStart: top.keyStart, keyHash)
+      if new { distinct &+= 1 }
+      if probes > crowdLimit, keyHash == .seeded {
+        // Keys that crowd the seeded hash: the entries so far go to a table hashed by `Hasher`.
+        keyHash = .hasher
+        try rehash(&slots, entries: index &+ 1, keyStart: top.keyStart, keyHash)
       }
       let valueRef = try reference(from: topObject, at: top.valueStart, index: index)
       if try !checkScalar(valueRef) {
@@ -356,6 +469,18 @@ extension BinaryPropertyListReader {
       }
     }
     if topOpen { open[topObject] = false }
-    return (distinct, slots)
+    return TopIndex(count: distinct, slots: slots, keyHash: keyHash)
+  }
+
+  /// Fills `slots` again with the first `entries` entries' keys, hashed by `keyHash` (their
+  /// keys were checked when first put in).
+  private func rehash(
+    _ slots: inout [UInt64], entries: Int, keyStart: Int, _ keyHash: BinaryPropertyListIndex.KeyHash
+  ) throws(AppGroupsError) {
+    for slot in slots.indices { slots[slot] = 0 }
+    for index in 0..<entries {
+      guard let bytes = try keyBytes(at: keyStart, index: index) else { continue }
+      _ = try insert(index, bytes, into: &slots, keyStart: keyStart, keyHash)
+    }
   }
 }

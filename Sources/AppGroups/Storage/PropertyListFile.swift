@@ -48,7 +48,11 @@ enum PropertyListFile {
     }
     let strictFailure: String
     do {
-      let value = try PropertyListValue(propertyListData: data)
+      // A binary file (what this package writes) goes to its reader directly; any other
+      // format through the value's decoding of every format.
+      let value =
+        data.starts(with: "bplist".utf8)
+        ? try BinaryPropertyList.decode(data) : try PropertyListValue(propertyListData: data)
       guard case .dictionary(let values) = value else {
         let article = value.typeName == "array" ? "an" : "a"
         return .unreadable(reason: "its root is \(article) \(value.typeName), not a dictionary", identity)

@@ -333,10 +333,15 @@ final class SuiteFile: Sendable {
     // 2. The atomic update's changes, computed from the merged values without holding
     //    `commit`, so that the closure may read the store.
     var extraChanges: [String: PropertyListValue?] = [:]
+    /// An update of the whole domain: its values, and the merged values it was computed from.
+    var extraDomain: (values: Values, base: Values)?
     if let extra = request.extra {
       var merged = commit.withLock { replacement ?? $0.persisted.decoded }
       for change in pending { merged[change.key] = change.value }
-      extraChanges = extra(merged)
+      switch extra(merged) {
+      case .keys(let changes): extraChanges = changes
+      case .domain(let values): extraDomain = (values, merged)
+      }
     }
 
     // 3. This process's changes, key by key, on top of the values on disk: in place (a small
@@ -351,7 +356,12 @@ final class SuiteFile: Sendable {
     func write(_ cs: inout CommitState) -> Result<Values, AppGroupsError> {
       var next: Values
       var replaced = false
-      if let replacement {
+      if let extraDomain {
+        // The update's whole domain, computed from the file's values and `pending`: written as
+        // it is, like a replacement, without a pass key by key.
+        replaced = true
+        next = extraDomain.values
+      } else if let replacement {
         replaced = SuiteValues(replacement) != cs.persisted
         next = replacement
       } else {
@@ -372,11 +382,13 @@ final class SuiteFile: Sendable {
         }
         if old != value { undo.append((key, old)) }
       }
-      for change in pending { apply(change.key, change.value) }
-      for (key, value) in extraChanges { apply(key, value) }
+      if extraDomain == nil {
+        for change in pending { apply(change.key, change.value) }
+        for (key, value) in extraChanges { apply(key, value) }
+      }
       // What this commit leaves as it was, when it does not land.
       func keepPersisted() {
-        guard replacement == nil else { return }
+        guard replacement == nil && extraDomain == nil else { return }
         for (key, old) in undo.reversed() {
           if let old { next[key] = old } else { next[key] = nil }
         }
@@ -400,7 +412,7 @@ final class SuiteFile: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      var append = replacement == nil ? journalRecord(cs, next: next, undo: undo) : nil
+      var append = replacement == nil && extraDomain == nil ? journalRecord(cs, next: next, undo: undo) : nil
       if append != nil, cs.journal == nil, let expected {
         // A journal is started: first, what lies at its path (a re-read does not look when the
         // lock file publishes none), so that nothing but an older version's journal is ever
@@ -482,7 +494,7 @@ final class SuiteFile: Sendable {
     case .failure(let error): throw error
     }
     if let token = lockFile.token { seenToken.store(token, ordering: .releasing) }
-    finish(Committed(values: next, reloaded: didReload, extra: extraChanges))
+    finish(Committed(values: next, reloaded: didReload, extra: extraChanges, domainBase: extraDomain?.base))
     return .committed
   }
 

@@ -124,11 +124,11 @@ extension SuiteStore {
           result = try body(current[key])
         } catch {
           bodyError = error
-          return [:]
+          return .keys([:])
         }
         if let reason = result?.unstorableReason {
           bodyError = self.unstorable(key, reason)
-          return [:]
+          return .keys([:])
         }
         let old = current[key]
         let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
@@ -139,12 +139,12 @@ extension SuiteStore {
             bodyError = AppGroupsError(
               .sizeLimitExceeded,
               "updating \(key.debugDescription) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; the value was not changed")
-            return [:]
+            return .keys([:])
           }
         }
         var change: [String: PropertyListValue?] = [:]
         change.updateValue(result, forKey: key)
-        return change
+        return .keys(change)
       }
     }
     if let bodyError { throw bodyError }
@@ -167,35 +167,66 @@ extension SuiteStore {
     _ body: ([String: PropertyListValue]) throws -> [String: PropertyListValue?]
   ) throws -> [String: PropertyListValue?] {
     var result: [String: PropertyListValue?] = [:]
+    try atomicUpdate(timeout: timeout) { current in
+      result = try body(current)
+      return .keys(result)
+    }
+    return result
+  }
+
+  /// ``transaction(timeout:_:)``, whose `body` may instead return the whole domain it leaves
+  /// (``AtomicChange/domain(_:)``): for a change of much of the domain (a migration), which
+  /// the file then writes as it is and this process's memory compares once with what it
+  /// held, without a pass key by key in between.
+  ///
+  /// The values of a returned domain are not checked one by one: every value `body` changed
+  /// must be storable (``PropertyListValue/unstorableReason``); the others are the domain's
+  /// own. Its size is checked as a change set's is.
+  func atomicUpdate(
+    timeout: Duration,
+    _ body: ([String: PropertyListValue]) throws -> AtomicChange
+  ) throws {
     var bodyError: (any Error)?
     try withoutActuallyEscaping(body) { body throws(AppGroupsError) in
       try commitLocked(timeout: timeout) { current in
+        let change: AtomicChange
         do {
-          result = try body(current)
+          change = try body(current)
         } catch {
           bodyError = error
-          return [:]
+          return .keys([:])
         }
-        var size = Self.estimate(current)
-        for (key, value) in result {
-          if let reason = value?.unstorableReason {
-            bodyError = self.unstorable(key, reason)
-            return [:]
+        let size: Int
+        let count: Int
+        switch change {
+        case .domain(let values):
+          size = Self.estimate(values)
+          count = values.count
+        case .keys(let result):
+          var estimate = Self.estimate(current)
+          for (key, value) in result {
+            if let reason = value?.unstorableReason {
+              bodyError = self.unstorable(key, reason)
+              return .keys([:])
+            }
+            estimate -= PropertyListValue.estimatedEntrySize(key: key, value: current[key])
+            estimate += PropertyListValue.estimatedEntrySize(key: key, value: value)
           }
-          size -= PropertyListValue.estimatedEntrySize(key: key, value: current[key])
-          size += PropertyListValue.estimatedEntrySize(key: key, value: value)
+          size = estimate
+          count = result.count
         }
         if size > self.options.sizeLimit && size > Self.estimate(current) {
+          var what = "a transaction of \(count) change(s)"
+          if case .domain = change { what = "the domain of \(count) key(s) a transaction leaves" }
           bodyError = AppGroupsError(
             .sizeLimitExceeded,
-            "a transaction of \(result.count) change(s) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; nothing was changed")
-          return [:]
+            "\(what) would make \(self.path) about \(size) bytes, over its limit of \(self.options.sizeLimit) bytes; nothing was changed")
+          return .keys([:])
         }
-        return result
+        return change
       }
     }
     if let bodyError { throw bodyError }
-    return result
   }
 
   /// How long a commit waits at most for a lock whose holder makes progress all along (see
@@ -214,7 +245,7 @@ extension SuiteStore {
   /// for as long as its own wait lasts.
   private func commitLocked(
     timeout: Duration,
-    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
+    extra: (([String: PropertyListValue]) -> AtomicChange)?
   ) throws(AppGroupsError) {
     guard !options.readOnly else { return }
     try requireAvailable(extra == nil ? nil : "an atomic update")
@@ -273,7 +304,7 @@ extension SuiteStore {
   /// is still held.
   private func commitPass(
     started: UInt64, deadline: UInt64, ceiling: UInt64, timeout: Duration,
-    extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?,
+    extra: (([String: PropertyListValue]) -> AtomicChange)?,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) throws(AppGroupsError) -> SuiteFile.CommitOutcome {
@@ -305,7 +336,8 @@ extension SuiteStore {
         finish: { committed in
           finishCommit(
             next: committed.values, didReload: committed.reloaded, pending: pending, through: through,
-            replacement: replacement, extra: committed.extra, repaired: repair, outside: &outside,
+            replacement: replacement, extra: committed.extra, domainBase: committed.domainBase,
+            repaired: repair, outside: &outside,
             local: &local, handler: &handler)
         })
     } catch where error.code == .lockTimeout {
@@ -319,7 +351,7 @@ extension SuiteStore {
   private func finishCommit(
     next: [String: PropertyListValue], didReload: Bool, pending: [PendingChange], through: UInt64,
     replacement: (values: [String: PropertyListValue], sequence: UInt64)?,
-    extra: [String: PropertyListValue?], repaired: Bool,
+    extra: [String: PropertyListValue?], domainBase: [String: PropertyListValue]?, repaired: Bool,
     outside: inout [StoredChange], local: inout [StoredChange],
     handler: inout ChangeHandlers?
   ) {
@@ -346,13 +378,21 @@ extension SuiteStore {
         for (key, value) in extra where !newer.contains(key) {
           if let change = st.install(value, forKey: key) { local.append(change) }
         }
-      } else if didReload || !extra.isEmpty {
+      } else if didReload || !extra.isEmpty || domainBase != nil {
         // Others' changes (and the atomic update's) become visible, except
-        // where this process has a newer change of its own still pending.
+        // where this process has a newer change of its own still pending. After an update of
+        // the whole domain, a key is the update's where it left the value it was computed from
+        // (every changed key, when nothing was re-read).
         var values = st.replacement?.values ?? next
         for change in st.pending { values[change.key] = change.value }
         for change in Self.diff(st.values.decoded, values) {
-          if extra.keys.contains(change.key) { local.append(change) } else { outside.append(change) }
+          let mine: Bool
+          if let domainBase {
+            mine = !didReload || domainBase[change.key] != next[change.key]
+          } else {
+            mine = extra.keys.contains(change.key)
+          }
+          if mine { local.append(change) } else { outside.append(change) }
         }
         st.values = SuiteValues(values)
         st.sizeEstimate = Self.estimate(values)
@@ -364,6 +404,18 @@ extension SuiteStore {
 
 // MARK: What a commit asks of the file, and what it did
 
+extension SuiteStore {
+  /// What an atomic update changes, computed from the values under the lock.
+  enum AtomicChange {
+    /// These keys (`nil` removes one); the others stay as they are.
+    case keys([String: PropertyListValue?])
+    /// Every value of the domain: the values the update was given, with its changes made.
+    /// The file writes them as they are, as it writes a replacement (the plist rewritten,
+    /// never a journal record).
+    case domain([String: PropertyListValue])
+  }
+}
+
 extension SuiteFile {
   /// What a commit asks of the file.
   struct CommitRequest {
@@ -373,7 +425,7 @@ extension SuiteFile {
     var replacement: [String: PropertyListValue]?
     /// An atomic update's changes, computed from the merged values (the file's under this
     /// process's); called without this type's state held, so that it may read the store.
-    var extra: (([String: PropertyListValue]) -> [String: PropertyListValue?])?
+    var extra: (([String: PropertyListValue]) -> SuiteStore.AtomicChange)?
     /// Whether a reader found the journal damaged: read it all again, and repair it.
     var repair: Bool
     /// When the commit began waiting, for the gate and then for the lock.
@@ -391,6 +443,8 @@ extension SuiteFile {
     var reloaded: Bool
     /// The atomic update's changes.
     var extra: [String: PropertyListValue?]
+    /// For an update of the whole domain: the merged values it was computed from.
+    var domainBase: [String: PropertyListValue]?
   }
 
   /// How one pass of a commit ended.

@@ -54,6 +54,9 @@ final class ChangeMonitor: Sendable {
 
   private let state = Mutex(State())
   private let watcher: DirectoryWatcher
+  /// What is to run on the monitor's thread once the batch it is handling was told (see
+  /// ``afterThisBatch(_:)``); `nil` outside ``handle(_:)``. Only the monitor's thread uses it.
+  private let afterBatch = Mutex<[@Sendable () -> Void]?>(nil)
 
   #if DEBUG
   /// For tests: called on the watcher thread with each batch of events
@@ -72,6 +75,21 @@ final class ChangeMonitor: Sendable {
 
   /// Whether the caller runs on the monitor's thread, telling of changes it heard.
   var isCurrentThread: Bool { watcher.isCurrentThread }
+
+  /// Runs `work` on the monitor's thread when the batch of events it is handling has been
+  /// told: after every store of the batch was re-read and its change handlers called, outside
+  /// every lock and every re-read's telling (so `work` may re-read, commit or open a suite).
+  /// Work added by `work` runs too, before the batch ends.
+  /// - Returns: `false`, and `work` is not kept, when the caller is not the monitor's thread
+  ///   handling a batch.
+  func afterThisBatch(_ work: @escaping @Sendable () -> Void) -> Bool {
+    guard watcher.isCurrentThread else { return false }
+    return afterBatch.withLock { list in
+      guard list != nil else { return false }
+      list!.append(work)
+      return true
+    }
+  }
 
   /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action
   /// (see ``DirectoryWatcher/hear(_:_:)``): the lifecycle's suspension notice needs no thread
@@ -233,6 +251,19 @@ final class ChangeMonitor: Sendable {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
     #endif
+    afterBatch.withLock { $0 = [] }
+    defer {
+      while let work = afterBatch.withLock({ list -> [@Sendable () -> Void]? in
+        guard let work = list, !work.isEmpty else {
+          list = nil
+          return nil
+        }
+        list = []
+        return work
+      }) {
+        for item in work { item() }
+      }
+    }
     // An array, not a set keyed by `ObjectIdentifier`: a batch names one store or a few, and a
     // process's first use of such a set costs its hashing conformance's lookup (a scan of every
     // conformance record), which the first change heard would pay.

@@ -161,14 +161,14 @@ extension WatcherEngine {
     }
     let retained = Unmanaged.passRetained(self).toOpaque()
     var thread = pthread_t()
-    // pthread_create returns the error number instead of setting errno.
-    // See: man 3 pthread_create
-    let code = pthread_create(&thread, nil, { argument in
+    // The thread waits for its first event in C before it runs any of this (see `run`).
+    // Returns the error number, as pthread_create. See: man 3 pthread_create
+    let code = cappgroups_thread_start_waiting(&thread, { argument in
       guard let argument else { return nil }
       let engine = Unmanaged<WatcherEngine>.fromOpaque(argument).takeRetainedValue()
       engine.run()
       return nil
-    }, retained)
+    }, retained, eventFD, inotifyFD ?? -1)
     guard code == 0 else {
       Unmanaged<WatcherEngine>.fromOpaque(retained).release()
       _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
@@ -233,10 +233,12 @@ extension WatcherEngine {
 
   /// The watcher thread: poll, read, deliver, until closed. Owns both descriptors at the end.
   private func run() {
-    // Nothing is allocated before the first poll: a thread's first allocation makes its
-    // malloc arena (an mmap, two munmaps, an mprotect), which would run while the thread
-    // that started this one, opening a suite, waits for the CPU. The buffer comes with the
-    // first events.
+    // Runs once the eventfd or inotify is first readable (`cappgroups_thread_start_waiting`):
+    // the thread's first allocation (its malloc arena: an mmap, two munmaps, an mprotect) and
+    // the types its first steps instantiate come after the open that started it. Everything
+    // that changes the state for the thread before then writes to the eventfd (a polled
+    // directory, a signal to unblock, `close`); a kernel watch's events wake it themselves.
+    // The buffer comes with the first events.
     var buffer: UnsafeMutableRawPointer?
     defer { buffer?.deallocate() }
 

@@ -25,6 +25,11 @@ enum TestHooks {
   /// processes read then, and kill it there.
   static let beforePublish = hook("APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH")
 
+  /// `APPGROUPS_TEST_PAUSE_BEFORE_ANSWER=<path>`: an app preparing for a suspension, once its
+  /// drain is over and before it writes its ready file, creates `<path>` and raises SIGSTOP on
+  /// itself: its answer comes too late for the suspender.
+  static let beforeAnswer = hook("APPGROUPS_TEST_PAUSE_BEFORE_ANSWER")
+
   /// The hook the environment variable `name` asks for: writes the path it is called with
   /// to the marker file the variable names, then stops the process.
   private static func hook(_ name: String) -> (@Sendable (String) -> Void)? {

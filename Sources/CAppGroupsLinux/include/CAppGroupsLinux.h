@@ -5,6 +5,7 @@
 #ifndef CAPPGROUPS_LINUX_H
 #define CAPPGROUPS_LINUX_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/inotify.h>
@@ -213,7 +214,8 @@ int cappgroups_become_child_subreaper(void);
 /// (an eventfd), so that a thread polling `fd` hears it. Returns 0, or -1 with errno.
 int cappgroups_notice_install(int signo, int fd);
 
-/// Stops the handler's writes (it still counts): the descriptor is about to be closed.
+/// Stops the handler's writes (it still counts) and waits for a write already under way on
+/// another thread: the descriptor can be closed when it returns.
 void cappgroups_notice_detach(void);
 
 /// The number of signals the handler counted since the last call, and resets it to zero.
@@ -224,5 +226,13 @@ int cappgroups_unblock_signal(int signo);
 
 /// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0).
 int cappgroups_signal_blocked(int signo);
+
+// MARK: A thread that waits before it runs (thread.c)
+
+/// Starts a thread that first waits until `first` or `second` is readable (poll(2); a
+/// negative descriptor is ignored), touching nothing else (no allocation, no Swift code), and
+/// then calls `body(argument)`. Returns 0 or an error number, as pthread_create(3).
+int cappgroups_thread_start_waiting(
+    pthread_t *thread, void *(*body)(void *), void *argument, int first, int second);
 
 #endif
