@@ -267,8 +267,8 @@ final class SuiteStore: Sendable {
     Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
-    let (old, changed, schedule, inBurst, handler, refusedSize) = state.withLock {
-      st -> (PropertyListValue?, Bool, Bool, Bool, ChangeHandlers?, Int?) in
+    let (old, changed, schedule, pace, handler, refusedSize) = state.withLock {
+      st -> (PropertyListValue?, Bool, Bool, CommitPace, ChangeHandlers?, Int?) in
       // The first change of a process that opened an indexed file decodes it whole, once,
       // and sizes it before the change goes in.
       st.values.decodeWhole()
@@ -286,13 +286,13 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, false, false, nil, nil) }
+      if old == value { return (nil, false, false, .now, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
       if newSize > oldSize && size > options.sizeLimit {
         st.values[key] = old
-        return (nil, false, false, false, nil, size)
+        return (nil, false, false, .now, nil, size)
       }
       st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
@@ -301,8 +301,10 @@ final class SuiteStore: Sendable {
       if st.pending.count > 2 &* st.values.count &+ 64 { Self.compact(&st.pending) }
       let schedule = !st.flushScheduled
       st.flushScheduled = true
+      let pace: CommitPace =
+        st.lastBatchSize >= Self.burstBatchSize ? .afterBurst : st.committing ? .afterCommitInFlight(st.nextSequence) : .now
       return (
-        old, true, schedule, st.lastBatchSize >= Self.burstBatchSize || st.committing,
+        old, true, schedule, pace,
         st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
@@ -313,7 +315,11 @@ final class SuiteStore: Sendable {
       )
     }
     if schedule {
-      if inBurst { scheduleBurstFlush() } else { scheduleFlush() }
+      switch pace {
+      case .now: scheduleFlush()
+      case .afterBurst: scheduleBurstFlush()
+      case .afterCommitInFlight(let seen): scheduleFlushAfterCommitInFlight(seen: seen)
+      }
     }
     if changed, let handler { handler(StoredChange(key: key, old: old, new: value), .thisProcess, except: handlerID) }
     return (changed, old)
@@ -389,6 +395,28 @@ final class SuiteStore: Sendable {
   /// For tests: every burst of this store goes on at each look, until ``burstCeiling``.
   let burstNeverPausesForTesting = Atomic(false)
   #endif
+
+  /// When a `set` schedules the next commit.
+  enum CommitPace {
+    /// At once: a lone `set`.
+    case now
+    /// When the burst pauses: the last commit carried a burst's worth of changes.
+    case afterBurst
+    /// After the commit in flight, at once unless a burst's worth of changes came meanwhile
+    /// (`seen`: the sequence when it was scheduled); then when the burst pauses. A burst's
+    /// head (its first change was committed at once) is told from a lone `set` that follows
+    /// a commit still finishing (its folder's `fsync`), which must not wait.
+    case afterCommitInFlight(UInt64)
+  }
+
+  /// Schedules a commit on the commit queue, behind the one in flight there: see
+  /// ``CommitPace/afterCommitInFlight(_:)``.
+  private func scheduleFlushAfterCommitInFlight(seen: UInt64) {
+    queue.async { [self] in
+      let goesOn = state.withLock { $0.flushScheduled && $0.nextSequence &- seen >= Self.burstBatchSize }
+      if goesOn { scheduleBurstFlush() } else { _ = flush() }
+    }
+  }
 
   /// Schedules the commit of a burst: after each ``burstPause`` it looks whether the burst goes
   /// on, and commits once it pauses, or at ``burstCeiling``. So a `synchronize()` at the
