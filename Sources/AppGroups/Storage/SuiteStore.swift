@@ -73,7 +73,8 @@ final class SuiteStore: Sendable {
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
     /// A commit has taken its snapshot of the pending changes and not finished: a `set` that
-    /// schedules the next commit meanwhile is part of a burst (see ``SuiteStore/burstPause``).
+    /// schedules the next commit meanwhile schedules it behind this one
+    /// (``SuiteStore/CommitPace/afterCommitInFlight(_:)``).
     var committing = false
     /// ``sizeEstimate`` once computed; `nil`: not yet (a pass over every value, which a
     /// process that only reads never needs).
@@ -371,7 +372,7 @@ final class SuiteStore: Sendable {
   }
 
   /// While a burst of writes is going on (the last commit carried at least this many
-  /// changes, or a commit was in flight when the `set` came), the next commit waits for the
+  /// changes, or this many came while a commit was in flight), the next commit waits for the
   /// burst to pause (``scheduleBurstFlush()``): a burst costs one file write at its end, not one
   /// per commit's worth of `set` calls. A lone write is committed at once.
   static let burstBatchSize = 64
