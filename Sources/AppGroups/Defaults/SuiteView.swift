@@ -355,7 +355,16 @@ internal import Synchronization
     let old = old ?? below
     let new = new ?? below
     if old == new { return }
-    deliver(GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess))
+    // ``deliver(_:)-(GroupDefaults.Change)``, with the change built where it goes (in the
+    // notification's batch), not built, copied in and destroyed.
+    let targets = observers.withLock { $0.list }
+    if !targets.isEmpty {
+      let change = GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess)
+      for target in targets where target.keys?.contains(key) ?? true { target.handler([change]) }
+    }
+    postLater(origin: .thisProcess) {
+      $0.append(GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess))
+    }
   }
 
   // MARK: Changes

@@ -73,7 +73,8 @@ final class SuiteStore: Sendable {
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
     /// A commit has taken its snapshot of the pending changes and not finished: a `set` that
-    /// schedules the next commit meanwhile is part of a burst (see ``SuiteStore/burstPause``).
+    /// schedules the next commit meanwhile schedules it behind this one
+    /// (``SuiteStore/CommitPace/afterCommitInFlight(_:)``).
     var committing = false
     /// ``sizeEstimate`` once computed; `nil`: not yet (a pass over every value, which a
     /// process that only reads never needs).
@@ -267,15 +268,18 @@ final class SuiteStore: Sendable {
     Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
-    let (old, changed, schedule, inBurst, handler, refusedSize) = state.withLock {
-      st -> (PropertyListValue?, Bool, Bool, Bool, ChangeHandlers?, Int?) in
+    let (old, changed, schedule, pace, handler, refusedSize) = state.withLock {
+      st -> (PropertyListValue?, Bool, Bool, CommitPace, ChangeHandlers?, Int?) in
       // The first change of a process that opened an indexed file decodes it whole, once,
       // and sizes it before the change goes in.
       st.values.decodeWhole()
       if st.knownSizeEstimate == nil { st.knownSizeEstimate = st.values.sizeEstimate }
       // A long burst with no commit since: a small domain takes, now, the room it would reach
       // by growing step by step, each step hashing every key again.
-      if st.pending.count == Self.longBurst { st.values.reserveCapacity(Self.longBurstRoom) }
+      if st.pending.count == Self.longBurst {
+        st.values.reserveCapacity(Self.longBurstRoom)
+        st.pending.reserveCapacity(Self.longBurstRoom)
+      }
       // One hash of the key: the value goes in at once, and comes out again if refused.
       let old: PropertyListValue?
       if let value {
@@ -283,13 +287,13 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, false, false, nil, nil) }
+      if old == value { return (nil, false, false, .now, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
       if newSize > oldSize && size > options.sizeLimit {
         st.values[key] = old
-        return (nil, false, false, false, nil, size)
+        return (nil, false, false, .now, nil, size)
       }
       st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
@@ -298,8 +302,10 @@ final class SuiteStore: Sendable {
       if st.pending.count > 2 &* st.values.count &+ 64 { Self.compact(&st.pending) }
       let schedule = !st.flushScheduled
       st.flushScheduled = true
+      let pace: CommitPace =
+        st.lastBatchSize >= Self.burstBatchSize ? .afterBurst : st.committing ? .afterCommitInFlight(st.nextSequence) : .now
       return (
-        old, true, schedule, st.lastBatchSize >= Self.burstBatchSize || st.committing,
+        old, true, schedule, pace,
         st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
@@ -310,7 +316,11 @@ final class SuiteStore: Sendable {
       )
     }
     if schedule {
-      if inBurst { scheduleBurstFlush() } else { scheduleFlush() }
+      switch pace {
+      case .now: scheduleFlush()
+      case .afterBurst: scheduleBurstFlush()
+      case .afterCommitInFlight(let seen): scheduleFlushAfterCommitInFlight(seen: seen)
+      }
     }
     if changed, let handler { handler(StoredChange(key: key, old: old, new: value), .thisProcess, except: handlerID) }
     return (changed, old)
@@ -362,7 +372,7 @@ final class SuiteStore: Sendable {
   }
 
   /// While a burst of writes is going on (the last commit carried at least this many
-  /// changes, or a commit was in flight when the `set` came), the next commit waits for the
+  /// changes, or this many came while a commit was in flight), the next commit waits for the
   /// burst to pause (``scheduleBurstFlush()``): a burst costs one file write at its end, not one
   /// per commit's worth of `set` calls. A lone write is committed at once.
   static let burstBatchSize = 64
@@ -371,7 +381,8 @@ final class SuiteStore: Sendable {
   /// times over at 1,536 keys and again at 6,144 (to 32,768 buckets), each time hashing every
   /// key again: a burst of 10,000 new keys hashes about 1,500 keys again instead of 8,000, and
   /// ends in half the buckets. A domain that stops between 1,024 and 6,144 keys holds up to
-  /// 16,384 buckets instead of 2,048 or 8,192 (at most about half a mebibyte more).
+  /// 16,384 buckets instead of 2,048 or 8,192 (at most about half a mebibyte more). The
+  /// pending log takes the same room (about half a mebibyte, given back by the commit).
   static let longBurst = 1_024
   static let longBurstRoom = 12_288
   /// How long the next commit of a burst waits, at a time, to see whether the burst goes on:
@@ -385,6 +396,28 @@ final class SuiteStore: Sendable {
   /// For tests: every burst of this store goes on at each look, until ``burstCeiling``.
   let burstNeverPausesForTesting = Atomic(false)
   #endif
+
+  /// When a `set` schedules the next commit.
+  enum CommitPace {
+    /// At once: a lone `set`.
+    case now
+    /// When the burst pauses: the last commit carried a burst's worth of changes.
+    case afterBurst
+    /// After the commit in flight, at once unless a burst's worth of changes came meanwhile
+    /// (`seen`: the sequence when it was scheduled); then when the burst pauses. A burst's
+    /// head (its first change was committed at once) is told from a lone `set` that follows
+    /// a commit still finishing (its folder's `fsync`), which must not wait.
+    case afterCommitInFlight(UInt64)
+  }
+
+  /// Schedules a commit on the commit queue, behind the one in flight there: see
+  /// ``CommitPace/afterCommitInFlight(_:)``.
+  private func scheduleFlushAfterCommitInFlight(seen: UInt64) {
+    queue.async { [self] in
+      let goesOn = state.withLock { $0.flushScheduled && $0.nextSequence &- seen >= Self.burstBatchSize }
+      if goesOn { scheduleBurstFlush() } else { _ = flush() }
+    }
+  }
 
   /// Schedules the commit of a burst: after each ``burstPause`` it looks whether the burst goes
   /// on, and commits once it pauses, or at ``burstCeiling``. So a `synchronize()` at the
