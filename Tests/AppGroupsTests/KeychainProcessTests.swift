@@ -223,19 +223,29 @@ struct KeychainProcessTests {
     worker.wait(timeout: 30)
   }
 
-  /// An app stopped holding an access group's lock (its drain ran out of time) is reported,
-  /// not terminated: on a device the keychain daemon holds that lock, not the app. Its answer
-  /// says the lock was still held, and is not counted as ready.
-  @Test func anAppStoppedHoldingAKeychainLockIsReportedNotTerminated() throws {
-    let k = try KeychainRoot()
+  /// Adds an item, then starts an app (`hold-lock`) that takes its access group's lock
+  /// through the library and keeps it: its process, once it says so, and the group.
+  private func startHoldingAnAccessGroupsLock(
+    _ k: KeychainRoot, environment extra: [String: String] = [:]
+  ) throws -> (ChildProcess, String) {
     #expect(
       try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
     let group = try #require(
       try FileManager.default.contentsOfDirectory(atPath: k.root.keychainsURL.path).first)
     let lockPath = k.root.keychainsURL.path + "/\(group)/keychain.plist.lock"
     let holder = try ChildProcess(
-      "appgroups-keychain-worker", ["hold-lock", lockPath], environment: k.environment())
+      "appgroups-keychain-worker", ["hold-lock", lockPath],
+      environment: k.environment().merging(extra) { $1 })
     #expect(holder.waitForLine { $0 == "holding" } != nil)
+    return (holder, group)
+  }
+
+  /// An app stopped holding an access group's lock (its drain ran out of time) is reported,
+  /// not terminated: on a device the keychain daemon holds that lock, not the app. Its answer
+  /// says the lock was still held, and is not counted as ready.
+  @Test func anAppStoppedHoldingAKeychainLockIsReportedNotTerminated() throws {
+    let k = try KeychainRoot()
+    let (holder, group) = try startHoldingAnAccessGroupsLock(k)
     let device = Device(root: k.root)
     let pid = holder.process.processIdentifier
     let outcome = try device.suspend(pid: pid, grace: .milliseconds(500))
@@ -262,17 +272,9 @@ struct KeychainProcessTests {
   /// said, when its drain began, that it held a lock of the library.
   @Test func aLockHeldIsSaidEvenWhenTheReadyFileComesTooLate() throws {
     let k = try KeychainRoot()
-    #expect(
-      try k.status(["add", "class=genp", "svce=s", "acct=a", "v_Data=value-0"]) == errSecSuccess)
-    let group = try #require(
-      try FileManager.default.contentsOfDirectory(atPath: k.root.keychainsURL.path).first)
-    let lockPath = k.root.keychainsURL.path + "/\(group)/keychain.plist.lock"
     let marker = k.path + "/before-answer"
-    var environment = k.environment()
-    environment["APPGROUPS_TEST_PAUSE_BEFORE_ANSWER"] = marker
-    let holder = try ChildProcess(
-      "appgroups-keychain-worker", ["hold-lock", lockPath], environment: environment)
-    #expect(holder.waitForLine { $0 == "holding" } != nil)
+    let (holder, _) = try startHoldingAnAccessGroupsLock(
+      k, environment: ["APPGROUPS_TEST_PAUSE_BEFORE_ANSWER": marker])
     let device = Device(root: k.root)
     let pid = holder.process.processIdentifier
     let outcome = try device.suspend(pid: pid, grace: .milliseconds(500))
