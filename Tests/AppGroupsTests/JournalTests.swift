@@ -59,6 +59,39 @@ struct JournalTests {
     #expect(base["base-8"] == "value-8-of-the-large-base")
   }
 
+  /// An atomic update of a few keys (an `increment`, a small transaction) is a small commit
+  /// like a `set`'s: appended to a large suite's journal, with the plist left as it is. How an
+  /// atomic update hands its change to the store does not decide how the file writes it: a
+  /// rewrite here would make every contending incrementer wait for a whole plist's `fsync`,
+  /// `rename` and folder `fsync` per increment instead of one `fdatasync(2)`.
+  @Test func anIncrementAndASmallTransactionOfALargeSuiteAreAppended() throws {
+    let t = try TestRoot()
+    let d = try largeSuite(t)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    func inode() throws -> Int {
+      try #require(try FileManager.default.attributesOfItem(atPath: t.groupSuiteFile.path)[.systemFileNumber] as? Int)
+    }
+    let before = try inode()
+    #expect(try d.increment(forKey: "k-counter") == 1)
+    let first = try #require(size(journal(t)), "the increment rewrote the plist instead of appending")
+    #expect(try d.increment(forKey: "k-counter", by: 2) == 3)
+    let second = try #require(size(journal(t)))
+    #expect(second > first)
+    try d.view.suite.transaction(timeout: .seconds(10)) { current in
+      guard case .integer(let n)? = current["k-counter"] else { return [:] }
+      return ["k-counter": .integer(n + 1), "k-tx": .string("tx")]
+    }
+    #expect(try #require(size(journal(t))) > second)
+    // The plist was never rewritten: the same file, the same bytes.
+    #expect(try inode() == before)
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist)
+    // Foundation alone, and another process, read the appended values.
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk["k-counter"] as? Int == 4)
+    #expect(onDisk.count == Self.baseCount + 2)
+    #expect(try read(t, "k-") == ["k-counter": "4", "k-tx": "tx"])
+  }
+
   @Test func theJournalIsFoldedIntoThePlistAsItGrowsAndNoCommitIsLost() throws {
     let t = try TestRoot()
     let d = try largeSuite(t)
