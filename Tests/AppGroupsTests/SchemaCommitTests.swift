@@ -118,6 +118,29 @@ struct SchemaCommitTests {
     #expect(FileManager.default.fileExists(atPath: SuiteJournal.path(of: s.file.path)))
   }
 
+  /// Half of a suite's keys, when the suite has few: still a small commit, which the file
+  /// appends to the journal of a large plist (one large value) instead of rewriting it.
+  @Test func aFewChangesToASuiteOfFewKeysAreAppendedToItsJournal() throws {
+    let blob = Data(repeating: 0x5A, count: 40 * 1024)
+    let s = try SchemaSuite(values: ["unread": 3, "attachment": blob])
+    let d = try s.open()
+    let plist = try Data(contentsOf: s.file)
+    let inode = try #require(try FileManager.default.attributesOfItem(atPath: s.file.path)[.systemFileNumber] as? Int)
+    // Three changes (unread, count, the marker) over a suite of two keys.
+    let (report, batches) = try Self.register(Self.schema([.rename("unread", to: Self.count)]), on: d)
+    #expect(report.outcome == .migrated)
+    #expect(batches.map { Set($0.keys) } == [["unread", "count", "AppGroupsSchemaVersion"]])
+    #expect(FileManager.default.fileExists(atPath: SuiteJournal.path(of: s.file.path)), "the plist was rewritten")
+    #expect(try FileManager.default.attributesOfItem(atPath: s.file.path)[.systemFileNumber] as? Int == inode)
+    #expect(try Data(contentsOf: s.file) == plist)
+    let disk = try s.onDisk()
+    #expect(disk.count == 3)
+    #expect(disk["count"] as? Int == 3)
+    #expect(disk["unread"] == nil)
+    #expect(disk["attachment"] as? Data == blob)
+    #expect(disk["AppGroupsSchemaVersion"] as? Int == 2)
+  }
+
   @Test func aStepThatChangesTheValuesThemselvesIsComparedWhole() throws {
     let s = try SchemaSuite(values: Self.version1(items: 40))
     let d = try s.open()

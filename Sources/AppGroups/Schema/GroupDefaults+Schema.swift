@@ -291,13 +291,18 @@ extension GroupDefaults {
   }
 
   /// What a migration's transaction commits. Its steps changed much of the domain (as many
-  /// keys as half of those it holds): the whole domain, which the store writes as it is. Else
+  /// keys as half of those it holds, and at least a burst's worth,
+  /// ``SuiteJournal/burstChanges``): the whole domain, which the store writes as it is. Else
   /// the keys whose values differ from the suite's: those the steps listed, or, when a step
-  /// changed ``MigrationTransaction/values`` itself, every key compared.
+  /// changed ``MigrationTransaction/values`` itself, every key compared. A few changes are a
+  /// small commit whatever the suite's key count: the file appends them to a large plist's
+  /// journal (a suite of a few keys, one of them large) rather than rewrite it, and listing
+  /// them costs next to nothing.
   private static func committed(
     _ tx: MigrationTransaction, over current: [String: PropertyListValue]
   ) -> SuiteStore.AtomicChange {
-    if tx.changesAreListed && tx.changedKeys.count * 2 >= current.count { return .domain(tx.values) }
+    let many = tx.changedKeys.count >= SuiteJournal.burstChanges && tx.changedKeys.count * 2 >= current.count
+    if tx.changesAreListed && many { return .domain(tx.values) }
     var changes: [String: PropertyListValue?] = [:]
     if tx.changesAreListed {
       changes.reserveCapacity(tx.changedKeys.count)
