@@ -93,6 +93,69 @@ struct IndexedDomainTests {
     #expect(accepted > 200)
   }
 
+  /// Every scalar kind the fill checks in place (and the ones it leaves to the reader), each
+  /// byte of the objects and of the offsets set to every value in turn: the index
+  /// accepts exactly the files the whole decode accepts (with ASCII keys), and reads them as
+  /// it does.
+  @Test func everyOneByteChangeOfEachScalarKindIsJudgedAsTheWholeDecodeJudgesIt() throws {
+    let values: [[UInt8]] = [
+      [0x10, 7], [0x13, 0, 0, 0, 0, 0, 0, 1, 2], [0x23, 0x3F, 0xF0, 0, 0, 0, 0, 0, 0],
+      [0x53, 0x61, 0x62, 0x63], [0x42, 1, 2], [0x09], [0x14] + [UInt8](repeating: 0, count: 15) + [9],
+      [0x33, 0x40, 0, 0, 0, 0, 0, 0, 0], [0x61, 0, 0x41], [0x22, 0x3F, 0x80, 0, 0], [0x08],
+    ]
+    let keys = values.indices.map { CraftedPropertyList.ascii($0 == 3 ? "a-key-of-sixteen" : "k\($0)") }
+    let n = values.count
+    let top = [0xD0 | UInt8(n)] + (1...(2 * n)).map { UInt8($0) }
+    let original = CraftedPropertyList.file(objects: [top] + keys + values, referenceSize: 1)
+    let whole = try Self.decodeWhole(original)
+    #expect(BinaryPropertyListIndex(original)?.decoded == whole)
+    // Every byte of the objects; of the offset table (8-byte offsets), the low byte of each.
+    let table = original.count - 32 - (1 + 2 * n) * 8
+    let positions = Array(8..<table) + (0..<(1 + 2 * n)).map { table + $0 * 8 + 7 }
+    var accepted = 0
+    for position in positions {
+      for byte in 0...255 where byte != Int(original[position]) {
+        var data = original
+        data[position] = UInt8(byte)
+        let decoded = try? Self.decodeWhole(data)
+        guard let index = BinaryPropertyListIndex(data) else {
+          // Declined and valid: only for a key that is not ASCII or is held as UTF-16.
+          if let decoded, decoded.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
+            #expect(Self.hasUTF16Key(data), "byte \(position) = \(byte): declined")
+          }
+          continue
+        }
+        guard let decoded else {
+          Issue.record("byte \(position) = \(byte): indexed, but the whole decode refuses it")
+          continue
+        }
+        accepted += 1
+        #expect(index.count == decoded.count && FuzzPropertyListTests.same(index.decoded, decoded), "byte \(position) = \(byte)")
+        for (key, value) in decoded {
+          guard case .found(let found) = index.lookup(key), FuzzPropertyListTests.same([key: found], [key: value]) else {
+            Issue.record("byte \(position) = \(byte): \(key) reads otherwise")
+            continue
+          }
+        }
+      }
+    }
+    #expect(accepted > 1_000)
+  }
+
+  /// Whether a file of ``CraftedPropertyList/file(objects:referenceSize:)`` (1-byte
+  /// references, 8-byte offsets, the top dictionary first) has a key stored as UTF-16.
+  static func hasUTF16Key(_ data: Data) -> Bool {
+    let bytes = [UInt8](data)
+    let table = bytes[(bytes.count - 8)...].reduce(0) { $0 << 8 | Int($1) }
+    let count = Int(bytes[8] & 0x0F)
+    return (0..<count).contains { i in
+      let at = table + Int(bytes[9 + i]) * 8
+      guard at + 8 <= bytes.count - 32 else { return false }
+      let offset = bytes[at..<(at + 8)].reduce(0) { $0 << 8 | Int($1) }
+      return offset < bytes.count && bytes[offset] >> 4 == 0x6
+    }
+  }
+
   // MARK: What the index declines
 
   @Test func theIndexDeclinesEveryFileItCannotHoldExactly() throws {

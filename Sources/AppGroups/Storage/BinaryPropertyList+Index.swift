@@ -190,7 +190,7 @@ final class BinaryPropertyListIndex: Sendable {
     static let crowdLimit = 96
 
     /// The seeded hash's seed: from `Hasher`, random per process.
-    private static let seed: UInt64 = {
+    static let seed: UInt64 = {
       var hasher = Hasher()
       hasher.combine(0x5EED_1DE8 as UInt64)
       return UInt64(truncatingIfNeeded: hasher.finalize())
@@ -199,7 +199,7 @@ final class BinaryPropertyListIndex: Sendable {
     @inline(__always)
     func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
       switch self {
-      case .seeded: return Self.seeded(bytes)
+      case .seeded: return Self.seeded(bytes, seed: Self.seed).hash
       case .hasher:
         var hasher = Hasher()
         hasher.combine(bytes: bytes)
@@ -210,15 +210,19 @@ final class BinaryPropertyListIndex: Sendable {
     /// Eight bytes at a time; the last one to seven are read without going past the key
     /// (two overlapping loads of four, or three single bytes), and the length is mixed in,
     /// so that every byte of every key counts and no two lengths share a hash by padding.
+    /// - Returns: the hash, and the OR of every load (each byte of the key is in one), whose
+    ///   high bits say whether the key is ASCII.
     @inline(__always)
-    private static func seeded(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    static func seeded(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> (hash: UInt64, bits: UInt64) {
       let count = bytes.count
       var h = seed ^ (UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9_7F4A_7C15)
       // An empty key hashes alike whether its buffer has an address or not.
-      guard let base = bytes.baseAddress, count > 0 else { return finish(h &* 0x94D0_49BB_1331_11EB) }
+      guard let base = bytes.baseAddress, count > 0 else { return (finish(h &* 0x94D0_49BB_1331_11EB), 0) }
+      var bits: UInt64 = 0
       var i = 0
       while count &- i >= 8 {
         let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+        bits |= word
         h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
         h ^= h &>> 31
         i &+= 8
@@ -235,8 +239,9 @@ final class BinaryPropertyListIndex: Sendable {
         let last = UInt64(base.load(fromByteOffset: count &- 1, as: UInt8.self))
         tail = first | middle &<< 8 | last &<< 16
       }
+      bits |= tail
       h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
-      return finish(h)
+      return (finish(h), bits)
     }
 
     @inline(__always)
@@ -392,95 +397,5 @@ extension BinaryPropertyListReader {
       return false
     }
     return x == y
-  }
-
-  /// The top dictionary's index: see ``BinaryPropertyListIndex``.
-  struct TopIndex {
-    var count: Int
-    var slots: [UInt64]
-    var keyHash: BinaryPropertyListIndex.KeyHash
-  }
-
-  /// Puts entry `index`, key `bytes`, in `slots` unless an equal key is there (a duplicate:
-  /// the first one wins, as in CoreFoundation and the full decode). - Returns: how many
-  /// slots were looked at, and whether the key was new.
-  @inline(__always)
-  private func insert(
-    _ index: Int, _ bytes: UnsafeRawBufferPointer, into slots: inout [UInt64], keyStart: Int,
-    _ keyHash: BinaryPropertyListIndex.KeyHash
-  ) throws(AppGroupsError) -> (probes: Int, new: Bool) {
-    let mask = slots.count &- 1
-    let hash = keyHash.hash(bytes)
-    let tag = hash & 0xFFFF_FFFF_0000_0000
-    var slot = Int(truncatingIfNeeded: hash) & mask
-    var probes = 1
-    while true {
-      let found = slots[slot]
-      if found == 0 {
-        slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
-        return (probes, true)
-      }
-      if found & 0xFFFF_FFFF_0000_0000 == tag,
-        let other = try keyBytes(at: keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
-        Self.same(other, bytes)
-      {
-        return (probes, false)
-      }
-      slot = (slot &+ 1) & mask
-      probes &+= 1
-    }
-  }
-
-  /// Checks the whole file as ``decodeTop()`` does (the same objects, the same budget, the
-  /// same cycle and depth checks) and indexes the top dictionary's keys; `nil` when a key is
-  /// not ASCII or there are too many. A scalar value is checked in place; a container is
-  /// decoded and dropped.
-  mutating func indexTop(crowdLimit: Int) throws(AppGroupsError) -> TopIndex? {
-    try spend(topObject)
-    let top = try topReferences()
-    guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
-    var capacity = 8
-    while capacity < top.count &* 2 { capacity &<<= 1 }
-    var slots = [UInt64](repeating: 0, count: capacity)
-    var keyHash = BinaryPropertyListIndex.KeyHash.seeded
-    var distinct = 0
-    // The top dictionary is open (a cycle through it is refused) from the first container on:
-    // a scalar refers to nothing.
-    var topOpen = false
-    for index in 0..<top.count {
-      let keyRef = try reference(from: topObject, at: top.keyStart, index: index)
-      try spend(keyRef)
-      guard let bytes = try keyBytes(of: keyRef) else { return nil }
-      let (probes, new) = try insert(index, bytes, into: &slots, keyStart: top.keyStart, keyHash)
-      if new { distinct &+= 1 }
-      if probes > crowdLimit, keyHash == .seeded {
-        // Keys that crowd the seeded hash: the entries so far go to a table hashed by `Hasher`.
-        keyHash = .hasher
-        try rehash(&slots, entries: index &+ 1, keyStart: top.keyStart, keyHash)
-      }
-      let valueRef = try reference(from: topObject, at: top.valueStart, index: index)
-      if try !checkScalar(valueRef) {
-        if !topOpen {
-          if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
-          open[topObject] = true
-          topOpen = true
-        }
-        _ = try decode(object: valueRef, depth: 1)
-      }
-    }
-    if topOpen { open[topObject] = false }
-    return TopIndex(count: distinct, slots: slots, keyHash: keyHash)
-  }
-
-  /// Fills `slots` again with the first `entries` entries' keys, hashed by `keyHash` (their
-  /// keys were checked when first put in).
-  private func rehash(
-    _ slots: inout [UInt64], entries: Int, keyStart: Int, _ keyHash: BinaryPropertyListIndex.KeyHash
-  ) throws(AppGroupsError) {
-    for slot in slots.indices { slots[slot] = 0 }
-    for index in 0..<entries {
-      guard let bytes = try keyBytes(at: keyStart, index: index) else { continue }
-      _ = try insert(index, bytes, into: &slots, keyStart: keyStart, keyHash)
-    }
   }
 }

@@ -1,0 +1,193 @@
+// The index's fill: the top dictionary's entries checked and its keys put in the table in
+// one pass (see ``BinaryPropertyListIndex``). A cold open does this for every key of the
+// file, so the common entry (an ASCII key, a scalar value of a usual width) is checked here
+// with the reader's fields in locals; anything else goes through the reader's own checks.
+
+extension BinaryPropertyListReader {
+  /// The top dictionary's index: see ``BinaryPropertyListIndex``.
+  struct TopIndex {
+    var count: Int
+    var slots: [UInt64]
+    var keyHash: BinaryPropertyListIndex.KeyHash
+  }
+
+  /// Checks the whole file as ``decodeTop()`` does (the same objects, the same budget, the
+  /// same cycle and depth checks) and indexes the top dictionary's keys; `nil` when a key is
+  /// not ASCII or there are too many, or when anything is malformed (the caller then decodes
+  /// the whole file, which says what is wrong). A scalar value is checked in place; a
+  /// container is decoded and dropped.
+  mutating func indexTop(crowdLimit: Int) throws(AppGroupsError) -> TopIndex? {
+    try spend(topObject)
+    let top = try topReferences()
+    guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
+    var capacity = 8
+    while capacity < top.count &* 2 { capacity &<<= 1 }
+    var slots = [UInt64](repeating: 0, count: capacity)
+    let filled = slots.withUnsafeMutableBufferPointer { table in
+      fill(table, top, crowdLimit: crowdLimit)
+    }
+    guard let (distinct, keyHash) = filled else { return nil }
+    return TopIndex(count: distinct, slots: slots, keyHash: keyHash)
+  }
+
+  /// Checks every entry of the top dictionary and puts its key in `slots` (zeroed, a power
+  /// of two at least twice the entries). Every check is ``keyBytes(of:)``'s and
+  /// ``checkScalar(_:)``'s (or the decode's, for a container), in the same order, spending
+  /// the same budget: only the outcome is simpler, `nil` for whatever they would refuse.
+  /// - Returns: how many distinct keys, and how they are hashed.
+  private mutating func fill(
+    _ slots: UnsafeMutableBufferPointer<UInt64>, _ top: Top, crowdLimit: Int
+  ) -> (Int, BinaryPropertyListIndex.KeyHash)? {
+    let base = self.base
+    let end = tableOffset
+    let refWidth = self.refWidth
+    let offsetWidth = self.offsetWidth
+    let objects = UInt64(objectCount)
+    let seed = BinaryPropertyListIndex.KeyHash.seed
+    let mask = slots.count &- 1
+    var keyHash = BinaryPropertyListIndex.KeyHash.seeded
+    var distinct = 0
+    // The top dictionary is open (a cycle through it is refused) from the first container on:
+    // a scalar refers to nothing.
+    var topOpen = false
+    defer { if topOpen { open[topObject] = false } }
+
+    /// Where object `ref` starts (``offset(of:)``'s check), or `nil`.
+    @inline(__always)
+    func start(of ref: UInt64) -> Int? {
+      let at = end &+ Int(truncatingIfNeeded: ref) &* offsetWidth
+      let offset = Self.bigEndian(base, at: at, width: offsetWidth)
+      guard offset >= 8, offset < UInt64(end) else { return nil }
+      return Int(truncatingIfNeeded: offset)
+    }
+
+    for index in 0..<top.count {
+      // The key (``keyBytes(of:)``): a reference, an ASCII string object within the objects.
+      let keyRef = Self.bigEndian(base, at: top.keyStart &+ index &* refWidth, width: refWidth)
+      guard keyRef < objects else { return nil }
+      budget &-= 1
+      guard budget >= 0, let keyOffset = start(of: keyRef) else { return nil }
+      let keyMarker = byte(at: keyOffset)
+      // A UTF-16 key is not indexed; any other kind is refused by the decode.
+      guard keyMarker &>> 4 == 0x5 else { return nil }
+      var length = Int(keyMarker & 0x0F)
+      var from = keyOffset &+ 1
+      if length == 0x0F {
+        guard let (count, contents) = try? header(object: Int(keyRef), at: keyOffset) else { return nil }
+        length = count
+        from = contents
+      }
+      guard from <= end, length <= end &- from else { return nil }
+      let bytes = UnsafeRawBufferPointer(start: base.advanced(by: from), count: length)
+      let hash: UInt64
+      if keyHash == .seeded {
+        let (seeded, bits) = BinaryPropertyListIndex.KeyHash.seeded(bytes, seed: seed)
+        guard bits & 0x8080_8080_8080_8080 == 0 else { return nil }
+        hash = seeded
+      } else {
+        guard BinaryPropertyList.isASCII(bytes) else { return nil }
+        hash = keyHash.hash(bytes)
+      }
+
+      // Its place: the first free slot from the hash's, unless an equal key is there (a
+      // duplicate: the first entry wins, as in CoreFoundation and the full decode).
+      let tag = hash & 0xFFFF_FFFF_0000_0000
+      var slot = Int(truncatingIfNeeded: hash) & mask
+      var probes = 1
+      while true {
+        let found = slots[slot]
+        if found == 0 {
+          slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
+          distinct &+= 1
+          break
+        }
+        if found & 0xFFFF_FFFF_0000_0000 == tag,
+          let other = try? keyBytes(at: top.keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
+          Self.same(other, bytes)
+        {
+          break
+        }
+        slot = (slot &+ 1) & mask
+        probes &+= 1
+      }
+      if probes > crowdLimit, keyHash == .seeded {
+        // Keys that crowd the seeded hash: the entries so far go to a table hashed by `Hasher`.
+        keyHash = .hasher
+        guard refill(slots, entries: index &+ 1, keyStart: top.keyStart) else { return nil }
+      }
+
+      // The value (``checkScalar(_:)``): the usual scalars here, the rest by the reader.
+      let valueRef = Self.bigEndian(base, at: top.valueStart &+ index &* refWidth, width: refWidth)
+      guard valueRef < objects, let valueOffset = start(of: valueRef) else { return nil }
+      let marker = byte(at: valueOffset)
+      var width = -1
+      switch marker &>> 4 {
+      case 0x0:
+        guard marker == 0x08 || marker == 0x09 else { return nil }
+        width = 0
+      case 0x1:
+        // 1, 2, 4 or 8 bytes; 16 (and the refused widths) below.
+        if marker & 0x0F <= 3 { width = 1 &<< Int(marker & 0x0F) }
+      case 0x2:
+        if marker == 0x22 { width = 4 } else if marker == 0x23 { width = 8 }
+      case 0x4, 0x5:
+        let count = Int(marker & 0x0F)
+        if count != 0x0F {
+          guard count <= end &- (valueOffset &+ 1) else { return nil }
+          if marker &>> 4 == 0x5,
+            !BinaryPropertyList.isASCII(UnsafeRawBufferPointer(start: base.advanced(by: valueOffset &+ 1), count: count))
+          {
+            return nil
+          }
+          width = 0
+        }
+      default:
+        break
+      }
+      if width >= 0 {
+        // valueOffset < end: the one marker byte is in the objects; `width` more must be.
+        guard width <= end &- (valueOffset &+ 1) else { return nil }
+        budget &-= 1
+        guard budget >= 0 else { return nil }
+        continue
+      }
+      guard let scalar = try? checkScalar(Int(valueRef)) else { return nil }
+      if scalar { continue }
+      if !topOpen {
+        if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
+        open[topObject] = true
+        topOpen = true
+      }
+      guard (try? decode(object: Int(valueRef), depth: 1)) != nil else { return nil }
+    }
+    return (distinct, keyHash)
+  }
+
+  /// Fills `slots` again with the first `entries` entries' keys, hashed by `Hasher` (their
+  /// keys were checked when first put in). - Returns: `false` if a key cannot be read.
+  private func refill(_ slots: UnsafeMutableBufferPointer<UInt64>, entries: Int, keyStart: Int) -> Bool {
+    let mask = slots.count &- 1
+    for slot in slots.indices { slots[slot] = 0 }
+    for index in 0..<entries {
+      guard let bytes = try? keyBytes(at: keyStart, index: index) else { return false }
+      let hash = BinaryPropertyListIndex.KeyHash.hasher.hash(bytes)
+      let tag = hash & 0xFFFF_FFFF_0000_0000
+      var slot = Int(truncatingIfNeeded: hash) & mask
+      while true {
+        let found = slots[slot]
+        if found == 0 {
+          slots[slot] = tag | UInt64(truncatingIfNeeded: index &+ 1)
+          break
+        }
+        if found & 0xFFFF_FFFF_0000_0000 == tag,
+          let other = try? keyBytes(at: keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
+          Self.same(other, bytes)
+        {
+          break
+        }
+        slot = (slot &+ 1) & mask
+      }
+    }
+    return true
+  }
+}
