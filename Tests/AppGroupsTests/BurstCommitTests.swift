@@ -67,4 +67,26 @@ struct BurstCommitTests {
     // Another process reads it all.
     #expect(try t.readGroupSuite(prefix: "k-")?.count == count)
   }
+
+  /// A burst's commit writes this process's values as they are (not rebuilt key by key) only
+  /// while the file is the version they were built on: another process's change, made while
+  /// the commit waited for the lock, is read under the lock and kept.
+  @Test func aBurstsCommitKeepsAChangeMadeWhileItWaitedForTheLock() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    // Holds the lock 1 s while running (waited for past the bound), then writes "held".
+    let holder = try ChildProcess(
+      "appgroups-worker", ["hold", TestRoot.group, "1", "busy"],
+      environment: t.environment(as: TestRoot.widget).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(holder.waitFor("holding", timeout: 60), "\(holder.standardError)")
+    let count = 200
+    for i in 0..<count { d.set(i, forKey: "k-\(i)") }
+    #expect(d.synchronize())
+    #expect(holder.waitFor("released", timeout: 60), "\(holder.standardError)")
+    #expect(holder.wait() == 0)
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk["held"] as? String == "held")
+    #expect((0..<count).allSatisfy { onDisk["k-\($0)"] as? Int == $0 })
+    #expect(d.string(forKey: "held") == "held")
+  }
 }

@@ -14,26 +14,10 @@ extension SuiteFile {
   func journalRecord(
     _ cs: CommitState, next: [String: PropertyListValue], undo: [(key: String, old: PropertyListValue?)]
   ) -> (record: [UInt8], dead: Int)? {
-    guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
-      identity.size >= options.journalThreshold
-    else { return nil }
+    guard let identity = cs.identity, journalMayTake(cs, undo.lazy.map(\.key)) else { return nil }
     let plistSize = Int(identity.size)
     let used = cs.journal?.end ?? SuiteJournal.headerSize
-    // A small commit finds the journal past its own bound (a burst filled it): it compacts.
-    if undo.count < SuiteJournal.burstChanges && used > SuiteJournal.smallCommitBound(forPlistSize: plistSize) {
-      return nil
-    }
     let room = SuiteJournal.bound(forPlistSize: plistSize) - used
-    // The record's size is estimated as the size limit estimates an entry (its key, 6 bytes,
-    // its value's estimate), and a commit that would not fit is refused before it is encoded:
-    // first from the keys alone, without a hash (each change counted, so a commit that sets
-    // one key over and over goes to a rewrite a little sooner); a burst's commit far too large
-    // for the journal stops there.
-    var estimate = 0
-    for (key, _) in undo {
-      estimate &+= key.utf8.count &+ 6
-      if estimate > room { return nil }
-    }
     // Each key once, against its value before the commit (its first old value): put in only
     // when absent, with one hash of the key.
     var before: [String: PropertyListValue?] = [:]
@@ -43,7 +27,7 @@ extension SuiteFile {
     var changes: [SuiteJournal.Change] = []
     changes.reserveCapacity(before.count)
     var dead = cs.deadBytes
-    estimate = 0
+    var estimate = 0
     for (key, old) in before {
       let new = next[key]
       guard new != old else { continue }
@@ -63,6 +47,32 @@ extension SuiteFile {
     // value removed) rewrites the plist instead: the space is given back.
     guard dead <= plistSize + used + record.count - dead else { return nil }
     return (record, dead)
+  }
+
+  /// Whether a record of changes to these keys (one per change) may go to the journal: the
+  /// cheap first part of ``journalRecord(_:next:undo:)``'s judgement, made before the changes
+  /// are applied. The record's size is estimated as the size limit estimates an entry (its
+  /// key, 6 bytes, its value's estimate), and a commit that would not fit is refused before it
+  /// is encoded: first from the keys alone, without a hash (each change counted, so a commit
+  /// that sets one key over and over goes to a rewrite a little sooner); a burst's commit far
+  /// too large for the journal stops there. Call holding `commit`.
+  func journalMayTake(_ cs: CommitState, _ keys: some Collection<String>) -> Bool {
+    guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
+      identity.size >= options.journalThreshold
+    else { return false }
+    let plistSize = Int(identity.size)
+    let used = cs.journal?.end ?? SuiteJournal.headerSize
+    // A small commit finds the journal past its own bound (a burst filled it): it compacts.
+    if keys.count < SuiteJournal.burstChanges && used > SuiteJournal.smallCommitBound(forPlistSize: plistSize) {
+      return false
+    }
+    let room = SuiteJournal.bound(forPlistSize: plistSize) - used
+    var estimate = 0
+    for key in keys {
+      estimate &+= key.utf8.count &+ 6
+      if estimate > room { return false }
+    }
+    return true
   }
 
   /// Clears the journal's path once a commit has folded the journal into a new plist (which
@@ -161,7 +171,8 @@ extension SuiteFile {
     guard let tail else { return cs.journal == nil ? [] : nil }
     // Read from where this process stood, or (a journal new to it) from the start.
     guard tail.continued == (cs.journal != nil), tail.damage.isEmpty else { return nil }
-    cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted)
+    // Nothing new leaves the values' version as it was (see ``CommitRequest/memory``).
+    if !tail.changes.isEmpty { cs.deadBytes += Self.apply(tail.changes, to: &cs.persisted) }
     cs.journal = tail.position
     return tail.changes
   }

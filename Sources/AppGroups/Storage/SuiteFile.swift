@@ -15,11 +15,11 @@ final class SuiteFile: Sendable {
   let path: String
   let options: SuiteStore.Options
   let lockFile: SuiteLockFile?
-  /// The gate of this process's committers (see ``enterGate(before:)``): the two below are
-  /// read and written only while `gate` is locked.
-  private let gate = NSCondition()
-  nonisolated(unsafe) private var gateOwner: Threads.Identity?
-  nonisolated(unsafe) private var gateOwnerHasFileLock = false
+  /// The gate of this process's committers (see ``enterGate(before:)``, SuiteFile+Gate.swift):
+  /// the two below are read and written only there, while `gate` is locked.
+  let gate = NSCondition()
+  nonisolated(unsafe) var gateOwner: Threads.Identity?
+  nonisolated(unsafe) var gateOwnerHasFileLock = false
   /// A commit said it waits for the lock: the next one to take it says the wait is over.
   let lockWaitReported = Atomic(false)
 
@@ -41,8 +41,9 @@ final class SuiteFile: Sendable {
   /// while waiting for the file lock, so that refreshes are not held up by a waiting commit.
   struct CommitState: Sendable {
     /// The values of the file as last read or written (indexed, as read, until this
-    /// process's first commit decodes them; see ``SuiteValues``).
-    var persisted = SuiteValues()
+    /// process's first commit decodes them; see ``SuiteValues``). Each change moves `version`.
+    var persisted = SuiteValues() { didSet { version &+= 1 } }
+    var version: UInt64 = 0
     var identity: FileIdentity?
     /// The identity of an unreadable file not yet moved aside (the lock was busy).
     var unreadableIdentity: FileIdentity?
@@ -194,78 +195,6 @@ final class SuiteFile: Sendable {
     Diagnostics.report(text)
   }
 
-  // MARK: The gate
-
-  /// How ``enterGate(before:)`` ended.
-  enum GateEntry {
-    /// The gate is this thread's until ``leaveGate()``.
-    case entered
-    /// Another thread of this process still held it at the deadline.
-    case timedOut
-    /// This thread already holds it.
-    case reentered
-  }
-
-  /// Lets one thread of this process commit at a time, waiting until `deadline` at most (a
-  /// ``FileSystem/monotonicNanoseconds()`` instant, the file lock's clock).
-  ///
-  /// The file lock (`flock(2)`) belongs to an open file description, which every thread of the
-  /// process shares, so it cannot keep this process's own committers apart: the gate does. A
-  /// committer enters it, then takes the file lock with what is left of the same deadline. The
-  /// bound is on waiting for another process: once the holder has the file lock it is writing,
-  /// and waiters wait for it whatever their deadline, so that a commit in flight is never
-  /// reported as a timeout. A thread that asks again (an atomic update's closure calling back
-  /// into the store) is told so at once instead of deadlocking.
-  ///
-  /// The holder may be asked again on its own thread by anything it calls out to while in the
-  /// gate: an atomic update's closure, or a diagnostics handler (``Diagnostics/setHandler(_:)``).
-  func enterGate(before deadline: UInt64) -> GateEntry {
-    let me = Threads.Identity.current
-    gate.lock()
-    defer { gate.unlock() }
-    while let owner = gateOwner {
-      if owner == me { return .reentered }
-      if gateOwnerHasFileLock {
-        gate.wait()
-        continue
-      }
-      // NSCondition waits until a wall-clock date: wait for what is left of the monotonic
-      // bound, and measure again on waking.
-      let now = FileSystem.monotonicNanoseconds()
-      let left = deadline > now ? deadline - now : 0
-      if left == 0 || !gate.wait(until: Date(timeIntervalSinceNow: Double(left) / 1e9)) {
-        if gateOwner != nil, !gateOwnerHasFileLock, FileSystem.monotonicNanoseconds() >= deadline {
-          return .timedOut
-        }
-      }
-    }
-    gateOwner = me
-    return .entered
-  }
-
-  /// Enters the gate if no thread holds it now.
-  func tryEnterGate() -> Bool {
-    inGate {
-      guard gateOwner == nil else { return false }
-      gateOwner = .current
-      return true
-    }
-  }
-
-  func leaveGate() {
-    inGate {
-      (gateOwner, gateOwnerHasFileLock) = (nil, false)
-      // Every waiter: one may have given up at its deadline, and another must not miss the turn.
-      gate.broadcast()
-    }
-  }
-
-  private func inGate<T>(_ body: () -> T) -> T {
-    gate.lock()
-    defer { gate.unlock() }
-    return body()
-  }
-
   // MARK: Committing
 
   /// One pass of a commit, in the gate: under the lock (`lockWait`: how long the commit waited
@@ -356,6 +285,11 @@ final class SuiteFile: Sendable {
     func write(_ cs: inout CommitState) -> Result<Values, AppGroupsError> {
       var next: Values
       var replaced = false
+      // The store's values are the file's with exactly `pending` on top (see
+      // ``CommitRequest/memory``): taken as they are, not rebuilt key by key, for a rewrite.
+      let memory = request.memory.flatMap {
+        $0.version == cs.version && !journalMayTake(cs, pending.lazy.map(\.key)) ? $0 : nil
+      }
       if let extraDomain {
         // The update's whole domain, computed from the file's values and `pending`: written as
         // it is, like a replacement, without a pass key by key.
@@ -364,15 +298,17 @@ final class SuiteFile: Sendable {
       } else if let replacement {
         replaced = SuiteValues(replacement) != cs.persisted
         next = replacement
+      } else if let memory {
+        next = memory.values.decoded
       } else {
         next = cs.persisted.decoded
         cs.persisted = [:]  // `next` is then the one reference: changed in place
       }
       // A burst's commit: room for its keys at once, not grown step by step with every key
       // hashed again at each step (a 10,000-key fill's commit hashed its keys again 14 times).
-      if pending.count > 64 { next.reserveCapacity(next.count + pending.count) }
+      if pending.count > 64 && memory == nil { next.reserveCapacity(next.count + pending.count) }
       var undo: [(key: String, old: PropertyListValue?)] = []
-      undo.reserveCapacity(pending.count)
+      if memory == nil { undo.reserveCapacity(pending.count) }
       func apply(_ key: String, _ value: PropertyListValue?) {
         let old: PropertyListValue?
         if let value {
@@ -382,13 +318,13 @@ final class SuiteFile: Sendable {
         }
         if old != value { undo.append((key, old)) }
       }
-      if extraDomain == nil {
+      if extraDomain == nil && memory == nil {
         for change in pending { apply(change.key, change.value) }
         for (key, value) in extraChanges { apply(key, value) }
       }
       // What this commit leaves as it was, when it does not land.
       func keepPersisted() {
-        guard replacement == nil && extraDomain == nil else { return }
+        guard replacement == nil && extraDomain == nil && memory == nil else { return }
         for (key, old) in undo.reversed() {
           if let old { next[key] = old } else { next[key] = nil }
         }
@@ -396,7 +332,7 @@ final class SuiteFile: Sendable {
       }
       // A key changed and changed back within the commit counts as a change (a rewrite of
       // the same values): telling that apart would cost a hash of every pending key.
-      guard replaced || !undo.isEmpty || (cs.identity == nil && !next.isEmpty) || !cs.journalDamage.isEmpty
+      guard replaced || !undo.isEmpty || memory != nil || (cs.identity == nil && !next.isEmpty) || !cs.journalDamage.isEmpty
       else {
         keepPersisted()
         return .success(next)
@@ -412,7 +348,7 @@ final class SuiteFile: Sendable {
         }
         if race != nil { throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable) }
       }
-      var append = replacement == nil && extraDomain == nil ? journalRecord(cs, next: next, undo: undo) : nil
+      var append = replacement == nil && extraDomain == nil && memory == nil ? journalRecord(cs, next: next, undo: undo) : nil
       if append != nil, cs.journal == nil, let expected {
         // A journal is started: first, what lies at its path (a re-read does not look when the
         // lock file publishes none), so that nothing but an older version's journal is ever

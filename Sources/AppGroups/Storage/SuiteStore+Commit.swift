@@ -311,16 +311,23 @@ extension SuiteStore {
     // `through`: the last sequence handed out; every change in the snapshot has one up to it,
     // every later change a higher one. On failure nothing is dropped: `pending` is only
     // cleared by finishCommit.
-    let (pending, replacement, through, repair) = state.withLock { st in
-      st.flushScheduled = false
-      st.committing = true
-      return (st.pending, st.replacement, st.nextSequence &- 1, st.repairPending)
+    // Taken under the file's state too (the order of locks allows it), so that memory and
+    // the version of the file's values it was built on are one moment's.
+    let (pending, replacement, through, repair, memory) = file.commit.withLock { cs in
+      state.withLock { st in
+        st.flushScheduled = false
+        st.committing = true
+        return (
+          st.pending, st.replacement, st.nextSequence &- 1, st.repairPending,
+          extra == nil && Self.rewritesFromMemory(st) ? (st.values, cs.version) : nil
+        )
+      }
     }
     defer { state.withLock { $0.committing = false } }
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,
-      started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
+      memory: memory, started: started, deadline: deadline, ceiling: ceiling, timeout: timeout)
     // Once the lock was taken: the backoff starts again, after the pass (off the write's path;
     // SuiteFile says at once that a reported wait is over).
     var lockWait: UInt64?
@@ -346,6 +353,16 @@ extension SuiteStore {
       if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
       throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }
+  }
+
+  /// Whether a commit hands the file this process's values with its pending changes
+  /// (``SuiteFile/CommitRequest/memory``): when they are many for the domain (a burst's
+  /// commit), so that a rewrite does not apply them one by one again, each key hashed, for a
+  /// dictionary memory already holds. Not for a few changes to a large domain: sharing the
+  /// values makes the next `set` copy them, which costs more than applying a few.
+  private static func rewritesFromMemory(_ st: State) -> Bool {
+    !st.pending.isEmpty && st.replacement == nil && !st.repairPending
+      && st.pending.count &* 8 >= st.values.count
   }
 
   private func finishCommit(
@@ -428,6 +445,12 @@ extension SuiteFile {
     var extra: (([String: PropertyListValue]) -> SuiteStore.AtomicChange)?
     /// Whether a reader found the journal damaged: read it all again, and repair it.
     var repair: Bool
+    /// This process's values, which are the file's values of this `version`
+    /// (``CommitState/version``) with exactly `pending` on top: while the file's values are
+    /// still that version, a rewrite writes them as they are, instead of applying `pending`
+    /// again. A commit the journal may take (which needs each change's old value) or that
+    /// finds the file changed applies `pending` key by key, as without them.
+    var memory: (values: SuiteValues, version: UInt64)?
     /// When the commit began waiting, for the gate and then for the lock.
     var started: UInt64
     var deadline: UInt64
