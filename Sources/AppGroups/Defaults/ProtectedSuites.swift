@@ -3,31 +3,44 @@ internal import Synchronization
 /// Preferences and the device's data protection: a suite's file is of class
 /// `completeUntilFirstUserAuthentication`, unreadable from a restart until the first unlock.
 ///
-/// The Defaults layer installs Storage's gate (a store asks it once, when it opens), and keeps
-/// the stores that opened before the first unlock until the device says their data is
-/// available: then each reads its file under the writes made meanwhile, which land key by
-/// key, and the suite's observers hear every key whose effective value changed, before the app
-/// hears ``ProtectedData/didBecomeAvailableNotification``.
+/// The Defaults layer installs Storage's gate (a store asks it once, when it opens) and its
+/// probe (a commit asks it under the suite's lock), and keeps every gated store it opened,
+/// weakly, while the device's monitor tells it of each change of the state:
+///
+/// - data available again: each store that could not read its file reads it under the writes
+///   made meanwhile, which land key by key, and the suite's observers hear every key whose
+///   effective value changed, before the app hears ``ProtectedData/didBecomeAvailableNotification``;
+/// - data gone (the device restarted while this process ran on, which no process does on a
+///   device): each loaded store becomes one that cannot read its file, as if it had opened
+///   before the first unlock. Its values stay in memory; its writes stay there too.
 ///
 /// Only an app's suites are gated: a suite opened by an administrator's tool (`groupctl`
 /// without `--as`) reads the files as the machine's owner does, outside the device.
 enum ProtectedSuites {
-  private struct Waiting: Sendable {
+  private struct Watched: Sendable {
     var observation: Observation
     var stores: [WeakReference<SuiteStore>]
   }
-  private static let waiting = Mutex<[String: Waiting]>([:])
+  /// The gated stores of each root, while any is open.
+  private static let watched = Mutex<[String: Watched]>([:])
   /// The suites this process said it cannot read yet (once each, until they are read).
   private static let reported = Mutex<Set<String>>([])
   private static let installed = Atomic<Bool>(false)
 
-  /// Installs Storage's gate, once per process.
+  /// Installs Storage's gate and probe, once per process.
   static func installGate() {
     guard !installed.load(ordering: .acquiring) else { return }
     SuiteStore.protectionGate.withLock { gate in
       gate = { rootPath in
         DeviceStatePage.read(rootPath: rootPath)
           .unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+      }
+    }
+    SuiteStore.protectionProbes.withLock { probes in
+      probes = { rootPath in
+        // The page this process maps (the app's device monitor maps the same): a few loads.
+        let page = DeviceStatePage.shared(rootPath: rootPath)
+        return { page.state.unavailabilityReason(for: .completeUntilFirstUserAuthentication) }
       }
     }
     installed.store(true, ordering: .releasing)
@@ -44,40 +57,62 @@ enum ProtectedSuites {
         + " by key (\(store.path))")
   }
 
-  /// Keeps a store that could not be read until the device's state changes, then tries
-  /// again; a store already loaded is left alone.
+  /// Keeps `store`, a gated one, while it is open: told of each change of its device's state
+  /// from now on. A store that could not be read is tried again at once (the data may have
+  /// come back between its opening and the watch), and a loaded one is marked when the device
+  /// restarted in that window.
   static func wait(for store: SuiteStore) {
-    if store.unavailabilityReason != nil, let rootPath = store.options.protectionScope {
-      waiting.withLock { waiting in
-        if waiting[rootPath] != nil {
-          waiting[rootPath]?.stores.append(WeakReference(store))
-          return
+    guard let rootPath = store.options.protectionScope, !store.options.readOnly else { return }
+    let released: [Observation] = watched.withLock { watched in
+      // The roots whose stores were all released stop being watched.
+      var released: [Observation] = []
+      for (other, entry) in watched where other != rootPath {
+        if entry.stores.allSatisfy({ $0.object == nil }) {
+          released.append(entry.observation)
+          watched[other] = nil
         }
-        let monitor = DeviceMonitor.shared(root: ContainerRoot(path: rootPath))
-        let observation = monitor.addLibraryHandler { _ in retry(rootPath) }
-        waiting[rootPath] = Waiting(observation: observation, stores: [WeakReference(store)])
       }
-      // The data may have come back between the store's opening and the watch.
-      store.retryProtectedLoad()
+      if var entry = watched[rootPath] {
+        entry.stores.removeAll { $0.object == nil }
+        if !entry.stores.contains(where: { $0.object === store }) {
+          entry.stores.append(WeakReference(store))
+        }
+        watched[rootPath] = entry
+        return released
+      }
+      let monitor = DeviceMonitor.shared(root: ContainerRoot(path: rootPath))
+      let observation = monitor.addLibraryHandler { _ in retry(rootPath) }
+      watched[rootPath] = Watched(observation: observation, stores: [WeakReference(store)])
+      return released
+    }
+    for observation in released { observation.cancel() }
+    update(store, rootPath)
+  }
+
+  /// Tells `store` what the device says now.
+  private static func update(_ store: SuiteStore, _ rootPath: String) {
+    let reason = DeviceStatePage.read(rootPath: rootPath)
+      .unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+    if let reason {
+      store.becameUnavailable(reason)
+    } else if store.retryProtectedLoad() {
+      reported.withLock { _ = $0.remove(store.path) }
     }
   }
 
-  /// Tries every store of `rootPath` that is waiting; stops watching once none is left.
+  /// Tells every store of `rootPath` what the device says now; stops watching once none is
+  /// open.
   static func retry(_ rootPath: String) {
-    let stores = waiting.withLock { $0[rootPath]?.stores.compactMap(\.object) ?? [] }
-    let loaded = stores.filter { $0.retryProtectedLoad() }
-    reported.withLock { reported in for store in loaded { reported.remove(store.path) } }
-    let done: Observation? = waiting.withLock { waiting in
-      guard var entry = waiting[rootPath] else { return nil }
-      entry.stores.removeAll { reference in
-        guard let store = reference.object else { return true }
-        return loaded.contains { $0 === store }
-      }
+    let stores = watched.withLock { $0[rootPath]?.stores.compactMap(\.object) ?? [] }
+    for store in stores { update(store, rootPath) }
+    let done: Observation? = watched.withLock { watched in
+      guard var entry = watched[rootPath] else { return nil }
+      entry.stores.removeAll { $0.object == nil }
       if entry.stores.isEmpty {
-        waiting[rootPath] = nil
+        watched[rootPath] = nil
         return entry.observation
       }
-      waiting[rootPath] = entry
+      watched[rootPath] = entry
       return nil
     }
     done?.cancel()

@@ -275,8 +275,11 @@ final class DeviceStatePage: Sendable {
 
   /// The page of `root` in this process, mapped on first use; the same object for as long as
   /// someone holds it.
-  static func shared(root: ContainerRoot) -> DeviceStatePage {
-    let path = DeviceStateFile.path(root: root)
+  static func shared(root: ContainerRoot) -> DeviceStatePage { shared(rootPath: root.path) }
+
+  /// The page of the root at `rootPath` (resolved, as ``ContainerRoot/path`` is).
+  static func shared(rootPath: String) -> DeviceStatePage {
+    let path = rootPath + "/Device/state"
     // Opening cannot fail: a missing file is mapped when it appears.
     return
       (try? registry.object(forKey: path) { () throws(AppGroupsError) in

@@ -66,10 +66,16 @@ final class SuiteFile: Sendable {
 
   let commit = Mutex(CommitState())
 
+  /// Why the file cannot be written now (its device restarted), asked under the lock before
+  /// a commit reads and just before it writes; `nil`: not a protected store (see
+  /// `SuiteStore+Protection.swift`).
+  let protectedDataReason: (@Sendable () -> String?)?
+
   /// Opens the suite's lock file (none for a read-only store); reads nothing.
   init(path: String, options: SuiteStore.Options) throws(AppGroupsError) {
     self.path = path
     self.options = options
+    protectedDataReason = SuiteStore.protectionProbe(options)
     lockFile = options.readOnly ? nil : try SuiteLockFile.opening(plistPath: path, makeFolder: options.makeFolder)
   }
 
@@ -218,6 +224,7 @@ final class SuiteFile: Sendable {
       until: request.deadline, bound: request.timeout, whileHolderProgresses: request.ceiling, doing: path)
     defer { lockFile.unlock() }
     lockWait = FileSystem.monotonicNanoseconds() &- request.started
+    try refuseIfProtected(doing: request.extra == nil ? nil : "an atomic update")
     inGate { gateOwnerHasFileLock = true }  // writing from now on, not waiting
     if lockWaitReported.exchange(false, ordering: .acquiringAndReleasing) {
       Diagnostics.report("\(path): lock acquired; the pending changes are being written")
@@ -280,6 +287,8 @@ final class SuiteFile: Sendable {
     //    path and the plist is still the version merged: else something that ignores the lock
     //    raced this commit, and the pass starts over rather than replace what it wrote.
     var race: String?
+    /// Why the device refused the write at its commit point (it restarted during the pass).
+    var refused: String?
     /// The token this pass moved to, describing the plist it leaves.
     var advanced: UInt64?
     func write(_ cs: inout CommitState) -> Result<Values, AppGroupsError> {
@@ -341,6 +350,10 @@ final class SuiteFile: Sendable {
       let path = self.path
       let check = { () throws(SystemCallError) -> Void in
         TestHooks.beforeRename?(path)
+        refused = self.protectedDataReason?()
+        if refused != nil {
+          throw SystemCallError(call: "rename", path: path, .resourceTemporarilyUnavailable)
+        }
         if !lockFile.stillLocksPath() {
           race = "the lock file \(lockFile.path) was replaced during the commit"
         } else if try FileSystem.identity(ofPath: path) != expected {
@@ -388,6 +401,7 @@ final class SuiteFile: Sendable {
             lockFile.advance(to: expected, journal: SuiteJournal.Published.noJournal)
           }
           keepPersisted()
+          if let refused { return .failure(protectedDataRefusal(refused, request)) }
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
           }
@@ -407,7 +421,7 @@ final class SuiteFile: Sendable {
         cs.deadBytes = 0
       } catch {
         keepPersisted()
-        return .failure(error)
+        return .failure(refused.map { protectedDataRefusal($0, request) } ?? error)
       }
       cs.persisted = SuiteValues(next)
       retireJournal(&cs)

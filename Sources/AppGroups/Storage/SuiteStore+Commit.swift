@@ -276,6 +276,9 @@ extension SuiteStore {
           outcome = try commitPass(
             started: started, deadline: deadline, ceiling: ceiling, timeout: timeout, extra: extra, outside: &outside,
             local: &local, handler: &handler)
+        } catch where error.code == .protectedDataUnavailable {
+          becameUnavailable()  // the device restarted during the pass: nothing was written
+          throw error
         } catch {
           reportFailure(error)
           throw error
