@@ -1,5 +1,6 @@
 import AppGroups
 import AppGroupsKeybag
+import AppGroupsKeychain
 import AppGroupsTestSupport
 import Foundation
 import Synchronization
@@ -137,5 +138,60 @@ struct DeviceRebootSurvivorTests {
       child.send("quit")
       #expect(child.wait() == 0)
     }
+  }
+}
+
+/// The keychain and protected files ask the device at every call: a process that outlives a
+/// reboot is refused from the moment the reboot is written, as one started after it is.
+@Suite("Keychain and files across a reboot", .processBound)
+struct DeviceRebootKeychainAndFileTests {
+  @Test func aKeychainSessionThatOutlivesARebootIsRefusedUntilTheFirstUnlock() throws {
+    let k = try KeychainRoot()
+    try Keybag(root: k.root).setPasscode("1234")
+    let child = try ChildProcess(
+      "appgroups-keychain-worker", ["repl"], environment: k.environment(as: KeychainRoot.app))
+    #expect(child.waitFor("ready"))
+    func ask(_ line: String) -> [String] {
+      child.send(line)
+      var lines: [String] = []
+      while let answer = child.waitForLine(timeout: 30), answer != "end" { lines.append(answer) }
+      return lines
+    }
+    let copy = "copy class=genp svce=s acct=a r_Data=true"
+    #expect(ask("add class=genp svce=s acct=a v_Data=secret-a pdmn=ck") == ["status 0"])
+    #expect(ask(copy) == ["status 0", "data secret-a"])
+    try Device(root: k.root).reboot()
+    #expect(ask(copy) == ["status \(errSecInteractionNotAllowed)"])
+    #expect(
+      ask("update class=genp svce=s acct=a -- v_Data=changed")
+        == ["status \(errSecInteractionNotAllowed)"])
+    #expect(throws: (any Error).self) { try Keybag(root: k.root).unlock(passcode: "9999") }
+    #expect(ask(copy) == ["status \(errSecInteractionNotAllowed)"])
+    _ = try Keybag(root: k.root).unlock(passcode: "1234")
+    #expect(ask(copy) == ["status 0", "data secret-a"], "the item is as it was")
+    child.send("quit")
+    #expect(child.wait() == 0)
+  }
+
+  @Test func aProtectedFileIsRefusedAfterARebootButAnOpenHandleStaysReadable() throws {
+    let r = try KeybagRoot()
+    try r.keybag.setPasscode("1234")
+    let url = r.root.groupContainerURL(for: TestRoot.group).appendingPathComponent("token")
+    try FileManager.default.createDirectory(
+      at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try FileProtection.write(
+      Data("t".utf8), to: url, options: [.atomic, .completeFileProtectionUntilFirstUserAuthentication],
+      root: r.root)
+    let handle = try FileProtection.open(forReadingFrom: url, root: r.root)
+    try r.device.reboot()
+    #expect(throws: CocoaError.self) { try FileProtection.read(contentsOf: url, root: r.root) }
+    #expect(throws: CocoaError.self) {
+      try FileProtection.write(
+        Data("u".utf8), to: url,
+        options: [.atomic, .completeFileProtectionUntilFirstUserAuthentication], root: r.root)
+    }
+    #expect(try handle.readToEnd() == Data("t".utf8), "a file already open stays readable")
+    _ = try r.keybag.unlock(passcode: "1234")
+    #expect(try FileProtection.read(contentsOf: url, root: r.root) == Data("t".utf8))
   }
 }

@@ -266,6 +266,12 @@ public final class GroupDefaults: Sendable {
   /// wrote, never replacing the domain), and observers hear every key whose effective value
   /// changed. Said once on stderr when the suite opens. An app waits for
   /// ``ProtectedData/didBecomeAvailableNotification`` before it trusts a missing value.
+  ///
+  /// A suite open when the device restarts (a process that outlived `groupctl device reboot`,
+  /// which no device allows) becomes such a suite when the process hears the reboot, and says
+  /// so once on stderr; a commit under way then is refused under the suite's lock, just before
+  /// its write. The values it had read stay in this process's memory and keep answering reads;
+  /// changes on disk are not read until the first unlock.
   public var unavailableReason: String? {
     if let reason = view.suite.unavailabilityReason { return reason }
     return view.openedGlobal?.unavailabilityReason
@@ -399,7 +405,8 @@ public final class GroupDefaults: Sendable {
   /// changes other processes made.
   /// - Returns: `true` when every change landed; `false` when another
   ///   process held the lock past the bound or the disk failed (the changes
-  ///   stay pending and are retried).
+  ///   stay pending and are retried), or when protected data is unavailable
+  ///   (``unavailableReason``: the changes stay in memory and land at the first unlock).
   @discardableResult
   public func synchronize() -> Bool {
     // Before the first unlock: the suite stays unloaded and its changes in memory (`false`).

@@ -38,9 +38,13 @@ enum ProtectedSuites {
     }
     SuiteStore.protectionProbes.withLock { probes in
       probes = { rootPath in
-        // The page this process maps (the app's device monitor maps the same): a few loads.
+        // The page this process maps (the root's device monitor, which `wait(for:)` starts
+        // before the store's first commit, maps the same one and maps a file that appears):
+        // a few loads, no system call. No file mapped: a new device, whose data is available.
         let page = DeviceStatePage.shared(rootPath: rootPath)
-        return { page.state.unavailabilityReason(for: .completeUntilFirstUserAuthentication) }
+        return {
+          page.mappedState?.unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+        }
       }
     }
     installed.store(true, ordering: .releasing)

@@ -74,7 +74,13 @@ extension Device {
   ///    ``DeviceState/bootSession`` moves.
   ///
   /// A process that `groupctl run` did not start keeps running, and hears the new state; on
-  /// a device every process ends at a shutdown.
+  /// a device every process ends at a shutdown. Such a process is treated as one started in
+  /// the new boot: each suite it holds open as an app becomes one opened before the first
+  /// unlock (``GroupDefaults/unavailableReason``) as soon as it hears the reboot, and a commit
+  /// already under way asks the device again under the suite's lock just before it writes,
+  /// so its writes stay in its memory and land at the first unlock; its keychain calls and
+  /// ``FileProtection`` reads are refused from the reboot on. What it had already read (the
+  /// suites' values, a secret, an open file handle) stays in its memory.
   ///
   /// - Parameter grace: How long the apps have to exit after SIGTERM (default 5 s).
   /// - Returns: How each app ended.

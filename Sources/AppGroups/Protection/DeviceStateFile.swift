@@ -300,6 +300,15 @@ final class DeviceStatePage: Sendable {
   /// The state this page holds now (a new device while there is no file).
   var state: DeviceState { record.state }
 
+  /// The state this page holds, when a file is mapped; `nil` while none is, without looking
+  /// for one (``state`` tries `open(2)` each time). For a process whose device monitor
+  /// watches the folder: it maps the file as soon as it appears, and a device whose data can
+  /// be unavailable (a passcode is set) has had its file since before.
+  var mappedState: DeviceState? {
+    guard mapping.withLock({ $0 != nil }) else { return nil }
+    return record.state
+  }
+
   /// The record this page holds now; a retired page is replaced by the file now at the path.
   var record: DeviceRecord {
     guard let page = currentPage() else { return DeviceRecord() }

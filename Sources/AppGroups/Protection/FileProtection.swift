@@ -32,7 +32,9 @@ public import Foundation
 /// fixed when a sandbox starts, and the files are not encrypted), so a process that reads the
 /// file with `open(2)` or Foundation reads it whatever the device state. A file already open
 /// stays readable through its descriptor; iOS also cuts a class `complete` file that is open
-/// when its key goes, which the library cannot do.
+/// when its key goes, which the library cannot do. The device is asked at every call, so a
+/// process that outlived `groupctl device reboot` is refused from the reboot on; what it read
+/// before stays in its memory.
 public enum FileProtection {
   /// The extended attribute holding a file's (or folder's) class.
   public static let attributeName = "user.appgroups.protection"
