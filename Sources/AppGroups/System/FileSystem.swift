@@ -358,7 +358,7 @@ package enum FileSystem {
   /// `EEXIST` and then the `lstat(2)`: opening a suite walks folders that exist.
   package static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
     var current = root
-    let relative = relativePart(of: path, within: root)
+    let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
     for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
       current.append("/")
       current.append(contentsOf: Substring(component))
@@ -376,19 +376,6 @@ package enum FileSystem {
       }
       try requireFolder(s, current)
     }
-  }
-
-  /// `path` after `root` when it starts with it (as `String` compares), else all of it. A
-  /// root of printable ASCII (each byte a character of its own, equal to nothing but itself)
-  /// that `path`'s bytes start with, followed by an ASCII byte or nothing, is compared and
-  /// cut on the bytes, without counting characters.
-  private static func relativePart(of path: String, within root: String) -> Substring {
-    let rootBytes = root.utf8.count
-    if root.utf8.allSatisfy({ (0x20...0x7E).contains($0) }), path.utf8.starts(with: root.utf8) {
-      let rest = path.utf8.dropFirst(rootBytes)
-      if rest.first.map({ $0 < 0x80 }) ?? true { return Substring(rest) }
-    }
-    return path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
   }
 
   /// Refuses what `makeDirectory` finds on its way that is not a folder: a link (`ELOOP`, never
