@@ -47,7 +47,8 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// directory; `.` and `..` are removed and the existing part of the path
   /// is resolved with `realpath(3)`. Nothing is created: see ``prepareRoot()``.
   public init(path: String) {
-    self.path = Self.resolve(path, currentDirectory: Paths.currentDirectory())
+    // An absolute path needs no current directory (`getcwd(3)` not called).
+    self.path = Self.resolve(path, currentDirectory: path.hasPrefix("/") ? "/" : Paths.currentDirectory())
   }
 
   /// The root that `environment` chooses: `APPGROUPS_ROOT` when it is set and
@@ -253,6 +254,9 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// `realpath(3)`, keeping the rest as written.
   static func resolve(_ path: String, currentDirectory: String) -> String {
     let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
+    // Already standard and there (a root usually is): `realpath(3)`'s answer, which is
+    // standard too, is what the walk below would give at its first step.
+    if isStandard(absolute), let real = Paths.realPath(absolute), isStandard(real) { return real }
     // Find the longest prefix that realpath resolves, component by component
     // from the end, so that `..` after a link follows the link as the kernel does.
     let parts = components(absolute)
@@ -270,7 +274,30 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// and empty components, without looking at the file system.
   static func lexicallyStandardized(_ path: String, currentDirectory: String) -> String {
     let absolute = path.hasPrefix("/") ? path : currentDirectory + "/" + path
+    if isStandard(absolute) { return absolute }
     return normalize("/", appending: components(absolute)[...])
+  }
+
+  /// Whether `path` is already what ``normalize(_:appending:)`` makes of it: `/` followed by
+  /// components that are not empty, `.` or `..`, separated by single `/`s (checked on the
+  /// bytes, as ``components(_:)`` splits).
+  private static func isStandard(_ path: String) -> Bool {
+    var length = -1  // the current component's bytes; -1 before the leading `/`
+    var dots = true  // whether they are all `.`
+    for byte in path.utf8 {
+      if byte == UInt8(ascii: "/") {
+        if length == 0 || (dots && length <= 2 && length > 0) { return false }
+        length = 0
+        dots = true
+      } else {
+        guard length >= 0 else { return false }
+        length += 1
+        if byte != UInt8(ascii: ".") { dots = false }
+      }
+    }
+    // `/` alone; otherwise a last component that is not empty, `.` or `..`.
+    if length == 0 { return path.utf8.count == 1 }
+    return length > 0 && !(dots && length <= 2)
   }
 
   /// Appends `components` to the absolute `base`, lexically removing `.`,

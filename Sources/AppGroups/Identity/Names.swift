@@ -62,6 +62,21 @@ enum Names {
     }
   }
 
+  /// Whether every byte is one of A-Z, a-z, 0-9, '.', '_' and '-', with no two '.' in a row.
+  @inline(__always)
+  private static func isPlain<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> Bool {
+    var previous: UInt8 = 0
+    for byte in bytes {
+      switch byte {
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x5F, 0x2D: break
+      case 0x2E where previous != 0x2E: break
+      default: return false
+      }
+      previous = byte
+    }
+    return true
+  }
+
   /// Why `name` is not a valid name, or `nil` when it is.
   static func problem(with name: String) -> String? {
     let byteCount = name.utf8.count
@@ -72,17 +87,7 @@ enum Names {
     // One pass over the bytes settles every valid name (a manifest holds
     // many, and a process checks them all when it opens a suite); only a
     // refused one goes on to the slower walk that names the reason.
-    var previous: UInt8 = 0
-    var plain = true
-    for byte in name.utf8 {
-      switch byte {
-      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x5F, 0x2D: break
-      case 0x2E where previous != 0x2E: break
-      default: plain = false
-      }
-      if !plain { break }
-      previous = byte
-    }
+    let plain = name.utf8.withContiguousStorageIfAvailable { isPlain($0) } ?? isPlain(name.utf8)
     if plain, let first = name.utf8.first, first != 0x2E, first != 0x2D { return nil }
     var offset = 0
     for scalar in name.unicodeScalars {

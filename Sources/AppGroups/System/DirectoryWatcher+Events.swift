@@ -114,8 +114,10 @@ extension WatcherEngine {
       }
     }
     state.directories[path] = directory
-    // Remove the watches nothing uses any more: the old ones and the temporary ones.
-    for wd in Set(touched) {
+    // Remove the watches nothing uses any more: the old ones and the temporary ones (each
+    // looked at once; a few at most, so no `Set` is built for them).
+    for i in touched.indices where !touched[..<i].contains(touched[i]) {
+      let wd = touched[i]
       if let watch = state.kernel[wd], !watch.isUnused { continue }
       state.kernel[wd] = nil
       // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).
