@@ -215,6 +215,32 @@ struct FaultUnreadableFileTests {
     }
   }
 
+  /// A re-read looks at the path once, and the read goes by that look: what it found there is
+  /// still screened before anything is opened (a fifo would hang the monitor's thread).
+  @Test func aFifoRenamedOverAnOpenSuitesFileIsNotOpenedByTheReRead() throws {
+    let t = try TestRoot()
+    let environment = t.environment().merging(["APPGROUPS_WORKER_DIAGNOSTICS": "stdout"]) { $1 }
+    let reader = try ChildProcess("appgroups-worker", ["repl", TestRoot.group], environment: environment)
+    #expect(reader.waitFor("ready"), "\(reader.standardError)")
+    reader.send("set kept yes")
+    reader.send("sync")
+    #expect(reader.waitForLine { $0.hasPrefix("sync ") }?.hasPrefix("sync true") == true)
+    // Another process (not through the library) renames a fifo over the file: the record
+    // still names the file read, so the re-read looks at the path and finds another entry.
+    let folder = t.groupSuiteFile.deletingLastPathComponent()
+    let fifo = folder.appendingPathComponent("outside-fifo").path
+    #expect(mkfifo(fifo, 0o600) == 0)
+    #expect(rename(fifo, t.groupSuiteFile.path) == 0)
+    reader.send("sync")
+    #expect(reader.waitForLine { $0.hasPrefix("sync ") } != nil)
+    reader.send("get kept")
+    #expect(reader.waitForLine { $0.hasPrefix("value ") } == "value yes")
+    // Screened, not opened: said as an unreadable file (an open would fail after the fact
+    // and say that the file cannot be read again).
+    reader.send("diag-has could not be read (it is a fifo, not a regular file)")
+    #expect(reader.waitForLine { $0.hasPrefix("diag-has ") } == "diag-has true")
+  }
+
   @Test func aFileThatTurnsUnreadableWhileOpenIsOnlyNotedUntilTheNextCommitMovesItAside() throws {
     let t = try TestRoot()
     let environment = t.environment().merging(["APPGROUPS_WORKER_DIAGNOSTICS": "stdout"]) { $1 }

@@ -34,11 +34,24 @@ enum PropertyListFile {
   /// as the full decode checks it) and is not small (``BinaryPropertyListIndex/minimumSize``)
   /// is returned `.indexed`; any other (XML, a UTF-16 key, anything malformed) is read as
   /// without it, and says what it always said.
+  ///
+  /// `looked` is what the caller's `lstat(2)` of `path` found just before, in the same pass
+  /// (``FileSystem/linkEntry(_:)``): the kind it says is the one screened, and the path is not
+  /// looked at again (as with a look made here, what lies there is checked before the open,
+  /// and what the open finds is the identity returned).
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
-  static func read(_ path: String, indexing: Bool = false) throws(SystemCallError) -> Contents {
+  static func read(
+    _ path: String, indexing: Bool = false, looked: FileSystem.LinkEntry? = nil
+  ) throws(SystemCallError) -> Contents {
     // Nothing there: no open to be told so again (a file made since is as one made after
     // the read; the watch's look after the load sees it).
-    guard let entry = try FileSystem.linkEntry(path) else { return .missing }
+    let entry: FileSystem.LinkEntry
+    if let looked {
+      entry = looked
+    } else {
+      guard let found = try FileSystem.linkEntry(path) else { return .missing }
+      entry = found
+    }
     guard entry.isRegularFile else {
       return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }

@@ -124,11 +124,11 @@ final class SuiteFile: Sendable {
       let record = lockFile?.readAtPath(covered: coverage & 1 == 1)
       // A record naming another version of the plist than the one read says that a commit
       // replaced it: it is read whole below, and its identity is not asked for first. Else the
-      // identity tells whether only the journal may have grown (or an outside edit came).
+      // identity (one look, which the read then goes by) tells whether only the journal grew.
       let replaced =
         cs.unreadableIdentity == nil && cs.journalDamage.isEmpty && record?.identity != nil
         && record?.identity != cs.identity
-      let current = replaced ? nil : try? FileSystem.identity(ofPath: path)
+      let looked = replaced ? nil : try? FileSystem.linkEntry(path), current = looked?.identity
       // The token read is seen once what it stands for is in memory (not when a re-read failed).
       func seen() {
         if let token = record?.token { seenToken.store(token, ordering: .releasing) }
@@ -156,7 +156,7 @@ final class SuiteFile: Sendable {
       }
       let read: SuiteValues?
       do throws(AppGroupsError) {
-        read = try load(&cs, mode: .refresh, record: record)
+        read = try load(&cs, mode: .refresh, record: record, looked: looked)
       } catch {
         reportRefreshFailure(error, &cs)
         return false
@@ -463,9 +463,9 @@ final class SuiteFile: Sendable {
   /// Reads and parses the file (``PropertyListFile/read(_:)``). An unreadable file is moved
   /// aside (only while holding the lock) and the suite goes on empty.
   /// `record` is the lock file's record read in this pass, if it was (it is read again when
-  /// it is not for the version found).
+  /// it is not for the version found); `looked`, what this pass's `lstat(2)` found at the path.
   private func load(
-    _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil
+    _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil, looked: FileSystem.LinkEntry? = nil
   ) throws(AppGroupsError) -> SuiteValues? {
     let holdingLock = mode == .commit
     // What lies at the journal's path is looked at on open, and while it is known damaged,
@@ -476,7 +476,7 @@ final class SuiteFile: Sendable {
     do throws(SystemCallError) {
       // Consumed, so that the values bound below are the one reference to their storage and
       // the journal's changes go into it in place, not into a copy of the whole domain.
-      let contents = try PropertyListFile.read(path, indexing: true)
+      let contents = try PropertyListFile.read(path, indexing: true, looked: looked)
       switch consume contents {
       case .missing:
         cs.identity = nil

@@ -64,11 +64,12 @@ package enum FileSystem {
     }
   }
 
-  /// What `path` is, without following a link (`lstat(2)`): whether it is a regular file,
-  /// what it is in words ("a fifo"), and its identity; `nil` when nothing is there.
-  static func linkEntry(
-    _ path: String
-  ) throws(SystemCallError) -> (isRegularFile: Bool, kind: String, identity: FileIdentity)? {
+  /// What an `lstat(2)` found at a path: whether it is a regular file, what it is in words
+  /// ("a fifo"), and its identity.
+  typealias LinkEntry = (isRegularFile: Bool, kind: String, identity: FileIdentity)
+
+  /// What `path` is, without following a link (`lstat(2)`); `nil` when nothing is there.
+  static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
     guard let s = try linkStatus(path) else { return nil }
     return (s.st_mode & S_IFMT == S_IFREG, kind(of: s), FileIdentity(s))
   }
