@@ -1,0 +1,148 @@
+import Foundation
+internal import Synchronization
+
+/// The `didChangeNotification` of a suite: batched per burst, posted per origin, and the
+/// one-time costs of the first post paid early.
+extension SuiteView {
+  /// Adds changes (`add`) to the notification that is to be posted, and schedules its post
+  /// unless one is scheduled already.
+  ///
+  /// NotificationCenter: one notification per burst, never posted from inside the call that
+  /// made a change. What the change monitor heard from another process is posted on the
+  /// monitor's thread once its batch of events was told (every re-read done, every observer
+  /// called), with whatever else was waiting to be posted: no second thread is woken for it,
+  /// which matters when one write is heard by many processes at once on a few cores, and it
+  /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker.
+  func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
+    let (scheduled, byMonitor) = notificationPending.withLock { pending in
+      let scheduled = pending != nil
+      if pending == nil { pending = PendingNotification() }
+      add(&pending!.changes)
+      return (scheduled, pending!.byMonitor)
+    }
+    if byMonitor { return }
+    if origin == .otherProcess, ChangeMonitor.shared.afterThisBatch({ [self] in postPending() }) {
+      // A Dispatch worker may have taken the batch meanwhile: then this marks a later one, or
+      // none, and the monitor posts what is waiting then, if anything.
+      notificationPending.withLock { $0?.byMonitor = true }
+      return
+    }
+    if !scheduled { DispatchQueue.global().async { [self] in postPending() } }
+  }
+
+  /// Posts the notification that is waiting, if any.
+  private func postPending() {
+    let batch = notificationPending.withLock { pending in
+      defer { pending = nil }
+      return pending?.changes ?? []
+    }
+    postNotification(batch)
+  }
+
+  /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:
+  /// one notification per origin (this process's first), so that the
+  /// `origin` in `userInfo` is never a guess for a mixed burst.
+  private func postNotification(_ changes: [GroupDefaults.Change]) {
+    guard !changes.isEmpty else { return }
+    let handles = observers.withLock { $0.handles.compactMap(\.object) }
+    // One origin (a burst of `set` calls, or another process's commits): the batch as it is,
+    // not a copy of every change.
+    let mixed = changes.contains { $0.origin != changes[0].origin }
+    for origin in [ChangeOrigin.thisProcess, .otherProcess] {
+      let batch = mixed ? changes.filter { $0.origin == origin } : changes[0].origin == origin ? changes : []
+      guard !batch.isEmpty else { continue }
+      let userInfo = Self.userInfo(domain: domain, origin: origin, changes: batch)
+      for handle in handles {
+        NotificationCenter.default.post(
+          name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
+      }
+    }
+  }
+
+  /// The `userInfo` of ``GroupDefaults/didChangeNotification``: its keys made hashable once,
+  /// set one by one into a table with room to spare (no literal's array of pairs to build, and
+  /// fewer probes, each of which compares two `AnyHashable`s).
+  private static func userInfo(
+    domain: String, origin: ChangeOrigin, changes: [GroupDefaults.Change]
+  ) -> [AnyHashable: Any] {
+    var info = [AnyHashable: Any](minimumCapacity: 8)
+    info[UserInfoKey.suiteName] = domain
+    info[UserInfoKey.changedKeys] = sortedKeys(changes)
+    info[UserInfoKey.origin] = origin == .thisProcess ? "thisProcess" : "otherProcess"
+    info[UserInfoKey.changes] = changes
+    return info
+  }
+
+  /// The keys of ``userInfo(domain:origin:changes:)``, made hashable once. (`nonisolated
+  /// (unsafe)`: an `AnyHashable` is not `Sendable`, but these hold constant strings and are
+  /// never changed.)
+  private enum UserInfoKey {
+    nonisolated(unsafe) static let suiteName = AnyHashable(GroupDefaults.suiteNameKey)
+    nonisolated(unsafe) static let changedKeys = AnyHashable(GroupDefaults.changedKeysKey)
+    nonisolated(unsafe) static let origin = AnyHashable(GroupDefaults.originKey)
+    nonisolated(unsafe) static let changes = AnyHashable(GroupDefaults.changesKey)
+  }
+
+  /// The changed keys, sorted, each once: sorted first, then adjacent repeats dropped (no set
+  /// of the keys is built: a burst of 10,000 `set`s posts one notification with them all).
+  private static func sortedKeys(_ changes: [GroupDefaults.Change]) -> [String] {
+    var keys = changes.map(\.key)
+    keys.sort()
+    var kept = 0
+    for index in keys.indices where kept == 0 || keys[index] != keys[kept - 1] {
+      if index != kept { keys.swapAt(index, kept) }
+      kept += 1
+    }
+    keys.removeLast(keys.count - kept)
+    return keys
+  }
+
+  /// Posts the notifications of persistent-domain calls in the order the calls were made.
+  private static let domainNotificationQueue = DispatchQueue(
+    label: "AppGroups.persistentDomainNotifications")
+
+  /// Posts ``GroupDefaults/didChangeNotification`` for a persistent domain that
+  /// `defaults` replaced or removed and whose changes its own search list does not
+  /// report: one notification for the call, as Foundation posts, even when the domain
+  /// was already as asked (then `changedKeys` is empty). Off the caller's thread, in the
+  /// order of the calls.
+  static func postDomainReplaced(
+    domain: String, changes: [StoredChange], by defaults: GroupDefaults
+  ) {
+    let described = changes.map {
+      GroupDefaults.Change(
+        suiteName: domain, key: $0.key, oldValue: $0.old, newValue: $0.new, origin: .thisProcess)
+    }
+    let userInfo = Self.userInfo(domain: domain, origin: .thisProcess, changes: described)
+    nonisolated(unsafe) let info = userInfo
+    domainNotificationQueue.async {
+      NotificationCenter.default.post(
+        name: GroupDefaults.didChangeNotification, object: defaults, userInfo: info)
+    }
+  }
+
+  /// Whether this process paid the one-time costs of posting a change (see
+  /// ``prepareNotificationPosting(for:)``).
+  private static let notificationPostingPrepared = Atomic<Bool>(false)
+
+  /// Pays once per process, when an observer is first added, what the first
+  /// ``GroupDefaults/didChangeNotification`` would otherwise pay when the first change arrives:
+  /// the runtime's first look-ups (each a scan of every protocol conformance record) of
+  /// building its `userInfo`, about 0.4 million instructions, and of `NotificationCenter`'s
+  /// first post with a ``GroupDefaults`` as its object (it bridges the object, a look-up of a
+  /// conformance the type does not have: about a million), and the storage of the change
+  /// monitor's work for the end of a batch, where such a change is posted (no thread to start
+  /// for it). Paid then, they are not paid by a process told of another's write while every
+  /// other watching process is being told too. The post is of ``preparationNotification``,
+  /// which nothing in the package observes.
+  static func prepareNotificationPosting(for defaults: GroupDefaults) {
+    guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
+    _ = userInfo(domain: "", origin: .otherProcess, changes: [])
+    NotificationCenter.default.post(name: preparationNotification, object: defaults)
+    ChangeMonitor.shared.prepareAfterBatch()
+  }
+
+  /// Posted once per process, when the first observer of a suite is added (see
+  /// ``prepareNotificationPosting(for:)``).
+  static let preparationNotification = Notification.Name("AppGroups.notificationPostingPrepared")
+}

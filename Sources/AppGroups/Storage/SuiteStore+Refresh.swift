@@ -1,0 +1,166 @@
+import Foundation
+internal import Synchronization
+
+/// What another process changed: the re-read, the telling, the journal's repair.
+extension SuiteStore {
+  // MARK: Outside changes
+
+  /// Re-reads the file if it changed since this process last read or wrote
+  /// it, and tells the change handlers which values changed.
+  ///
+  /// What another thread's re-read put in memory is told before this returns: a re-read puts
+  /// what it read into memory under the file's lock, and tells the handlers (the view forgets
+  /// its cached values, observers hear) after it, outside every lock. A re-read on another
+  /// thread in that window finds nothing new; had it returned then, a `synchronize()` let the
+  /// view answer from its cache with the value before the change (seen under load: a managed
+  /// value written in place, read as the user's value after `synchronize()`). It waits,
+  /// for ``tellingBound`` at most, so that two threads' observers that each wait for the other
+  /// cannot hang; at the bound it returns as it did before. A thread never waits for its own
+  /// telling (an observer that calls `synchronize()` on the suite it is told about).
+  /// - Returns: the changes, empty when the file had not moved.
+  @discardableResult
+  func refresh() -> [StoredChange] {
+    if isUnavailable.load(ordering: .acquiring) { return [] }
+    var changes: [StoredChange] = []
+    var handlers: [(id: UInt64, handler: ChangeHandler)] = []
+    let me = Threads.Identity.current
+    let needsRepair = file.reread { read in
+      switch read {
+      case .appended(let appended): (changes, handlers) = adopt(appended)
+      case .reloaded(let loaded): (changes, handlers) = adopt(loaded)
+      }
+      // Under the file's lock: a re-read after this one finds this thread telling.
+      if !changes.isEmpty { state.withLock { $0.telling.append(me) } }
+    }
+    if needsRepair { requestJournalRepair() }
+    if !changes.isEmpty {
+      #if DEBUG
+      if let hook = Self.beforeTellingForTesting.withLock({ $0 }) { hook(path) }
+      #endif
+      for entry in handlers { entry.handler(.many(changes), .otherProcess) }
+      state.withLock { st in
+        if let index = st.telling.firstIndex(of: me) { st.telling.remove(at: index) }
+      }
+      told.lock()
+      told.broadcast()
+      told.unlock()
+    }
+    waitForOthersTelling(me)
+    return changes
+  }
+
+  /// How long a re-read waits for other threads' telling at most (see ``refresh()``).
+  static let tellingBound: TimeInterval = 2
+
+  #if DEBUG
+  /// For tests: called with the store's path by a re-read that has put changes in memory,
+  /// before it tells the handlers.
+  static let beforeTellingForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
+  /// For tests: called with the store's path by a re-read about to wait for another thread's
+  /// telling.
+  static let waitingForTellingForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
+  #endif
+
+  /// Waits until no thread but `me` is telling a re-read's changes, ``tellingBound`` at most.
+  /// (The condition's lock is taken before the state's, never the other way round.)
+  private func waitForOthersTelling(_ me: Threads.Identity) {
+    func othersTelling() -> Bool { state.withLock { $0.telling.contains { $0 != me } } }
+    guard othersTelling() else { return }
+    #if DEBUG
+    if let hook = Self.waitingForTellingForTesting.withLock({ $0 }) { hook(path) }
+    #endif
+    let deadline = Date(timeIntervalSinceNow: Self.tellingBound)
+    told.lock()
+    defer { told.unlock() }
+    while othersTelling() {
+      if !told.wait(until: deadline) { return }
+    }
+  }
+
+  /// The lock file may have been removed or replaced at its path (the change monitor heard
+  /// an entry by its name, or may have missed events): the next re-read looks at the path.
+  func lockFileMayHaveMoved() { file.lockFile?.pathMayHaveChanged() }
+
+  /// Reads the file once its protected data can be read again (see
+  /// `SuiteStore+Protection.swift`): what is on disk goes under this process's pending
+  /// changes, which then land key by key, merged with what other processes wrote (never as
+  /// a replacement of the domain); the change handlers hear every value that changed.
+  func loadAfterProtection() throws(AppGroupsError) {
+    var changes: [StoredChange] = []
+    var handlers: [(id: UInt64, handler: ChangeHandler)] = []
+    try file.reload(if: { isUnavailable.load(ordering: .acquiring) }) { (loaded: SuiteValues) in
+      (changes, handlers) = adopt(loaded)
+      unavailability.withLock { $0 = nil }
+      isUnavailable.store(false, ordering: .releasing)
+    }
+    if !changes.isEmpty {
+      for entry in handlers { entry.handler(.many(changes), .otherProcess) }
+    }
+    let schedule = state.withLock { st in
+      st.flushScheduled = !st.pending.isEmpty || st.replacement != nil
+      return st.flushScheduled
+    }
+    if schedule { scheduleFlush() }
+  }
+
+  /// Installs the changes appended to the journal under this process's pending changes.
+  /// Called by the file's re-read, which holds its state.
+  private func adopt(_ appended: [SuiteJournal.Change]) -> ([StoredChange], [(id: UInt64, handler: ChangeHandler)]) {
+    state.withLock { st in
+      var changes: [StoredChange] = []
+      if st.replacement == nil {
+        let mine = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
+        for (key, value) in appended where !mine.contains(key) {
+          if let change = st.install(value, forKey: key) { changes.append(change) }
+        }
+      }
+      return (changes, st.changeHandlers)
+    }
+  }
+
+  /// Installs freshly read values under this process's pending changes. Called by the file's
+  /// re-read, which holds its state.
+  private func adopt(_ loaded: SuiteValues) -> ([StoredChange], [(id: UInt64, handler: ChangeHandler)]) {
+    state.withLock { st in
+      var values = loaded
+      if let replacement = st.replacement { values = SuiteValues(replacement.values) }
+      for change in st.pending { values[change.key] = change.value }
+      // Two indexed files are compared key by key as bytes; only the keys that differ are decoded.
+      let changes = st.values.changes(to: values)
+      st.values = values
+      st.knownSizeEstimate = nil
+      return (changes, st.changeHandlers)
+    }
+  }
+
+  /// Whether the file or its token moved since this process last read or wrote it (see
+  /// ``SuiteFile/hasChanged()``); never while its protected data cannot be read.
+  func hasChangedOnDisk() -> Bool {
+    if isUnavailable.load(ordering: .acquiring) { return false }
+    return file.hasChanged()
+  }
+
+  /// The suite's last-update token: monotonic, persistent, moved by every commit and by an
+  /// outside edit of the file.
+  func token() -> UInt64 { file.token() }
+
+  /// Whether the token moved, or the file changed, since `token` was read (see
+  /// ``SuiteFile/hasChanged(since:)``).
+  func hasChanged(since token: UInt64) -> Bool { file.hasChanged(since: token) }
+
+  /// The token this process last saw.
+  var lastSeenToken: UInt64 { file.lastSeenToken }
+
+  // MARK: The journal
+
+  /// Schedules a commit that repairs the journal (``SuiteFile/needsJournalRepair(_:)``), even
+  /// with no change pending.
+  private func requestJournalRepair() {
+    let schedule = state.withLock { st in
+      st.repairPending = true
+      defer { st.flushScheduled = true }
+      return !st.flushScheduled
+    }
+    if schedule { scheduleFlush() }
+  }
+}
