@@ -215,16 +215,22 @@ struct FaultUnreadableFileTests {
     }
   }
 
-  /// A re-read looks at the path once, and the read goes by that look: what it found there is
-  /// still screened before anything is opened (a fifo would hang the monitor's thread).
-  @Test func aFifoRenamedOverAnOpenSuitesFileIsNotOpenedByTheReRead() throws {
-    let t = try TestRoot()
+  /// A worker, its diagnostics on stdout, that wrote `kept` = `yes` and synchronized it.
+  private func readerThatKeptAValue(_ t: TestRoot) throws -> ChildProcess {
     let environment = t.environment().merging(["APPGROUPS_WORKER_DIAGNOSTICS": "stdout"]) { $1 }
     let reader = try ChildProcess("appgroups-worker", ["repl", TestRoot.group], environment: environment)
     #expect(reader.waitFor("ready"), "\(reader.standardError)")
     reader.send("set kept yes")
     reader.send("sync")
     #expect(reader.waitForLine { $0.hasPrefix("sync ") }?.hasPrefix("sync true") == true)
+    return reader
+  }
+
+  /// A re-read looks at the path once, and the read goes by that look: what it found there is
+  /// still screened before anything is opened (a fifo would hang the monitor's thread).
+  @Test func aFifoRenamedOverAnOpenSuitesFileIsNotOpenedByTheReRead() throws {
+    let t = try TestRoot()
+    let reader = try readerThatKeptAValue(t)
     // Another process (not through the library) renames a fifo over the file: the record
     // still names the file read, so the re-read looks at the path and finds another entry.
     let folder = t.groupSuiteFile.deletingLastPathComponent()
@@ -243,12 +249,7 @@ struct FaultUnreadableFileTests {
 
   @Test func aFileThatTurnsUnreadableWhileOpenIsOnlyNotedUntilTheNextCommitMovesItAside() throws {
     let t = try TestRoot()
-    let environment = t.environment().merging(["APPGROUPS_WORKER_DIAGNOSTICS": "stdout"]) { $1 }
-    let reader = try ChildProcess("appgroups-worker", ["repl", TestRoot.group], environment: environment)
-    #expect(reader.waitFor("ready"), "\(reader.standardError)")
-    reader.send("set kept yes")
-    reader.send("sync")
-    #expect(reader.waitForLine { $0.hasPrefix("sync ") }?.hasPrefix("sync true") == true)
+    let reader = try readerThatKeptAValue(t)
     // An outside edit leaves garbage in place (not through the library: no lock, no rename).
     let garbage = Data("garbage written in place".utf8)
     let handle = try FileHandle(forWritingTo: t.groupSuiteFile)
