@@ -189,7 +189,7 @@ static void wait_for_claim(uint64_t *page, uint64_t slice_ns) {
 struct holder_sample {
   uint64_t holder;
   uint64_t cpu;  // utime + stime, in clock ticks
-  int known;
+  int known;     // the thread's state letter at this look ('R', 'S', 'D', 'T', ...); 0: unread
 };
 
 /// Looks at the thread recorded as holding the lock; whether it made progress since `last`
@@ -215,7 +215,7 @@ static int holder_progressed(uint64_t *page, struct holder_sample *last) {
         sscanf(end + 3, "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2) {
       char state = end[2];
       now.cpu = (uint64_t)utime + (uint64_t)stime;
-      now.known = 1;
+      now.known = (unsigned char)state;
       moving = state == 'R' || state == 'D' ||
                (last->known && last->holder == now.holder && last->cpu != now.cpu &&
                 state != 'T' && state != 't');

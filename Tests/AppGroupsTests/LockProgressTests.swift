@@ -55,6 +55,29 @@ struct LockProgressTests {
     #expect(writer.stderr.contains("without making progress"), "\(writer.stderr)")
   }
 
+  /// A token read while another process holds the lock, with a file in place that the token
+  /// does not describe (here an outside edit; in an observer, a commit between its rename and
+  /// its token), waits for that process's token, also while its holder sleeps: a loaded
+  /// writer asleep on a lock of its own process for longer than the bound gave the older
+  /// token, and an observer recorded a token one behind the values it was told of.
+  @Test func aTokenWaitsForTheCommitOfAnotherProcessWhoseHolderSleeps() throws {
+    let t = try TestRoot()
+    let made = try Product.run("groupctl", ["--root", t.path, "write", TestRoot.group, "k", "before"])
+    #expect(made.status == 0, "\(made.stderr)")
+    let d = try t.defaults(TestRoot.group, as: TestRoot.app)
+    // Asleep under the lock for 0.3 s (the bound is 20 ms), then commits and lets go.
+    let holder = try ChildProcess(
+      "appgroups-worker", ["hold", TestRoot.group, "0.3", "idle"],
+      environment: t.environment(as: TestRoot.widget).merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 })
+    #expect(holder.waitFor("holding", timeout: 60), "\(holder.standardError)")
+    try editOutside(t.groupSuiteFile) { $0["outside"] = "edit" }
+    let token = d.changeToken
+    #expect(holder.waitFor("released", timeout: 60), "\(holder.standardError)")
+    #expect(holder.wait() == 0)
+    #expect(token == d.changeToken, "the token read while the holder slept is its commit's")
+    #expect(!d.hasChanged(since: token))
+  }
+
   /// A waiter looks at the lock's holder when its bound runs out. A look that lands while the
   /// lock changes hands (its holder let go, the next one has not recorded itself yet) sees no
   /// holder; under load the next holder can be preempted there for a whole time slice, and

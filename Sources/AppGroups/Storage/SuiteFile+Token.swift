@@ -79,6 +79,15 @@ extension SuiteFile {
 
   /// The suite's last-update token: monotonic, persistent, moved by every
   /// commit and by an outside edit of the file.
+  ///
+  /// When the file in place is not the one the token describes and another holds the lock (a
+  /// commit between its rename and its token, or in the middle of moving it), this waits for
+  /// that commit's token, so that a token read in an observer describes the values it was told
+  /// of. It waits the bound, then on while the lock's holder makes progress or is a live
+  /// thread of another process (asleep on a lock of its own process under load, say), up to
+  /// the ceiling. A holder that is stopped, gone, or a thread of this process asleep (which
+  /// may be waiting on the caller) ends the wait at the bound, with the older token: that
+  /// only makes a consumer read again.
   func token() -> UInt64 {
     guard let lockFile else {
       return UInt64(bitPattern: (try? FileSystem.identity(ofPath: path))?.modified ?? 0)
@@ -87,49 +96,62 @@ extension SuiteFile {
     var deadline = start &+ Self.tokenWaitBound
     var holder = LockedFile.HolderLook()
     var pause = 20_000  // 20 µs, doubling to 1 ms
+    var lastPass = false
     let coverage = self.coverage.load(ordering: .acquiring)
     while true {
-      guard let record = lockFile.read() else {
-        // A writer died in the middle of moving the token (its sequence is left odd): repair
-        // it if no commit is in flight; else answer the last token seen, never going back.
-        return repairToken(lockFile) ?? lastSeenToken
-      }
-      let current = try? FileSystem.identity(ofPath: path)
-      if record.identity == current {
-        describeIfFree(record, coverage: coverage)
-        return record.token
-      }
-      // The file is not the version the token describes: an outside edit (or
-      // a commit in flight). Move the token if no commit is in flight.
-      // The file lock is shared by this process's threads: only with the gate may it be taken.
-      let moved: UInt64? = {
-        guard tryEnterGate() else { return nil }
-        defer { leaveGate() }
-        guard lockFile.tryLock() else { return nil }
-        defer { lockFile.unlock() }
-        guard let again = lockFile.read() else { return nil }
-        let now = try? FileSystem.identity(ofPath: path)
-        if again.identity == now { return again.token }
-        let moved = lockFile.advance(to: now)
-        describeIfFree(SuiteLockFile.Record(token: moved, identity: now, journal: .noJournal), coverage: coverage)
-        return moved
-      }()
-      if let moved { return moved }
-      // A commit is in flight, here or in another process: its token is next. Past the bound,
-      // wait on while that commit makes progress (a loaded machine can hold a writer between
-      // its rename and its token for longer than the bound), up to the ceiling; a writer
-      // stopped there costs the bound and gets the older token, which only makes a consumer
-      // read again.
-      let now = FileSystem.monotonicNanoseconds()
-      if now >= deadline {
-        guard now &- start < Self.tokenWaitCeiling, lockFile.holderProgressed(since: &holder) else {
+      let record = lockFile.read()
+      if let record {
+        let current = try? FileSystem.identity(ofPath: path)
+        if record.identity == current {
+          describeIfFree(record, coverage: coverage)
           return record.token
         }
-        deadline = now &+ Self.tokenWaitBound
+        // The file is not the version the token describes: an outside edit (or a commit in
+        // flight). Move the token if no commit is in flight.
+        if let moved = moveTokenForOutsideEdit(lockFile, coverage: coverage) { return moved }
+      } else if let repaired = repairToken(lockFile) {
+        // A writer died in the middle of moving the token (its sequence is left odd), and no
+        // commit is in flight: repaired. Else a writer is moving it now: wait as below.
+        return repaired
+      }
+      // A commit is in flight, here or in another process: its token is next.
+      let now = FileSystem.monotonicNanoseconds()
+      if now >= deadline {
+        if now &- start < Self.tokenWaitCeiling,
+          lockFile.holderProgressed(since: &holder) || holder.livesElsewhere
+        {
+          deadline = now &+ Self.tokenWaitBound
+          lastPass = false
+        } else if lastPass {
+          // Never going back: the last token seen when the record is torn.
+          return record?.token ?? lastSeenToken
+        } else {
+          // One more pass at once before giving up: the holder may have let go between this
+          // pass's look at the lock and the look at the holder, which then saw none.
+          lastPass = true
+          continue
+        }
       }
       Threads.pause(nanoseconds: pause)
       pause = min(pause * 2, 1_000_000)
     }
+  }
+
+  /// Moves the token for an outside edit of the file, under the lock, when no commit is in
+  /// flight (the lock and this process's gate are free); `nil` otherwise. The token that
+  /// describes the file in place when the record already does.
+  private func moveTokenForOutsideEdit(_ lockFile: SuiteLockFile, coverage: UInt64) -> UInt64? {
+    // The file lock is shared by this process's threads: only with the gate may it be taken.
+    guard tryEnterGate() else { return nil }
+    defer { leaveGate() }
+    guard lockFile.tryLock() else { return nil }
+    defer { lockFile.unlock() }
+    guard let again = lockFile.read() else { return nil }
+    let now = try? FileSystem.identity(ofPath: path)
+    if again.identity == now { return again.token }
+    let moved = lockFile.advance(to: now)
+    describeIfFree(SuiteLockFile.Record(token: moved, identity: now, journal: .noJournal), coverage: coverage)
+    return moved
   }
 
   /// Records that `record` describes the plist this process last read or wrote (`cs`), when a

@@ -182,6 +182,18 @@ package final class LockedFile: @unchecked Sendable {
     var holder: UInt64 = 0
     var cpu: UInt64 = 0
     var known: CInt = 0
+
+    /// Whether the thread seen holding the lock belongs to another process and was alive and
+    /// not stopped: running or runnable, in a disk wait, or asleep (on a lock of its own
+    /// process, say). Such a holder goes on by itself, whatever this process does; one of
+    /// this process may be waiting on the very thread that looks.
+    var livesElsewhere: Bool {
+      guard holder != 0, UInt32(truncatingIfNeeded: holder >> 32) != UInt32(bitPattern: getpid()) else {
+        return false
+      }
+      return known == CInt(UInt8(ascii: "R")) || known == CInt(UInt8(ascii: "S"))
+        || known == CInt(UInt8(ascii: "D"))
+    }
   }
 
   /// Whether the thread holding this lock (in any process) made progress since `look` (it

@@ -58,7 +58,7 @@ void cappgroups_funlock(int fd, uint64_t *page);
 /// since the look `*holder`, `*cpu` and `*known` describe (running, in a disk wait, CPU time
 /// used, or the thread of that look no longer holds it), as `cappgroups_flock_until` judges a
 /// holder; 0 otherwise, and when neither look saw a holder. The three become this look (all
-/// zero: none yet).
+/// zero: none yet; `*known` is the thread's state letter from /proc, 0 when it was not read).
 int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *cpu, int *known);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
