@@ -31,6 +31,12 @@ extension GroupDefaults {
   /// The suite's current last-update token (a read of shared memory and one
   /// `stat(2)`; no parsing). It describes the file in place: read in an
   /// observer, it is the token of the change the observer was told of.
+  ///
+  /// When a commit of another process is between putting its file in place and moving the
+  /// token (a moment, or longer on a loaded machine), this waits for that commit's token, for
+  /// a second at most. It answers the older token (which only makes a consumer read again)
+  /// when that process is stopped or gone, or when the commit in flight is this process's own
+  /// and its thread is asleep.
   public var changeToken: ChangeToken { ChangeToken(rawValue: view.suite.token()) }
 
   /// Whether the suite changed on disk since `token` was read, without parsing. A consumer
