@@ -164,6 +164,9 @@ final class SuiteStore: Sendable {
   /// `SuiteStore+Protection.swift`. Set at open, cleared once when the data comes back.
   let unavailability = Mutex<String?>(nil)
   let isUnavailable = Atomic<Bool>(false)
+  /// What the layer that gates this store keeps alive with it while it is open (its device's
+  /// monitor), set once by that layer; `nil` for a store it does not watch.
+  let protectionWatch = Mutex<(any AnyObject & Sendable)?>(nil)
 
   /// Order of locks: the file's gate (``SuiteFile/enterGate(before:)``, which serialises this
   /// process's commits with a bounded wait), the file lock, the file's state, then `state`.

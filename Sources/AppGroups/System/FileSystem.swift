@@ -358,6 +358,8 @@ package enum FileSystem {
   /// A folder that is already there costs one `lstat(2)`, not a `mkdir(2)` that fails with
   /// `EEXIST` and then the `lstat(2)`: opening a suite walks folders that exist.
   package static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
+    // The common shape (an ASCII root, then plain components) is walked on the path's bytes.
+    if try makeDirectoryInPlace(path, within: root) { return }
     var current = root
     let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
     for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
