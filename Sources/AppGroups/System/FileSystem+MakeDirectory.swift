@@ -48,13 +48,16 @@ extension FileSystem {
 
   /// Whether `root` is ASCII and `bytes` start with it: then the characters `String.hasPrefix`
   /// compares are its bytes, and a `/` after them starts a new one.
+  /// (The caller has checked that `bytes` are at least as many as the root's.)
   private static func isPlainRoot(_ root: String, of bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    var index = 0
-    for byte in root.utf8 {
-      guard byte < 0x80, bytes[index] == byte else { return false }
-      index += 1
+    // Over the root's contiguous bytes: its `UTF8View`'s iterator costs ~45 instructions a byte.
+    let plain = root.utf8.withContiguousStorageIfAvailable { rootBytes -> Bool in
+      for index in rootBytes.indices {
+        guard rootBytes[index] < 0x80, bytes[index] == rootBytes[index] else { return false }
+      }
+      return true
     }
-    return true
+    return plain ?? false
   }
 
   /// One step of the walk, at the NUL-terminated `folder` of `length` bytes: an `lstat(2)`, a

@@ -65,13 +65,20 @@ package enum FileSystem {
   }
 
   /// What an `lstat(2)` found at a path: whether it is a regular file, what it is in words
-  /// ("a fifo"), and its identity.
-  typealias LinkEntry = (isRegularFile: Bool, kind: String, identity: FileIdentity)
+  /// ("a fifo"), and its identity. A struct, not a tuple: an optional tuple is two generic
+  /// types (the tuple's and its `Optional`'s) that a new process instantiates when it opens
+  /// its first suite (~35 k instructions).
+  struct LinkEntry: Sendable {
+    var isRegularFile: Bool
+    var kind: String
+    var identity: FileIdentity
+  }
 
   /// What `path` is, without following a link (`lstat(2)`); `nil` when nothing is there.
   static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
     guard let s = try linkStatus(path) else { return nil }
-    return (s.st_mode & S_IFMT == S_IFREG, kind(of: s), FileIdentity(s))
+    return LinkEntry(
+      isRegularFile: s.st_mode & S_IFMT == S_IFREG, kind: kind(of: s), identity: FileIdentity(s))
   }
 
   /// Renames `path` to `newPath`, replacing what is there.
@@ -125,6 +132,19 @@ package enum FileSystem {
   /// a socket or a device is refused with a `SystemCallError` whose ``SystemCallError/reason``
   /// says what it is. With `followLinks: false`, a symbolic link is refused too (`ELOOP`).
   static func read(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> (Data, FileIdentity)? {
+    try readWhole(path, followLinks: followLinks).map { ($0.data, $0.identity) }
+  }
+
+  /// A file's bytes and the identity of the version read. A struct, not a
+  /// `(Data, FileIdentity)`: an optional tuple is two generic types (the tuple's and its
+  /// `Optional`'s) that a new process instantiates when it opens its first suite.
+  struct ReadFile: Sendable {
+    var data: Data
+    var identity: FileIdentity
+  }
+
+  /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest).
+  static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> ReadFile? {
     let fd: CInt
     do {
       // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it).
@@ -163,7 +183,7 @@ package enum FileSystem {
       if s.st_size > 0 && used == Int(s.st_size) { break }
     }
     data.count = used
-    return (data, identity)
+    return ReadFile(data: data, identity: identity)
   }
 
   /// Writes `data` durably and atomically in place of `path`: a temporary
