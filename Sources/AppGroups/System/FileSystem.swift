@@ -65,13 +65,20 @@ package enum FileSystem {
   }
 
   /// What an `lstat(2)` found at a path: whether it is a regular file, what it is in words
-  /// ("a fifo"), and its identity. A struct, not a tuple: an optional tuple is two generic
-  /// types (the tuple's and its `Optional`'s) that a new process instantiates when it opens
-  /// its first suite (~35 k instructions).
-  struct LinkEntry: Sendable {
-    var isRegularFile: Bool
-    var kind: String
-    var identity: FileIdentity
+  /// ("a fifo"), and its identity. A class, not a tuple or a struct: an optional tuple is two
+  /// generic types (the tuple's and its `Optional`'s), and an optional struct of these fields
+  /// one, that a new process instantiates when it opens its first suite (~35 k and ~9 k
+  /// instructions); an optional reference is none.
+  final class LinkEntry: Sendable {
+    let isRegularFile: Bool
+    let kind: String
+    let identity: FileIdentity
+
+    init(isRegularFile: Bool, kind: String, identity: FileIdentity) {
+      self.isRegularFile = isRegularFile
+      self.kind = kind
+      self.identity = identity
+    }
   }
 
   /// What `path` is, without following a link (`lstat(2)`); `nil` when nothing is there.
@@ -135,16 +142,22 @@ package enum FileSystem {
     try readWhole(path, followLinks: followLinks).map { ($0.data, $0.identity) }
   }
 
-  /// A file's bytes and the identity of the version read. A struct, not a
-  /// `(Data, FileIdentity)`: an optional tuple is two generic types (the tuple's and its
-  /// `Optional`'s) that a new process instantiates when it opens its first suite.
-  struct ReadFile: Sendable {
-    var data: Data
-    var identity: FileIdentity
+  /// A file's bytes and the identity of the version read. A class, not a
+  /// `(Data, FileIdentity)` or a struct: an optional tuple is two generic types (the tuple's
+  /// and its `Optional`'s), and an optional struct one, that a new process instantiates when
+  /// it opens its first suite; an optional reference is none.
+  final class WholeFile: Sendable {
+    let data: Data
+    let identity: FileIdentity
+
+    init(data: Data, identity: FileIdentity) {
+      self.data = data
+      self.identity = identity
+    }
   }
 
   /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest).
-  static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> ReadFile? {
+  static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> WholeFile? {
     let fd: CInt
     do {
       // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it).
@@ -183,7 +196,7 @@ package enum FileSystem {
       if s.st_size > 0 && used == Int(s.st_size) { break }
     }
     data.count = used
-    return ReadFile(data: data, identity: identity)
+    return WholeFile(data: data, identity: identity)
   }
 
   /// Writes `data` durably and atomically in place of `path`: a temporary
