@@ -212,9 +212,12 @@ public final class GroupDefaults: Sendable {
     var storeOptions = SuiteStore.Options(
       lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit, makeFolder: root.path)
     // An app's suites follow the device's data protection; an administrator reads the files.
+    // The device's monitor starts first: the store's gate reads the page it maps.
+    var monitor: DeviceMonitor? = nil
     if identity != nil {
       ProtectedSuites.installGate()
       storeOptions.protectionScope = root.path
+      monitor = DeviceMonitor.shared(root: root)
     }
     self.location = location
     self.identity = identity
@@ -222,8 +225,8 @@ public final class GroupDefaults: Sendable {
       domain: location.domain, suitePath: location.filePath, globalPath: globalPath,
       managedPath: managedPath, options: storeOptions)
     view.attach(self)
-    ProtectedSuites.wait(for: view.suite)
-    if let global = view.openedGlobal { ProtectedSuites.wait(for: global) }
+    ProtectedSuites.wait(for: view.suite, monitor: monitor)
+    if let global = view.openedGlobal { ProtectedSuites.wait(for: global, monitor: monitor) }
     ProtectedSuites.reportIfUnavailable(location.domain, view.suite)
     // An app's commits are kept out of its suspensions (see AppLifecycle).
     if let identity { AppLifecycle.start(identity: identity, root: root) }

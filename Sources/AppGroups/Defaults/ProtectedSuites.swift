@@ -3,9 +3,11 @@ internal import Synchronization
 /// Preferences and the device's data protection: a suite's file is of class
 /// `completeUntilFirstUserAuthentication`, unreadable from a restart until the first unlock.
 ///
-/// The Defaults layer installs Storage's gate (a store asks it once, when it opens) and its
-/// probe (a commit asks it under the suite's lock), and keeps every gated store it opened,
-/// weakly, while the device's monitor tells it of each change of the state:
+/// The Defaults layer installs Storage's gate (a store asks it once, when it opens), its
+/// probe (a commit asks it under the suite's lock) and the device monitor's library hook
+/// (told of each change of a root's state before the app hears of it). Each gated store it
+/// opened keeps its root's device monitor alive (``SuiteStore/protectionWatch``), and at each
+/// change of the state the hook looks at the open stores of that root:
 ///
 /// - data available again: each store that could not read its file reads it under the writes
 ///   made meanwhile, which land key by key, and the suite's observers hear every key whose
@@ -14,20 +16,17 @@ internal import Synchronization
 ///   device): each loaded store becomes one that cannot read its file, as if it had opened
 ///   before the first unlock. Its values stay in memory; its writes stay there too.
 ///
+/// No table of its own: the stores are the process's open ones (``SuiteStore/openStores()``)
+/// whose scope is the root and that this layer has watched; the page is the monitor's.
+///
 /// Only an app's suites are gated: a suite opened by an administrator's tool (`groupctl`
 /// without `--as`) reads the files as the machine's owner does, outside the device.
 enum ProtectedSuites {
-  private struct Watched: Sendable {
-    var observation: Observation
-    var stores: [WeakReference<SuiteStore>]
-  }
-  /// The gated stores of each root, while any is open.
-  private static let watched = Mutex<[String: Watched]>([:])
   /// The suites this process said it cannot read yet (once each, until they are read).
   private static let reported = Mutex<Set<String>>([])
   private static let installed = Atomic<Bool>(false)
 
-  /// Installs Storage's gate and probe, once per process.
+  /// Installs Storage's gate and probe and the device monitor's hook, once per process.
   static func installGate() {
     guard !installed.load(ordering: .acquiring) else { return }
     SuiteStore.protectionGate.withLock { gate in
@@ -47,6 +46,9 @@ enum ProtectedSuites {
         }
       }
     }
+    DeviceMonitor.libraryHook.withLock { hook in
+      hook = { rootPath, page in retry(rootPath, page) }
+    }
     installed.store(true, ordering: .releasing)
   }
 
@@ -61,42 +63,26 @@ enum ProtectedSuites {
         + " by key (\(store.path))")
   }
 
-  /// Keeps `store`, a gated one, while it is open: told of each change of its device's state
-  /// from now on. A store that could not be read is tried again at once (the data may have
-  /// come back between its opening and the watch), and a loaded one is marked when the device
-  /// restarted in that window.
-  static func wait(for store: SuiteStore) {
+  /// Watches `store`, a gated one, while it is open: it keeps its root's device monitor,
+  /// whose hook tells it of each change of the state from now on. A store that could not be
+  /// read is tried again at once (the data may have come back between its opening and the
+  /// watch), and a loaded one is marked when the device restarted in that window.
+  ///
+  /// - Parameter monitor: the root's monitor, when the caller has it.
+  static func wait(for store: SuiteStore, monitor: DeviceMonitor? = nil) {
     guard let rootPath = store.options.protectionScope, !store.options.readOnly else { return }
-    let released: [Observation] = watched.withLock { watched in
-      // The roots whose stores were all released stop being watched.
-      var released: [Observation] = []
-      for (other, entry) in watched where other != rootPath {
-        if entry.stores.allSatisfy({ $0.object == nil }) {
-          released.append(entry.observation)
-          watched[other] = nil
-        }
-      }
-      if var entry = watched[rootPath] {
-        entry.stores.removeAll { $0.object == nil }
-        if !entry.stores.contains(where: { $0.object === store }) {
-          entry.stores.append(WeakReference(store))
-        }
-        watched[rootPath] = entry
-        return released
-      }
-      let monitor = DeviceMonitor.shared(root: ContainerRoot(path: rootPath))
-      let observation = monitor.addLibraryHandler { _ in retry(rootPath) }
-      watched[rootPath] = Watched(observation: observation, stores: [WeakReference(store)])
-      return released
+    let monitor =
+      monitor ?? DeviceMonitor.existing(rootPath: rootPath)
+      ?? DeviceMonitor.shared(root: ContainerRoot(path: rootPath))
+    store.protectionWatch.withLock { watch in
+      if watch == nil { watch = monitor }
     }
-    for observation in released { observation.cancel() }
-    update(store, rootPath)
+    update(store, monitor.page)
   }
 
   /// Tells `store` what the device says now.
-  private static func update(_ store: SuiteStore, _ rootPath: String) {
-    let reason = DeviceStatePage.read(rootPath: rootPath)
-      .unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+  private static func update(_ store: SuiteStore, _ page: DeviceStatePage) {
+    let reason = page.state.unavailabilityReason(for: .completeUntilFirstUserAuthentication)
     if let reason {
       store.becameUnavailable(reason)
     } else if store.retryProtectedLoad() {
@@ -104,21 +90,14 @@ enum ProtectedSuites {
     }
   }
 
-  /// Tells every store of `rootPath` what the device says now; stops watching once none is
-  /// open.
-  static func retry(_ rootPath: String) {
-    let stores = watched.withLock { $0[rootPath]?.stores.compactMap(\.object) ?? [] }
-    for store in stores { update(store, rootPath) }
-    let done: Observation? = watched.withLock { watched in
-      guard var entry = watched[rootPath] else { return nil }
-      entry.stores.removeAll { $0.object == nil }
-      if entry.stores.isEmpty {
-        watched[rootPath] = nil
-        return entry.observation
-      }
-      watched[rootPath] = entry
-      return nil
+  /// Tells every store of `rootPath` that this layer watches what the device says now (from
+  /// `page`, the root's): the monitor's hook, on its queue.
+  static func retry(_ rootPath: String, _ page: DeviceStatePage) {
+    for store in SuiteStore.openStores()
+    where store.options.protectionScope == rootPath && !store.options.readOnly
+      && store.protectionWatch.withLock({ $0 != nil })
+    {
+      update(store, page)
     }
-    done?.cancel()
   }
 }

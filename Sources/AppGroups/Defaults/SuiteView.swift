@@ -59,9 +59,12 @@ internal import Synchronization
   }
 
   /// A `GroupDefaults` on this view, weakly. `@unchecked`: read and written only under
-  /// `observers`' lock.
-  struct Handle: @unchecked Sendable {
+  /// `observers`' lock. A class: an array of references uses the storage type every such
+  /// array shares, where an array of structs is one more generic type to instantiate.
+  final class Handle: @unchecked Sendable {
     weak var object: GroupDefaults?
+
+    init(object: GroupDefaults) { self.object = object }
   }
 
   private let cache = Mutex(Cache())

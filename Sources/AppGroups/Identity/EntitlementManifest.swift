@@ -171,8 +171,8 @@ public struct EntitlementManifest: Sendable, Equatable {
   ) throws(AppGroupsError) -> [String: PropertyListValue]? {
     let data: Data
     do {
-      guard let (contents, _) = try FileSystem.read(path) else { return nil }
-      data = contents
+      guard let read = try FileSystem.readWhole(path) else { return nil }
+      data = read.data
     } catch {
       throw AppGroupsError(.invalidManifest, "\(path): cannot be read: \(error)", cause: error)
     }

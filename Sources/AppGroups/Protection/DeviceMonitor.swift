@@ -52,9 +52,6 @@ final class DeviceMonitor: Sendable {
     /// Whether the last event said protected data is available (or none came, and it was).
     var available: Bool
     var handlers: [(id: UInt64, handler: @Sendable (DeviceEvent) -> Void)] = []
-    /// The library's own, told of each change before any event is delivered (the suites that
-    /// waited for the first unlock are loaded before an app hears of it).
-    var libraryHandlers: [(id: UInt64, handler: @Sendable (DeviceState) -> Void)] = []
     var nextID: UInt64 = 1
   }
   private let delivered: Mutex<Delivered>
@@ -65,6 +62,14 @@ final class DeviceMonitor: Sendable {
   private let queue = DispatchQueue(label: "appgroups.device-events")
 
   private static let registry = WeakRegistry<DeviceMonitor>()
+
+  /// The library's own hook, installed from above (the Defaults layer, once): told of each
+  /// change of a root's state, with the root's path and page, on the root's monitor's queue
+  /// before any event is delivered (the suites that waited for the first unlock are loaded
+  /// before an app hears of it). One hook for every root, not a list per monitor: nothing to
+  /// add or remove when a suite opens.
+  static let libraryHook =
+    Mutex<(@Sendable (_ rootPath: String, _ page: DeviceStatePage) -> Void)?>(nil)
 
   /// The monitor of `root`, watching from its first use for as long as someone holds it (the
   /// app's lifecycle holds its root's; an observation, its own).
@@ -84,6 +89,12 @@ final class DeviceMonitor: Sendable {
   /// The monitor of `root` if this process watches it.
   static func existing(root: ContainerRoot) -> DeviceMonitor? {
     registry.existing(forKey: root.path)
+  }
+
+  /// The monitor of the root at `rootPath` (resolved, as ``ContainerRoot/path`` is) if this
+  /// process watches it.
+  static func existing(rootPath: String) -> DeviceMonitor? {
+    registry.existing(forKey: rootPath)
   }
 
   deinit {
@@ -137,28 +148,14 @@ final class DeviceMonitor: Sendable {
     }
   }
 
-  /// Adds `handler`, told of every change of the state before the events are delivered, on
-  /// the monitor's queue: for the library's own needs.
-  func addLibraryHandler(_ handler: @escaping @Sendable (DeviceState) -> Void) -> Observation {
-    let id = delivered.withLock { delivered in
-      defer { delivered.nextID &+= 1 }
-      delivered.libraryHandlers.append((delivered.nextID, handler))
-      return delivered.nextID
-    }
-    return Observation { [self] in
-      delivered.withLock { $0.libraryHandlers.removeAll { $0.id == id } }
-    }
-  }
-
   /// Reads the page and delivers what changed since the last delivery. `refresh`: the folder
   /// may have been replaced (events were lost): the file at the path is mapped again.
   func check(refresh: Bool = false) {
     if refresh { page.remapIfReplaced() }
     let state = page.state
-    let (events, handlers, library):
-      ([DeviceEvent], [@Sendable (DeviceEvent) -> Void], [@Sendable (DeviceState) -> Void]) =
+    let (events, handlers): ([DeviceEvent], [@Sendable (DeviceEvent) -> Void]) =
       delivered.withLock { delivered in
-        guard state.generation != delivered.generation else { return ([], [], []) }
+        guard state.generation != delivered.generation else { return ([], []) }
         var events: [DeviceEvent] = []
         let locks = state.lockCount &- delivered.lockCount
         let unlocks = state.unlockCount &- delivered.unlockCount
@@ -184,12 +181,14 @@ final class DeviceMonitor: Sendable {
         delivered.lockCount = state.lockCount
         delivered.unlockCount = state.unlockCount
         delivered.available = available
-        return (events, delivered.handlers.map(\.handler), delivered.libraryHandlers.map(\.handler))
+        return (events, delivered.handlers.map(\.handler))
       }
     guard !events.isEmpty else { return }
     let root = self.root
+    let page = self.page
+    let library = Self.libraryHook.withLock { $0 }
     queue.async {
-      for handler in library { handler(state) }
+      library?(root.path, page)
       for event in events {
         for handler in handlers { handler(event) }
         let name: Notification.Name? =

@@ -55,7 +55,8 @@ enum PropertyListFile {
     guard entry.isRegularFile else {
       return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
     }
-    guard let (data, identity) = try FileSystem.read(path, followLinks: false) else { return .missing }
+    guard let read = try FileSystem.readWhole(path, followLinks: false) else { return .missing }
+    let data = read.data, identity = read.identity
     if indexing, data.count >= BinaryPropertyListIndex.minimumSize, let index = BinaryPropertyListIndex(data) {
       return .indexed(index, identity)
     }

@@ -22,7 +22,7 @@ extension SuiteStore {
   func refresh() -> [StoredChange] {
     if isUnavailable.load(ordering: .acquiring) { return [] }
     var changes: [StoredChange] = []
-    var handlers: [(id: UInt64, handler: ChangeHandler)] = []
+    var handlers: [ChangeHandlerEntry] = []
     let me = Threads.Identity.current
     let needsRepair = file.reread { read in
       switch read {
@@ -87,7 +87,7 @@ extension SuiteStore {
   /// a replacement of the domain); the change handlers hear every value that changed.
   func loadAfterProtection() throws(AppGroupsError) {
     var changes: [StoredChange] = []
-    var handlers: [(id: UInt64, handler: ChangeHandler)] = []
+    var handlers: [ChangeHandlerEntry] = []
     try file.reload(if: { isUnavailable.load(ordering: .acquiring) }) { (loaded: SuiteValues) in
       (changes, handlers) = adopt(loaded)
       unavailability.withLock { $0 = nil }
@@ -105,7 +105,7 @@ extension SuiteStore {
 
   /// Installs the changes appended to the journal under this process's pending changes.
   /// Called by the file's re-read, which holds its state.
-  private func adopt(_ appended: [SuiteJournal.Change]) -> ([StoredChange], [(id: UInt64, handler: ChangeHandler)]) {
+  private func adopt(_ appended: [SuiteJournal.Change]) -> ([StoredChange], [ChangeHandlerEntry]) {
     state.withLock { st in
       var changes: [StoredChange] = []
       if st.replacement == nil {
@@ -120,7 +120,7 @@ extension SuiteStore {
 
   /// Installs freshly read values under this process's pending changes. Called by the file's
   /// re-read, which holds its state.
-  private func adopt(_ loaded: SuiteValues) -> ([StoredChange], [(id: UInt64, handler: ChangeHandler)]) {
+  private func adopt(_ loaded: SuiteValues) -> ([StoredChange], [ChangeHandlerEntry]) {
     state.withLock { st in
       var values = loaded
       if let replacement = st.replacement { values = SuiteValues(replacement.values) }

@@ -92,7 +92,7 @@ final class SuiteStore: Sendable {
     }
     /// In the order they were added; an array, not a dictionary: there are a few, and a
     /// `set` hands them on without building anything.
-    var changeHandlers: [(id: UInt64, handler: ChangeHandler)] = []
+    var changeHandlers: [ChangeHandlerEntry] = []
     var nextHandlerID: UInt64 = 1
     /// The threads whose re-reads have put changes in memory and not yet told the handlers
     /// (a thread once per such re-read); see ``SuiteStore/refresh()``.
@@ -130,9 +130,22 @@ final class SuiteStore: Sendable {
 
   typealias ChangeHandler = @Sendable (Changes, ChangeOrigin) -> Void
 
+  /// A change handler and its id. A class: an array of references uses the storage type
+  /// every such array shares, where an array of `(id, handler)` pairs is a tuple type and a
+  /// generic one that a process's first open instantiates (~32 k instructions).
+  final class ChangeHandlerEntry: Sendable {
+    let id: UInt64
+    let handler: ChangeHandler
+
+    init(id: UInt64, handler: @escaping ChangeHandler) {
+      self.id = id
+      self.handler = handler
+    }
+  }
+
   /// The change handlers of a store at one moment, called in turn.
   struct ChangeHandlers: Sendable {
-    let handlers: [(id: UInt64, handler: ChangeHandler)]
+    let handlers: [ChangeHandlerEntry]
 
     func callAsFunction(_ changes: [StoredChange], _ origin: ChangeOrigin) {
       for entry in handlers { entry.handler(.many(changes), origin) }
@@ -164,6 +177,9 @@ final class SuiteStore: Sendable {
   /// `SuiteStore+Protection.swift`. Set at open, cleared once when the data comes back.
   let unavailability = Mutex<String?>(nil)
   let isUnavailable = Atomic<Bool>(false)
+  /// What the layer that gates this store keeps alive with it while it is open (its device's
+  /// monitor), set once by that layer; `nil` for a store it does not watch.
+  let protectionWatch = Mutex<(any AnyObject & Sendable)?>(nil)
 
   /// Order of locks: the file's gate (``SuiteFile/enterGate(before:)``, which serialises this
   /// process's commits with a bounded wait), the file lock, the file's state, then `state`.
@@ -216,7 +232,7 @@ final class SuiteStore: Sendable {
     state.withLock { st in
       let id = st.nextHandlerID
       st.nextHandlerID &+= 1
-      st.changeHandlers.append((id, handler))
+      st.changeHandlers.append(ChangeHandlerEntry(id: id, handler: handler))
       return id
     }
   }

@@ -43,11 +43,27 @@ final class ChangeMonitor: Sendable {
     weak var object: ChangeMonitor?
   }
 
-  private struct Listener: Sendable {
-    var directory: String
-    var prefix: String
-    var handler: @Sendable (String) -> Void
-    var watch: DirectoryWatcher.Watch
+  /// A listener, with its id. A class: an array of references uses the storage type every
+  /// such array shares, where an array of structs (or of `(id, listener)` pairs) would be a
+  /// generic type, and a tuple, that the first suite an app opens instantiates (~28 k
+  /// instructions, through DeviceMonitor).
+  private final class Listener: Sendable {
+    let id: UInt64
+    let directory: String
+    let prefix: String
+    let handler: @Sendable (String) -> Void
+    let watch: DirectoryWatcher.Watch
+
+    init(
+      id: UInt64, directory: String, prefix: String,
+      handler: @escaping @Sendable (String) -> Void, watch: DirectoryWatcher.Watch
+    ) {
+      self.id = id
+      self.directory = directory
+      self.prefix = prefix
+      self.handler = handler
+      self.watch = watch
+    }
   }
 
   private struct State: Sendable {
@@ -56,7 +72,7 @@ final class ChangeMonitor: Sendable {
     /// dictionary keyed by id: there are a few, and a process's first dictionary of this type
     /// costs its key's hashing conformance lookup (a scan of every conformance record, about
     /// 0.35 M instructions), which the first suite an app opens paid through DeviceMonitor.
-    var listeners: [(id: UInt64, listener: Listener)] = []
+    var listeners: [Listener] = []
     var nextID: UInt64 = 1
   }
 
@@ -176,6 +192,9 @@ final class ChangeMonitor: Sendable {
   /// Forgets stores that were released, and the watch of a folder with none left.
   private func pruneDeadStores(_ st: inout State) {
     for (directory, var watched) in st.directories {
+      // Most folders have no released store: that is seen through the values alone (the
+      // loop over the pairs below instantiates the pair's type and its `Optional`).
+      guard watched.stores.values.contains(where: { $0.object == nil }) else { continue }
       // Not `filter`: its closure's element type, a tuple, is one more type to instantiate.
       var live = watched.stores
       for (name, reference) in watched.stores where reference.object == nil { live[name] = nil }
@@ -205,7 +224,8 @@ final class ChangeMonitor: Sendable {
     return state.withLock { st in
       let id = st.nextID
       st.nextID &+= 1
-      st.listeners.append((id, Listener(directory: directory, prefix: prefix, handler: handler, watch: watch)))
+      st.listeners.append(
+        Listener(id: id, directory: directory, prefix: prefix, handler: handler, watch: watch))
       return id
     }
   }
@@ -213,7 +233,7 @@ final class ChangeMonitor: Sendable {
   /// Stops a listener. Events already read may still reach it once.
   func removeListener(_ id: UInt64) {
     let listener = state.withLock { st in
-      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0).listener }
+      st.listeners.firstIndex { $0.id == id }.map { st.listeners.remove(at: $0) }
     }
     listener?.watch.cancel()
   }
@@ -312,7 +332,7 @@ final class ChangeMonitor: Sendable {
         case .overflow:
           // Events were lost: re-read everything watched.
           for watched in st.directories.values { addStores(in: watched) }
-          for (_, listener) in st.listeners { notes.append((listener.handler, "")) }
+          for listener in st.listeners { notes.append((listener.handler, "")) }
         case .directoryGone, .directoryBack:
           // Gone: the stores' files are gone with it. Back: anything may
           // have happened before the new watch was in place. Re-read all.
@@ -322,13 +342,13 @@ final class ChangeMonitor: Sendable {
           for entry in watched?.stores.values ?? [:].values {
             Self.store(entry)?.watchedByKernel = kernel
           }
-          for (_, listener) in st.listeners where listener.directory == event.directory {
+          for listener in st.listeners where listener.directory == event.directory {
             notes.append((listener.handler, ""))
           }
         default:
           if folder?.path != event.directory {
-            let listeners = st.listeners.lazy.map(\.listener).filter { $0.directory == event.directory }
-            folder = (event.directory, st.directories[event.directory]?.stores ?? [:], Array(listeners))
+            let listeners = st.listeners.filter { $0.directory == event.directory }
+            folder = (event.directory, st.directories[event.directory]?.stores ?? [:], listeners)
           }
           switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores) }) {
           case .values(let store)?: add(store)

@@ -40,14 +40,16 @@ extension WatcherEngine {
       return true
     }
 
-    var touched: [CInt] = []
+    // Of `Int`, not `CInt`: `[Int]`'s storage type comes with the runtime, where `[CInt]`'s is
+    // instantiated at a process's first watch.
+    var touched: [Int] = []
     var refusal: SystemCallError?
     /// Adds (or finds) the kernel watch on `chain[level]`; `nil` when the level is not there.
     func add(_ level: Int) -> CInt? {
       do throws(SystemCallError) {
         let mask = level == 0 ? Self.watchMask : Self.ancestorMask
         let wd = try addKernelWatch(inotifyFD, chain[level], mask: mask)
-        touched.append(wd)
+        touched.append(Int(wd))
         return wd
       } catch {
         switch error.errno {
@@ -90,7 +92,8 @@ extension WatcherEngine {
       state.kernel[wd]?.owners.remove(path)
       state.kernel[wd]?.waiters.remove(path)
       if let guardWD { state.kernel[guardWD]?.guarded.remove(path) }
-      touched += [wd] + (guardWD.map { [$0] } ?? [])
+      touched.append(Int(wd))
+      if let guardWD { touched.append(Int(guardWD)) }
     case .polled, .lost:
       break
     }
@@ -117,7 +120,7 @@ extension WatcherEngine {
     // Remove the watches nothing uses any more: the old ones and the temporary ones (each
     // looked at once; a few at most, so no `Set` is built for them).
     for i in touched.indices where !touched[..<i].contains(touched[i]) {
-      let wd = touched[i]
+      let wd = CInt(truncatingIfNeeded: touched[i])
       if let watch = state.kernel[wd], !watch.isUnused { continue }
       state.kernel[wd] = nil
       // EINVAL: the kernel already dropped the watch (its IN_IGNORED is still queued).

@@ -265,11 +265,11 @@ final class WatcherEngine: Sendable {
   /// One kernel watch descriptor.
   struct KernelWatch {
     /// Watched directories that are this inode.
-    var owners: Set<String> = []
+    var owners = PathSet()
     /// Gone directories waiting for the next level of their path to appear in this one.
-    var waiters: Set<String> = []
+    var waiters = PathSet()
     /// Directories (watched or waiting) whose watched level is a child of this one.
-    var guarded: Set<String> = []
+    var guarded = PathSet()
 
     var isUnused: Bool { owners.isEmpty && waiters.isEmpty && guarded.isEmpty }
   }
@@ -280,9 +280,18 @@ final class WatcherEngine: Sendable {
   /// Of a struct, not of `(wd, watch)` pairs: a tuple type is one more metadata instantiation
   /// at that first open.
   struct KernelWatches {
-    private struct Slot {
-      var wd: CInt
-      var watch: KernelWatch
+    /// A class, and never changed once made (a change puts a new one in its place, so that a
+    /// copy of the table keeps what it had): an array of references uses the storage type
+    /// every such array shares, where an array of structs is one more generic type to
+    /// instantiate at that first open.
+    private final class Slot {
+      let wd: CInt
+      let watch: KernelWatch
+
+      init(wd: CInt, watch: KernelWatch) {
+        self.wd = wd
+        self.watch = watch
+      }
     }
     private var entries: [Slot] = []
 
@@ -291,7 +300,7 @@ final class WatcherEngine: Sendable {
       set {
         let index = entries.firstIndex { $0.wd == wd }
         switch (index, newValue) {
-        case (let index?, let watch?): entries[index].watch = watch
+        case (let index?, let watch?): entries[index] = Slot(wd: wd, watch: watch)
         case (let index?, nil): entries.remove(at: index)
         case (nil, let watch?): entries.append(Slot(wd: wd, watch: watch))
         case (nil, nil): break

@@ -65,13 +65,27 @@ package enum FileSystem {
   }
 
   /// What an `lstat(2)` found at a path: whether it is a regular file, what it is in words
-  /// ("a fifo"), and its identity.
-  typealias LinkEntry = (isRegularFile: Bool, kind: String, identity: FileIdentity)
+  /// ("a fifo"), and its identity. A class, not a tuple or a struct: an optional tuple is two
+  /// generic types (the tuple's and its `Optional`'s), and an optional struct of these fields
+  /// one, that a new process instantiates when it opens its first suite (~35 k and ~9 k
+  /// instructions); an optional reference is none.
+  final class LinkEntry: Sendable {
+    let isRegularFile: Bool
+    let kind: String
+    let identity: FileIdentity
+
+    init(isRegularFile: Bool, kind: String, identity: FileIdentity) {
+      self.isRegularFile = isRegularFile
+      self.kind = kind
+      self.identity = identity
+    }
+  }
 
   /// What `path` is, without following a link (`lstat(2)`); `nil` when nothing is there.
   static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
     guard let s = try linkStatus(path) else { return nil }
-    return (s.st_mode & S_IFMT == S_IFREG, kind(of: s), FileIdentity(s))
+    return LinkEntry(
+      isRegularFile: s.st_mode & S_IFMT == S_IFREG, kind: kind(of: s), identity: FileIdentity(s))
   }
 
   /// Renames `path` to `newPath`, replacing what is there.
@@ -125,6 +139,25 @@ package enum FileSystem {
   /// a socket or a device is refused with a `SystemCallError` whose ``SystemCallError/reason``
   /// says what it is. With `followLinks: false`, a symbolic link is refused too (`ELOOP`).
   static func read(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> (Data, FileIdentity)? {
+    try readWhole(path, followLinks: followLinks).map { ($0.data, $0.identity) }
+  }
+
+  /// A file's bytes and the identity of the version read. A class, not a
+  /// `(Data, FileIdentity)` or a struct: an optional tuple is two generic types (the tuple's
+  /// and its `Optional`'s), and an optional struct one, that a new process instantiates when
+  /// it opens its first suite; an optional reference is none.
+  final class WholeFile: Sendable {
+    let data: Data
+    let identity: FileIdentity
+
+    init(data: Data, identity: FileIdentity) {
+      self.data = data
+      self.identity = identity
+    }
+  }
+
+  /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest).
+  static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> WholeFile? {
     let fd: CInt
     do {
       // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it).
@@ -163,7 +196,7 @@ package enum FileSystem {
       if s.st_size > 0 && used == Int(s.st_size) { break }
     }
     data.count = used
-    return (data, identity)
+    return WholeFile(data: data, identity: identity)
   }
 
   /// Writes `data` durably and atomically in place of `path`: a temporary
@@ -358,6 +391,8 @@ package enum FileSystem {
   /// A folder that is already there costs one `lstat(2)`, not a `mkdir(2)` that fails with
   /// `EEXIST` and then the `lstat(2)`: opening a suite walks folders that exist.
   package static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
+    // The common shape (an ASCII root, then plain components) is walked on the path's bytes.
+    if try makeDirectoryInPlace(path, within: root) { return }
     var current = root
     let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
     for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
