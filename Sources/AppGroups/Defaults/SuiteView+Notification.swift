@@ -16,7 +16,14 @@ extension SuiteView {
   func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
     let (scheduled, byMonitor) = notificationPending.withLock { pending in
       let scheduled = pending != nil
-      if pending == nil { pending = PendingNotification() }
+      if pending == nil {
+        pending = PendingNotification()
+        pending!.changes.reserveCapacity(notificationRoom.load(ordering: .relaxed))
+      } else if pending!.changes.count == pending!.changes.capacity {
+        // A burst outgrowing that room: four times over, not twice, so that its changes are
+        // moved to a larger batch a third as often.
+        pending!.changes.reserveCapacity(pending!.changes.count &* 4)
+      }
       add(&pending!.changes)
       return (scheduled, pending!.byMonitor)
     }
@@ -36,6 +43,7 @@ extension SuiteView {
       defer { pending = nil }
       return pending?.changes ?? []
     }
+    notificationRoom.store(min(batch.count, Self.notificationRoomLimit), ordering: .relaxed)
     postNotification(batch)
   }
 

@@ -87,6 +87,11 @@ internal import Synchronization
     var changes: [GroupDefaults.Change] = []
     var byMonitor = false
   }
+  /// How many changes the last posted notification held (at most
+  /// ``notificationRoomLimit``): the room a new batch starts with, so that a burst's batch is
+  /// not grown from empty, step by step, each time a worker took the one before.
+  let notificationRoom = Atomic<Int>(0)
+  static let notificationRoomLimit = 1_024
   /// The id of this view's change handler on `suite`: a `set` made through this view tells
   /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
   private let suiteHandlerID = Atomic<UInt64>(0)
@@ -354,20 +359,27 @@ internal import Synchronization
   private func ownSetChanged(_ key: String, old: PropertyListValue?, new: PropertyListValue?) {
     forgetCached(CollectionOfOne(key), count: 1, origin: .thisProcess)
     if ProcessDomains.argument(key) != nil { return }
-    let below = old == nil || new == nil ? resolve(key, below: .application) : nil
-    let old = old ?? below
-    let new = new ?? below
-    if old == new { return }
-    // ``deliver(_:)-(GroupDefaults.Change)``, with the change built where it goes (in the
-    // notification's batch), not built, copied in and destroyed.
-    let targets = observers.withLock { $0.list }
-    if !targets.isEmpty {
-      let change = GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess)
+    // The change built once and moved into the notification's batch (not copied in and
+    // destroyed), and this view not captured by the batch's closure: a view is weakly
+    // registered, so retaining it takes the runtime's slow path, and a burst of `set` calls
+    // would pay that once per call.
+    let change: GroupDefaults.Change
+    if old == nil || new == nil {
+      let below = resolve(key, below: .application)
+      let (old, new) = (old ?? below, new ?? below)
+      if old == new { return }
+      change = GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess)
+    } else {
+      if old == new { return }
+      change = GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess)
+    }
+    // ``deliver(_:)-(GroupDefaults.Change)``. No observer (a burst's usual case): the empty
+    // list is not retained and released.
+    if let targets = observers.withLock({ $0.list.isEmpty ? nil : $0.list }) {
       for target in targets where target.keys?.contains(key) ?? true { target.handler([change]) }
     }
-    postLater(origin: .thisProcess) {
-      $0.append(GroupDefaults.Change(suiteName: domain, key: key, oldValue: old, newValue: new, origin: .thisProcess))
-    }
+    var batched = Optional(consume change)
+    postLater(origin: .thisProcess) { $0.append(batched.take()!) }
   }
 
   // MARK: Changes

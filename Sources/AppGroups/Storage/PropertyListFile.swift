@@ -127,7 +127,7 @@ enum PropertyListFile {
   ) throws(AppGroupsError) -> FileIdentity {
     let data = BinaryPropertyList.encode(.dictionary(values))
     let folder = FileSystem.folder(of: path)
-    FileSystem.removeLeftoverTemporaries(for: (path as NSString).lastPathComponent, in: folder)
+    FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: path), in: folder)
     do {
       return try FileSystem.writeAtomically(
         data, to: path, notBefore: notBefore, beforeRename: { _ throws(SystemCallError) in try beforeRename() },

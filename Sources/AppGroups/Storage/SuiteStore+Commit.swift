@@ -384,7 +384,9 @@ extension SuiteStore {
       if st.nextSequence &- 1 == through {
         st.pending.removeAll()
       } else {
-        st.pending.removeAll { $0.sequence <= through }
+        // The log is in the order of its sequence numbers (a `set` appends the next one, and
+        // compacting keeps the order): what was committed is a prefix, removed as one range.
+        st.pending.removeSubrange(..<(st.pending.firstIndex { $0.sequence > through } ?? st.pending.endIndex))
       }
       if let replacement, st.replacement?.sequence == replacement.sequence {
         st.replacement = nil

@@ -28,7 +28,7 @@ extension FileSystem {
     throws(SystemCallError)
   {
     let temporary =
-      folder(of: path) + "/" + temporaryPrefix(for: (path as NSString).lastPathComponent)
+      folder(of: path) + "/" + temporaryPrefix(for: lastComponent(of: path))
       + "\(getpid())-\(UInt32.random(in: 0 ... .max))"
     do throws(SystemCallError) {
       let fd = try open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
