@@ -26,8 +26,22 @@ import Foundation
 /// one starts. Anything short of the published length is damage: the records read are kept,
 /// the next commit folds them into the plist, and the journal is moved aside, never deleted.
 package enum SuiteJournal {
-  /// "AGJRNL01".
-  private static let magic: [UInt8] = Array("AGJRNL01".utf8)
+  /// The first 8 bytes of a journal.
+  private static let magicText: StaticString = "AGJRNL01"
+  /// "AGJRNL01", as an array (for the writer).
+  private static let magic: [UInt8] = magicText.withUTF8Buffer { Array($0) }
+
+  /// Whether `bytes` start with ``magic``, compared byte by byte with the literal's bytes: a
+  /// process's first journal read makes no array for it (an `Array` of a slice, or of a
+  /// string's UTF-8, instantiates the copy's types at every new process's first open).
+  private static func startsWithMagic(_ bytes: [UInt8]) -> Bool {
+    magicText.withUTF8Buffer { magic in
+      guard bytes.count >= magic.count else { return false }
+      for index in magic.indices where bytes[index] != magic[index] { return false }
+      return true
+    }
+  }
+
   static let headerSize = 40
   private static let recordHeaderSize = 12
 
@@ -223,7 +237,7 @@ package enum SuiteJournal {
     let bytes = try file.read(at: start, count: count)
     var offset = 0
     if start == 0 {
-      let isJournal = bytes.count >= headerSize && Array(bytes[0..<8]) == magic
+      let isJournal = bytes.count >= headerSize && startsWithMagic(bytes)
       let ours =
         isJournal
         && sameVersion(

@@ -38,7 +38,17 @@ package final class LockedFile: @unchecked Sendable {
     /// Creates the lock file's folder again when it is gone (it was removed under a running
     /// process), refusing to follow a symbolic link below this folder. `nil`: a missing
     /// folder is an error.
-    package var makeFolder: String? = nil
+    package var makeFolder: String? {
+      get { makesFolder ? folderRoot : nil }
+      set {
+        makesFolder = newValue != nil
+        folderRoot = newValue ?? ""
+      }
+    }
+    // Stored as a string and a flag, not a `String?`: copying an optional string the
+    // compiler outlines instantiates `Optional<String>`'s metadata at a process's first open.
+    private var folderRoot = ""
+    private var makesFolder = false
     /// Told the address of the page a reader should read (the page of the file held locked,
     /// else of the current file) at open and whenever it changes, under the file's own lock:
     /// for an owner that reads the page's words itself, without asking the file each time.
@@ -46,7 +56,10 @@ package final class LockedFile: @unchecked Sendable {
 
     package init(mapsPage: Bool = false, makeFolder: String? = nil) {
       self.mapsPage = mapsPage
-      self.makeFolder = makeFolder
+      if let makeFolder {
+        folderRoot = makeFolder
+        makesFolder = true
+      }
     }
   }
 

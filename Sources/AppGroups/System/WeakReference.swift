@@ -51,10 +51,14 @@ struct WeakRegistry<Object: AnyObject & Sendable>: Sendable {
 /// tables a new process fills at its first open (``WeakRegistry``'s, the change monitor's
 /// stores by file name) are all `[String: AnyWeakReference]`, one type instantiated once.
 ///
-/// `@unchecked`: the `weak` field is a variable, but it is only read and written under the
-/// lock of whatever holds it.
-struct AnyWeakReference: @unchecked Sendable {
-  weak var object: AnyObject?
+/// A class, not a struct: a table's lookup gives an optional reference, which needs no type
+/// of its own, where the `Optional` of a struct holding a weak field was instantiated at every
+/// new process's first open.
+///
+/// `@unchecked`: the `weak` field is a variable, but it is set only when the reference is
+/// made, and read after that only.
+final class AnyWeakReference: @unchecked Sendable {
+  private(set) weak var object: AnyObject?
 
   init(_ object: AnyObject?) { self.object = object }
 }
