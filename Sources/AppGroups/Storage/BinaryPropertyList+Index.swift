@@ -46,6 +46,20 @@ final class BinaryPropertyListIndex: Sendable {
     case unknown
   }
 
+  /// Whether `data` starts with "bplist", the binary format's magic, looked at in place: a
+  /// `starts(with:)` of `Data` over a string's UTF-8 walks two generic iterators (~4 K
+  /// instructions at a process's first open, and two more symbols to bind).
+  static func isBinary(_ data: Data) -> Bool {
+    let text: StaticString = "bplist"
+    return data.withUnsafeBytes { raw in
+      text.withUTF8Buffer { magic in
+        guard raw.count >= magic.count else { return false }
+        for index in magic.indices where raw[index] != magic[index] { return false }
+        return true
+      }
+    }
+  }
+
   /// Indexes `data`, or `nil` when this form cannot hold it exactly (not a binary property
   /// list, a top object that is not a dictionary, a key that is not an ASCII string, 2^31
   /// entries or more) or when anything in it is malformed: the caller then decodes the whole
@@ -54,7 +68,7 @@ final class BinaryPropertyListIndex: Sendable {
   /// - Parameter crowdLimit: how many slots a key put in with the seeded hash may look at
   ///   (see ``KeyHash``); tests lower it to take the other path.
   init?(_ data: Data, crowdLimit: Int = KeyHash.crowdLimit) {
-    guard data.starts(with: "bplist".utf8) else { return nil }
+    guard Self.isBinary(data) else { return nil }
     let built = data.withUnsafeBytes { raw -> BinaryPropertyListReader.TopIndex? in
       do throws(AppGroupsError) {
         var reader = try BinaryPropertyListReader(raw)
