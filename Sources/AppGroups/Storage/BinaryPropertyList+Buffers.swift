@@ -90,6 +90,17 @@ struct ByteBuffer: ~Copyable {
     advance(n &* width)
   }
 
+  /// An ASCII string object of `length` (0 to 8) bytes, given as a big-endian word
+  /// holding them first, zero-padded: its marker, then the word, of which `length`
+  /// bytes are kept.
+  @inline(__always)
+  mutating func appendShortASCII(_ word: UInt64, length: Int) {
+    reserve(9)
+    base.storeBytes(of: 0x50 | UInt8(truncatingIfNeeded: length), toByteOffset: count, as: UInt8.self)
+    base.storeBytes(of: word.bigEndian, toByteOffset: count &+ 1, as: UInt64.self)
+    advance(1 &+ length)
+  }
+
   /// A marker with the count in its low nibble, or 0xF and an integer object.
   @inline(__always)
   mutating func appendHeader(_ marker: UInt8, count: Int) {

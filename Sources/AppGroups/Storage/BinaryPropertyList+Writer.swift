@@ -190,10 +190,7 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
       let ref: Int
       if key.length <= 8 {
         // The prefix holds the whole key.
-        let bytes = key.prefix.bigEndian
-        ref = withUnsafeBytes(of: bytes) { raw in
-          internKey(UnsafeRawBufferPointer(rebasing: raw[0..<key.length]))
-        }
+        ref = internKey(prefix: key.prefix, length: key.length)
       } else {
         ref = longKeys[position].withUTF8 { internKey(UnsafeRawBufferPointer($0)) }
       }
@@ -202,7 +199,14 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
     unhashedKeys = firstKey..<offsets.count
     longKeys = []
     for position in 0..<count {
-      let ref = flatten(values[position])
+      let ref: Int
+      // The common value, without the call and the copy.
+      if case .integer(let v) = values[position] {
+        ref = beginObject()
+        buffer.appendInteger(v)
+      } else {
+        ref = flatten(values[position])
+      }
       refs[refStart &+ count &+ position] = Index(truncatingIfNeeded: ref)
     }
     return object
@@ -453,6 +457,26 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
   private mutating func internKey(_ utf8: UnsafeRawBufferPointer) -> Int {
     let start = buffer.count
     appendString(utf8)
+    return numberKey(start: start)
+  }
+
+  /// ``internKey(_:)`` for a key of at most 8 bytes, given as its sort prefix.
+  @inline(__always)
+  private mutating func internKey(prefix: UInt64, length: Int) -> Int {
+    guard prefix & 0x8080_8080_8080_8080 == 0 else {
+      return withUnsafeBytes(of: prefix.bigEndian) { raw in
+        internKey(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
+      }
+    }
+    let start = buffer.count
+    buffer.appendShortASCII(prefix, length: length)
+    return numberKey(start: start)
+  }
+
+  /// The object number of the key just written at `start`: that of an identical string
+  /// written before the dictionary (the key is then taken back), or a new one.
+  @inline(__always)
+  private mutating func numberKey(start: Int) -> Int {
     if !strings.isEmpty, !overflowed,
       let existing = strings.lookup(
         start: start, length: buffer.count &- start, buffer: buffer, offsets: offsets)
