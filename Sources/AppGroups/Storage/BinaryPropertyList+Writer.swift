@@ -464,13 +464,19 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
   @inline(__always)
   private mutating func internKey(prefix: UInt64, length: Int) -> Int {
     guard prefix & 0x8080_8080_8080_8080 == 0 else {
-      return withUnsafeBytes(of: prefix.bigEndian) { raw in
-        internKey(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
-      }
+      return internKey(nonASCIIPrefix: prefix, length: length)
     }
     let start = buffer.count
     buffer.appendShortASCII(prefix, length: length)
     return numberKey(start: start)
+  }
+
+  /// Out of line: its bytes on the stack would cost the common case a stack check.
+  @inline(never)
+  private mutating func internKey(nonASCIIPrefix prefix: UInt64, length: Int) -> Int {
+    withUnsafeBytes(of: prefix.bigEndian) { raw in
+      internKey(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
+    }
   }
 
   /// The object number of the key just written at `start`: that of an identical string
