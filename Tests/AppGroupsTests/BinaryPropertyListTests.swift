@@ -381,6 +381,44 @@ struct BinaryPropertyListTests {
     #expect(Array(second.unicodeScalars) == ["e", "\u{301}"])
   }
 
+  /// A dictionary's keys are looked up only among the strings written before the
+  /// dictionary: a key is still shared with a later string value, a nested dictionary's
+  /// keys, an array's strings, and a string written before it.
+  @Test func stringsAreSharedAcrossKeysValuesAndNestedDictionaries() {
+    let nested = PropertyListValue.dictionary([
+      "k": .dictionary(["k": .string("v"), "v": .string("k")]),
+      "v": .array([.string("k"), .string("v"), .string("w")]),
+    ])
+    // Objects: 0 the dictionary, 1 "k", 2 "v", 3 the inner dictionary, 4 the array,
+    // 5 "w"; the containers are written after the strings, then the offset table.
+    var expected: [UInt8] = Array("bplist00".utf8)
+    expected += [0x51, 0x6B, 0x51, 0x76, 0x51, 0x77]  // "k" at 8, "v" at 10, "w" at 12
+    expected += [0xD2, 1, 2, 3, 4]  // at 14
+    expected += [0xD2, 1, 2, 2, 1]  // at 19
+    expected += [0xA3, 1, 2, 5]  // at 24
+    expected += [14, 8, 10, 19, 24, 12]  // the offset table, at 28
+    expected += [0, 0, 0, 0, 0, 0, 1, 1]
+    expected += bigEndian(6, width: 8)
+    expected += bigEndian(0, width: 8)
+    expected += bigEndian(28, width: 8)
+    #expect([UInt8](BinaryPropertyList.encode(nested)) == expected)
+
+    // A key met before as a string value: array, "x", dictionary, "y", 1.
+    let keyAfterValue = PropertyListValue.array([
+      .string("x"), .dictionary(["x": .integer(1), "y": .string("x")]),
+    ])
+    #expect(Trailer(BinaryPropertyList.encode(keyAfterValue)).objectCount == 5)
+    // A value equal to its own key: dictionary, "a".
+    #expect(Trailer(BinaryPropertyList.encode(.dictionary(["a": .string("a")]))).objectCount == 2)
+    // UTF-16 keys likewise: dictionary, "b", "é", the inner dictionary, 1.
+    let utf16 = PropertyListValue.dictionary([
+      "\u{E9}": .string("\u{E9}"), "b": .dictionary(["\u{E9}": .integer(1)]),
+    ])
+    let data = BinaryPropertyList.encode(utf16)
+    #expect(Trailer(data).objectCount == 5)
+    #expect((try? BinaryPropertyList.decode(data)).map { same($0, utf16) } == true)
+  }
+
   @Test func integersUseTheFewestBytes() {
     func marker(_ v: Int) -> UInt8 {
       let data = BinaryPropertyList.encode(.integer(v))

@@ -58,6 +58,49 @@ struct ByteBuffer: ~Copyable {
     advance(width)
   }
 
+  /// `n` values, each in its low `width` (1, 2, 4 or 8) bytes, most significant
+  /// first: the offset table and a container's references.
+  @inline(__always)
+  mutating func appendBigEndian<Value: FixedWidthInteger>(
+    _ values: UnsafePointer<Value>, count n: Int, width: Int
+  ) {
+    reserve(n &* width)
+    let target = base + count
+    switch width {
+    case 1:
+      for i in 0..<n {
+        target.storeBytes(of: UInt8(truncatingIfNeeded: values[i]), toByteOffset: i, as: UInt8.self)
+      }
+    case 2:
+      for i in 0..<n {
+        target.storeBytes(
+          of: UInt16(truncatingIfNeeded: values[i]).bigEndian, toByteOffset: i &* 2, as: UInt16.self)
+      }
+    case 4:
+      for i in 0..<n {
+        target.storeBytes(
+          of: UInt32(truncatingIfNeeded: values[i]).bigEndian, toByteOffset: i &* 4, as: UInt32.self)
+      }
+    default:
+      for i in 0..<n {
+        target.storeBytes(
+          of: UInt64(truncatingIfNeeded: values[i]).bigEndian, toByteOffset: i &* 8, as: UInt64.self)
+      }
+    }
+    advance(n &* width)
+  }
+
+  /// An ASCII string object of `length` (0 to 8) bytes, given as a big-endian word
+  /// holding them first, zero-padded: its marker, then the word, of which `length`
+  /// bytes are kept.
+  @inline(__always)
+  mutating func appendShortASCII(_ word: UInt64, length: Int) {
+    reserve(9)
+    base.storeBytes(of: 0x50 | UInt8(truncatingIfNeeded: length), toByteOffset: count, as: UInt8.self)
+    base.storeBytes(of: word.bigEndian, toByteOffset: count &+ 1, as: UInt64.self)
+    advance(1 &+ length)
+  }
+
   /// A marker with the count in its low nibble, or 0xF and an integer object.
   @inline(__always)
   mutating func appendHeader(_ marker: UInt8, count: Int) {
@@ -137,10 +180,10 @@ struct UnsafeList<Element: BitwiseCopyable>: ~Copyable {
     count &+= 1
   }
 
-  /// Appends `n` copies of `element`.
-  mutating func append(_ element: Element, count n: Int) {
+  /// Counts `n` more elements, left uninitialized: the caller sets each before reading it.
+  @inline(__always)
+  mutating func appendUninitialized(count n: Int) {
     reserve(n)
-    (base + count).initialize(repeating: element, count: n)
     count &+= n
   }
 
@@ -177,10 +220,14 @@ struct StringTable {
   private var slots: [UInt64] = Array(repeating: 0, count: 256)
   private var mask = 255
   private var count = 0
+  /// Read once here: a global's every read checks that it was initialized.
+  private let seed = StringTable.processSeed
 
-  static let seed = UInt64.random(in: 0...UInt64.max)
+  static let processSeed = UInt64.random(in: 0...UInt64.max)
   private static let objectBits: UInt64 = 40
   private static let objectMask: UInt64 = 1 &<< objectBits &- 1
+
+  var isEmpty: Bool { count == 0 }
 
   /// Makes room for `extra` more strings without rehashing.
   mutating func reserve<Index: FixedWidthInteger & BitwiseCopyable>(
@@ -199,7 +246,7 @@ struct StringTable {
     start: Int, length: Int, object: Int, buffer: borrowing ByteBuffer,
     offsets: borrowing UnsafeList<Index>
   ) -> Int? {
-    let h = buffer.hash(start: start, length: length, seed: StringTable.seed)
+    let h = buffer.hash(start: start, length: length, seed: seed)
     let tag = h & ~StringTable.objectMask
     var slot = Int(truncatingIfNeeded: h) & mask
     while true {
@@ -224,6 +271,41 @@ struct StringTable {
     return nil
   }
 
+  /// The object number of a string whose encoding is the `length` bytes written at
+  /// `start`, if an identical one was written before and added.
+  @inline(__always)
+  func lookup<Index: FixedWidthInteger & BitwiseCopyable>(
+    start: Int, length: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
+  ) -> Int? {
+    let h = buffer.hash(start: start, length: length, seed: seed)
+    let tag = h & ~StringTable.objectMask
+    var slot = Int(truncatingIfNeeded: h) & mask
+    while true {
+      let value = slots[slot]
+      if value == 0 { return nil }
+      if value & ~StringTable.objectMask == tag {
+        let candidate = Int(truncatingIfNeeded: value & StringTable.objectMask) &- 1
+        // As in `find`: the candidate's `length` bytes are in the buffer.
+        if buffer.bytesEqual(Int(offsets[candidate]), start, length: length) {
+          return candidate
+        }
+      }
+      slot = (slot &+ 1) & mask
+    }
+  }
+
+  /// Records string object `object`, whose encoding is the `length` bytes written at
+  /// `start`, known to differ from every string in the table. The caller has made room
+  /// with ``reserve(_:buffer:offsets:)``.
+  @inline(__always)
+  mutating func add(object: Int, start: Int, length: Int, buffer: borrowing ByteBuffer) {
+    let h = buffer.hash(start: start, length: length, seed: seed)
+    var slot = Int(truncatingIfNeeded: h) & mask
+    while slots[slot] != 0 { slot = (slot &+ 1) & mask }
+    slots[slot] = h & ~StringTable.objectMask | UInt64(object &+ 1)
+    count &+= 1
+  }
+
   private mutating func rehash<Index: FixedWidthInteger & BitwiseCopyable>(
     capacity: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
   ) {
@@ -233,7 +315,7 @@ struct StringTable {
     for value in old where value != 0 {
       let object = Int(truncatingIfNeeded: value & StringTable.objectMask) &- 1
       let start = Int(offsets[object])
-      let h = buffer.hash(start: start, length: buffer.stringLength(at: start), seed: StringTable.seed)
+      let h = buffer.hash(start: start, length: buffer.stringLength(at: start), seed: seed)
       var slot = Int(truncatingIfNeeded: h) & mask
       while slots[slot] != 0 { slot = (slot &+ 1) & mask }
       slots[slot] = value

@@ -48,6 +48,11 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
   fileprivate var refs: UnsafeList<Index>
   fileprivate var containers: [Container] = []
   fileprivate var strings = StringTable()
+  /// The key objects of the dictionary flattened last that are not yet in `strings`:
+  /// keys of one dictionary differ from each other, so each is looked up only among the
+  /// strings written before its dictionary, and added to the table only when a later
+  /// string is looked up (in a domain of numbers, never).
+  fileprivate var unhashedKeys = 0..<0
   var trueObject = -1
   var falseObject = -1
   /// Set when an offset did not fit in `Index`: the result is wrong, write again wider.
@@ -129,8 +134,8 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
   private mutating func flatten(_ dictionary: Entries) -> Int {
     let count = dictionary.count
     let (object, refStart) = beginContainer(count: count, isDictionary: true)
-    // Its keys, and room for string values as many as half of them.
-    strings.reserve(count &+ count / 2, buffer: buffer, offsets: offsets)
+    // Its keys are looked up among every string written before them.
+    hashUnhashedKeys()
     offsets.reserve(count &* 2)
 
     var keys: [SortKey] = []
@@ -148,8 +153,11 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
     // The entries in sorted order, gathered in one pass over the dictionary
     // in its own order: stores to scattered places do not stall as loads
     // from scattered places (which miss the cache) would.
-    var rank = [Int](repeating: 0, count: count)
-    for position in 0..<count { rank[keys[position].ordinal] = position }
+    // A permutation of 0..<count: each element is written once.
+    var rank = [Int](unsafeUninitializedCapacity: count) { rank, initialized in
+      for position in 0..<count { (rank.baseAddress! + keys[position].ordinal).initialize(to: position) }
+      initialized = count
+    }
     var longKeys: [String] = []
     if hasLongKeys {
       longKeys = [String](repeating: "", count: count)
@@ -175,23 +183,30 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
     }
     rank = []
 
+    // New keys are numbered one after the other: nothing else is written among them.
+    let firstKey = offsets.count
     for position in 0..<count {
       let key = keys[position]
       let ref: Int
       if key.length <= 8 {
         // The prefix holds the whole key.
-        let bytes = key.prefix.bigEndian
-        ref = withUnsafeBytes(of: bytes) { raw in
-          intern(UnsafeRawBufferPointer(rebasing: raw[0..<key.length]))
-        }
+        ref = internKey(prefix: key.prefix, length: key.length)
       } else {
-        ref = longKeys[position].withUTF8 { intern(UnsafeRawBufferPointer($0)) }
+        ref = longKeys[position].withUTF8 { internKey(UnsafeRawBufferPointer($0)) }
       }
       refs[refStart &+ position] = Index(truncatingIfNeeded: ref)
     }
+    unhashedKeys = firstKey..<offsets.count
     longKeys = []
     for position in 0..<count {
-      let ref = flatten(values[position])
+      let ref: Int
+      // The common value, without the call and the copy.
+      if case .integer(let v) = values[position] {
+        ref = beginObject()
+        buffer.appendInteger(v)
+      } else {
+        ref = flatten(values[position])
+      }
       refs[refStart &+ count &+ position] = Index(truncatingIfNeeded: ref)
     }
     return object
@@ -217,7 +232,8 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
     let object = offsets.count &- 1
     let refStart = refs.count
     let refCount = isDictionary ? count &* 2 : count
-    refs.append(0, count: refCount)
+    // Every reference is set before `serialize` writes it.
+    refs.appendUninitialized(count: refCount)
     containers.append(Container(object: object, refStart: refStart, count: count, isDictionary: isDictionary))
     return (object, refStart)
   }
@@ -413,10 +429,75 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
     }
   }
 
+  /// Adds the keys of the dictionary flattened last to `strings`, before a string is
+  /// looked up there.
+  @inline(__always)
+  private mutating func hashUnhashedKeys() {
+    if !unhashedKeys.isEmpty { addUnhashedKeys() }
+  }
+
+  @inline(never)
+  private mutating func addUnhashedKeys() {
+    let keys = unhashedKeys
+    unhashedKeys = 0..<0
+    // Once an offset is cut short, this attempt is thrown away: the table is not used.
+    if overflowed { return }
+    // The keys, and room for string values as many as half of them.
+    strings.reserve(keys.count &+ keys.count / 2, buffer: buffer, offsets: offsets)
+    for object in keys {
+      let start = Int(offsets[object])
+      strings.add(object: object, start: start, length: buffer.stringLength(at: start), buffer: buffer)
+    }
+  }
+
+  /// Writes a dictionary's key unless an identical string was written before the
+  /// dictionary, and returns its object number. A new key is not added to `strings`
+  /// (see `unhashedKeys`).
+  @inline(__always)
+  private mutating func internKey(_ utf8: UnsafeRawBufferPointer) -> Int {
+    let start = buffer.count
+    appendString(utf8)
+    return numberKey(start: start)
+  }
+
+  /// ``internKey(_:)`` for a key of at most 8 bytes, given as its sort prefix.
+  @inline(__always)
+  private mutating func internKey(prefix: UInt64, length: Int) -> Int {
+    guard prefix & 0x8080_8080_8080_8080 == 0 else {
+      return internKey(nonASCIIPrefix: prefix, length: length)
+    }
+    let start = buffer.count
+    buffer.appendShortASCII(prefix, length: length)
+    return numberKey(start: start)
+  }
+
+  /// Out of line: its bytes on the stack would cost the common case a stack check.
+  @inline(never)
+  private mutating func internKey(nonASCIIPrefix prefix: UInt64, length: Int) -> Int {
+    withUnsafeBytes(of: prefix.bigEndian) { raw in
+      internKey(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
+    }
+  }
+
+  /// The object number of the key just written at `start`: that of an identical string
+  /// written before the dictionary (the key is then taken back), or a new one.
+  @inline(__always)
+  private mutating func numberKey(start: Int) -> Int {
+    if !strings.isEmpty, !overflowed,
+      let existing = strings.lookup(
+        start: start, length: buffer.count &- start, buffer: buffer, offsets: offsets)
+    {
+      buffer.count = start
+      return existing
+    }
+    return beginObject(at: start)
+  }
+
   /// Writes the string unless an identical one was written before, and
   /// returns its object number.
   @inline(__always)
   private mutating func intern(_ utf8: UnsafeRawBufferPointer) -> Int {
+    hashUnhashedKeys()
     let start = buffer.count
     appendString(utf8)
     // Numbered first, so that the table can find it if it grows.
@@ -503,21 +584,13 @@ struct BinaryPropertyListWriter<Index: FixedWidthInteger & UnsignedInteger & Bit
       offsets[container.object] = Index(truncatingIfNeeded: offset)
       let refCount = container.isDictionary ? container.count &* 2 : container.count
       buffer.appendHeader(container.isDictionary ? 0xD0 : 0xA0, count: container.count)
-      buffer.reserve(refCount &* refWidth &+ 8)
-      var i = container.refStart
-      let end = i &+ refCount
-      while i < end {
-        buffer.appendBigEndian(UInt64(refs[i]), width: refWidth)
-        i &+= 1
-      }
+      buffer.appendBigEndian(refs.base + container.refStart, count: refCount, width: refWidth)
     }
     if overflowed { return nil }
     let tableOffset = buffer.count
     let offsetWidth = BinaryPropertyList.byteWidth(UInt64(tableOffset))
     buffer.reserve(objectCount &* offsetWidth &+ 40)
-    for object in 0..<objectCount {
-      buffer.appendBigEndian(UInt64(offsets[object]), width: offsetWidth)
-    }
+    buffer.appendBigEndian(offsets.base, count: objectCount, width: offsetWidth)
     buffer.appendBigEndian(0, width: 6)
     buffer.append(UInt8(offsetWidth))
     buffer.append(UInt8(refWidth))
