@@ -246,23 +246,8 @@ struct StringTable {
     start: Int, length: Int, object: Int, buffer: borrowing ByteBuffer,
     offsets: borrowing UnsafeList<Index>
   ) -> Int? {
-    let h = buffer.hash(start: start, length: length, seed: seed)
-    let tag = h & ~StringTable.objectMask
-    var slot = Int(truncatingIfNeeded: h) & mask
-    while true {
-      let value = slots[slot]
-      if value == 0 { break }
-      if value & ~StringTable.objectMask == tag {
-        let candidate = Int(truncatingIfNeeded: value & StringTable.objectMask) &- 1
-        // The candidate was written earlier, so `length` bytes from it are in
-        // the buffer; a different string differs within them, since an
-        // encoding starts with its length.
-        if buffer.bytesEqual(Int(offsets[candidate]), start, length: length) {
-          return candidate
-        }
-      }
-      slot = (slot &+ 1) & mask
-    }
+    let (found, slot, tag) = probe(start: start, length: length, buffer: buffer, offsets: offsets)
+    if let found { return found }
     slots[slot] = tag | UInt64(object &+ 1)
     count &+= 1
     if count &* 2 > mask {
@@ -277,17 +262,28 @@ struct StringTable {
   func lookup<Index: FixedWidthInteger & BitwiseCopyable>(
     start: Int, length: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
   ) -> Int? {
+    probe(start: start, length: length, buffer: buffer, offsets: offsets).found
+  }
+
+  /// The string's object number if the table holds it; otherwise the empty slot where
+  /// it goes. `tag` is its hash's top 24 bits, as a slot stores them.
+  @inline(__always)
+  private func probe<Index: FixedWidthInteger & BitwiseCopyable>(
+    start: Int, length: Int, buffer: borrowing ByteBuffer, offsets: borrowing UnsafeList<Index>
+  ) -> (found: Int?, slot: Int, tag: UInt64) {
     let h = buffer.hash(start: start, length: length, seed: seed)
     let tag = h & ~StringTable.objectMask
     var slot = Int(truncatingIfNeeded: h) & mask
     while true {
       let value = slots[slot]
-      if value == 0 { return nil }
+      if value == 0 { return (nil, slot, tag) }
       if value & ~StringTable.objectMask == tag {
         let candidate = Int(truncatingIfNeeded: value & StringTable.objectMask) &- 1
-        // As in `find`: the candidate's `length` bytes are in the buffer.
+        // The candidate was written earlier, so `length` bytes from it are in
+        // the buffer; a different string differs within them, since an
+        // encoding starts with its length.
         if buffer.bytesEqual(Int(offsets[candidate]), start, length: length) {
-          return candidate
+          return (candidate, slot, tag)
         }
       }
       slot = (slot &+ 1) & mask
