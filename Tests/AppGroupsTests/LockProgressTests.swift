@@ -78,6 +78,46 @@ struct LockProgressTests {
     #expect(!d.hasChanged(since: token))
   }
 
+  /// A token read while another process is stopped between its rename and its token (the new
+  /// plist in place, the record still the old one's) does not wait for it: a stopped holder
+  /// ends the wait at the bound, with the older token, which only makes a consumer read
+  /// again. The reader neither moves the token under the writer's lock nor goes back, and
+  /// once the writer goes on, its token is the one read.
+  @Test func aTokenDoesNotWaitForAWriterStoppedBetweenItsRenameAndItsToken() throws {
+    let t = try TestRoot()
+    let made = try Product.run("groupctl", ["--root", t.path, "write", TestRoot.group, "k", "before"])
+    #expect(made.status == 0, "\(made.stderr)")
+    let d = try t.defaults(TestRoot.group, as: TestRoot.app)
+    let older = d.changeToken
+    let marker = t.sandbox.url.appendingPathComponent("renamed").path
+    let writer = try ChildProcess(
+      "appgroups-worker", ["set", TestRoot.group, "k", "after"],
+      environment: t.environment(as: TestRoot.widget).merging([
+        "APPGROUPS_WORKER_NO_WAIT": "1", "APPGROUPS_TEST_PAUSE_AFTER_RENAME": marker,
+      ]) { $1 })
+    #expect(waitForFile(marker, timeout: 60), "\(writer.standardError)")
+    #expect(waitUntilStopped(writer.process.processIdentifier, timeout: 60), "the writer is not stopped")
+    #expect((try? TestRoot.readOnDisk(t.groupSuiteFile))?["k"] as? String == "after", "the new plist is in place")
+
+    let start = FileSystem.monotonicNanoseconds()
+    let token = d.changeToken
+    let took = FileSystem.monotonicNanoseconds() - start
+    #expect(processState(writer.process.processIdentifier) == "T", "read while the writer stays stopped")
+    #expect(token == older, "the older token: a stopped writer's lock is not taken over")
+    // The bound is 20 ms; the wait for a holder that makes progress goes on to the ceiling.
+    #expect(took < SuiteFile.tokenWaitCeiling, "waited \(took) ns for a stopped writer")
+
+    // From here on nothing throws: the writer always goes on and is waited for.
+    writer.signal(SIGCONT)
+    #expect(writer.waitFor("set", timeout: 60), "\(writer.standardError)")
+    #expect(writer.wait() == 0)
+    let moved = d.changeToken
+    #expect(moved > older, "the writer's token, once it goes on")
+    #expect(d.hasChanged(since: token))
+    #expect(!d.hasChanged(since: moved))
+    #expect(d.string(forKey: "k") == "after")
+  }
+
   /// A waiter looks at the lock's holder when its bound runs out. A look that lands while the
   /// lock changes hands (its holder let go, the next one has not recorded itself yet) sees no
   /// holder; under load the next holder can be preempted there for a whole time slice, and

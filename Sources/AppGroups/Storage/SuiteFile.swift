@@ -415,7 +415,10 @@ final class SuiteFile: Sendable {
       do throws(AppGroupsError) {
         let identity = try PropertyListFile.write(
           next, to: path, notBefore: expected?.modified, beforeRename: check,
-          afterRename: { advanced = lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal) })
+          afterRename: {
+            TestHooks.afterRename?(path)
+            advanced = lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal)
+          })
         cs.identity = identity
         cs.unreadableIdentity = nil
         cs.deadBytes = 0

@@ -19,6 +19,11 @@ enum TestHooks {
   /// behind.
   static let beforeRename = hook("APPGROUPS_TEST_PAUSE_BEFORE_RENAME")
 
+  /// `APPGROUPS_TEST_PAUSE_AFTER_RENAME=<path>`: a commit, once its new plist is renamed in
+  /// place and before its token moves, creates `<path>` and raises SIGSTOP on itself, so that
+  /// a test can read the token while the file in place is one the token does not describe yet.
+  static let afterRename = hook("APPGROUPS_TEST_PAUSE_AFTER_RENAME")
+
   /// `APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH=<path>`: a commit appended to a journal, once its
   /// record is written and synced but its length not yet published in the token record,
   /// creates `<path>` and raises SIGSTOP on itself, so that a test can look at what other
