@@ -262,7 +262,10 @@ final class Lifecycle: @unchecked Sendable {
   /// Whether a SIGTSTP that groupctl did not send stops the process (it was not ignored).
   private var stopsOnTerminalNotice = true
 
-  private let queue = DispatchQueue(label: "appgroups.lifecycle")
+  /// Made at the first notice (or when signals need a source): an app that is never
+  /// suspended never needs it.
+  private let lifecycleQueue = LazyQueue(label: "appgroups.lifecycle")
+  private var queue: DispatchQueue { lifecycleQueue.queue }
   private var source: (any DispatchSourceSignal)?
   /// The app's device: its state changes are told to the app (ProtectedData).
   private var deviceMonitor: DeviceMonitor?

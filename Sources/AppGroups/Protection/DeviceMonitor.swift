@@ -59,7 +59,8 @@ final class DeviceMonitor: Sendable {
   private let listener = Mutex<UInt64?>(nil)
   private let started = Atomic<Bool>(false)
   /// Events are told here, one at a time, in order: never on the change monitor's thread.
-  private let queue = DispatchQueue(label: "appgroups.device-events")
+  /// Made at the first event: most processes never hear one.
+  private let eventQueue = LazyQueue(label: "appgroups.device-events")
 
   private static let registry = WeakRegistry<DeviceMonitor>()
 
@@ -187,7 +188,7 @@ final class DeviceMonitor: Sendable {
     let root = self.root
     let page = self.page
     let library = Self.libraryHook.withLock { $0 }
-    queue.async {
+    eventQueue.queue.async {
       library?(root.path, page)
       for event in events {
         for handler in handlers { handler(event) }
@@ -217,5 +218,5 @@ final class DeviceMonitor: Sendable {
   }
 
   /// Waits until every event heard so far has been delivered: for tests.
-  func drain() { queue.sync {} }
+  func drain() { eventQueue.queue.sync {} }
 }

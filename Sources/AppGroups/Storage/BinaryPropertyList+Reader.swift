@@ -445,6 +445,23 @@ struct BinaryPropertyListReader {
   fileprivate mutating func open(
     object: Int, at offset: Int, isDictionary: Bool, depth: Int
   ) throws(AppGroupsError) -> Frame {
+    let (count, start) = try enter(object: object, at: offset, isDictionary: isDictionary, depth: depth)
+    var frame = Frame(object: object, isDictionary: isDictionary, refStart: start, count: count)
+    if isDictionary {
+      frame.entries.reserveCapacity(count)
+    } else {
+      frame.elements.reserveCapacity(count)
+    }
+    return frame
+  }
+
+  /// Checks that a container's references are in the file and that it may be entered
+  /// (depth, cycle), and marks it open: its count and where its references start. The
+  /// caller sets `open[object]` back to `false` when it is done with it.
+  @inline(__always)
+  mutating func enter(
+    object: Int, at offset: Int, isDictionary: Bool, depth: Int
+  ) throws(AppGroupsError) -> (count: Int, start: Int) {
     guard depth < BinaryPropertyList.maximumDepth else {
       throw BinaryPropertyList.corrupt("nesting deeper than \(BinaryPropertyList.maximumDepth) (at object \(object))")
     }
@@ -457,13 +474,7 @@ struct BinaryPropertyListReader {
       throw BinaryPropertyList.corrupt("object \(object) refers to itself (directly or through the containers in it)")
     }
     open[object] = true
-    var frame = Frame(object: object, isDictionary: isDictionary, refStart: start, count: count)
-    if isDictionary {
-      frame.entries.reserveCapacity(count)
-    } else {
-      frame.elements.reserveCapacity(count)
-    }
-    return frame
+    return (count, start)
   }
 
   /// The `index`th key of a dictionary whose key references start at `start`.

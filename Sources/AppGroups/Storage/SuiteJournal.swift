@@ -259,7 +259,7 @@ package enum SuiteJournal {
       let payloadStart = offset + recordHeaderSize
       guard length > 0, min(bytes.count, end - start) - payloadStart >= length else { break }
       let payload = bytes[payloadStart..<(payloadStart + length)]
-      guard checksum(payload) == check, let record = decode(Data(payload)) else { break }
+      guard checksum(payload) == check, let record = recordChanges(payload) else { break }
       changes.append(contentsOf: record)
       offset = payloadStart + length
     }
@@ -410,17 +410,6 @@ package enum SuiteJournal {
   }
 
   // MARK: Bytes
-
-  private static func decode(_ payload: Data) -> [Change]? {
-    guard case .dictionary(let root)? = try? BinaryPropertyList.decode(payload),
-      case .dictionary(let set)? = root["s"], case .array(let removed)? = root["r"]
-    else { return nil }
-    var changes: [Change] = []
-    changes.reserveCapacity(set.count + removed.count)
-    for case .string(let key) in removed { changes.append((key, nil)) }
-    for (key, value) in set { changes.append((key, value)) }
-    return changes.count == set.count + removed.count ? changes : nil
-  }
 
   /// FNV-1a, 64 bits: enough to tell a torn or damaged record from a whole one.
   private static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {

@@ -55,7 +55,9 @@ final class SuiteStore: Sendable {
   let file: SuiteFile
   /// Signalled when a re-read's changes have been told (see ``refresh()``).
   let told = NSCondition()
-  let queue: DispatchQueue
+  /// Where commits run, made at the first (a store that is only read never needs it).
+  private let commitQueue: LazyQueue
+  var queue: DispatchQueue { commitQueue.queue }
 
   struct State: Sendable {
     /// This process's view of the values: the file's (indexed until the first `set`, see
@@ -208,7 +210,7 @@ final class SuiteStore: Sendable {
     self.directory = FileSystem.folder(of: path)
     self.fileName = FileSystem.lastComponent(of: path)
     self.options = options
-    self.queue = DispatchQueue(label: "appgroups.commit.\(fileName)")
+    commitQueue = LazyQueue(label: "appgroups.commit.", fileName)
     file = try SuiteFile(path: path, options: options)
     state = Mutex(State())
     let unavailable = markUnavailableIfProtected()
