@@ -119,7 +119,9 @@ struct FaultKillTests {
     let pid = killed.process.processIdentifier
     killed.signal(SIGKILL)
     _ = killed.wait()
-    #expect(entries(of: folder).contains { $0.contains(".tmp-\(pid)-") })
+    // Named in the suite's staging folder, which nobody watches, then renamed across.
+    let staging = folder.appendingPathComponent(".staging")
+    #expect(entries(of: staging).contains { $0.contains(".tmp-\(pid)-") })
     // The old file is intact: the rename never happened.
     let before = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(before["kept"] as? String == "yes")
@@ -170,6 +172,8 @@ struct FaultKillTests {
     let folder = t.groupSuiteFile.deletingLastPathComponent()
     let names = entries(of: folder)
     #expect(names.filter { $0.contains(".tmp-") } == [], "temporary files left")
+    let staging = entries(of: folder.appendingPathComponent(".staging"))
+    #expect(staging.filter { $0.contains(".tmp-") } == [], "temporary files left in the staging folder")
     #expect(names.filter { $0.contains(".unreadable-") } == [], "a file was found unreadable")
 
     // The lock is free.

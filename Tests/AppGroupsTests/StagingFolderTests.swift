@@ -1,0 +1,66 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// A preferences file's new versions are made and named in its folder's staging folder, which
+/// nobody watches, then renamed over it.
+@Suite("Staging folder")
+struct StagingFolderTests {
+  @Test func theStagingFolderIsMadePrivateAndLeftEmpty() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    _ = try PropertyListFile.write(["k": .string("v")], to: path, notBefore: nil)
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    var info = stat()
+    #expect(lstat(staging, &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFDIR)
+    #expect(info.st_mode & 0o777 == 0o700)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: staging) == [])
+    #expect(try value(at: path) == .string("v"))
+  }
+
+  @Test func aTemporaryFileLeftInTheStagingFolderIsRemovedByTheNextWrite() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
+    // A writer killed between naming its temporary file and renaming it.
+    let leftover = staging + "/" + FileSystem.temporaryPrefix(for: "suite.plist") + "99999999-1"
+    #expect(FileManager.default.createFile(atPath: leftover, contents: Data("old".utf8)))
+    let other = staging + "/" + FileSystem.temporaryPrefix(for: "other.plist") + "99999999-1"
+    #expect(FileManager.default.createFile(atPath: other, contents: Data("other".utf8)))
+
+    _ = try PropertyListFile.write(["k": .string("v")], to: path, notBefore: nil)
+    #expect(!FileManager.default.fileExists(atPath: leftover))
+    // Another file's temporary file is its own writer's to remove.
+    #expect(FileManager.default.fileExists(atPath: other))
+  }
+
+  @Test func aStagingFolderThatIsALinkIsNeitherWrittenThroughNorCleanedThrough() throws {
+    let sandbox = try Sandbox()
+    let outside = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    #expect(symlink(outside.path, staging) == 0)
+    let planted = outside.path + "/" + FileSystem.temporaryPrefix(for: "suite.plist") + "99999999-1"
+    #expect(FileManager.default.createFile(atPath: planted, contents: Data("not ours".utf8)))
+
+    var outsideAtRename: [String] = []
+    _ = try PropertyListFile.write(
+      ["k": .string("v")], to: path, notBefore: nil,
+      beforeRename: { outsideAtRename = (try? FileManager.default.contentsOfDirectory(atPath: outside.path)) ?? [] })
+    // Named in the file's own folder instead, and nothing beyond the link was touched.
+    #expect(outsideAtRename == [FileSystem.lastComponent(of: planted)])
+    #expect(FileManager.default.fileExists(atPath: planted))
+    #expect(try FileManager.default.destinationOfSymbolicLink(atPath: staging) == outside.path)
+    #expect(try value(at: path) == .string("v"))
+  }
+}
+
+/// The value of `k` in the property list at `path`.
+private func value(at path: String) throws -> PropertyListValue? {
+  guard case .values(let values, _) = try PropertyListFile.read(path) else { return nil }
+  return values["k"]
+}
