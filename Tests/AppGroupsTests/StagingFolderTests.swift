@@ -1,5 +1,6 @@
 @testable import AppGroups
 import AppGroupsTestSupport
+import Dispatch
 import Foundation
 import Glibc
 import Testing
@@ -56,6 +57,42 @@ struct StagingFolderTests {
     #expect(FileManager.default.fileExists(atPath: planted))
     #expect(try FileManager.default.destinationOfSymbolicLink(atPath: staging) == outside.path)
     #expect(try value(at: path) == .string("v"))
+  }
+}
+
+/// A sandboxed process (Landlock) commits through the staging folder too: the rename across
+/// folders needs the `refer` right, which a container's rule grants; refused, the commit would
+/// name its temporary file in the suite's folder, and the watcher below would hear it.
+@Suite(
+  "Staging folder: sandboxed", .processBound,
+  .enabled(if: landlockAvailable, "the kernel offers no Landlock"))
+struct StagingFolderSandboxTests {
+  @Test func aSandboxedCommitIsHeardOnceByAWatcherOfTheSuitesFolder() throws {
+    let s = try SandboxRoot()
+    let folder = s.groupPreferences(TestRoot.group)
+    let events = AppGroups.Mutex<[DirectoryWatcher.Event]>([])
+    let arrived = DispatchSemaphore(value: 0)
+    let watcher = DirectoryWatcher { batch in
+      events.withLock { $0 += batch }
+      arrived.signal()
+    }
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: folder)
+    defer { watch.cancel() }
+
+    let app = try s.run(
+      as: TestRoot.app, [], [SandboxRoot.worker, "set", TestRoot.group, "greeting", "hello"],
+      environment: ["APPGROUPS_WORKER_NO_WAIT": "1"])
+    #expect(app.status == 0, "\(app.stderr)")
+    let plist = TestRoot.group + ".plist"
+    let deadline = Date(timeIntervalSinceNow: 20)
+    while !events.withLock({ $0.contains { $0.name == plist && $0.kind == .movedTo } }) {
+      guard arrived.wait(timeout: .now() + deadline.timeIntervalSinceNow) == .success else { break }
+    }
+    let heard = events.withLock { $0 }
+    #expect(heard.contains { $0.name == plist && $0.kind == .movedTo }, "\(heard)")
+    #expect(heard.filter { $0.name.contains(".tmp-") } == [], "the temporary file was named in the suite's folder")
+    #expect(try s.g.ok(["read", TestRoot.group, "greeting"]) == "hello\n")
   }
 }
 
