@@ -39,6 +39,24 @@ struct StagingFolderTests {
     #expect(FileManager.default.fileExists(atPath: other))
   }
 
+  @Test func aRenameAcrossThatIsRefusedNamesTheFileInItsOwnFolderInstead() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    FileSystem.injectRenameAcrossFailure.withLock { _ = $0.insert(path) }
+    defer { FileSystem.injectRenameAcrossFailure.withLock { _ = $0.remove(path) } }
+    var checks = 0
+    _ = try PropertyListFile.write(["k": .string("x")], to: path, notBefore: nil, beforeRename: { checks += 1 })
+    // Written again and renamed from the file's own folder (Landlock's first version refuses
+    // every rename between folders with EXDEV); the next write goes there at once.
+    #expect(checks == 2)
+    _ = try PropertyListFile.write(["k": .string("v")], to: path, notBefore: nil, beforeRename: { checks += 1 })
+    #expect(checks == 3)
+    #expect(try value(at: path) == .string("v"))
+    let staging = PropertyListFile.stagingFolderName
+    #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.path + "/" + staging) == [])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.path).sorted() == [staging, "suite.plist"])
+  }
+
   @Test func aStagingFolderThatIsALinkIsNeitherWrittenThroughNorCleanedThrough() throws {
     let sandbox = try Sandbox()
     let outside = try Sandbox()

@@ -140,7 +140,8 @@ enum PropertyListFile {
     FileSystem.removeLeftoverTemporaries(for: name, in: staging, followingLink: false)
     do {
       return try FileSystem.writeAtomically(
-        data, to: path, notBefore: notBefore, staging: staging, beforeRename: { _ throws(SystemCallError) in try beforeRename() },
+        data, to: path, notBefore: notBefore, staging: staging,
+        beforeRename: { _ throws(SystemCallError) in try beforeRename() },
         afterRename: afterRename)
     } catch {
       throw AppGroupsError(io: error, "writing \(path)")

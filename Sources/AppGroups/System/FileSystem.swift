@@ -214,18 +214,20 @@ package enum FileSystem {
   /// target's folder, the name wakes every watcher, and many watching processes on a few
   /// cores take the CPU from the writer between its name and its rename, then the rename's two
   /// events (`IN_MOVED_FROM`, `IN_MOVED_TO`) wake them again, sometimes one by one. A staging
-  /// folder that cannot be used (a symbolic link, not a folder, refused), or a rename across
-  /// refused (`EXDEV`: Landlock's first version never allows one), names the file in the
-  /// target's folder instead. A writer killed before the name leaves nothing; after it, the
-  /// temporary file (in `staging`, or the target's folder) that the next writer removes, as
-  /// before. Elsewhere (no `O_TMPFILE`, no way to name it) the file is named in the target's
-  /// folder from its creation.
+  /// folder that cannot be used (a symbolic link, not a folder, refused) names the file in the
+  /// target's folder instead; so does a rename across refused (`EXDEV`: Landlock's first
+  /// version never allows one), after which the file is written again, named in the target's
+  /// folder, as every later one through that staging folder in this process. A writer killed
+  /// before the name leaves nothing; after it, the temporary file (in `staging`, or the
+  /// target's folder) that the next writer removes, as before. Elsewhere (no `O_TMPFILE`, no
+  /// way to name it) the file is named in the target's folder from its creation.
   ///
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
   /// commit point, with the temporary file's identity (its inode is the one the file keeps
-  /// at `path`); what it throws abandons the write (the temporary file is removed).
+  /// at `path`); what it throws abandons the write (the temporary file is removed). It runs
+  /// twice, the first time for a file that is then dropped, when a rename across is refused.
   /// `attribute`, when given, is recorded on the temporary file before its contents.
   /// `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
@@ -329,11 +331,13 @@ package enum FileSystem {
     afterRename: (FileIdentity) -> Void
   ) throws(SystemCallError) -> FileIdentity? {
     let temporary = directory + "/" + name
-    let stagingFD = staging.map(openStagingFolder) ?? -1
+    let refused = staging.map { folder in refusedStaging.withLock { !$0.isEmpty && $0.contains(folder) } } ?? true
+    let stagingFD = refused ? -1 : staging.map(openStagingFolder) ?? -1
     defer { if stagingFD >= 0 { close(stagingFD) } }
     let fd =
       stagingFD >= 0
-      ? cappgroups_open_unnamed(stagingFD, ".", UInt32(mode)) : cappgroups_open_unnamed(AT_FDCWD, directory, UInt32(mode))
+      ? cappgroups_open_unnamed(stagingFD, ".", UInt32(mode))
+      : cappgroups_open_unnamed(AT_FDCWD, directory, UInt32(mode))
     // Any failure (no O_TMPFILE here, or the folder refused): the named file's `open(2)`
     // fails the same way and says so under the temporary file's name, as before.
     guard fd >= 0 else { return nil }
@@ -353,20 +357,20 @@ package enum FileSystem {
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
     // Named in the staging folder, or else in `directory`.
-    var (folder, named) = stagingFD >= 0 ? (stagingFD, name) : (AT_FDCWD, temporary)
+    let (folder, named) = stagingFD >= 0 ? (stagingFD, name) : (AT_FDCWD, temporary)
     guard cappgroups_link_unnamed(fd, folder, named) == 0 else { return nil }
     var renamed = false
     defer { if !renamed { unlinkat(folder, named, 0) } }
     _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
     try beforeRename(FileIdentity(s))
-    var moved = renameat(folder, named, AT_FDCWD, path)
-    if moved != 0 && errno == EXDEV && folder != AT_FDCWD {
+    let moved = renameAcross(folder, named, to: path)
+    if moved != 0 && errno == EXDEV && stagingFD >= 0, let staging {
       // A rename between folders needs a right that a sandbox may withhold (Landlock's
-      // `refer`, which its first version never grants): named in `directory` then.
-      unlinkat(folder, named, 0)
-      (folder, named) = (AT_FDCWD, temporary)
-      _ = try valueOrErrno("linkat", path: temporary) { cappgroups_link_unnamed(fd, folder, named) }
-      moved = Glibc.rename(temporary, path)
+      // `refer`, which its first version never grants), and a file named once cannot be
+      // named again in another folder: the caller writes it again in `directory`, and this
+      // staging folder is not used again by this process.
+      refusedStaging.withLock { _ = $0.insert(staging) }
+      return nil
     }
     _ = try valueOrErrno("rename", path: path, retryOnInterrupt: false) { moved }
     renamed = true
@@ -374,6 +378,27 @@ package enum FileSystem {
     afterRename(FileIdentity(s))
     try syncDirectory(directory)
     return FileIdentity(s)
+  }
+
+  /// Staging folders that a rename out of was refused (`EXDEV`): this process names its
+  /// temporary files in the target's folder instead (see ``writeAtomically``).
+  private static let refusedStaging = Mutex<Set<String>>([])
+
+  #if DEBUG
+  /// Fault injection for tests: a rename from a staging folder onto a path listed here fails
+  /// with `EXDEV`, as every rename between folders does under Landlock's first version.
+  static let injectRenameAcrossFailure = Mutex<Set<String>>([])
+  #endif
+
+  /// `renameat(2)` of the entry `name` of the folder open as `folder` (or AT_FDCWD) to `path`.
+  private static func renameAcross(_ folder: CInt, _ name: String, to path: String) -> CInt {
+    #if DEBUG
+    if folder != AT_FDCWD, injectRenameAcrossFailure.withLock({ $0.contains(path) }) {
+      errno = EXDEV
+      return -1
+    }
+    #endif
+    return renameat(folder, name, AT_FDCWD, path)
   }
 
   /// The staging folder at `path`, open, made (mode 0700) when it is missing; -1 when it
