@@ -102,15 +102,15 @@ int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket) {
   return 0;
 }
 
-int cappgroups_open_unnamed(const char *directory, uint32_t mode) {
-  return open(directory, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
+int cappgroups_open_unnamed(int directory, const char *path, uint32_t mode) {
+  return openat(directory, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
 }
 
-int cappgroups_link_unnamed(int fd, const char *path) {
-  if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0) return 0;
+int cappgroups_link_unnamed(int fd, int directory, const char *path) {
+  if (linkat(fd, "", directory, path, AT_EMPTY_PATH) == 0) return 0;
   // ENOENT: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH before Linux 6.10 (man 2 linkat).
   if (errno != ENOENT && errno != EPERM) return -1;
   char proc[32];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-  return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+  return linkat(AT_FDCWD, proc, directory, path, AT_SYMLINK_FOLLOW);
 }

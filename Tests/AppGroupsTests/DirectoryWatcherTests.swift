@@ -56,6 +56,30 @@ struct DirectoryWatcherTests {
     #expect(temporary == [.created, .movedFrom])
   }
 
+  @Test func aWriteStagedElsewhereIsOneEventInTheTargetsFolder() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    let staging = sandbox.path + "/.staging"
+    try FileSystem.writeAtomically(Data("v1".utf8), to: path, staging: staging)
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: sandbox.path)
+    defer { watch.cancel() }
+
+    try FileSystem.writeAtomically(Data("v2".utf8), to: path, notBefore: 0, staging: staging)
+    try writeFile(sandbox.path + "/sentinel", "s")
+
+    // Made, named and synced in the staging folder, which nobody watches: the target's
+    // folder hears the rename into it and nothing else, so a watcher wakes once.
+    let sentinel = Event(directory: sandbox.path, name: "sentinel", kind: .closeWrite)
+    #expect(log.wait { $0.contains(sentinel) })
+    let events = log.events.filter { $0.name != "sentinel" }
+    #expect(events == [Event(directory: sandbox.path, name: "suite.plist", kind: .movedTo)])
+    #expect(try String(contentsOfFile: path, encoding: .utf8) == "v2")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: staging) == [])
+  }
+
   @Test func writingInPlaceIsCloseWrite() throws {
     let sandbox = try Sandbox()
     let path = sandbox.path + "/data"

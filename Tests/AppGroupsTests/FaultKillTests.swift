@@ -68,7 +68,9 @@ struct FaultKillTests {
         // Lines the writer printed before it died still count.
         while let line = child.waitForLine(timeout: 5) { record(line) }
         incarnations.withLock { $0.append(Incarnation(prefix: prefix, lastSynced: last)) }
-        if entries(of: folder).contains(where: { $0.contains(".tmp-\(pid)-") }) {
+        // In the staging folder; in the suite's folder where the file system has no O_TMPFILE.
+        let staged = entries(of: folder.appendingPathComponent(".staging"))
+        if (entries(of: folder) + staged).contains(where: { $0.contains(".tmp-\(pid)-") }) {
           tempsSeenAfterKill.withLock { $0 += 1 }
         }
         // The file parses at every moment, whoever was killed where.
@@ -119,7 +121,9 @@ struct FaultKillTests {
     let pid = killed.process.processIdentifier
     killed.signal(SIGKILL)
     _ = killed.wait()
-    #expect(entries(of: folder).contains { $0.contains(".tmp-\(pid)-") })
+    // Named in the suite's staging folder, which nobody watches, then renamed across.
+    let staging = folder.appendingPathComponent(".staging")
+    #expect(entries(of: staging).contains { $0.contains(".tmp-\(pid)-") })
     // The old file is intact: the rename never happened.
     let before = try TestRoot.readOnDisk(t.groupSuiteFile)
     #expect(before["kept"] as? String == "yes")
@@ -170,6 +174,8 @@ struct FaultKillTests {
     let folder = t.groupSuiteFile.deletingLastPathComponent()
     let names = entries(of: folder)
     #expect(names.filter { $0.contains(".tmp-") } == [], "temporary files left")
+    let staging = entries(of: folder.appendingPathComponent(".staging"))
+    #expect(staging.filter { $0.contains(".tmp-") } == [], "temporary files left in the staging folder")
     #expect(names.filter { $0.contains(".unreadable-") } == [], "a file was found unreadable")
 
     // The lock is free.

@@ -51,6 +51,18 @@ struct GroupctlDoctorTests {
       }, message: "is a temporary file left by a writer that was stopped mid-write",
       advice: "rm '"),
     Damage(
+      testDescription: "temporary file of a writer that is gone, in the staging folder",
+      apply: { g in
+        let staging = g.t.groupSuiteFile.deletingLastPathComponent().path + "/.staging"
+        try FileManager.default.createDirectory(
+          atPath: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = staging + "/.\(TestRoot.group).plist.tmp-99999999-42"
+        try Data("partial".utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
+      }, message: "is a temporary file left by a writer that was stopped mid-write",
+      advice: "rm '"),
+    Damage(
       testDescription: "quarantined file",
       apply: { g in
         let path = g.t.groupSuiteFile.path + ".unreadable-20260101T000000Z"

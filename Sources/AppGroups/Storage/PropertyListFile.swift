@@ -116,9 +116,16 @@ enum PropertyListFile {
     return aside
   }
 
+  /// The folder, inside a preferences file's own, where its new versions are written and
+  /// named before they are renamed over it (see
+  /// ``FileSystem/writeAtomically(_:to:mode:notBefore:attribute:staging:beforeRename:afterRename:)``):
+  /// nobody watches it, so a commit wakes the suite's watchers once, at the rename.
+  static let stagingFolderName = ".staging"
+
   /// Writes `values` as a binary property list durably and atomically in place of `path`
-  /// (see ``FileSystem/writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)``),
-  /// after removing temporary files that killed writers left. Call holding the file's lock.
+  /// (see ``FileSystem/writeAtomically(_:to:mode:notBefore:attribute:staging:beforeRename:afterRename:)``),
+  /// staged in ``stagingFolderName``, after removing temporary files that killed writers left
+  /// (in the file's folder and in the staging folder). Call holding the file's lock.
   /// - Returns: the identity of the new file.
   static func write(
     _ values: [String: PropertyListValue], to path: String, notBefore: Int64?,
@@ -127,10 +134,14 @@ enum PropertyListFile {
   ) throws(AppGroupsError) -> FileIdentity {
     let data = BinaryPropertyList.encode(.dictionary(values))
     let folder = FileSystem.folder(of: path)
-    FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: path), in: folder)
+    let name = FileSystem.lastComponent(of: path)
+    let staging = folder + "/" + stagingFolderName
+    FileSystem.removeLeftoverTemporaries(for: name, in: folder)
+    FileSystem.removeLeftoverTemporaries(for: name, in: staging, followingLink: false)
     do {
       return try FileSystem.writeAtomically(
-        data, to: path, notBefore: notBefore, beforeRename: { _ throws(SystemCallError) in try beforeRename() },
+        data, to: path, notBefore: notBefore, staging: staging,
+        beforeRename: { _ throws(SystemCallError) in try beforeRename() },
         afterRename: afterRename)
     } catch {
       throw AppGroupsError(io: error, "writing \(path)")

@@ -207,18 +207,27 @@ package enum FileSystem {
   /// The temporary file is made unnamed where the file system allows (`O_TMPFILE`), and
   /// given its name (``temporaryPrefix(for:)``) only once it is durable, just before
   /// `beforeRename`: a watcher of the folder (``DirectoryWatcher``, which excludes unlinked
-  /// entries) hears nothing while the data is written and `fsync`ed, then the name and the
-  /// rename back to back, one wake-up for the commit where a named file woke it twice (its
-  /// creation and close while the `fsync(2)` waits on the disk, then the rename). A writer
-  /// killed before the name leaves nothing; after it, the temporary file that the next
-  /// writer removes, as before. Elsewhere (no `O_TMPFILE`, no way to name it) the file is
-  /// named from its creation.
+  /// entries) hears nothing while the data is written and `fsync`ed. With `staging`, a folder
+  /// on the same file system that nobody watches (a subfolder of the target's), made (0700)
+  /// when missing, the file is made and named there and renamed across: the target's folder hears
+  /// the rename alone (`IN_MOVED_TO`), one event and one wake-up for the write. Named in the
+  /// target's folder, the name wakes every watcher, and many watching processes on a few
+  /// cores take the CPU from the writer between its name and its rename, then the rename's two
+  /// events (`IN_MOVED_FROM`, `IN_MOVED_TO`) wake them again, sometimes one by one. A staging
+  /// folder that cannot be used (a symbolic link, not a folder, refused) names the file in the
+  /// target's folder instead; so does a rename across refused (`EXDEV`: Landlock's first
+  /// version never allows one), after which the file is written again, named in the target's
+  /// folder, as every later one through that staging folder in this process. A writer killed
+  /// before the name leaves nothing; after it, the temporary file (in `staging`, or the
+  /// target's folder) that the next writer removes, as before. Elsewhere (no `O_TMPFILE`, no
+  /// way to name it) the file is named in the target's folder from its creation.
   ///
   /// The new file's modification time is set strictly later than
   /// `notBefore` (nanoseconds), so successive versions differ in identity.
   /// `beforeRename` runs once the temporary file is durable, just before the
   /// commit point, with the temporary file's identity (its inode is the one the file keeps
-  /// at `path`); what it throws abandons the write (the temporary file is removed).
+  /// at `path`); what it throws abandons the write (the temporary file is removed). It runs
+  /// twice, the first time for a file that is then dropped, when a rename across is refused.
   /// `attribute`, when given, is recorded on the temporary file before its contents.
   /// `afterRename` is called with the new identity as soon as the new file is
   /// in place, before the folder's `fsync(2)`: other processes can read the
@@ -227,7 +236,7 @@ package enum FileSystem {
   @discardableResult
   static func writeAtomically(
     _ data: Data, to path: String, mode: mode_t = 0o600, notBefore: Int64? = nil,
-    attribute: ExtendedAttribute? = nil,
+    attribute: ExtendedAttribute? = nil, staging: String? = nil,
     beforeRename: (FileIdentity) throws(SystemCallError) -> Void = { _ in },
     afterRename: (FileIdentity) -> Void = { _ in }
   ) throws(SystemCallError) -> FileIdentity {
@@ -235,10 +244,11 @@ package enum FileSystem {
     // instructions a call: this runs in every commit.
     let directory = folder(of: path)
     let name = lastComponent(of: path)
-    let temporary = directory + "/" + temporaryName(for: name)
+    let unique = temporaryName(for: name)
+    let temporary = directory + "/" + unique
     if let identity = try writeUnnamed(
-      data, to: path, in: directory, as: temporary, mode: mode, notBefore: notBefore, attribute: attribute,
-      beforeRename: beforeRename, afterRename: afterRename)
+      data, to: path, in: directory, as: unique, staging: staging, mode: mode, notBefore: notBefore,
+      attribute: attribute, beforeRename: beforeRename, afterRename: afterRename)
     {
       return identity
     }
@@ -315,12 +325,19 @@ package enum FileSystem {
   /// - Returns: the identity of the file now at `path`; `nil`, having changed nothing, when
   ///   no unnamed file can be made or named here (the caller writes a named one).
   private static func writeUnnamed(
-    _ data: Data, to path: String, in directory: String, as temporary: String, mode: mode_t,
+    _ data: Data, to path: String, in directory: String, as name: String, staging: String?, mode: mode_t,
     notBefore: Int64?, attribute: ExtendedAttribute?,
     beforeRename: (FileIdentity) throws(SystemCallError) -> Void,
     afterRename: (FileIdentity) -> Void
   ) throws(SystemCallError) -> FileIdentity? {
-    let fd = cappgroups_open_unnamed(directory, UInt32(mode))
+    let temporary = directory + "/" + name
+    let refused = staging.map { folder in refusedStaging.withLock { !$0.isEmpty && $0.contains(folder) } } ?? true
+    let stagingFD = refused ? -1 : staging.map(openStagingFolder) ?? -1
+    defer { if stagingFD >= 0 { close(stagingFD) } }
+    let fd =
+      stagingFD >= 0
+      ? cappgroups_open_unnamed(stagingFD, ".", UInt32(mode))
+      : cappgroups_open_unnamed(AT_FDCWD, directory, UInt32(mode))
     // Any failure (no O_TMPFILE here, or the folder refused): the named file's `open(2)`
     // fails the same way and says so under the temporary file's name, as before.
     guard fd >= 0 else { return nil }
@@ -339,17 +356,59 @@ package enum FileSystem {
       }
     }
     _ = try valueOrErrno("fsync", path: temporary) { fsync(fd) }
-    guard cappgroups_link_unnamed(fd, temporary) == 0 else { return nil }
+    // Named in the staging folder, or else in `directory`.
+    let (folder, named) = stagingFD >= 0 ? (stagingFD, name) : (AT_FDCWD, temporary)
+    guard cappgroups_link_unnamed(fd, folder, named) == 0 else { return nil }
     var renamed = false
-    defer { if !renamed { unlink(temporary) } }
+    defer { if !renamed { unlinkat(folder, named, 0) } }
     _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
     try beforeRename(FileIdentity(s))
-    _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
+    let moved = renameAcross(folder, named, to: path)
+    if moved != 0 && errno == EXDEV && stagingFD >= 0, let staging {
+      // A rename between folders needs a right that a sandbox may withhold (Landlock's
+      // `refer`, which its first version never grants), and a file named once cannot be
+      // named again in another folder: the caller writes it again in `directory`, and this
+      // staging folder is not used again by this process.
+      refusedStaging.withLock { _ = $0.insert(staging) }
+      return nil
+    }
+    _ = try valueOrErrno("rename", path: path, retryOnInterrupt: false) { moved }
     renamed = true
     _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
     afterRename(FileIdentity(s))
     try syncDirectory(directory)
     return FileIdentity(s)
+  }
+
+  /// Staging folders that a rename out of was refused (`EXDEV`): this process names its
+  /// temporary files in the target's folder instead (see ``writeAtomically``).
+  private static let refusedStaging = Mutex<Set<String>>([])
+
+  #if DEBUG
+  /// Fault injection for tests: a rename from a staging folder onto a path listed here fails
+  /// with `EXDEV`, as every rename between folders does under Landlock's first version.
+  static let injectRenameAcrossFailure = Mutex<Set<String>>([])
+  #endif
+
+  /// `renameat(2)` of the entry `name` of the folder open as `folder` (or AT_FDCWD) to `path`.
+  private static func renameAcross(_ folder: CInt, _ name: String, to path: String) -> CInt {
+    #if DEBUG
+    if folder != AT_FDCWD, injectRenameAcrossFailure.withLock({ $0.contains(path) }) {
+      errno = EXDEV
+      return -1
+    }
+    #endif
+    return renameat(folder, name, AT_FDCWD, path)
+  }
+
+  /// The staging folder at `path`, open, made (mode 0700) when it is missing; -1 when it
+  /// cannot be used (not a folder, a symbolic link, refused): the caller names its
+  /// temporary file in the target's folder then.
+  private static func openStagingFolder(_ path: String) -> CInt {
+    let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+    let fd = Glibc.open(path, flags)
+    guard fd < 0, errno == ENOENT, mkdir(path, 0o700) == 0 || errno == EEXIST else { return fd }
+    return Glibc.open(path, flags)
   }
 
   /// `fsync(2)` of a folder, so that a rename in it survives a crash.
@@ -369,18 +428,26 @@ package enum FileSystem {
 
   /// Removes temporary files for `name` left in `directory` by writers that
   /// were killed mid-write. Call only while holding the lock that serialises
-  /// those writers. Returns how many were removed.
+  /// those writers. Returns how many were removed. A staging folder (`followingLink` false)
+  /// is not looked in when a symbolic link is at its path.
   @discardableResult
-  package static func removeLeftoverTemporaries(for name: String, in directory: String) -> Int {
+  package static func removeLeftoverTemporaries(
+    for name: String, in directory: String, followingLink: Bool = true
+  ) -> Int {
     let prefix = temporaryPrefix(for: name)
-    guard let dir = opendir(directory) else { return 0 }
+    let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingLink ? 0 : O_NOFOLLOW))
+    guard fd >= 0 else { return 0 }
+    guard let dir = fdopendir(fd) else {
+      close(fd)
+      return 0
+    }
     defer { closedir(dir) }
     var removed = 0
     while let entry = readdir(dir) {
       let entryName = withUnsafePointer(to: entry.pointee.d_name) {
         $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
       }
-      if entryName.hasPrefix(prefix), unlink(directory + "/" + entryName) == 0 {
+      if entryName.hasPrefix(prefix), unlinkat(dirfd(dir), entryName, 0) == 0 {
         removed += 1
       }
     }

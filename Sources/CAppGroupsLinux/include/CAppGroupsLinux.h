@@ -117,18 +117,20 @@ int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 /// or -1 with errno.
 int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
-/// An unnamed regular file in the folder `directory`, open for writing (open(2) with
-/// O_TMPFILE | O_WRONLY | O_CLOEXEC, mode `mode`; Linux 3.11, where the file system supports
-/// it): its writes and its close make no event on a watch of the folder that excludes
-/// unlinked entries (IN_EXCL_UNLINK), and a crash before it is named leaves nothing. (Its
-/// metadata changes, such as futimens(2), are still reported.) Returns the descriptor, or -1
-/// with errno (EOPNOTSUPP or EISDIR where unnamed files are not supported).
-int cappgroups_open_unnamed(const char *directory, uint32_t mode);
+/// An unnamed regular file in the folder `path` (relative to the folder open as `directory`,
+/// or AT_FDCWD), open for writing (openat(2) with O_TMPFILE | O_WRONLY | O_CLOEXEC, mode
+/// `mode`; Linux 3.11, where the file system supports it): its writes and its close make no
+/// event on a watch of the folder that excludes unlinked entries (IN_EXCL_UNLINK), and a crash
+/// before it is named leaves nothing. (Its metadata changes, such as futimens(2), are still
+/// reported.) Returns the descriptor, or -1 with errno (EOPNOTSUPP or EISDIR where unnamed
+/// files are not supported).
+int cappgroups_open_unnamed(int directory, const char *path, uint32_t mode);
 
-/// Gives the unnamed file `fd` (see cappgroups_open_unnamed) the name `path`, which must not
-/// exist: linkat(2) with AT_EMPTY_PATH, else (without the privilege it needs on older
-/// kernels) through /proc/self/fd. Returns 0, or -1 with errno.
-int cappgroups_link_unnamed(int fd, const char *path);
+/// Gives the unnamed file `fd` (see cappgroups_open_unnamed) the name `path` (relative to the
+/// folder open as `directory`, or AT_FDCWD), which must not exist: linkat(2) with
+/// AT_EMPTY_PATH, else (without the privilege it needs on older kernels) through
+/// /proc/self/fd. Returns 0, or -1 with errno.
+int cappgroups_link_unnamed(int fd, int directory, const char *path);
 
 // MARK: The kernel's key retention service (keyring.c)
 //
