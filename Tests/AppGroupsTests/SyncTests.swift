@@ -119,7 +119,7 @@ struct SyncTests {
 
   /// A burst's `didChangeNotification`s come at most one per pause
   /// (``SuiteView/notificationPause``), not one per turn of a Dispatch worker, and together
-  /// tell every key of the burst.
+  /// tell every key of the burst: the last one comes after the last change.
   @Test func aBurstPostsAtMostOneNotificationPerPause() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
@@ -147,9 +147,10 @@ struct SyncTests {
     let elapsed = ContinuousClock.now - start
     let (notifications, keys) = posted.withLock { $0 }
     #expect(keys.count == count)
-    // Each batch is taken at least a pause after the one before.
+    // Each batch is taken at least a pause after the one before, once one held several
+    // changes (the first may hold one, and the second follow it at once).
     let pauses = Int(elapsed / .nanoseconds(Int(SuiteView.notificationPause)))
-    #expect(notifications <= pauses + 1, "\(notifications) notifications in \(elapsed)")
+    #expect(notifications <= pauses + 2, "\(notifications) notifications in \(elapsed)")
   }
 
   /// Opening a suite leaves the global domain closed (its lock file ready, from an earlier

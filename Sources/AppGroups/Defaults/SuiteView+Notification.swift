@@ -13,8 +13,9 @@ extension SuiteView {
   /// called), with whatever else was waiting to be posted: no second thread is woken for it,
   /// which matters when one write is heard by many processes at once on a few cores, and it
   /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker:
-  /// at once, or, in a burst (a batch was taken less than ``notificationPause`` ago), after
-  /// that pause, so that a burst of `set` calls posts a few notifications, not hundreds.
+  /// at once, or, in a burst (a batch of several changes was taken less than
+  /// ``notificationPause`` ago), after that pause, so that a burst of `set` calls posts a few
+  /// notifications, not hundreds.
   func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
     let (scheduled, byMonitor) = notificationPending.withLock { pending in
       let scheduled = pending != nil
@@ -37,10 +38,11 @@ extension SuiteView {
       return
     }
     if scheduled { return }
-    // A batch taken moments ago: a burst is going on, and this batch gathers its changes for a
-    // pause before it is posted. Else (a lone change) at once.
+    // A batch of several changes taken moments ago: a burst is going on, and this batch
+    // gathers its changes for a pause before it is posted. Else (a lone change, or lone
+    // changes in a row, each taken alone) at once.
     let sinceTaken = FileSystem.monotonicNanoseconds() &- notificationTaken.load(ordering: .relaxed)
-    if sinceTaken < Self.notificationPause {
+    if sinceTaken < Self.notificationPause && notificationRoom.load(ordering: .relaxed) > 1 {
       let after = DispatchTime.now() + .nanoseconds(Int(Self.notificationPause))
       DispatchQueue.global().asyncAfter(deadline: after) { [self] in postPending() }
     } else {
