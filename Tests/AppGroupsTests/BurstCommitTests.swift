@@ -68,6 +68,44 @@ struct BurstCommitTests {
     #expect(try t.readGroupSuite(prefix: "k-")?.count == count)
   }
 
+  /// The commit a `set` schedules, once the commit queue gets to it: at once for a lone `set`;
+  /// for a burst's head (``SuiteStore/burstHead`` changes came meanwhile), when the burst
+  /// pauses, not a durable write of its first changes on their own.
+  @Test func aBurstsHeadWaitsForTheBurstWhereALoneSetIsCommittedAtOnce() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group)
+    let store = d.view.suite
+    store.burstNeverPausesForTesting.store(true, ordering: .relaxed)
+    // Runs `sets` while the commit queue is held, then lets the commit the first `set`
+    // scheduled run, and waits until it ran: whether it took the burst as a burst is then
+    // on disk. `nil` when the machine held this thread so long that the burst's bound may
+    // have passed meanwhile (nothing to conclude).
+    func onDiskOnceScheduledCommitRan(_ sets: () -> Void) -> [String: Any]? {
+      let held = DispatchSemaphore(value: 0)
+      let release = DispatchSemaphore(value: 0)
+      store.queue.async {
+        held.signal()
+        release.wait()
+      }
+      held.wait()
+      sets()
+      let released = ContinuousClock.now
+      release.signal()
+      store.queue.sync {}
+      guard ContinuousClock.now - released < SuiteStore.burstCeiling / 2 else { return nil }
+      return (try? TestRoot.readOnDisk(t.groupSuiteFile)) ?? [:]
+    }
+    let lone = onDiskOnceScheduledCommitRan { d.set(1, forKey: "lone") }
+    if let lone { #expect(lone["lone"] as? Int == 1, "a lone set was not committed at once") }
+    let burst = onDiskOnceScheduledCommitRan {
+      for i in 0..<100 { d.set(i, forKey: "k-\(i)") }
+    }
+    if let burst { #expect(burst["k-0"] == nil, "a burst's head was committed while the burst went on") }
+    #expect(d.synchronize())
+    let onDisk = try TestRoot.readOnDisk(t.groupSuiteFile)
+    #expect(onDisk.count == 101)
+  }
+
   /// A burst's commit writes this process's values as they are (not rebuilt key by key) only
   /// while the file is the version they were built on: another process's change, made while
   /// the commit waited for the lock, is read under the lock and kept.

@@ -117,6 +117,42 @@ struct SyncTests {
     }
   }
 
+  /// A burst's `didChangeNotification`s come at most one per pause
+  /// (``SuiteView/notificationPause``), not one per turn of a Dispatch worker, and together
+  /// tell every key of the burst: the last one comes after the last change.
+  @Test func aBurstPostsAtMostOneNotificationPerPause() throws {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    let count = 3_000
+    let posted = Locked<(notifications: Int, keys: Set<String>)>((0, []))
+    let arrived = DispatchSemaphore(value: 0)
+    let observer = NotificationCenter.default.addObserver(
+      forName: GroupDefaults.didChangeNotification, object: d, queue: nil
+    ) { note in
+      let keys = (note.userInfo?[GroupDefaults.changedKeysKey] as? [String] ?? []).filter { $0.hasPrefix("n-") }
+      guard !keys.isEmpty else { return }
+      posted.withLock {
+        $0.notifications += 1
+        $0.keys.formUnion(keys)
+      }
+      arrived.signal()
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    let start = ContinuousClock.now
+    for i in 0..<count { d.set(i, forKey: "n-\(i)") }
+    let deadline = ContinuousClock.now + .seconds(30)
+    while posted.withLock({ $0.keys.count }) < count, ContinuousClock.now < deadline {
+      _ = arrived.wait(timeout: .now() + .milliseconds(100))
+    }
+    let elapsed = ContinuousClock.now - start
+    let (notifications, keys) = posted.withLock { $0 }
+    #expect(keys.count == count)
+    // Each batch is taken at least a pause after the one before, once one held several
+    // changes (the first may hold one, and the second follow it at once).
+    let pauses = Int(elapsed / .nanoseconds(Int(SuiteView.notificationPause)))
+    #expect(notifications <= pauses + 2, "\(notifications) notifications in \(elapsed)")
+  }
+
   /// Opening a suite leaves the global domain closed (its lock file ready, from an earlier
   /// process) until a read reaches it; that read sees what is on disk then.
   @Test func theGlobalDomainIsOpenedOnTheFirstReadThatReachesIt() throws {

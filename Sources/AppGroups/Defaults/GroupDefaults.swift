@@ -51,7 +51,8 @@ public final class GroupDefaults: Sendable {
     public let origin: ChangeOrigin
   }
 
-  /// Posted (never from inside the call that made the change; coalesced per burst) when
+  /// Posted (never from inside the call that made the change; coalesced per burst, at most
+  /// once every 2 ms while the changes keep coming) when
   /// effective values of a suite change, and once for each ``setPersistentDomain(_:forName:)``
   /// and ``removePersistentDomain(forName:)`` call, as Foundation posts it (see
   /// ``replacePersistentDomain(_:with:)``). The object is the `GroupDefaults`;

@@ -12,7 +12,10 @@ extension SuiteView {
   /// monitor's thread once its batch of events was told (every re-read done, every observer
   /// called), with whatever else was waiting to be posted: no second thread is woken for it,
   /// which matters when one write is heard by many processes at once on a few cores, and it
-  /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker.
+  /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker:
+  /// at once, or, in a burst (a batch of several changes was taken less than
+  /// ``notificationPause`` ago), after that pause, so that a burst of `set` calls posts a few
+  /// notifications, not hundreds.
   func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
     let (scheduled, byMonitor) = notificationPending.withLock { pending in
       let scheduled = pending != nil
@@ -34,7 +37,17 @@ extension SuiteView {
       notificationPending.withLock { $0?.byMonitor = true }
       return
     }
-    if !scheduled { DispatchQueue.global().async { [self] in postPending() } }
+    if scheduled { return }
+    // A batch of several changes taken moments ago: a burst is going on, and this batch
+    // gathers its changes for a pause before it is posted. Else (a lone change, or lone
+    // changes in a row, each taken alone) at once.
+    let sinceTaken = FileSystem.monotonicNanoseconds() &- notificationTaken.load(ordering: .relaxed)
+    if sinceTaken < Self.notificationPause && notificationRoom.load(ordering: .relaxed) > 1 {
+      let after = DispatchTime.now() + .nanoseconds(Int(Self.notificationPause))
+      DispatchQueue.global().asyncAfter(deadline: after) { [self] in postPending() }
+    } else {
+      DispatchQueue.global().async { [self] in postPending() }
+    }
   }
 
   /// Posts the notification that is waiting, if any.
@@ -43,6 +56,7 @@ extension SuiteView {
       defer { pending = nil }
       return pending?.changes ?? []
     }
+    notificationTaken.store(FileSystem.monotonicNanoseconds(), ordering: .relaxed)
     notificationRoom.store(min(batch.count, Self.notificationRoomLimit), ordering: .relaxed)
     postNotification(batch)
   }

@@ -92,6 +92,14 @@ internal import Synchronization
   /// not grown from empty, step by step, each time a worker took the one before.
   let notificationRoom = Atomic<Int>(0)
   static let notificationRoomLimit = 1_024
+  /// When a worker last took a batch to post (``FileSystem/monotonicNanoseconds()``; 0: never),
+  /// to tell a burst (see ``postLater(origin:_:)``).
+  let notificationTaken = Atomic<UInt64>(0)
+  /// How long a batch scheduled within this time of the last one taken, when that one held
+  /// several changes, waits before it is posted, in nanoseconds: a burst posts one
+  /// notification per pause, not one per turn of a worker (which takes each batch within
+  /// microseconds, hundreds of times in a burst). Lone changes are posted at once.
+  static let notificationPause: UInt64 = 2_000_000
   /// The id of this view's change handler on `suite`: a `set` made through this view tells
   /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
   private let suiteHandlerID = Atomic<UInt64>(0)

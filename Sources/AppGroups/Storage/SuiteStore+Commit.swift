@@ -319,14 +319,12 @@ extension SuiteStore {
     let (pending, replacement, through, repair, memory) = file.commit.withLock { cs in
       state.withLock { st in
         st.flushScheduled = false
-        st.committing = true
         return (
           st.pending, st.replacement, st.nextSequence &- 1, st.repairPending,
           extra == nil && Self.rewritesFromMemory(st) ? (st.values, cs.version) : nil
         )
       }
     }
-    defer { state.withLock { $0.committing = false } }
     guard !pending.isEmpty || replacement != nil || extra != nil || repair else { return .committed }
     let request = SuiteFile.CommitRequest(
       pending: pending, replacement: replacement?.values, extra: extra, repair: repair,

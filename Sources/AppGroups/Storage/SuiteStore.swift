@@ -74,10 +74,6 @@ final class SuiteStore: Sendable {
     var repairPending = false
     /// How many changes the last commit carried (to tell a burst).
     var lastBatchSize = 0
-    /// A commit has taken its snapshot of the pending changes and not finished: a `set` that
-    /// schedules the next commit meanwhile schedules it behind this one
-    /// (``SuiteStore/CommitPace/afterCommitInFlight(_:)``).
-    var committing = false
     /// ``sizeEstimate`` once computed; `nil`: not yet (a pass over every value, which a
     /// process that only reads never needs).
     var knownSizeEstimate: Int? = 8
@@ -286,8 +282,8 @@ final class SuiteStore: Sendable {
     Self.installExitFlushOnce()
     // One pass under the lock, which builds no error (a refusal's size is returned and said
     // outside it) and also reads whether a burst is going on.
-    let (old, changed, schedule, pace, handler, refusedSize) = state.withLock {
-      st -> (PropertyListValue?, Bool, Bool, CommitPace, ChangeHandlers?, Int?) in
+    let (old, changed, pace, handler, refusedSize) = state.withLock {
+      st -> (PropertyListValue?, Bool, CommitPace?, ChangeHandlers?, Int?) in
       // The first change of a process that opened an indexed file decodes it whole, once,
       // and sizes it before the change goes in.
       st.values.decodeWhole()
@@ -305,25 +301,26 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, false, .now, nil, nil) }
+      if old == value { return (nil, false, nil, nil, nil) }
       let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
       let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
       let size = st.sizeEstimate - oldSize + newSize
       if newSize > oldSize && size > options.sizeLimit {
         st.values[key] = old
-        return (nil, false, false, .now, nil, size)
+        return (nil, false, nil, nil, size)
       }
       st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
       st.nextSequence &+= 1
       // A key set again and again before a commit: keep the log within reach of the domain.
       if st.pending.count > 2 &* st.values.count &+ 64 { Self.compact(&st.pending) }
-      let schedule = !st.flushScheduled
+      // The first change since the last commit schedules the next.
+      let pace: CommitPace? =
+        st.flushScheduled
+        ? nil : st.lastBatchSize >= Self.burstBatchSize ? .afterBurst : .soon(st.nextSequence)
       st.flushScheduled = true
-      let pace: CommitPace =
-        st.lastBatchSize >= Self.burstBatchSize ? .afterBurst : st.committing ? .afterCommitInFlight(st.nextSequence) : .now
       return (
-        old, true, schedule, pace,
+        old, true, pace,
         st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
@@ -333,12 +330,10 @@ final class SuiteStore: Sendable {
         "setting \(key.debugDescription) would make \(path) about \(refusedSize) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept"
       )
     }
-    if schedule {
-      switch pace {
-      case .now: scheduleFlush()
-      case .afterBurst: scheduleBurstFlush()
-      case .afterCommitInFlight(let seen): scheduleFlushAfterCommitInFlight(seen: seen)
-      }
+    switch pace {
+    case .soon(let seen)?: scheduleFlushUnlessBurst(seen: seen)
+    case .afterBurst?: scheduleBurstFlush()
+    case nil: break
     }
     if changed, let handler { handler(StoredChange(key: key, old: old, new: value), .thisProcess, except: handlerID) }
     return (changed, old)
@@ -390,10 +385,14 @@ final class SuiteStore: Sendable {
   }
 
   /// While a burst of writes is going on (the last commit carried at least this many
-  /// changes, or this many came while a commit was in flight), the next commit waits for the
-  /// burst to pause (``scheduleBurstFlush()``): a burst costs one file write at its end, not one
-  /// per commit's worth of `set` calls. A lone write is committed at once.
+  /// changes, or ``burstHead`` came before a scheduled commit began), the next commit waits for
+  /// the burst to pause (``scheduleBurstFlush()``): a burst costs one file write at its end, not
+  /// one per commit's worth of `set` calls. A lone write is committed at once.
   static let burstBatchSize = 64
+  /// How many changes that came after a `set` scheduled a commit, before the commit began,
+  /// tell a burst's head from a lone write (or a few keys set together): a worker takes the
+  /// commit within tens of microseconds, in which a burst makes dozens of changes.
+  static let burstHead: UInt64 = 8
   /// A burst this long with no commit since gives a small domain room for
   /// ``longBurstRoom`` keys at once (the capacity of 16,384 buckets), instead of growing four
   /// times over at 1,536 keys and again at 6,144 (to 32,768 buckets), each time hashing every
@@ -417,22 +416,20 @@ final class SuiteStore: Sendable {
 
   /// When a `set` schedules the next commit.
   enum CommitPace {
-    /// At once: a lone `set`.
-    case now
+    /// As soon as the commit queue gets to it (behind a commit in flight there), unless
+    /// ``burstHead`` changes came meanwhile (`seen`: the sequence when it was scheduled): then
+    /// a burst has begun, and is committed when it pauses. A lone `set` (or a few together) is
+    /// committed at once; a burst's first changes are not written on their own while it goes
+    /// on, a durable write that would hold up the burst's own at its `synchronize()`.
+    case soon(UInt64)
     /// When the burst pauses: the last commit carried a burst's worth of changes.
     case afterBurst
-    /// After the commit in flight, at once unless a burst's worth of changes came meanwhile
-    /// (`seen`: the sequence when it was scheduled); then when the burst pauses. A burst's
-    /// head (its first change was committed at once) is told from a lone `set` that follows
-    /// a commit still finishing (its folder's `fsync`), which must not wait.
-    case afterCommitInFlight(UInt64)
   }
 
-  /// Schedules a commit on the commit queue, behind the one in flight there: see
-  /// ``CommitPace/afterCommitInFlight(_:)``.
-  private func scheduleFlushAfterCommitInFlight(seen: UInt64) {
+  /// Schedules a commit on the commit queue: see ``CommitPace/soon(_:)``.
+  private func scheduleFlushUnlessBurst(seen: UInt64) {
     queue.async { [self] in
-      let goesOn = state.withLock { $0.flushScheduled && $0.nextSequence &- seen >= Self.burstBatchSize }
+      let goesOn = state.withLock { $0.flushScheduled && $0.nextSequence &- seen >= Self.burstHead }
       if goesOn { scheduleBurstFlush() } else { _ = flush() }
     }
   }
