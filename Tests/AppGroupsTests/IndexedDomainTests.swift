@@ -316,6 +316,35 @@ struct IndexedDomainTests {
     #expect(values.decoded == expected)
   }
 
+  @Test func aKeyRemovedAndSetAgainOverAnIndexReadsAsADictionaryWould() throws {
+    var base: [String: Any] = [:]
+    for i in 0..<100 { base["k\(i)"] = i }
+    let index = try #require(BinaryPropertyListIndex(try Self.binary(base)))
+    var values = SuiteValues(indexed: index)
+    var expected = try Self.decodeWhole(index.data)
+    // Removed, then set again; set, then removed; a new key set, then removed.
+    #expect(values.removeValue(forKey: "k1") == .integer(1))
+    #expect(values.updateValue(.string("back"), forKey: "k1") == nil)
+    expected["k1"] = .string("back")
+    #expect(values.updateValue(.string("gone soon"), forKey: "k2") == .integer(2))
+    #expect(values.removeValue(forKey: "k2") == .string("gone soon"))
+    expected["k2"] = nil
+    values["new"] = .integer(-1)
+    values["new"] = nil
+    #expect(values.isIndexed)
+    #expect(values.value(forKey: "k1") == .string("back") && values.value(forKey: "k2") == nil)
+    #expect(values.value(forKey: "new") == nil)
+    #expect(values.count == expected.count)
+    #expect(values.decoded == expected)
+    #expect(values == SuiteValues(expected))
+    // A removal alone is a change: told by the diff, and not equal to the file unchanged.
+    var removedOnly = SuiteValues(indexed: index)
+    removedOnly["k3"] = nil
+    #expect(removedOnly != SuiteValues(indexed: index))
+    #expect(removedOnly.changes(to: SuiteValues(indexed: index)) == [StoredChange(key: "k3", old: nil, new: .integer(3))])
+    #expect(SuiteValues(indexed: index).changes(to: removedOnly) == [StoredChange(key: "k3", old: .integer(3), new: nil)])
+  }
+
   @Test func twoIndexedFilesDifferOnlyInTheKeysWhoseBytesDiffer() throws {
     var base: [String: Any] = [:]
     for i in 0..<500 { base["key-\(i)"] = "value-\(i)" }

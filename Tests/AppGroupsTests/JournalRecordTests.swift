@@ -9,7 +9,7 @@ struct JournalRecordTests {
   /// The changes applied in order, as a journal's are (the last applied wins).
   private func applied(_ changes: [SuiteJournal.Change]) -> [String: PropertyListValue?] {
     var values: [String: PropertyListValue?] = [:]
-    for (key, value) in changes { values[key] = .some(value) }
+    for change in changes { values[change.key] = .some(change.value) }
     return values
   }
 
@@ -37,8 +37,8 @@ struct JournalRecordTests {
 
   @Test func aRecordWrittenByACommitReadsAsItsChanges() throws {
     let changes: [SuiteJournal.Change] = [
-      ("set", .integer(7)), ("gone", nil), ("list", .array([.string("a"), .dictionary(["b": .bool(true)])])),
-      ("other gone", nil),
+      .init("set", .integer(7)), .init("gone", nil),
+      .init("list", .array([.string("a"), .dictionary(["b": .bool(true)])])), .init("other gone", nil),
     ]
     let record = try #require(SuiteJournal.record(changes))
     let read = try #require(SuiteJournal.recordChanges(record[12...]))

@@ -158,7 +158,7 @@ struct JournalTests {
     #expect(d.synchronize())
     // A writer that died after its append, before its fdatasync returned and the token moved:
     // a whole, well-formed record, and then half of another.
-    let forged = try #require(SuiteJournal.record([("k-unacked", .string("never acknowledged"))]))
+    let forged = try #require(SuiteJournal.record([.init("k-unacked", .string("never acknowledged"))]))
     let handle = try #require(FileHandle(forWritingAtPath: journal(t)))
     try handle.seekToEnd()
     try handle.write(contentsOf: Data(forged) + Data(forged.prefix(9)))

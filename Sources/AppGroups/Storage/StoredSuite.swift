@@ -53,7 +53,7 @@ package struct StoredSuite: Sendable {
       throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
     }
     if let tail {
-      for (key, value) in tail.changes { suite.values[key] = value }
+      for change in tail.changes { suite.values[change.key] = change.value }
       let damage = tail.damage.filter { !$0.mayBeInFlight }
       if !damage.isEmpty { suite.journalDamage = damage.map(\.description).joined(separator: "; ") }
     }

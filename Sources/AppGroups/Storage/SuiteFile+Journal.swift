@@ -33,7 +33,7 @@ extension SuiteFile {
       guard new != old else { continue }
       estimate &+= key.utf8.count &+ 6 &+ (new?.estimatedEncodedSize ?? 0)
       if estimate > room { return nil }
-      changes.append((key, new))
+      changes.append(SuiteJournal.Change(key, new))
       dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
     }
     // A small commit keeps the journal within its own, smaller bound.
@@ -147,8 +147,9 @@ extension SuiteFile {
   /// - Returns: about how many bytes of the files the values they replace or remove hold.
   static func apply(_ changes: [SuiteJournal.Change], to values: inout SuiteValues) -> Int {
     var dead = 0
-    for (key, value) in changes {
-      let old = value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
+    for change in changes {
+      let key = change.key
+      let old = change.value.map { values.updateValue($0, forKey: key) } ?? values.removeValue(forKey: key)
       dead += PropertyListValue.estimatedEntrySize(key: key, value: old)
     }
     return dead

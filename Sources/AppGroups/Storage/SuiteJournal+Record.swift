@@ -56,7 +56,7 @@ extension BinaryPropertyListReader {
       let offset = try offset(of: element)
       let kind = byte(at: offset) &>> 4
       guard kind == 0x5 || kind == 0x6 else { return nil }
-      changes.append((try string(object: element, at: offset), nil))
+      changes.append(SuiteJournal.Change(try string(object: element, at: offset), nil))
     }
     open[removed] = false
     guard let (setCount, setKeys) = try enterContainer(set, kind: 0xD, depth: 1) else { return nil }
@@ -66,7 +66,7 @@ extension BinaryPropertyListReader {
     for index in (0..<setCount).reversed() {
       let key = try self.key(in: set, at: setKeys, index: index)
       let value = try decode(object: try reference(from: set, at: setValues, index: index), depth: 2)
-      changes.append((key, value))
+      changes.append(SuiteJournal.Change(key, value))
     }
     open[set] = false
     open[topObject] = false

@@ -46,7 +46,19 @@ package enum SuiteJournal {
   private static let recordHeaderSize = 12
 
   /// One key's change in a record: its new value, `nil` when it was removed.
-  typealias Change = (key: String, value: PropertyListValue?)
+  ///
+  /// A struct, not a tuple: a new process that opens a suite with a journal makes the first
+  /// array of these, and an array of a labelled tuple with an optional costs its storage
+  /// type's first instantiation through the runtime's demangler (~50 k instructions).
+  struct Change: Sendable {
+    var key: String
+    var value: PropertyListValue?
+
+    init(_ key: String, _ value: PropertyListValue?) {
+      self.key = key
+      self.value = value
+    }
+  }
 
   /// Where a reader of the journal stands: which file (its inode), and the offset past the
   /// last record it applied.
@@ -307,8 +319,8 @@ package enum SuiteJournal {
     var set: [String: PropertyListValue] = [:]
     set.reserveCapacity(changes.count)
     var removed: [PropertyListValue] = []
-    for (key, value) in changes {
-      if let value { set[key] = value } else { removed.append(.string(key)) }
+    for change in changes {
+      if let value = change.value { set[change.key] = value } else { removed.append(.string(change.key)) }
     }
     let payload: PropertyListValue = .dictionary(["s": .dictionary(set), "r": .array(removed)])
     guard let data = try? payload.propertyListData(format: .binary), data.count < Int(UInt32.max) else {

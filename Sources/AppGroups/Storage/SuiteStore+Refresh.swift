@@ -110,8 +110,8 @@ extension SuiteStore {
       var changes: [StoredChange] = []
       if st.replacement == nil {
         let mine = st.pending.isEmpty ? [] : Set(st.pending.map(\.key))
-        for (key, value) in appended where !mine.contains(key) {
-          if let change = st.install(value, forKey: key) { changes.append(change) }
+        for new in appended where !mine.contains(new.key) {
+          if let change = st.install(new.value, forKey: new.key) { changes.append(change) }
         }
       }
       return (changes, st.changeHandlers)

@@ -15,8 +15,13 @@ internal import Foundation
 struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   /// The file's bytes and key index; `nil`: the values are `dictionary`.
   private var index: BinaryPropertyListIndex?
-  /// With `index`: the changes over it (`nil`: removed).
-  private var overlay: [String: PropertyListValue?] = [:]
+  /// With `index`: the values set over it. A key is in at most one of `overlay` and
+  /// `removed`. Two collections, not one dictionary of optional values: this dictionary type
+  /// is one a process has already made (the entitlement manifest's), and a new process that
+  /// applies a journal when it opens a suite does not pay another's first instantiation.
+  private var overlay: [String: PropertyListValue] = [:]
+  /// With `index`: the keys removed from it.
+  private var removed: Set<String> = []
   /// Without `index`: the values.
   private var dictionary: [String: PropertyListValue]
   /// With `index`: how many keys there are, the overlay's changes counted.
@@ -48,6 +53,7 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   func value(forKey key: String) -> PropertyListValue? {
     guard let index else { return dictionary.isEmpty ? nil : dictionary[key] }
     if !overlay.isEmpty, let changed = overlay[key] { return changed }
+    if !removed.isEmpty, removed.contains(key) { return nil }
     switch index.lookup(key) {
     case .found(let value): return value
     case .absent: return nil
@@ -68,9 +74,8 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   var decoded: [String: PropertyListValue] {
     guard let index else { return dictionary }
     var values = index.decoded
-    for (key, value) in overlay {
-      if let value { values[key] = value } else { values.removeValue(forKey: key) }
-    }
+    for (key, value) in overlay { values[key] = value }
+    for key in removed { values.removeValue(forKey: key) }
     return values
   }
 
@@ -81,6 +86,7 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     dictionary = decoded
     index = nil
     overlay = [:]
+    removed = []
     indexedCount = 0
   }
 
@@ -97,7 +103,8 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
       return dictionary.updateValue(value, forKey: key)
     }
     let old = self.value(forKey: key)
-    overlay.updateValue(value, forKey: key)
+    overlay[key] = value
+    if !removed.isEmpty { removed.remove(key) }
     if old == nil { indexedCount &+= 1 }
     boundOverlay()
     return old
@@ -114,7 +121,8 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   mutating func removeValue(forKey key: String) -> PropertyListValue? {
     guard index != nil else { return dictionary.removeValue(forKey: key) }
     guard let old = value(forKey: key) else { return nil }
-    overlay.updateValue(nil, forKey: key)
+    if !overlay.isEmpty { overlay.removeValue(forKey: key) }
+    removed.insert(key)
     indexedCount &-= 1
     boundOverlay()
     return old
@@ -123,7 +131,8 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   /// An overlay that has grown to a good part of the domain is folded into a dictionary: the
   /// index then saves nothing, and every read would look in two places.
   private mutating func boundOverlay() {
-    if overlay.count > 64 && overlay.count > indexedCount / 8 { decodeWhole() }
+    let changed = overlay.count &+ removed.count
+    if changed > 64 && changed > indexedCount / 8 { decodeWhole() }
   }
 
   /// About how many bytes the values take encoded (``SuiteStore/estimate(_:)``): a pass over
@@ -138,10 +147,12 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
   func changes(to new: SuiteValues) -> [StoredChange] {
     guard let old = index, let current = new.index else { return SuiteStore.diff(decoded, new.decoded) }
     var keys = old.keysDiffering(from: current)
-    if !overlay.isEmpty || !new.overlay.isEmpty {
+    if !isPlainIndex || !new.isPlainIndex {
       var seen = Set(keys)
       for key in overlay.keys where seen.insert(key).inserted { keys.append(key) }
+      for key in removed where seen.insert(key).inserted { keys.append(key) }
       for key in new.overlay.keys where seen.insert(key).inserted { keys.append(key) }
+      for key in new.removed where seen.insert(key).inserted { keys.append(key) }
     }
     var changes: [StoredChange] = []
     for key in keys {
@@ -152,8 +163,11 @@ struct SuiteValues: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     return changes
   }
 
+  /// With `index`: whether nothing was changed over it.
+  private var isPlainIndex: Bool { overlay.isEmpty && removed.isEmpty }
+
   static func == (lhs: SuiteValues, rhs: SuiteValues) -> Bool {
-    if let a = lhs.index, let b = rhs.index, lhs.overlay.isEmpty, rhs.overlay.isEmpty, a === b || a.data == b.data {
+    if let a = lhs.index, let b = rhs.index, lhs.isPlainIndex, rhs.isPlainIndex, a === b || a.data == b.data {
       return true
     }
     return lhs.count == rhs.count && lhs.decoded == rhs.decoded
