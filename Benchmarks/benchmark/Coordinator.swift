@@ -39,6 +39,11 @@ struct Configuration {
   var dconfPeer: String? = Configuration.builtDconfPeer()
   /// Durable writes per round that measure the disk's floor (temp + fsync + rename + fsync dir).
   var floorSamples = 50
+  /// Write back what earlier children left dirty before each measured child starts (`sync(2)`,
+  /// outside the time): else a durable write pays for the previous child's data too, since a
+  /// file's `fsync(2)` commits the file system's journal with every ordered write in it
+  /// (ext4), whichever side wrote it. `--no-settle` measures as earlier runs did.
+  var settles = true
 
   /// Benchmarks/dconf-peer's release build beside this package, when there is one
   /// (`BENCH_DCONF_PEER` names another).
@@ -113,8 +118,14 @@ final class Coordinator {
     return runChild(arguments, environment: environments[side]!)
   }
 
+  /// Writes back what the children before left dirty (see ``Configuration/settles``).
+  private func settle() {
+    if configuration.settles { sync() }
+  }
+
   /// Runs one child and files its `sample` and `value` lines under `label`.
   private func measure(_ side: Side, _ label: String, _ mode: String, _ name: String, _ parameters: [String: Any]) {
+    settle()
     for line in child(side, mode, name, parameters) {
       let parts = line.split(separator: " ")
       guard parts.count == 3, let number = Double(parts[2]) else {
@@ -242,6 +253,7 @@ final class Coordinator {
     let directory = open(folder, O_RDONLY | O_DIRECTORY)
     guard directory >= 0 else { fail("open \(folder): \(String(cString: strerror(errno)))") }
     defer { close(directory) }
+    settle()
     for _ in 0..<configuration.floorSamples {
       let start = monotonicNanoseconds()
       let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -262,6 +274,7 @@ final class Coordinator {
       "watchers=\(c.fanoutWatchers)", "fanout=\(c.fanoutSamples)", "batch=\(c.batchSeconds)",
       "batches=\(c.batches)",
     ]
+    settle()
     let child = ChildProcess(executable: peer, arguments, environment: [:])
     while let line = child.output.readLine(timeout: 900) {
       if line == "done" { break }
@@ -628,6 +641,7 @@ extension Coordinator {
     }
     guard wants("K1") || wants("K2"), let peer = Self.builtKeyringPeer() else { return }
     let arguments = ["round", "adds=\(keychainAdds)", "batch=\(c.batchSeconds)", "batches=\(c.batches)"]
+    settle()
     let child = ChildProcess(executable: peer, arguments, environment: [:])
     while let line = child.output.readLine(timeout: 900) {
       if line == "done" { break }

@@ -29,12 +29,13 @@ if arguments.first == "__child" {
 }
 
 let usage = """
-  usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep] [--no-dconf]
+  usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep] [--no-dconf] [--no-settle]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
     --only …    run only these measures (P1…P9, P11; F1, F2: file coordination)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
     --no-dconf  leave out the dconf column (run when Benchmarks/dconf-peer is built)
+    --no-settle do not write back the disk's dirty data (sync) before each measured child
   """
 var configuration = arguments.contains("--quick") ? Configuration.quickRun : Configuration.full
 var index = 0
@@ -54,6 +55,8 @@ while index < arguments.count {
     configuration.keep = true
   case "--no-dconf":
     configuration.dconfPeer = nil
+  case "--no-settle":
+    configuration.settles = false
   case "--help", "-h":
     print(usage)
     exit(0)
