@@ -13,9 +13,10 @@ extension SuiteView {
   /// called), with whatever else was waiting to be posted: no second thread is woken for it,
   /// which matters when one write is heard by many processes at once on a few cores, and it
   /// never waits for a busy Dispatch pool. Everything else is posted from a Dispatch worker:
-  /// at once, or, in a burst (a batch of several changes was taken less than
-  /// ``notificationPause`` ago), after that pause, so that a burst of `set` calls posts a few
-  /// notifications, not hundreds.
+  /// at once when the last batch was taken at least ``notificationPause`` ago (a lone change),
+  /// else once that pause has passed since it, so that batches are taken a pause apart at
+  /// least and a burst of `set` calls posts a few notifications, not hundreds, however the
+  /// threads are scheduled.
   func postLater(origin: ChangeOrigin?, _ add: (inout [GroupDefaults.Change]) -> Void) {
     let (scheduled, byMonitor) = notificationPending.withLock { pending in
       let scheduled = pending != nil
@@ -38,12 +39,11 @@ extension SuiteView {
       return
     }
     if scheduled { return }
-    // A batch of several changes taken moments ago: a burst is going on, and this batch
-    // gathers its changes for a pause before it is posted. Else (a lone change, or lone
-    // changes in a row, each taken alone) at once.
+    // The batch taken last was taken under the lock above, before this one began: its time is
+    // the one read here. Within the pause, this batch gathers changes until it ends.
     let sinceTaken = FileSystem.monotonicNanoseconds() &- notificationTaken.load(ordering: .relaxed)
-    if sinceTaken < Self.notificationPause && notificationRoom.load(ordering: .relaxed) > 1 {
-      let after = DispatchTime.now() + .nanoseconds(Int(Self.notificationPause))
+    if sinceTaken < Self.notificationPause {
+      let after = DispatchTime.now() + .nanoseconds(Int(Self.notificationPause &- sinceTaken))
       DispatchQueue.global().asyncAfter(deadline: after) { [self] in postPending() }
     } else {
       DispatchQueue.global().async { [self] in postPending() }
@@ -54,9 +54,10 @@ extension SuiteView {
   private func postPending() {
     let batch = notificationPending.withLock { pending in
       defer { pending = nil }
-      return pending?.changes ?? []
+      guard let changes = pending?.changes else { return [GroupDefaults.Change]() }
+      notificationTaken.store(FileSystem.monotonicNanoseconds(), ordering: .relaxed)
+      return changes
     }
-    notificationTaken.store(FileSystem.monotonicNanoseconds(), ordering: .relaxed)
     notificationRoom.store(min(batch.count, Self.notificationRoomLimit), ordering: .relaxed)
     postNotification(batch)
   }

@@ -95,10 +95,10 @@ internal import Synchronization
   /// When a worker last took a batch to post (``FileSystem/monotonicNanoseconds()``; 0: never),
   /// to tell a burst (see ``postLater(origin:_:)``).
   let notificationTaken = Atomic<UInt64>(0)
-  /// How long a batch scheduled within this time of the last one taken, when that one held
-  /// several changes, waits before it is posted, in nanoseconds: a burst posts one
-  /// notification per pause, not one per turn of a worker (which takes each batch within
-  /// microseconds, hundreds of times in a burst). Lone changes are posted at once.
+  /// The least time between two batches taken to be posted, in nanoseconds: a batch
+  /// scheduled sooner after the last one taken waits for the rest of it, so a burst posts
+  /// one notification per pause, not one per turn of a worker (which takes each batch within
+  /// microseconds, hundreds of times in a burst). A lone change is posted at once.
   static let notificationPause: UInt64 = 2_000_000
   /// The id of this view's change handler on `suite`: a `set` made through this view tells
   /// the view itself (see ``setUnlessForced(_:forKey:)``), not through the handler.
