@@ -34,8 +34,15 @@ final class ChangeMonitor: Sendable {
   }
 
   /// The store `reference` holds, if it is alive: only stores are put in ``Watched/stores``.
-  private static func store(_ reference: AnyWeakReference) -> SuiteStore? {
-    reference.object.map { unsafeDowncast($0, to: SuiteStore.self) }
+  ///
+  /// Under ``state``'s lock, a store found alive is kept (`held`) until the lock is let go: the
+  /// store may be released meanwhile by its last other holder, and its release must not run
+  /// under the lock, since what it releases in turn (its root's ``DeviceMonitor``) stops its
+  /// listener here.
+  private static func store(_ reference: AnyWeakReference, held: inout [AnyObject]) -> SuiteStore? {
+    guard let object = reference.object else { return nil }
+    held.append(object)
+    return unsafeDowncast(object, to: SuiteStore.self)
   }
 
   /// The monitor, weakly, for the watcher's handler (made before the monitor is).
@@ -171,8 +178,9 @@ final class ChangeMonitor: Sendable {
       }
       // A handle made here and not kept (another thread won) is released
       // when it goes out of scope: the kernel watch is shared and counted.
+      var held: [AnyObject] = []
       state.withLock { st in
-        pruneDeadStores(&st)
+        pruneDeadStores(&st, held: &held)
         var watched = st.directories[directory] ?? Watched(watch: nil, stores: [:])
         if watched.watch == nil { watched.watch = watch }
         watched.stores[store.fileName] = AnyWeakReference(store)
@@ -189,15 +197,16 @@ final class ChangeMonitor: Sendable {
     if changed { store.refresh() }
   }
 
-  /// Forgets stores that were released, and the watch of a folder with none left.
-  private func pruneDeadStores(_ st: inout State) {
+  /// Forgets stores that were released, and the watch of a folder with none left. The stores
+  /// found alive are kept in `held` (see ``store(_:held:)``).
+  private func pruneDeadStores(_ st: inout State, held: inout [AnyObject]) {
     for (directory, var watched) in st.directories {
       // Most folders have no released store: that is seen through the values alone (the
       // loop over the pairs below instantiates the pair's type and its `Optional`).
-      guard watched.stores.values.contains(where: { $0.object == nil }) else { continue }
+      guard watched.stores.values.contains(where: { Self.store($0, held: &held) == nil }) else { continue }
       // Not `filter`: its closure's element type, a tuple, is one more type to instantiate.
       var live = watched.stores
-      for (name, reference) in watched.stores where reference.object == nil { live[name] = nil }
+      for (name, reference) in watched.stores where Self.store(reference, held: &held) == nil { live[name] = nil }
       if live.count == watched.stores.count { continue }
       if live.isEmpty {
         st.directories[directory] = nil  // releases the watch
@@ -252,7 +261,9 @@ final class ChangeMonitor: Sendable {
   /// Names are compared as the file system does, byte for byte, against the folder's few
   /// stores, lengths first: no name is hashed, no weak reference is loaded but the one found,
   /// and a commit's temporary file costs a comparison of lengths.
-  private static func entry(named name: String, in stores: [String: AnyWeakReference]) -> Entry? {
+  private static func entry(
+    named name: String, in stores: [String: AnyWeakReference], held: inout [AnyObject]
+  ) -> Entry? {
     let length = name.utf8.count
     for index in stores.keys.indices {
       let fileName = stores.keys[index]
@@ -263,7 +274,7 @@ final class ChangeMonitor: Sendable {
       case SuiteLockFile.suffix.utf8.count: kind = (SuiteLockFile.suffix, true)
       default: continue
       }
-      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = Self.store(stores.values[index]) else {
+      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = Self.store(stores.values[index], held: &held) else {
         continue
       }
       return kind.isLockFile ? .lockFile(store) : .values(store)
@@ -314,11 +325,13 @@ final class ChangeMonitor: Sendable {
       if !stores.contains(where: { $0 === store }) { stores.append(store) }
     }
     var notes: [(@Sendable (String) -> Void, String)] = []
+    // Every store seen alive under the lock, released after it (see ``store(_:held:)``).
+    var held: [AnyObject] = []
     state.withLock { st in
       // Events may have been missed: their lock files' paths are looked at again too.
       func addStores(in watched: Watched?) {
         for entry in watched?.stores.values ?? [:].values {
-          guard let store = Self.store(entry) else { continue }
+          guard let store = Self.store(entry, held: &held) else { continue }
           store.lockFileMayHaveMoved()
           add(store)
         }
@@ -340,7 +353,7 @@ final class ChangeMonitor: Sendable {
           addStores(in: watched)
           let kernel = event.kind == .directoryBack && watched?.watch?.isWatchedByKernel == true
           for entry in watched?.stores.values ?? [:].values {
-            Self.store(entry)?.watchedByKernel = kernel
+            Self.store(entry, held: &held)?.watchedByKernel = kernel
           }
           for listener in st.listeners where listener.directory == event.directory {
             notes.append((listener.handler, ""))
@@ -350,7 +363,7 @@ final class ChangeMonitor: Sendable {
             let listeners = st.listeners.filter { $0.directory == event.directory }
             folder = (event.directory, st.directories[event.directory]?.stores ?? [:], listeners)
           }
-          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores) }) {
+          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores, held: &held) }) {
           case .values(let store)?: add(store)
           case .lockFile(let store)?: store.lockFileMayHaveMoved()
           case nil: break
@@ -370,7 +383,7 @@ final class ChangeMonitor: Sendable {
         var released: [DirectoryWatcher.Watch] = []
         for event in events where event.kind == .directoryGone {
           guard let watched = st.directories[event.directory],
-            !watched.stores.values.contains(where: { $0.object != nil })
+            !watched.stores.values.contains(where: { Self.store($0, held: &held) != nil })
           else { continue }
           st.directories[event.directory] = nil
           if let watch = watched.watch { released.append(watch) }
