@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -113,4 +114,21 @@ int cappgroups_link_unnamed(int fd, int directory, const char *path) {
   char proc[32];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
   return linkat(AT_FDCWD, proc, directory, path, AT_SYMLINK_FOLLOW);
+}
+
+int cappgroups_remove_prefixed(int directory, const char *prefix) {
+  size_t length = strlen(prefix);
+  // Aligned for the records' 8-byte fields.
+  char buffer[4096] __attribute__((aligned(8)));
+  int removed = 0;
+  for (;;) {
+    ssize_t n = getdents64(directory, buffer, sizeof buffer);
+    if (n < 0) return removed > 0 ? removed : -1;  // what was removed before, if anything
+    if (n == 0) return removed;
+    for (ssize_t offset = 0; offset < n;) {
+      struct dirent64 *entry = (struct dirent64 *)(buffer + offset);
+      offset += entry->d_reclen;
+      if (strncmp(entry->d_name, prefix, length) == 0 && unlinkat(directory, entry->d_name, 0) == 0) removed += 1;
+    }
+  }
 }

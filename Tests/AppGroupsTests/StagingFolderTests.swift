@@ -39,6 +39,40 @@ struct StagingFolderTests {
     #expect(FileManager.default.fileExists(atPath: other))
   }
 
+  @Test func everyLeftoverOfAFullStagingFolderIsRemovedAndNoOtherEntry() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
+    // More entries than one read of the folder returns (a few kilobytes of names).
+    let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
+    var kept: [String] = []
+    for n in 0..<300 {
+      #expect(FileManager.default.createFile(atPath: staging + "/" + prefix + "99999999-\(n)", contents: nil))
+      let other = FileSystem.temporaryPrefix(for: "suite.plist.journal") + "99999999-\(n)"
+      #expect(FileManager.default.createFile(atPath: staging + "/" + other, contents: nil))
+      kept.append(other)
+    }
+    _ = try PropertyListFile.write(["k": .string("v")], to: path, notBefore: nil)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: staging).sorted() == kept.sorted())
+    #expect(try value(at: path) == .string("v"))
+  }
+
+  @Test func aStagingFolderThatARenameWasRefusedFromIsStillCleaned() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    FileSystem.injectRenameAcrossFailure.withLock { _ = $0.insert(path) }
+    defer { FileSystem.injectRenameAcrossFailure.withLock { _ = $0.remove(path) } }
+    _ = try PropertyListFile.write(["k": .string("x")], to: path, notBefore: nil)
+    // Another process, whose renames across are allowed, killed between its name and its rename.
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    let leftover = staging + "/" + FileSystem.temporaryPrefix(for: "suite.plist") + "99999999-1"
+    #expect(FileManager.default.createFile(atPath: leftover, contents: Data("old".utf8)))
+    _ = try PropertyListFile.write(["k": .string("v")], to: path, notBefore: nil)
+    #expect(!FileManager.default.fileExists(atPath: leftover))
+    #expect(try value(at: path) == .string("v"))
+  }
+
   @Test func aRenameAcrossThatIsRefusedNamesTheFileInItsOwnFolderInstead() throws {
     let sandbox = try Sandbox()
     let path = sandbox.path + "/suite.plist"

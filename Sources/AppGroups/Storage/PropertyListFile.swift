@@ -136,8 +136,8 @@ enum PropertyListFile {
     let folder = FileSystem.folder(of: path)
     let name = FileSystem.lastComponent(of: path)
     let staging = folder + "/" + stagingFolderName
+    // (The staging folder's are removed by the write, through the descriptor it writes through.)
     FileSystem.removeLeftoverTemporaries(for: name, in: folder)
-    FileSystem.removeLeftoverTemporaries(for: name, in: staging, followingLink: false)
     do {
       return try FileSystem.writeAtomically(
         data, to: path, notBefore: notBefore, staging: staging,

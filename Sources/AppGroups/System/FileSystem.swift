@@ -209,7 +209,9 @@ package enum FileSystem {
   /// `beforeRename`: a watcher of the folder (``DirectoryWatcher``, which excludes unlinked
   /// entries) hears nothing while the data is written and `fsync`ed. With `staging`, a folder
   /// on the same file system that nobody watches (a subfolder of the target's), made (0700)
-  /// when missing, the file is made and named there and renamed across: the target's folder hears
+  /// when missing, the file is made and named there and renamed across (the temporary files for
+  /// the target's name that killed writers left there are removed first, through the same
+  /// descriptor: call holding the lock that serialises the target's writers): the target's folder hears
   /// the rename alone (`IN_MOVED_TO`), one event and one wake-up for the write. Named in the
   /// target's folder, the name wakes every watcher, and many watching processes on a few
   /// cores take the CPU from the writer between its name and its rename, then the rename's two
@@ -334,6 +336,14 @@ package enum FileSystem {
     let refused = staging.map { folder in refusedStaging.withLock { !$0.isEmpty && $0.contains(folder) } } ?? true
     let stagingFD = refused ? -1 : staging.map(openStagingFolder) ?? -1
     defer { if stagingFD >= 0 { close(stagingFD) } }
+    // Killed writers' temporary files in the staging folder: removed through the descriptor
+    // the file is made in, else (a staging folder this process does not write through) by its
+    // path, not through a symbolic link.
+    if stagingFD >= 0 {
+      removeLeftoverTemporaries(for: lastComponent(of: path), inFolder: stagingFD)
+    } else if let staging {
+      removeLeftoverTemporaries(for: lastComponent(of: path), in: staging, followingLink: false)
+    }
     let fd =
       stagingFD >= 0
       ? cappgroups_open_unnamed(stagingFD, ".", UInt32(mode))
@@ -434,24 +444,17 @@ package enum FileSystem {
   package static func removeLeftoverTemporaries(
     for name: String, in directory: String, followingLink: Bool = true
   ) -> Int {
-    let prefix = temporaryPrefix(for: name)
     let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingLink ? 0 : O_NOFOLLOW))
     guard fd >= 0 else { return 0 }
-    guard let dir = fdopendir(fd) else {
-      close(fd)
-      return 0
-    }
-    defer { closedir(dir) }
-    var removed = 0
-    while let entry = readdir(dir) {
-      let entryName = withUnsafePointer(to: entry.pointee.d_name) {
-        $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-      }
-      if entryName.hasPrefix(prefix), unlinkat(dirfd(dir), entryName, 0) == 0 {
-        removed += 1
-      }
-    }
-    return removed
+    defer { close(fd) }
+    return removeLeftoverTemporaries(for: name, inFolder: fd)
+  }
+
+  /// ``removeLeftoverTemporaries(for:in:followingLink:)`` in the folder open as `folder`, a
+  /// descriptor just opened (the folder is read from its offset); the descriptor stays open.
+  @discardableResult
+  private static func removeLeftoverTemporaries(for name: String, inFolder folder: CInt) -> Int {
+    max(Int(cappgroups_remove_prefixed(folder, temporaryPrefix(for: name))), 0)
   }
 
   /// Creates a folder and any missing parents with mode 0700. Refuses to

@@ -132,6 +132,14 @@ int cappgroups_open_unnamed(int directory, const char *path, uint32_t mode);
 /// /proc/self/fd. Returns 0, or -1 with errno.
 int cappgroups_link_unnamed(int fd, int directory, const char *path);
 
+/// Removes every entry of the folder open as `directory` whose name starts with `prefix`
+/// (unlinkat(2); a folder among them stays), reading the folder with getdents64(2) through
+/// that descriptor from its offset (a descriptor just opened: the start), which is left at the
+/// folder's end: no second open, no directory stream (whose fdopendir(3) costs an fstat(2) and
+/// two fcntl(2)s). Returns how many were removed, or -1 with errno when the folder cannot be
+/// read.
+int cappgroups_remove_prefixed(int directory, const char *prefix);
+
 // MARK: The kernel's key retention service (keyring.c)
 //
 // add_key(2) and keyctl(2) have no C library wrapper and syscall(2) is variadic. The device's
