@@ -65,7 +65,7 @@ enum PropertyListFile {
       // A binary file (what this package writes) goes to its reader directly; any other
       // format through the value's decoding of every format.
       let value =
-        data.starts(with: "bplist".utf8)
+        BinaryPropertyListIndex.isBinary(data)
         ? try BinaryPropertyList.decode(data) : try PropertyListValue(propertyListData: data)
       guard case .dictionary(let values) = value else {
         let article = value.typeName == "array" ? "an" : "a"
