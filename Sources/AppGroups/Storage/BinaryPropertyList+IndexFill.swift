@@ -7,7 +7,8 @@ extension BinaryPropertyListReader {
   /// The top dictionary's index: see ``BinaryPropertyListIndex``.
   struct TopIndex {
     var count: Int
-    var slots: [UInt64]
+    /// Allocated here, owned by the caller from now on.
+    var slots: UnsafeMutableBufferPointer<UInt64>
     var keyHash: BinaryPropertyListIndex.KeyHash
   }
 
@@ -22,20 +23,25 @@ extension BinaryPropertyListReader {
     guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
     var capacity = 8
     while capacity < top.count &* 2 { capacity &<<= 1 }
-    var slots = [UInt64](repeating: 0, count: capacity)
-    let filled = slots.withUnsafeMutableBufferPointer { table in
-      // The widths the writer chooses (1, 2 or 4 bytes, by the object count and the file's
-      // size), each with a loop of its own, without a switch on the width at every read.
+    // Not an array: `[UInt64]`'s storage would be one more generic type a new process
+    // instantiates when it opens its first suite.
+    let slots = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: capacity)
+    slots.initialize(repeating: 0)
+    // The widths the writer chooses (1, 2 or 4 bytes, by the object count and the file's
+    // size), each with a loop of its own, without a switch on the width at every read.
+    let filled =
       switch (refWidth, offsetWidth) {
-      case (1, 1): fill(table, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt8>())
-      case (1, 2): fill(table, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt16>())
-      case (2, 2): fill(table, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt16>())
-      case (2, 4): fill(table, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt32>())
-      case (4, 4): fill(table, top, crowdLimit, FixedWidth<UInt32>(), FixedWidth<UInt32>())
-      default: fill(table, top, crowdLimit, AnyWidth(width: refWidth), AnyWidth(width: offsetWidth))
+      case (1, 1): fill(slots, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt8>())
+      case (1, 2): fill(slots, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt16>())
+      case (2, 2): fill(slots, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt16>())
+      case (2, 4): fill(slots, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt32>())
+      case (4, 4): fill(slots, top, crowdLimit, FixedWidth<UInt32>(), FixedWidth<UInt32>())
+      default: fill(slots, top, crowdLimit, AnyWidth(width: refWidth), AnyWidth(width: offsetWidth))
       }
+    guard let (distinct, keyHash) = filled else {
+      slots.deallocate()
+      return nil
     }
-    guard let (distinct, keyHash) = filled else { return nil }
     return TopIndex(count: distinct, slots: slots, keyHash: keyHash)
   }
 
@@ -78,8 +84,10 @@ extension BinaryPropertyListReader {
 
     var keyAt = top.keyStart
     var valueAt = top.valueStart
-    for index in 0..<top.count {
+    var index = 0
+    while index < top.count {
       defer {
+        index &+= 1
         keyAt &+= refWidth
         valueAt &+= refWidth
       }
@@ -87,7 +95,7 @@ extension BinaryPropertyListReader {
       let keyRef = references.read(base, at: keyAt)
       budget &-= 1
       guard keyRef < objects, let keyOffset = start(of: keyRef) else { return nil }
-      let keyMarker = byte(at: keyOffset)
+      let keyMarker = base.load(fromByteOffset: keyOffset, as: UInt8.self)
       // A UTF-16 key is not indexed; any other kind is refused by the decode.
       guard keyMarker &>> 4 == 0x5 else { return nil }
       var length = Int(keyMarker & 0x0F)
@@ -139,7 +147,7 @@ extension BinaryPropertyListReader {
       // The value (``checkScalar(_:)``): the usual scalars here, the rest by the reader.
       let valueRef = references.read(base, at: valueAt)
       guard valueRef < objects, let valueOffset = start(of: valueRef) else { return nil }
-      let marker = byte(at: valueOffset)
+      let marker = base.load(fromByteOffset: valueOffset, as: UInt8.self)
       var width = -1
       switch marker &>> 4 {
       case 0x0:
