@@ -110,15 +110,26 @@ struct CacheTable<Value: Sendable>: Sendable {
     let value: Value
   }
 
-  /// A power of two long, or empty; never more than three quarters full.
-  private var slots: [Slot?] = []
+  /// The slots, a power of two of them, or none; never more than three quarters full. In the
+  /// memory of a class that is not generic, shared by copies until one changes: an array of
+  /// them (`[Slot?]`) is a generic type whose first instantiation, through the runtime's
+  /// demangler, cost a new process 28 k of the 34 k instructions of its first read of a suite
+  /// (callgrind).
+  private var storage: CacheSlots?
   /// How many slots hold an entry.
   private(set) var count = 0
+
+  private var capacity: Int { storage?.capacity ?? 0 }
+
+  /// The slots' memory: call with `storage` set.
+  private var slots: UnsafeMutablePointer<Slot?> {
+    storage.unsafelyUnwrapped.memory.assumingMemoryBound(to: Slot?.self)
+  }
 
   @inline(__always)
   private func home(of bits: UInt64) -> Int {
     // The key's bits mixed once more: their high half decides the slot.
-    Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> 32) & (slots.count &- 1)
+    Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> 32) & (capacity &- 1)
   }
 
   @inline(__always)
@@ -133,7 +144,8 @@ struct CacheTable<Value: Sendable>: Sendable {
   /// (``CacheKey/hash(of:seed:)``), if any: a read makes no key.
   subscript(string: String, bits bits: UInt64, isASCII isASCII: Bool) -> Value? {
     guard count > 0 else { return nil }
-    let mask = slots.count &- 1
+    let slots = self.slots
+    let mask = capacity &- 1
     var index = home(of: bits)
     while let slot = slots[index] {
       if slot.key.matches(string, bits: bits, isASCII: isASCII) { return slot.value }
@@ -144,8 +156,9 @@ struct CacheTable<Value: Sendable>: Sendable {
 
   /// Caches `value` for `key`, replacing what was cached for it.
   mutating func set(_ value: Value, for key: CacheKey) {
-    if (count + 1) * 4 > slots.count * 3 { grow() }
-    let mask = slots.count &- 1
+    if (count + 1) * 4 > capacity * 3 { grow() } else { makeUnique() }
+    let slots = self.slots
+    let mask = capacity &- 1
     var index = home(of: key)
     while let slot = slots[index] {
       if slot.key == key {
@@ -161,7 +174,9 @@ struct CacheTable<Value: Sendable>: Sendable {
   /// Forgets what was cached for `key`.
   mutating func remove(_ key: CacheKey) {
     guard count > 0 else { return }
-    let mask = slots.count &- 1
+    makeUnique()
+    let slots = self.slots
+    let mask = capacity &- 1
     var hole = home(of: key)
     while true {
       guard let slot = slots[hole] else { return }
@@ -186,14 +201,56 @@ struct CacheTable<Value: Sendable>: Sendable {
   /// Forgets everything, keeping the room.
   mutating func removeAll() {
     guard count > 0 else { return }
-    for index in slots.indices { slots[index] = nil }
+    makeUnique()
+    let slots = self.slots
+    for index in 0..<capacity { slots[index] = nil }
     count = 0
   }
 
   private mutating func grow() {
-    let old = slots
-    slots = Array(repeating: nil, count: Swift.max(16, old.count * 2))
+    let old = storage
+    let oldCapacity = capacity
+    let newCapacity = Swift.max(16, oldCapacity * 2)
+    storage = CacheSlots(capacity: newCapacity) { (slots: UnsafeMutablePointer<Slot?>) in
+      slots.initialize(repeating: nil, count: newCapacity)
+    }
     count = 0
-    for case let slot? in old { set(slot.value, for: slot.key) }
+    guard let old else { return }
+    let slots = old.memory.assumingMemoryBound(to: Slot?.self)
+    for index in 0..<oldCapacity {
+      if let slot = slots[index] { set(slot.value, for: slot.key) }
+    }
   }
+
+  /// Gives these slots memory of their own, when a copy of the table shares it.
+  private mutating func makeUnique() {
+    guard storage != nil, !isKnownUniquelyReferenced(&storage) else { return }
+    let old = slots
+    storage = CacheSlots(capacity: capacity) { (slots: UnsafeMutablePointer<Slot?>) in
+      slots.initialize(from: old, count: capacity)
+    }
+  }
+}
+
+/// The memory of a ``CacheTable``'s slots, of the table's element type, initialized when made
+/// and deinitialized when freed. Changed only by a table that holds the one reference to it.
+private final class CacheSlots: @unchecked Sendable {
+  let memory: UnsafeMutableRawPointer
+  let capacity: Int
+  /// Deinitializes the `capacity` elements and frees the memory.
+  private let free: (UnsafeMutableRawPointer, Int) -> Void
+
+  init<Element>(capacity: Int, initialize: (UnsafeMutablePointer<Element>) -> Void) {
+    let elements = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
+    initialize(elements)
+    memory = UnsafeMutableRawPointer(elements)
+    self.capacity = capacity
+    free = { memory, capacity in
+      let elements = memory.assumingMemoryBound(to: Element.self)
+      elements.deinitialize(count: capacity)
+      elements.deallocate()
+    }
+  }
+
+  deinit { free(memory, capacity) }
 }

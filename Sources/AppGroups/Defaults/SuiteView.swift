@@ -71,18 +71,17 @@ internal import Synchronization
   /// The seed of the cache's keys (see ``CacheKey``).
   private let keySeed = UInt64.random(in: .min ... .max)
   let observers = Mutex(Observers())
-  /// The change handlers this view added to its stores, removed when it goes. Of a struct,
-  /// not of `(store, id)` pairs: a tuple type is one more metadata instantiation at a
-  /// process's first open.
-  private let handlerIDs: Mutex<[Subscription]> = Mutex([])
-  private struct Subscription: Sendable {
-    let store: SuiteStore
-    let id: UInt64
-  }
+  /// The ids of the change handlers this view added to `managed` and to the global store
+  /// (`suite`'s is ``suiteHandlerID``), removed when it goes. Fields, not an array of
+  /// (store, id) structs: that array's storage is one more generic type a process
+  /// instantiates at its first open (11 k instructions, callgrind).
+  private let managedHandlerID = Atomic<UInt64>(0)
+  private let globalHandlerID = Atomic<UInt64>(0)
   /// The changes of the notification that is to be posted, and whether the change monitor's
   /// thread posts it (see ``postLater(origin:_:)``); `nil` when none is.
   let notificationPending = Mutex<PendingNotification?>(nil)
-  /// Of a struct, not a tuple (see `handlerIDs`).
+  /// Of a struct, not a tuple: a tuple type is one more metadata instantiation at a
+  /// process's first open.
   struct PendingNotification: Sendable {
     var changes: [GroupDefaults.Change] = []
     var byMonitor = false
@@ -154,19 +153,17 @@ internal import Synchronization
     managedAddress = managed.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
     self.globalPath = globalPath
     self.options = options
-    // Layer by layer, without an array of (store, layer) pairs (see `handlerIDs`).
+    // Layer by layer, without an array of (store, layer) pairs (see `managedHandlerID`).
     let suiteID = suite.addChangeHandler { [weak self] changes, origin in
       self?.layerChanged(.application, changes, origin: origin)
     }
     suiteHandlerID.store(suiteID, ordering: .relaxed)
-    var ids = [Subscription(store: suite, id: suiteID)]
     if let managed {
       let id = managed.addChangeHandler { [weak self] changes, origin in
         self?.layerChanged(.managed, changes, origin: origin)
       }
-      ids.append(Subscription(store: managed, id: id))
+      managedHandlerID.store(id, ordering: .relaxed)
     }
-    handlerIDs.withLock { $0 = ids }
   }
 
   /// The global domain's store, opened on first use: most processes read keys their suite
@@ -239,7 +236,7 @@ internal import Synchronization
     let id = store.addChangeHandler { [weak self] changes, origin in
       self?.layerChanged(.global, changes, origin: origin)
     }
-    handlerIDs.withLock { $0.append(Subscription(store: store, id: id)) }
+    globalHandlerID.store(id, ordering: .relaxed)
     ProtectedSuites.wait(for: store)
     // A change of the store heard between its opening and the handler above (another view
     // shares it) reached no handler of this view: forget every resolved entry.
@@ -252,9 +249,11 @@ internal import Synchronization
   }
 
   deinit {
-    for subscription in handlerIDs.withLock({ $0 }) {
-      subscription.store.removeChangeHandler(subscription.id)
-    }
+    suite.removeChangeHandler(suiteHandlerID.load(ordering: .relaxed))
+    managed?.removeChangeHandler(managedHandlerID.load(ordering: .relaxed))
+    // Set with its handler's id in `adoptGlobal(_:)`, which has returned: nothing runs on a
+    // view that is going.
+    globalStore.withLock { $0 }?.removeChangeHandler(globalHandlerID.load(ordering: .relaxed))
   }
 
   func attach(_ defaults: GroupDefaults) {

@@ -23,8 +23,10 @@ final class BinaryPropertyListIndex: Sendable {
   let count: Int
   /// Open addressing, linear probing, a power of two at least twice `count`: 0 is empty,
   /// else the number of a distinct key's first entry + 1 in the low 32 bits, and the high 32
-  /// bits of its key's hash above them (most probes that do not match end there).
-  private let slots: [UInt64]
+  /// bits of its key's hash above them (most probes that do not match end there). Allocated
+  /// by ``BinaryPropertyListReader/indexTop(crowdLimit:)``, never written after it, freed
+  /// with this index.
+  nonisolated(unsafe) private let slots: UnsafeMutableBufferPointer<UInt64>
   /// How `slots` hashes keys (see ``KeyHash``).
   private let keyHash: KeyHash
   /// How many slots a lookup looks at, at most: every key was put in within that many.
@@ -84,6 +86,8 @@ final class BinaryPropertyListIndex: Sendable {
     self.keyHash = built.keyHash
     self.probeLimit = built.keyHash == .seeded ? crowdLimit : Int.max
   }
+
+  deinit { slots.deallocate() }
 
   /// Whether the keys are hashed by the standard library's `Hasher` (a key crowded the seeded
   /// hash): for tests.

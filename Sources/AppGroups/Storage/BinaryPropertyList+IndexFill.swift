@@ -7,7 +7,8 @@ extension BinaryPropertyListReader {
   /// The top dictionary's index: see ``BinaryPropertyListIndex``.
   struct TopIndex {
     var count: Int
-    var slots: [UInt64]
+    /// Allocated here, owned by the caller from now on.
+    var slots: UnsafeMutableBufferPointer<UInt64>
     var keyHash: BinaryPropertyListIndex.KeyHash
   }
 
@@ -22,52 +23,79 @@ extension BinaryPropertyListReader {
     guard top.count < Int(Int32.max), BinaryPropertyList.maximumDepth > 0 else { return nil }
     var capacity = 8
     while capacity < top.count &* 2 { capacity &<<= 1 }
-    var slots = [UInt64](repeating: 0, count: capacity)
-    let filled = slots.withUnsafeMutableBufferPointer { table in
-      fill(table, top, crowdLimit: crowdLimit)
+    // Not an array: `[UInt64]`'s storage would be one more generic type a new process
+    // instantiates when it opens its first suite.
+    let slots = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: capacity)
+    slots.initialize(repeating: 0)
+    // The widths the writer chooses (1, 2 or 4 bytes, by the object count and the file's
+    // size), each with a loop of its own, without a switch on the width at every read.
+    let filled =
+      switch (refWidth, offsetWidth) {
+      case (1, 1): fill(slots, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt8>())
+      case (1, 2): fill(slots, top, crowdLimit, FixedWidth<UInt8>(), FixedWidth<UInt16>())
+      case (2, 2): fill(slots, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt16>())
+      case (2, 4): fill(slots, top, crowdLimit, FixedWidth<UInt16>(), FixedWidth<UInt32>())
+      case (4, 4): fill(slots, top, crowdLimit, FixedWidth<UInt32>(), FixedWidth<UInt32>())
+      default: fill(slots, top, crowdLimit, AnyWidth(width: refWidth), AnyWidth(width: offsetWidth))
+      }
+    guard let (distinct, keyHash) = filled else {
+      slots.deallocate()
+      return nil
     }
-    guard let (distinct, keyHash) = filled else { return nil }
     return TopIndex(count: distinct, slots: slots, keyHash: keyHash)
   }
 
   /// Checks every entry of the top dictionary and puts its key in `slots` (zeroed, a power
   /// of two at least twice the entries). Every check is ``keyBytes(of:)``'s and
-  /// ``checkScalar(_:)``'s (or the decode's, for a container), in the same order, spending
-  /// the same budget: only the outcome is simpler, `nil` for whatever they would refuse.
+  /// ``checkScalar(_:)``'s (or the decode's, for a container), spending the same budget:
+  /// only the outcome is simpler, `nil` for whatever they would refuse. (A check may come
+  /// earlier or later than theirs, the budget's among them: any refusal refuses the whole.)
+  /// `references` and `offsets` read the file's references and offsets, of its widths.
   /// - Returns: how many distinct keys, and how they are hashed.
-  private mutating func fill(
-    _ slots: UnsafeMutableBufferPointer<UInt64>, _ top: Top, crowdLimit: Int
+  private mutating func fill<References: BigEndianWidth, Offsets: BigEndianWidth>(
+    _ slots: UnsafeMutableBufferPointer<UInt64>, _ top: Top, _ crowdLimit: Int,
+    _ references: References, _ offsets: Offsets
   ) -> (Int, BinaryPropertyListIndex.KeyHash)? {
     let base = self.base
     let end = tableOffset
-    let refWidth = self.refWidth
-    let offsetWidth = self.offsetWidth
+    let refWidth = references.width
+    let offsetWidth = offsets.width
     let objects = UInt64(objectCount)
     let seed = BinaryPropertyListIndex.KeyHash.seed
     let mask = slots.count &- 1
     var keyHash = BinaryPropertyListIndex.KeyHash.seeded
     var distinct = 0
+    // Spent here, kept in `self.budget` around the reader's own checks.
+    var budget = self.budget
+    defer { self.budget = budget }
     // The top dictionary is open (a cycle through it is refused) from the first container on:
     // a scalar refers to nothing.
     var topOpen = false
     defer { if topOpen { open[topObject] = false } }
 
-    /// Where object `ref` starts (``offset(of:)``'s check), or `nil`.
+    /// Where object `ref` starts (``offset(of:)``'s check), or `nil`: `ref` is below the
+    /// object count, so its offset lies in the table.
     @inline(__always)
     func start(of ref: UInt64) -> Int? {
-      let at = end &+ Int(truncatingIfNeeded: ref) &* offsetWidth
-      let offset = Self.bigEndian(base, at: at, width: offsetWidth)
+      let offset = offsets.read(base, at: end &+ Int(truncatingIfNeeded: ref) &* offsetWidth)
       guard offset >= 8, offset < UInt64(end) else { return nil }
       return Int(truncatingIfNeeded: offset)
     }
 
-    for index in 0..<top.count {
+    var keyAt = top.keyStart
+    var valueAt = top.valueStart
+    var index = 0
+    while index < top.count {
+      defer {
+        index &+= 1
+        keyAt &+= refWidth
+        valueAt &+= refWidth
+      }
       // The key (``keyBytes(of:)``): a reference, an ASCII string object within the objects.
-      let keyRef = Self.bigEndian(base, at: top.keyStart &+ index &* refWidth, width: refWidth)
-      guard keyRef < objects else { return nil }
+      let keyRef = references.read(base, at: keyAt)
       budget &-= 1
-      guard budget >= 0, let keyOffset = start(of: keyRef) else { return nil }
-      let keyMarker = byte(at: keyOffset)
+      guard keyRef < objects, let keyOffset = start(of: keyRef) else { return nil }
+      let keyMarker = base.load(fromByteOffset: keyOffset, as: UInt8.self)
       // A UTF-16 key is not indexed; any other kind is refused by the decode.
       guard keyMarker &>> 4 == 0x5 else { return nil }
       var length = Int(keyMarker & 0x0F)
@@ -117,9 +145,9 @@ extension BinaryPropertyListReader {
       }
 
       // The value (``checkScalar(_:)``): the usual scalars here, the rest by the reader.
-      let valueRef = Self.bigEndian(base, at: top.valueStart &+ index &* refWidth, width: refWidth)
+      let valueRef = references.read(base, at: valueAt)
       guard valueRef < objects, let valueOffset = start(of: valueRef) else { return nil }
-      let marker = byte(at: valueOffset)
+      let marker = base.load(fromByteOffset: valueOffset, as: UInt8.self)
       var width = -1
       switch marker &>> 4 {
       case 0x0:
@@ -148,9 +176,12 @@ extension BinaryPropertyListReader {
         // valueOffset < end: the one marker byte is in the objects; `width` more must be.
         guard width <= end &- (valueOffset &+ 1) else { return nil }
         budget &-= 1
-        guard budget >= 0 else { return nil }
         continue
       }
+      // The reader's own checks spend from its own budget.
+      guard budget >= 0 else { return nil }
+      self.budget = budget
+      defer { budget = self.budget }
       guard let scalar = try? checkScalar(Int(valueRef)) else { return nil }
       if scalar { continue }
       if !topOpen {
@@ -160,6 +191,7 @@ extension BinaryPropertyListReader {
       }
       guard (try? decode(object: Int(valueRef), depth: 1)) != nil else { return nil }
     }
+    guard budget >= 0 else { return nil }
     return (distinct, keyHash)
   }
 
@@ -189,5 +221,32 @@ extension BinaryPropertyListReader {
       }
     }
     return true
+  }
+}
+
+/// How the index's fill reads a reference or an offset: big-endian, of one width.
+private protocol BigEndianWidth {
+  var width: Int { get }
+  /// The unsigned integer at `offset`, which the caller has checked is in the file.
+  func read(_ base: UnsafeRawPointer, at offset: Int) -> UInt64
+}
+
+/// A width known when the fill is compiled: one load and a byte swap.
+private struct FixedWidth<Word: FixedWidthInteger & UnsignedInteger>: BigEndianWidth {
+  var width: Int { MemoryLayout<Word>.size }
+
+  @inline(__always)
+  func read(_ base: UnsafeRawPointer, at offset: Int) -> UInt64 {
+    UInt64(Word(bigEndian: base.loadUnaligned(fromByteOffset: offset, as: Word.self)))
+  }
+}
+
+/// Any width from 1 to 8, as the file's trailer gives it.
+private struct AnyWidth: BigEndianWidth {
+  let width: Int
+
+  @inline(__always)
+  func read(_ base: UnsafeRawPointer, at offset: Int) -> UInt64 {
+    BinaryPropertyListReader.bigEndian(base, at: offset, width: width)
   }
 }
