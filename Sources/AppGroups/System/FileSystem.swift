@@ -122,6 +122,17 @@ package enum FileSystem {
     try valueOrErrno("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
   }
 
+  /// ``open(_:_:mode:)``, or `nil` when nothing is at the path (`ENOENT`).
+  static func openUnlessMissing(_ path: String, _ flags: CInt) throws(SystemCallError) -> CInt? {
+    while true {
+      let fd = Glibc.open(path, flags | O_CLOEXEC, 0)
+      if fd != -1 { return fd }
+      let code = Glibc.errno
+      if code == ENOENT { return nil }
+      if code != EINTR { throw SystemCallError(call: "open", path: path, errno: code) }
+    }
+  }
+
   /// Sets the open file's access and modification times to now, which makes an inotify
   /// `IN_ATTRIB` event where a change through a mapping makes none; a failure is ignored.
   /// The corresponding system call is `futimens(2)`.
