@@ -184,30 +184,37 @@ package enum FileSystem {
         call: "read", path: path, errno: EINVAL, reason: "it is \(kind(of: s)), not a regular file")
     }
     let identity = FileIdentity(s)
+    // Read into memory of its own that the `Data` then owns: not a `Data(count:)` zeroed first
+    // and cut to size after, whose first use in a process runs Foundation's set-up of its
+    // storage (two once-only initialisers) on pages an open touches for nothing else.
     var capacity = max(Int(s.st_size), 0) + 1
-    var data = Data(count: capacity)
-    var used = 0
-    while true {
-      if used == capacity {
-        capacity *= 2
-        data.count = capacity
-      }
-      let result: Result<Int, SystemCallError> = data.withUnsafeMutableBytes { buffer in
-        guard let base = buffer.baseAddress else { return .success(0) }
-        return Result { () throws(SystemCallError) in
-          try valueOrErrno("read", path: path) { Glibc.read(fd, base + used, capacity - used) }
-        }
-      }
-      let n = try result.get()
-      if n == 0 { break }
-      used += n
-      // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
-      // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
-      // read until a read returns none.)
-      if s.st_size > 0 && used == Int(s.st_size) { break }
+    guard var bytes = malloc(capacity) else {
+      throw SystemCallError(call: "read", path: path, errno: ENOMEM)
     }
-    data.count = used
-    return WholeFile(data: data, identity: identity)
+    var used = 0
+    do throws(SystemCallError) {
+      while true {
+        if used == capacity {
+          guard let grown = realloc(bytes, capacity * 2) else {
+            throw SystemCallError(call: "read", path: path, errno: ENOMEM)
+          }
+          bytes = grown
+          capacity *= 2
+        }
+        let base = bytes
+        let n = try valueOrErrno("read", path: path) { Glibc.read(fd, base + used, capacity - used) }
+        if n == 0 { break }
+        used += n
+        // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
+        // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
+        // read until a read returns none.)
+        if s.st_size > 0 && used == Int(s.st_size) { break }
+      }
+    } catch {
+      free(bytes)
+      throw error
+    }
+    return WholeFile(data: Data(bytesNoCopy: bytes, count: used, deallocator: .free), identity: identity)
   }
 
   /// Writes `data` durably and atomically in place of `path`: a temporary
