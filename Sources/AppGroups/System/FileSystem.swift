@@ -43,11 +43,8 @@ package enum FileSystem {
   /// The corresponding system call is `lstat(2)`.
   package static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
     var s = stat()
-    do {
-      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
-    } catch where error.errno == ENOENT || error.errno == ENOTDIR {
-      return nil
-    }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path, orAlso: ENOTDIR) { lstat(path, &s) }
+    guard found != nil else { return nil }
     return FileIdentity(s)
   }
 
@@ -108,11 +105,8 @@ package enum FileSystem {
   /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
   static func linkStatus(_ path: String) throws(SystemCallError) -> stat? {
     var s = stat()
-    do {
-      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
-    } catch where error.errno == ENOENT {
-      return nil
-    }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path) { lstat(path, &s) }
+    guard found != nil else { return nil }
     return s
   }
 
@@ -124,13 +118,7 @@ package enum FileSystem {
 
   /// ``open(_:_:mode:)``, or `nil` when nothing is at the path (`ENOENT`).
   static func openUnlessMissing(_ path: String, _ flags: CInt) throws(SystemCallError) -> CInt? {
-    while true {
-      let fd = Glibc.open(path, flags | O_CLOEXEC, 0)
-      if fd != -1 { return fd }
-      let code = Glibc.errno
-      if code == ENOENT { return nil }
-      if code != EINTR { throw SystemCallError(call: "open", path: path, errno: code) }
-    }
+    try valueOrErrnoUnlessMissing("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, 0) }
   }
 
   /// Sets the open file's access and modification times to now, which makes an inotify
@@ -202,7 +190,9 @@ package enum FileSystem {
           capacity *= 2
         }
         let base = bytes
-        let n = try valueOrErrno("read", path: path) { Glibc.read(fd, base + used, capacity - used) }
+        let n = try valueOrErrno("read", path: path) {
+          Glibc.read(fd, base + used, capacity - used)
+        }
         if n == 0 { break }
         used += n
         // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
@@ -214,7 +204,8 @@ package enum FileSystem {
       free(bytes)
       throw error
     }
-    return WholeFile(data: Data(bytesNoCopy: bytes, count: used, deallocator: .free), identity: identity)
+    let data = Data(bytesNoCopy: bytes, count: used, deallocator: .free)
+    return WholeFile(data: data, identity: identity)
   }
 
   /// Writes `data` durably and atomically in place of `path`: a temporary
