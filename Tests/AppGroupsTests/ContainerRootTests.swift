@@ -152,6 +152,25 @@ struct ContainerRootTests {
     #expect(!isFolder(library.path + "/Caches"))
   }
 
+  @Test func cachesLinkBesideARealPreferencesFolderIsRefused() throws {
+    let sandbox = try Sandbox()
+    let root = ContainerRoot(url: sandbox.url.appendingPathComponent("root"))
+    // Another container's Caches, inside the root: following the link would find a folder.
+    let other = root.groupContainerURL(for: "group.other")
+    try root.prepareContainer(at: other)
+    let container = root.groupContainerURL(for: "group.com.example.shared")
+    try root.prepareContainer(at: container)
+    let caches = container.path + "/Library/Caches"
+    #expect(rmdir(caches) == 0)
+    #expect(symlink(other.path + "/Library/Caches", caches) == 0)
+
+    // Preferences is a real folder reached through real ones; Caches is a link all the same.
+    let error = try #require(caught { try root.prepareContainer(at: container) })
+    #expect(error.code == .outsideRoot)
+    #expect(error.message.contains(caches))
+    #expect(error.message.contains("must be real folders"))
+  }
+
   @Test func linkHigherUpLeadingOutIsRefused() throws {
     let sandbox = try Sandbox()
     let root = ContainerRoot(url: sandbox.url.appendingPathComponent("root"))

@@ -167,8 +167,9 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// they are. Symbolic links are never followed: when the container, a
   /// folder above it under the root, or one inside it is a symbolic link,
   /// it is refused and nothing is created through it: each level from the
-  /// root down is checked with `lstat(2)` to be a real folder, so the
-  /// container and its folders are inside the root. Used for app, group and
+  /// root down is checked to be a real folder (`openat2(2)` refusing a link
+  /// at any level, else `lstat(2)` level by level), so the container and its
+  /// folders are inside the root. Used for app, group and
   /// global containers alike.
   ///
   /// - Parameter container: a folder under the root, such as
@@ -194,16 +195,24 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
       throw AppGroupsError(
         .outsideRoot, "container \(containerPath) is not inside the root \(rootPath)")
     }
-    try prepareRoot()
     let library = containerPath + "/Library"
     let preferences = library + "/Preferences"
+    let caches = library + "/Caches"
+    // Already there, as at most opens: both folders reached from `/` through real folders only
+    // (the root's path is resolved) are what the walk below would find at every level, with
+    // nothing to make. Four system calls, not seven. Anything else (a link or a file on the
+    // way, a folder missing, an older kernel): the walk decides and says why.
+    if FileSystem.isFolderWithoutLinks(preferences) && FileSystem.isFolderWithoutLinks(caches) {
+      return preferences
+    }
+    try prepareRoot()
     // makeDirectory walks down from `within` with lstat(2) and stops at the first link
     // without following it, so nothing is ever created through one, and a folder it passes
     // is a real folder: once these succeed, the container and its folders are inside the
     // root. The levels down to `Library` are walked once, not once per folder in it.
     try makeFolder(library, within: rootPath)
     try makeFolder(preferences, within: library)
-    try makeFolder(library + "/Caches", within: library)
+    try makeFolder(caches, within: library)
     return preferences
   }
 

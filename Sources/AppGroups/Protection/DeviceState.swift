@@ -57,8 +57,10 @@ public struct DeviceState: Sendable, Hashable, CustomStringConvertible {
   /// with no state yet.
   package let deviceIdentifier: UInt64
 
+  // `.seconds(0)`, not `.zero`: the standard library inlines the one, and calls the other on a
+  // page of its code that a process's first open (``newDevice``) would touch for it alone.
   package init(
-    lockState: LockState, hasPasscode: Bool, grace: Duration = .zero, bootSession: UInt64 = 0,
+    lockState: LockState, hasPasscode: Bool, grace: Duration = .seconds(0), bootSession: UInt64 = 0,
     lockedAt: UInt64 = 0, generation: UInt64 = 0, lockCount: UInt64 = 0, unlockCount: UInt64 = 0,
     deviceIdentifier: UInt64 = 0
   ) {

@@ -153,8 +153,12 @@ extension WatcherEngine {
 
   // MARK: The thread
 
+  /// Starts the thread unless it runs. `directory` names what was being watched in the error,
+  /// and is made only then: a signal's number printed at each open as an app (``hear(_:_:)``,
+  /// from the lifecycle) touched three pages of the standard library's integer printing
+  /// that nothing else at an open needs.
   func startThreadIfNeeded(
-    _ state: inout State, _ directory: String
+    _ state: inout State, _ directory: @autoclosure () -> String
   ) throws(AppGroupsError) {
     guard state.thread == nil else { return }
     let eventFD: CInt
@@ -162,7 +166,7 @@ extension WatcherEngine {
       // See: man 2 eventfd
       eventFD = try valueOrErrno("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }
     } catch {
-      throw AppGroupsError(io: error, "watching \(directory)")
+      throw AppGroupsError(io: error, "watching \(directory())")
     }
     let retained = Unmanaged.passRetained(self).toOpaque()
     var thread = pthread_t()
@@ -178,7 +182,7 @@ extension WatcherEngine {
       Unmanaged<WatcherEngine>.fromOpaque(retained).release()
       _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }
       let error = SystemCallError(call: "pthread_create", path: nil, errno: code)
-      throw AppGroupsError(io: error, "watching \(directory)")
+      throw AppGroupsError(io: error, "watching \(directory())")
     }
     state.thread = thread
     state.eventFD = eventFD

@@ -28,17 +28,20 @@ final class OpenFile {
   /// (a program's files, which a system links). The corresponding system call is `open(2)`.
   /// - Returns: `nil` when nothing is at the path.
   /// - Throws: the failed `open`: `ELOOP` for a symbolic link, `ENXIO` for a socket.
-  init?(existing path: String, for access: Access, followingLinks: Bool = false)
+  convenience init?(existing path: String, for access: Access, followingLinks: Bool = false)
     throws(SystemCallError)
   {
     let flags =
       (access == .reading ? O_RDONLY : O_WRONLY) | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK
-    do {
-      descriptor = try FileSystem.open(path, flags)
-    } catch where error.code == .noSuchFileOrDirectory {
-      return nil
-    }
+    // Nothing at the path is told by the errno alone: no error made and caught, no object made
+    // and given back (a new device's state file, looked for a few times at each open).
+    guard let descriptor = try FileSystem.openUnlessMissing(path, flags) else { return nil }
+    self.init(path: path, descriptor: descriptor)
+  }
+
+  private init(path: String, descriptor: CInt) {
     self.path = path
+    self.descriptor = descriptor
   }
 
   deinit { FileSystem.close(descriptor) }

@@ -1,6 +1,16 @@
+internal import CAppGroupsLinux
 import Glibc
 
 extension FileSystem {
+  /// Whether `path` is a folder reached from `/` through real folders only, no symbolic link
+  /// at any level: what ``makeDirectory(_:within:)`` finds, level by level, when it has
+  /// nothing to make, told by one `openat2(2)` (`RESOLVE_NO_SYMLINKS`) and its `close(2)`.
+  /// `false` when it is not, or when the kernel cannot tell (before Linux 5.6, or a filter
+  /// that refuses the call): the caller then walks.
+  static func isFolderWithoutLinks(_ path: String) -> Bool {
+    cappgroups_is_folder_without_links(path) == 1
+  }
+
   /// ``makeDirectory(_:within:)`` on the path's own bytes, for the shape every suite's open
   /// asks for: an ASCII `root` that `path` starts with, then `/` and components that are not
   /// empty (no `//`, no `/` at the end). The folders the walk looks at are then exactly the

@@ -43,11 +43,8 @@ package enum FileSystem {
   /// The corresponding system call is `lstat(2)`.
   package static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
     var s = stat()
-    do {
-      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
-    } catch where error.errno == ENOENT || error.errno == ENOTDIR {
-      return nil
-    }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path, orAlso: ENOTDIR) { lstat(path, &s) }
+    guard found != nil else { return nil }
     return FileIdentity(s)
   }
 
@@ -108,11 +105,8 @@ package enum FileSystem {
   /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
   static func linkStatus(_ path: String) throws(SystemCallError) -> stat? {
     var s = stat()
-    do {
-      _ = try valueOrErrno("lstat", path: path) { lstat(path, &s) }
-    } catch where error.errno == ENOENT {
-      return nil
-    }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path) { lstat(path, &s) }
+    guard found != nil else { return nil }
     return s
   }
 
@@ -120,6 +114,11 @@ package enum FileSystem {
   /// The corresponding system call is `open(2)`.
   static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600) throws(SystemCallError) -> CInt {
     try valueOrErrno("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+  }
+
+  /// ``open(_:_:mode:)``, or `nil` when nothing is at the path (`ENOENT`).
+  static func openUnlessMissing(_ path: String, _ flags: CInt) throws(SystemCallError) -> CInt? {
+    try valueOrErrnoUnlessMissing("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, 0) }
   }
 
   /// Sets the open file's access and modification times to now, which makes an inotify
@@ -173,29 +172,39 @@ package enum FileSystem {
         call: "read", path: path, errno: EINVAL, reason: "it is \(kind(of: s)), not a regular file")
     }
     let identity = FileIdentity(s)
+    // Read into memory of its own that the `Data` then owns: not a `Data(count:)` zeroed first
+    // and cut to size after, whose first use in a process runs Foundation's set-up of its
+    // storage (two once-only initialisers) on pages an open touches for nothing else.
     var capacity = max(Int(s.st_size), 0) + 1
-    var data = Data(count: capacity)
-    var used = 0
-    while true {
-      if used == capacity {
-        capacity *= 2
-        data.count = capacity
-      }
-      let result: Result<Int, SystemCallError> = data.withUnsafeMutableBytes { buffer in
-        guard let base = buffer.baseAddress else { return .success(0) }
-        return Result { () throws(SystemCallError) in
-          try valueOrErrno("read", path: path) { Glibc.read(fd, base + used, capacity - used) }
-        }
-      }
-      let n = try result.get()
-      if n == 0 { break }
-      used += n
-      // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
-      // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
-      // read until a read returns none.)
-      if s.st_size > 0 && used == Int(s.st_size) { break }
+    guard var bytes = malloc(capacity) else {
+      throw SystemCallError(call: "read", path: path, errno: ENOMEM)
     }
-    data.count = used
+    var used = 0
+    do throws(SystemCallError) {
+      while true {
+        if used == capacity {
+          guard let grown = realloc(bytes, capacity * 2) else {
+            throw SystemCallError(call: "read", path: path, errno: ENOMEM)
+          }
+          bytes = grown
+          capacity *= 2
+        }
+        let base = bytes
+        let n = try valueOrErrno("read", path: path) {
+          Glibc.read(fd, base + used, capacity - used)
+        }
+        if n == 0 { break }
+        used += n
+        // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
+        // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
+        // read until a read returns none.)
+        if s.st_size > 0 && used == Int(s.st_size) { break }
+      }
+    } catch {
+      free(bytes)
+      throw error
+    }
+    let data = Data(bytesNoCopy: bytes, count: used, deallocator: .free)
     return WholeFile(data: data, identity: identity)
   }
 

@@ -51,6 +51,24 @@ func valueOrErrno<T: FixedWidthInteger>(
   }
 }
 
+/// ``valueOrErrno(_:path:retryOnInterrupt:closedDescriptorIsBug:_:)`` for a call on a path that
+/// may name nothing: `nil` when it failed with `ENOENT` (or `orAlso`, such as `ENOTDIR`), told
+/// by the errno alone. A miss the caller expects makes no error to throw and catch.
+@inline(__always)
+func valueOrErrnoUnlessMissing<T: FixedWidthInteger>(
+  _ call: String, path: String, orAlso other: CInt = ENOENT, _ body: () -> T
+) throws(SystemCallError) -> T? {
+  while true {
+    let result = body()
+    if result != -1 { return result }
+    let code = Glibc.errno
+    if code == ENOENT || code == other { return nil }
+    if code == EINTR { continue }
+    precondition(code != EBADF && code != EFAULT, "\(call): \(Errno(rawValue: code))")
+    throw SystemCallError(call: call, path: path, errno: code)
+  }
+}
+
 /// Runs a system call that returns a pointer, `MAP_FAILED` and `errno` on failure (`mmap(2)`).
 @inline(__always)
 func pointerOrErrno(

@@ -245,4 +245,12 @@ int cappgroups_signal_blocked(int signo);
 int cappgroups_thread_start_waiting(
     pthread_t *thread, void *(*body)(void *), void *argument, int first, int second);
 
+// MARK: Folders (folders.c)
+
+/// Whether `path` is a folder reached from `/` (or the current directory) through real folders
+/// only: one openat2(2) with RESOLVE_NO_SYMLINKS, which refuses a symbolic link at any level.
+/// 1 when it is; 0 when it is not or cannot be told (missing, a link or a file on the way, no
+/// permission, or a kernel before Linux 5.6 or a filter that refuses the call).
+int cappgroups_is_folder_without_links(const char *path);
+
 #endif
