@@ -112,21 +112,33 @@ struct IndexedDomainTests {
     // Every byte of the objects; of the offset table (8-byte offsets), the low byte of each.
     let table = original.count - 32 - (1 + 2 * n) * 8
     let positions = Array(8..<table) + (0..<(1 + 2 * n)).map { table + $0 * 8 + 7 }
+    let accepted = Self.judgeEveryOneByteChange(of: original, at: positions, hasUTF16Key: Self.hasUTF16Key)
+    #expect(accepted > 1_000)
+  }
+
+  /// Sets each byte of `original` at `positions` to every other value in turn and expects the
+  /// index to judge each file as the whole decode does: a file it declines is refused by the
+  /// decode, or has a key that is not ASCII or is held as UTF-16 (`hasUTF16Key`); a file it
+  /// accepts the decode accepts too, and every key reads the same. Returns how many it accepted.
+  /// `context` is added to the message of a file indexed that the decode refuses.
+  static func judgeEveryOneByteChange(
+    of original: Data, at positions: [Int], context: String = "", hasUTF16Key: (Data) -> Bool
+  ) -> Int {
     var accepted = 0
     for position in positions {
       for byte in 0...255 where byte != Int(original[position]) {
         var data = original
         data[position] = UInt8(byte)
-        let decoded = try? Self.decodeWhole(data)
+        let decoded = try? decodeWhole(data)
         guard let index = BinaryPropertyListIndex(data) else {
           // Declined and valid: only for a key that is not ASCII or is held as UTF-16.
           if let decoded, decoded.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
-            #expect(Self.hasUTF16Key(data), "byte \(position) = \(byte): declined")
+            #expect(hasUTF16Key(data), "byte \(position) = \(byte): declined")
           }
           continue
         }
         guard let decoded else {
-          Issue.record("byte \(position) = \(byte): indexed, but the whole decode refuses it")
+          Issue.record("byte \(position) = \(byte)\(context): indexed, but the whole decode refuses it")
           continue
         }
         accepted += 1
@@ -139,7 +151,7 @@ struct IndexedDomainTests {
         }
       }
     }
-    #expect(accepted > 1_000)
+    return accepted
   }
 
   /// Whether a file of ``CraftedPropertyList/file(objects:referenceSize:)`` (1-byte
