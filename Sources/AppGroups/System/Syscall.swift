@@ -29,7 +29,7 @@ package struct SystemCallError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Runs a system call that returns -1 and sets `errno` on failure, retrying
-/// when it was interrupted by a signal (EINTR). The only place that reads `errno`.
+/// when it was interrupted by a signal (EINTR).
 ///
 /// EBADF and EFAULT can only mean a bug in this package (a closed descriptor,
 /// a bad pointer), so they stop the process instead of being thrown; except EBADF with
@@ -39,16 +39,10 @@ func valueOrErrno<T: FixedWidthInteger>(
   _ call: String, path: String? = nil, retryOnInterrupt: Bool = true,
   closedDescriptorIsBug: Bool = true, _ body: () -> T
 ) throws(SystemCallError) -> T {
-  while true {
-    let result = body()
-    if result != -1 { return result }
-    let code = Glibc.errno
-    if code == EINTR && retryOnInterrupt { continue }
-    precondition(
-      (code != EBADF || !closedDescriptorIsBug) && code != EFAULT,
-      "\(call): \(Errno(rawValue: code))")
-    throw SystemCallError(call: call, path: path, errno: code)
-  }
+  // With no miss to tell (0 is never an errno), the call answers a value or throws.
+  try systemCall(
+    call, path: path, retryOnInterrupt: retryOnInterrupt, closedDescriptorIsBug: closedDescriptorIsBug,
+    missing: 0, orAlso: 0, body)!
 }
 
 /// ``valueOrErrno(_:path:retryOnInterrupt:closedDescriptorIsBug:_:)`` for a call on a path that
@@ -58,13 +52,26 @@ func valueOrErrno<T: FixedWidthInteger>(
 func valueOrErrnoUnlessMissing<T: FixedWidthInteger>(
   _ call: String, path: String, orAlso other: CInt = ENOENT, _ body: () -> T
 ) throws(SystemCallError) -> T? {
+  try systemCall(
+    call, path: path, retryOnInterrupt: true, closedDescriptorIsBug: true, missing: ENOENT, orAlso: other, body)
+}
+
+/// The loop of both: the only place that reads `errno` after a call that returns -1. `nil`
+/// when the call failed with `missing` or `other` (0 for none).
+@inline(__always)
+private func systemCall<T: FixedWidthInteger>(
+  _ call: String, path: String?, retryOnInterrupt: Bool, closedDescriptorIsBug: Bool,
+  missing: CInt, orAlso other: CInt, _ body: () -> T
+) throws(SystemCallError) -> T? {
   while true {
     let result = body()
     if result != -1 { return result }
     let code = Glibc.errno
-    if code == ENOENT || code == other { return nil }
-    if code == EINTR { continue }
-    precondition(code != EBADF && code != EFAULT, "\(call): \(Errno(rawValue: code))")
+    if code == missing || code == other { return nil }
+    if code == EINTR && retryOnInterrupt { continue }
+    precondition(
+      (code != EBADF || !closedDescriptorIsBug) && code != EFAULT,
+      "\(call): \(Errno(rawValue: code))")
     throw SystemCallError(call: call, path: path, errno: code)
   }
 }
