@@ -137,11 +137,24 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// ``loadIfPresent(atPath:)`` checks it, in the same order, so a manifest refused there is
   /// refused here with the same error; only the table of every entry is not built (a new
   /// process opening its first group suite would pay for it and its types, and use one entry).
+  ///
+  /// A manifest in the plain form groupctl writes is walked on its XML, without building the
+  /// property list (`EntitlementManifest+Scan.swift`); any other, and any wrong one, is read
+  /// whole, which words the error.
   static func entry(
     of bundleIdentifier: String, atPath path: String
   ) throws(AppGroupsError) -> EntryLookup {
+    guard let data = try readData(atPath: path) else { return EntryLookup() }
+    if let scanned = scannedEntry(of: bundleIdentifier, in: data) { return scanned }
+    return try entry(of: bundleIdentifier, decoding: data, path: path)
+  }
+
+  /// ``entry(of:atPath:)`` from the manifest's bytes `data`, read whole.
+  static func entry(
+    of bundleIdentifier: String, decoding data: Data, path: String
+  ) throws(AppGroupsError) -> EntryLookup {
     var lookup = EntryLookup()
-    guard let raw = try readRaw(atPath: path) else { return lookup }
+    let raw = try decode(data, path: path)
     lookup.present = true
     for (name, value) in raw {
       let entry = try entry(name, value, path: path)
@@ -169,6 +182,13 @@ public struct EntitlementManifest: Sendable, Equatable {
   private static func readRaw(
     atPath path: String
   ) throws(AppGroupsError) -> [String: PropertyListValue]? {
+    guard let data = try readData(atPath: path) else { return nil }
+    return try decode(data, path: path)
+  }
+
+  /// The bytes of the manifest's file at `path`, or `nil` when there is no file; refused when
+  /// they hold what a property list of entitlements cannot.
+  private static func readData(atPath path: String) throws(AppGroupsError) -> Data? {
     let data: Data
     do {
       guard let read = try FileSystem.readWhole(path) else { return nil }
@@ -179,6 +199,13 @@ public struct EntitlementManifest: Sendable, Equatable {
     if let problem = PropertyListScreen.problem(with: data) {
       throw AppGroupsError(.invalidManifest, "\(path): not a property list of entitlements: \(problem)")
     }
+    return data
+  }
+
+  /// The manifest `data`, read from `path`, as a dictionary.
+  private static func decode(
+    _ data: Data, path: String
+  ) throws(AppGroupsError) -> [String: PropertyListValue] {
     do {
       // The package's own XML reader first: Foundation's parser (and the bridging of what it
       // returns) was most of a new process's time to open a group suite.

@@ -18,77 +18,140 @@ enum XMLPropertyList {
     }
   }
 
-  private struct Parser {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var at = 0
+  /// Walks the document held by `data` with a ``Scanner``, for a caller that needs part of its
+  /// values and checks the rest itself: `body`'s answer, or `nil` when `body` gives up.
+  static func scan<Result>(_ data: Data, _ body: (inout Scanner) -> Result?) -> Result? {
+    data.withUnsafeBytes { raw in
+      var scanner = Scanner(parser: Parser(bytes: raw.bindMemory(to: UInt8.self)))
+      return body(&scanner)
+    }
+  }
 
-    /// The elements this reader knows, matched on the bytes: no `String` is made for a tag's
-    /// name, and no literal is copied into an array to compare it (a manifest is read by
-    /// every new process that opens a group suite).
-    enum Tag {
-      case dict, array, `true`, `false`, string, integer, real, date, data, key
+  /// A walk over a document in the steps ``decode(_:)`` takes, without building the values it
+  /// is not asked for (a new process reading the manifest would instantiate a dictionary and
+  /// an array of ``PropertyListValue`` for it alone). Each step is the reader's own code, so a
+  /// document walked to ``finish()`` with every step succeeding is one ``decode(_:)`` reads,
+  /// and reads as the steps said: a dictionary's keys are still to be checked for repeats by
+  /// the caller (``decode(_:)`` gives up on a repeated key). `false` or `nil` from a step: the
+  /// reader would not take the document as walked; the caller gives up.
+  struct Scanner {
+    fileprivate var parser: Parser
 
-      init?(_ name: UnsafeBufferPointer<UInt8>) {
-        // One comparison after another (each first compares the lengths), not a loop over a
-        // table: an array of tags would be one more generic type a new process instantiates.
-        func named(_ literal: StaticString) -> Bool { Parser.equal(name, literal) }
-        if named("key") {
-          self = .key
-        } else if named("string") {
-          self = .string
-        } else if named("dict") {
-          self = .dict
-        } else if named("array") {
-          self = .array
-        } else if named("integer") {
-          self = .integer
-        } else if named("true") {
-          self = .true
-        } else if named("false") {
-          self = .false
-        } else if named("real") {
-          self = .real
-        } else if named("date") {
-          self = .date
-        } else if named("data") {
-          self = .data
-        } else {
-          return nil
-        }
-      }
+    /// The prolog and `<plist version="1.0">`, as ``decode(_:)`` takes them.
+    mutating func begin() -> Bool { parser.prolog() }
 
-      var name: StaticString {
-        switch self {
-        case .dict: "dict"
-        case .array: "array"
-        case .true: "true"
-        case .false: "false"
-        case .string: "string"
-        case .integer: "integer"
-        case .real: "real"
-        case .date: "date"
-        case .data: "data"
-        case .key: "key"
-        }
+    /// The opening tag of the value at `depth` (the root's is 0; a dictionary's values and an
+    /// array's items are one deeper than it): its element and whether it is empty (`<dict/>`).
+    mutating func open(depth: Int) -> (Tag, Bool)? { parser.openValue(depth: depth) }
+
+    /// Whether the dictionary or array being walked ends here (its closing tag consumed);
+    /// `nil` on an unterminated comment.
+    mutating func ends(_ tag: Tag) -> Bool? {
+      guard parser.skipMisc() else { return nil }
+      switch tag {
+      case .dict: return parser.consume("</dict>")
+      case .array: return parser.consume("</array>")
+      default: return nil
       }
     }
+
+    /// A dictionary's next key, after ``ends(_:)`` said it does not end.
+    mutating func key() -> String? {
+      guard let (tag, empty) = parser.openTag(), tag == .key, !empty else { return nil }
+      return parser.text(closing: .key)
+    }
+
+    /// The text of a `<string>` just opened with ``open(depth:)`` (empty: `""`).
+    mutating func string(empty: Bool) -> String? {
+      empty ? "" : parser.text(closing: .string)
+    }
+
+    /// Reads the value at `depth` whole, as ``decode(_:)`` does, and drops it.
+    mutating func skipValue(depth: Int) -> Bool { parser.value(depth: depth) != nil }
+
+    /// `</plist>` and nothing after it but white space and comments.
+    mutating func finish() -> Bool { parser.epilog() }
+  }
+
+  /// The elements the reader knows, matched on the bytes: no `String` is made for a tag's
+  /// name, and no literal is copied into an array to compare it (a manifest is read by
+  /// every new process that opens a group suite).
+  enum Tag {
+    case dict, array, `true`, `false`, string, integer, real, date, data, key
+
+    fileprivate init?(_ name: UnsafeBufferPointer<UInt8>) {
+      // One comparison after another (each first compares the lengths), not a loop over a
+      // table: an array of tags would be one more generic type a new process instantiates.
+      func named(_ literal: StaticString) -> Bool { Parser.equal(name, literal) }
+      if named("key") {
+        self = .key
+      } else if named("string") {
+        self = .string
+      } else if named("dict") {
+        self = .dict
+      } else if named("array") {
+        self = .array
+      } else if named("integer") {
+        self = .integer
+      } else if named("true") {
+        self = .true
+      } else if named("false") {
+        self = .false
+      } else if named("real") {
+        self = .real
+      } else if named("date") {
+        self = .date
+      } else if named("data") {
+        self = .data
+      } else {
+        return nil
+      }
+    }
+
+    fileprivate var name: StaticString {
+      switch self {
+      case .dict: "dict"
+      case .array: "array"
+      case .true: "true"
+      case .false: "false"
+      case .string: "string"
+      case .integer: "integer"
+      case .real: "real"
+      case .date: "date"
+      case .data: "data"
+      case .key: "key"
+      }
+    }
+  }
+
+  fileprivate struct Parser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var at = 0
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     // MARK: Document
 
     mutating func document() -> PropertyListValue? {
-      // The prolog exactly as Apple writes it (the document type optional): any other is
-      // Foundation's to judge.
-      guard consume(#"<?xml version="1.0" encoding="UTF-8"?>"#), skipMisc() else { return nil }
+      guard prolog(), let value = value(), epilog() else { return nil }
+      return value
+    }
+
+    /// The prolog exactly as Apple writes it (the document type optional; any other is
+    /// Foundation's to judge), then `<plist version="1.0">`.
+    mutating func prolog() -> Bool {
+      guard consume(#"<?xml version="1.0" encoding="UTF-8"?>"#), skipMisc() else { return false }
       if consume(
         #"<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">"#)
       {
-        guard skipMisc() else { return nil }
+        guard skipMisc() else { return false }
       }
-      guard consume(#"<plist version="1.0">"#), let value = value() else { return nil }
-      guard skipMisc(), consume("</plist>"), skipMisc(), at == bytes.count else { return nil }
-      return value
+      return consume(#"<plist version="1.0">"#)
+    }
+
+    /// `</plist>` after the root value, and nothing after it but white space and comments.
+    mutating func epilog() -> Bool {
+      skipMisc() && consume("</plist>") && skipMisc() && at == bytes.count
     }
 
     /// Skips white space and comments; `false` on an unterminated comment.
@@ -107,8 +170,7 @@ enum XMLPropertyList {
     // MARK: Values
 
     mutating func value(depth: Int = 0) -> PropertyListValue? {
-      guard depth < 512, skipMisc(), at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
-      guard let (tag, empty) = openTag() else { return nil }
+      guard let (tag, empty) = openValue(depth: depth) else { return nil }
       switch tag {
       case .dict: return empty ? .dictionary([:]) : dictionary(depth: depth)
       case .array: return empty ? .array([]) : array(depth: depth)
@@ -144,6 +206,12 @@ enum XMLPropertyList {
         guard let item = value(depth: depth + 1) else { return nil }
         items.append(item)
       }
+    }
+
+    /// The opening tag of a value at `depth`, after white space and comments.
+    mutating func openValue(depth: Int) -> (Tag, Bool)? {
+      guard depth < 512, skipMisc(), at < bytes.count, bytes[at] == UInt8(ascii: "<") else { return nil }
+      return openTag()
     }
 
     /// `<name>` or `<name/>` (no attributes) at the cursor: its element and whether it is
