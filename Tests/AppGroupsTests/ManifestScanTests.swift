@@ -158,6 +158,22 @@ struct ManifestScanTests {
     #expect(refused >= 20)
   }
 
+  /// A repeated key, of an entry or of a field in one, is the whole reading's to judge: the
+  /// XML reader gives up on it, and Foundation reads it its own way.
+  @Test func aRepeatedKeyIsLeftToTheWholeReading() {
+    let repeated = [
+      Self.plist(
+        "<dict><key>com.example.app</key><dict/><key>com.example.widget</key><dict/>"
+          + "<key>com.example.app</key><dict>\(Self.groupsKey)<array><string>group.x</string></array></dict></dict>"),
+      Self.app("<key>executable</key><string>/a</string><key>executable</key><string>/b</string>"),
+      Self.app("<key>other</key><true/><key>other</key><false/>"),
+    ]
+    for text in repeated {
+      #expect(EntitlementManifest.scannedEntry(of: "com.example.app", in: Data(text.utf8)) == nil)
+      #expect(Self.difference(text, "com.example.app") == nil)
+    }
+  }
+
   /// Every byte of plain manifests deleted, and replaced by bytes that matter to XML, one at a
   /// time, and every length cut short: the walk answers as the whole reading or gives up.
   @Test func damagedManifestsAreWalkedAsReadWholeOrLeftToIt() throws {
