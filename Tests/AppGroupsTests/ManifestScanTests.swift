@@ -13,21 +13,6 @@ struct ManifestScanTests {
   static let apps = ["com.example.app", "com.example.widget", "com.example.other"]
   static let groupsKey = "<key>com.apple.security.application-groups</key>"
 
-  static func plist(_ body: String) -> String {
-    """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-    <plist version="1.0">
-    \(body)
-    </plist>
-
-    """
-  }
-
-  static func app(_ fields: String) -> String {
-    plist("<dict><key>com.example.app</key><dict>\(fields)</dict></dict>")
-  }
-
   /// Manifests the walk takes: as groupctl writes them, and plain ones written by hand.
   static func plainManifests() throws -> [String] {
     var manifest = EntitlementManifest()
@@ -50,19 +35,19 @@ struct ManifestScanTests {
       written, committed,
       plist("<dict/>"),
       plist("<dict></dict>"),
-      app(""),
+      appEntry(""),
       plist("<dict><key>com.example.app</key><dict/></dict>"),
-      app("\(groupsKey)<array/>"),
-      app("\(groupsKey)<array><string>group.a</string><string>group.b</string><string>group.a</string></array>"),
-      app("<key>executable</key><string>/usr/bin/app</string>"),
+      appEntry("\(groupsKey)<array/>"),
+      appEntry("\(groupsKey)<array><string>group.a</string><string>group.b</string><string>group.a</string></array>"),
+      appEntry("<key>executable</key><string>/usr/bin/app</string>"),
       // A bare name from an older manifest is read and kept.
-      app("<key>executable</key><string>app</string>"),
-      app("\(groupsKey)<array><string>group.x</string></array><key>com.apple.security.app-sandbox</key><true/>"),
-      app("<key>other</key><dict><key>a</key><array><integer>1</integer><data>AAEC</data></array></dict>"),
-      app("<!-- a comment --> \(groupsKey) <!-- another --> <array> <string>group.x</string> </array>"),
-      app("\(groupsKey)<array><string>group&#46;x</string><string>group.a&#45;b</string></array>"),
+      appEntry("<key>executable</key><string>app</string>"),
+      appEntry("\(groupsKey)<array><string>group.x</string></array><key>com.apple.security.app-sandbox</key><true/>"),
+      appEntry("<key>other</key><dict><key>a</key><array><integer>1</integer><data>AAEC</data></array></dict>"),
+      appEntry("<!-- a comment --> \(groupsKey) <!-- another --> <array> <string>group.x</string> </array>"),
+      appEntry("\(groupsKey)<array><string>group&#46;x</string><string>group.a&#45;b</string></array>"),
       plist("<dict><key>com.example&#46;app</key><dict/></dict>"),
-      app("<key>keychain-access-groups</key><array/>"),
+      appEntry("<key>keychain-access-groups</key><array/>"),
     ]
   }
 
@@ -75,27 +60,27 @@ struct ManifestScanTests {
     plist("<dict><key>com.example.app</key><array/></dict>"),
     plist("<dict><key>com.example/app</key><dict/></dict>"),
     plist("<dict><key>com.example.app</key><dict/><key>com.example.app</key><dict>\(groupsKey)<array><string>group.x</string></array></dict></dict>"),
-    app("\(groupsKey)<array/>\(groupsKey)<array><string>group.x</string></array>"),
-    app("\(groupsKey)<string>group.x</string>"),
-    app("\(groupsKey)<array><string>group.x</string><true/></array>"),
-    app("\(groupsKey)<array><string>com.example.x</string></array>"),
-    app("\(groupsKey)<array><string/></array>"),
-    app("<key>executable</key><false/>"),
-    app("<key>executable</key><string>bin/app</string>"),
-    app("<key>executable</key><string/>"),
-    app("<key>keychain-access-groups</key><array><string>ABCDE12345.x</string></array>"),
-    app("<key>com.apple.developer.team-identifier</key><string>abc</string>"),
-    app("<key>application-identifier</key><string>ABCDE12345.com.example.widget</string>"),
-    app("<key>application-identifier</key><integer>1</integer>"),
-    app("<key>com.apple.developer.team-identifier</key><string>ABCDE12345</string><key>keychain-access-groups</key><array><string>OTHER12345.x</string></array>"),
-    app("<key>other</key><integer>+1</integer>"),
-    app("<key>other</key><string><![CDATA[x]]></string>"),
-    app("\(groupsKey)<array><string>group.\u{e9}</string></array>"),
-    app("\(groupsKey)<array><string>group.a\rb</string></array>"),
-    app("\(groupsKey)<array><string>group.a&bogus;</string></array>"),
-    app("\(groupsKey)<array><string>group.a</string></array><!-- unterminated"),
-    app("\(groupsKey)<array><string>group.a</string><string>group.b</string></array>") + "x",
-    app("\(groupsKey)<array>" + String(repeating: "<string>group.a</string>", count: 70) + "</array>"),
+    appEntry("\(groupsKey)<array/>\(groupsKey)<array><string>group.x</string></array>"),
+    appEntry("\(groupsKey)<string>group.x</string>"),
+    appEntry("\(groupsKey)<array><string>group.x</string><true/></array>"),
+    appEntry("\(groupsKey)<array><string>com.example.x</string></array>"),
+    appEntry("\(groupsKey)<array><string/></array>"),
+    appEntry("<key>executable</key><false/>"),
+    appEntry("<key>executable</key><string>bin/app</string>"),
+    appEntry("<key>executable</key><string/>"),
+    appEntry("<key>keychain-access-groups</key><array><string>ABCDE12345.x</string></array>"),
+    appEntry("<key>com.apple.developer.team-identifier</key><string>abc</string>"),
+    appEntry("<key>application-identifier</key><string>ABCDE12345.com.example.widget</string>"),
+    appEntry("<key>application-identifier</key><integer>1</integer>"),
+    appEntry("<key>com.apple.developer.team-identifier</key><string>ABCDE12345</string><key>keychain-access-groups</key><array><string>OTHER12345.x</string></array>"),
+    appEntry("<key>other</key><integer>+1</integer>"),
+    appEntry("<key>other</key><string><![CDATA[x]]></string>"),
+    appEntry("\(groupsKey)<array><string>group.\u{e9}</string></array>"),
+    appEntry("\(groupsKey)<array><string>group.a\rb</string></array>"),
+    appEntry("\(groupsKey)<array><string>group.a&bogus;</string></array>"),
+    appEntry("\(groupsKey)<array><string>group.a</string></array><!-- unterminated"),
+    appEntry("\(groupsKey)<array><string>group.a</string><string>group.b</string></array>") + "x",
+    appEntry("\(groupsKey)<array>" + String(repeating: "<string>group.a</string>", count: 70) + "</array>"),
     plist("<dict>" + (0..<70).map { "<key>com.example.app\($0)</key><dict/>" }.joined() + "</dict>"),
     plist("<dict><key>com.example.app</key><dict/>"),
     plist("<dict><key>com.example.app</key></dict>"),
@@ -162,11 +147,11 @@ struct ManifestScanTests {
   /// XML reader gives up on it, and Foundation reads it its own way.
   @Test func aRepeatedKeyIsLeftToTheWholeReading() {
     let repeated = [
-      Self.plist(
+      plist(
         "<dict><key>com.example.app</key><dict/><key>com.example.widget</key><dict/>"
           + "<key>com.example.app</key><dict>\(Self.groupsKey)<array><string>group.x</string></array></dict></dict>"),
-      Self.app("<key>executable</key><string>/a</string><key>executable</key><string>/b</string>"),
-      Self.app("<key>other</key><true/><key>other</key><false/>"),
+      appEntry("<key>executable</key><string>/a</string><key>executable</key><string>/b</string>"),
+      appEntry("<key>other</key><true/><key>other</key><false/>"),
     ]
     for text in repeated {
       #expect(EntitlementManifest.scannedEntry(of: "com.example.app", in: Data(text.utf8)) == nil)
@@ -216,12 +201,12 @@ struct ManifestScanTests {
     let root = ContainerRoot(url: sandbox.url)
     let identity = try AppIdentity(bundleIdentifier: "com.example.app")
     let resolver = SuiteResolver(identity: identity, root: root)
-    try Data(Self.app("\(Self.groupsKey)<array><string>group.x</string></array>").utf8)
+    try Data(appEntry("\(Self.groupsKey)<array><string>group.x</string></array>").utf8)
       .write(to: root.manifestURL)
     #expect(try resolver.resolve(suiteName: "group.x").kind == .group)
     let refusal = caught { try resolver.resolve(suiteName: "group.y") }
     #expect(refusal?.code == .notEntitled)
-    try Data(Self.app("\(Self.groupsKey)<array><string>group.x</string><true/></array>").utf8)
+    try Data(appEntry("\(Self.groupsKey)<array><string>group.x</string><true/></array>").utf8)
       .write(to: root.manifestURL)
     let error = try #require(caught { try resolver.resolve(suiteName: "group.x") })
     #expect(error.code == .invalidManifest)

@@ -44,7 +44,7 @@ private let committedManifest = """
   """
 
 /// An XML property list whose root dictionary's body is `body`.
-private func plist(_ body: String) -> String {
+func plist(_ body: String) -> String {
   """
   <?xml version="1.0" encoding="UTF-8"?>
   <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -55,7 +55,7 @@ private func plist(_ body: String) -> String {
 }
 
 /// An entry for com.example.app whose fields are `fields`.
-private func appEntry(_ fields: String) -> String {
+func appEntry(_ fields: String) -> String {
   plist("<dict><key>com.example.app</key><dict>\(fields)</dict></dict>")
 }
 
