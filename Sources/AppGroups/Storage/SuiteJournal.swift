@@ -271,8 +271,7 @@ package enum SuiteJournal {
       let payloadStart = offset + recordHeaderSize
       guard length > 0, min(bytes.count, end - start) - payloadStart >= length else { break }
       let payload = bytes[payloadStart..<(payloadStart + length)]
-      guard checksum(payload) == check, let record = recordChanges(payload) else { break }
-      changes.append(contentsOf: record)
+      guard checksum(payload) == check, recordChanges(payload, into: &changes) else { break }
       offset = payloadStart + length
     }
     let readable = min(status.size, end)
