@@ -80,4 +80,18 @@ struct JournalRecordTests {
     // The same records, well formed, are read.
     #expect(SuiteJournal.recordChanges(bplist([[0xD2, 1, 2, 3, 4], s, r, [0xD0], [0xA1, 5], k])) != nil)
   }
+
+  @Test func aRecordRefusedPartWayLeavesTheChangesOfTheRecordsBeforeIt() throws {
+    var changes: [SuiteJournal.Change] = [.init("earlier", .integer(1))]
+    // {s: [], r: [k]}: its removal of k is read before its s, not a dictionary, refuses it.
+    let refused = bplist([[0xD2, 1, 2, 3, 4], s, r, [0xA0], [0xA1, 5], k])
+    #expect(!SuiteJournal.recordChanges(refused, into: &changes))
+    #expect(changes.map(\.key) == ["earlier"])
+    #expect(changes.map(\.value) == [.integer(1)])
+    // A record read after it appends its changes to the same array.
+    let read = bplist([[0xD2, 1, 2, 3, 4], s, r, [0xD1, 5, 6], [0xA1, 5], k, [0x10, 2]])
+    #expect(SuiteJournal.recordChanges(read, into: &changes))
+    #expect(changes.map(\.key) == ["earlier", "k", "k"])
+    #expect(changes.map(\.value) == [.integer(1), nil, .integer(2)])
+  }
 }

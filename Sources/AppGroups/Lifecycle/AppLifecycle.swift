@@ -244,6 +244,7 @@ enum SuspensionHandshake {
 /// The process's lifecycle state: handlers, activities, and the queue notices are handled on.
 final class Lifecycle: @unchecked Sendable {
   static let shared = Lifecycle()
+  private init() {}
 
   private struct Activity {
     var name: String
@@ -298,9 +299,12 @@ final class Lifecycle: @unchecked Sendable {
     stopsOnTerminalNotice = wasDefault
     // Heard on the change monitor's thread, which the device monitor has started: no thread
     // of its own, and the handler is in place when this returns (no notice is lost after).
-    if ChangeMonitor.shared.hear(.terminalStop, { [unowned self] in self.noticeArrived() }) { return }
-    source = Processes.interceptUnlessHandled(.terminalStop, on: queue) { [unowned self] in
-      self.handleNotice()
+    // The handlers name the one instance, which lives as long as the process: they capture
+    // nothing (an `unowned` capture is three calls into the runtime, each a lazy binding at
+    // an app's first open).
+    if ChangeMonitor.shared.hear(.terminalStop, { Lifecycle.shared.noticeArrived() }) { return }
+    source = Processes.interceptUnlessHandled(.terminalStop, on: queue) {
+      Lifecycle.shared.handleNotice()
     }?.source
   }
 

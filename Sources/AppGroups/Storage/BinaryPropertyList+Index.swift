@@ -207,12 +207,10 @@ final class BinaryPropertyListIndex: Sendable {
     /// How many slots a key put in with the seeded hash may look at.
     static let crowdLimit = 96
 
-    /// The seeded hash's seed: from `Hasher`, random per process.
-    static let seed: UInt64 = {
-      var hasher = Hasher()
-      hasher.combine(0x5EED_1DE8 as UInt64)
-      return UInt64(truncatingIfNeeded: hasher.finalize())
-    }()
+    /// The seeded hash's seed: random per process, from the system's generator (`getrandom(2)`),
+    /// as the library's other seeds are; not made with a `Hasher`, whose three calls into the
+    /// standard library were each a lazy binding at a new process's first open.
+    static let seed = UInt64.random(in: .min ... .max)
 
     @inline(__always)
     func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {

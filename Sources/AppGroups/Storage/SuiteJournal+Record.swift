@@ -13,21 +13,33 @@ extension SuiteJournal {
   /// other than `s` and `r` is decoded, so that a record that does not decode is refused
   /// whole.
   static func recordChanges(_ payload: ArraySlice<UInt8>) -> [Change]? {
-    payload.withUnsafeBytes { raw -> [Change]? in
+    var changes: [Change] = []
+    return recordChanges(payload, into: &changes) ? changes : nil
+  }
+
+  /// ``recordChanges(_:)`` appended to `changes`, which a record that does not read leaves as
+  /// they were. One array for a whole journal, grown as arrays grow, not one per record
+  /// appended to another (three allocations a record, at a new process's first open).
+  /// - Returns: whether the record was read.
+  static func recordChanges(_ payload: ArraySlice<UInt8>, into changes: inout [Change]) -> Bool {
+    let before = changes.count
+    let read = payload.withUnsafeBytes { raw -> Bool in
       do throws(AppGroupsError) {
         var reader = try BinaryPropertyListReader(raw)
-        return try reader.journalChanges()
+        return try reader.journalChanges(into: &changes)
       } catch {
-        return nil
+        return false
       }
     }
+    if !read && changes.count > before { changes.removeSubrange(before...) }
+    return read
   }
 }
 
 extension BinaryPropertyListReader {
   /// See ``SuiteJournal/recordChanges(_:)``.
-  fileprivate mutating func journalChanges() throws(AppGroupsError) -> [SuiteJournal.Change]? {
-    guard let (count, keys) = try enterContainer(topObject, kind: 0xD, depth: 0) else { return nil }
+  fileprivate mutating func journalChanges(into changes: inout [SuiteJournal.Change]) throws(AppGroupsError) -> Bool {
+    guard let (count, keys) = try enterContainer(topObject, kind: 0xD, depth: 0) else { return false }
     let values = keys &+ count &* refWidth
     var set: Int? = nil
     var removed: Int? = nil
@@ -42,26 +54,23 @@ extension BinaryPropertyListReader {
         _ = try decode(object: object, depth: 1)
       }
     }
-    guard let set, let removed else { return nil }
+    guard let set, let removed else { return false }
     // One container open at a time, as a decoding of the whole record has it: a value set may
     // be the very object that lists the removed keys (a writer may share equal objects).
     guard let (removedCount, removedStart) = try enterContainer(removed, kind: 0xA, depth: 1) else {
-      return nil
+      return false
     }
-    var changes: [SuiteJournal.Change] = []
-    changes.reserveCapacity(removedCount)
     for index in 0..<removedCount {
       let element = try reference(from: removed, at: removedStart, index: index)
       try spend(element)
       let offset = try offset(of: element)
       let kind = byte(at: offset) &>> 4
-      guard kind == 0x5 || kind == 0x6 else { return nil }
+      guard kind == 0x5 || kind == 0x6 else { return false }
       changes.append(SuiteJournal.Change(try string(object: element, at: offset), nil))
     }
     open[removed] = false
-    guard let (setCount, setKeys) = try enterContainer(set, kind: 0xD, depth: 1) else { return nil }
+    guard let (setCount, setKeys) = try enterContainer(set, kind: 0xD, depth: 1) else { return false }
     let setValues = setKeys &+ setCount &* refWidth
-    changes.reserveCapacity(removedCount &+ setCount)
     // Last to first: of a duplicate key, the first entry is applied last, and decides.
     for index in (0..<setCount).reversed() {
       let key = try self.key(in: set, at: setKeys, index: index)
@@ -70,7 +79,7 @@ extension BinaryPropertyListReader {
     }
     open[set] = false
     open[topObject] = false
-    return changes
+    return true
   }
 
   /// Enters the container `object` when its marker is of `kind` (0xD a dictionary,

@@ -47,12 +47,14 @@ package enum SuiteJournal {
 
   /// One key's change in a record: its new value, `nil` when it was removed.
   ///
-  /// A struct, not a tuple: a new process that opens a suite with a journal makes the first
-  /// array of these, and an array of a labelled tuple with an optional costs its storage
-  /// type's first instantiation through the runtime's demangler (~50 k instructions).
-  struct Change: Sendable {
-    var key: String
-    var value: PropertyListValue?
+  /// A class, not a tuple or a struct: a new process that opens a suite with a journal makes
+  /// the first array of these, and an array of a labelled tuple with an optional costs its
+  /// storage type's first instantiation through the runtime's demangler (~50 k instructions),
+  /// an array of a struct ~12 k; an array of references uses the storage every such array
+  /// shares, instantiated already.
+  final class Change: Sendable {
+    let key: String
+    let value: PropertyListValue?
 
     init(_ key: String, _ value: PropertyListValue?) {
       self.key = key
@@ -271,8 +273,7 @@ package enum SuiteJournal {
       let payloadStart = offset + recordHeaderSize
       guard length > 0, min(bytes.count, end - start) - payloadStart >= length else { break }
       let payload = bytes[payloadStart..<(payloadStart + length)]
-      guard checksum(payload) == check, let record = recordChanges(payload) else { break }
-      changes.append(contentsOf: record)
+      guard checksum(payload) == check, recordChanges(payload, into: &changes) else { break }
       offset = payloadStart + length
     }
     let readable = min(status.size, end)

@@ -77,7 +77,7 @@ final class ByteLockFile {
   var isStillAtPath: Bool {
     var held = stat()
     var now = stat()
-    return fstat(descriptor, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino
+    return Status.open(descriptor, &held) == 0 && Status.link(path, &now) == 0 && held.st_ino == now.st_ino
       && held.st_dev == now.st_dev
   }
 }

@@ -54,7 +54,7 @@ enum Fifos {
     }
     defer { FileSystem.close(fd) }
     var s = stat()
-    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFIFO else { return .gone }
+    guard Status.open(fd, &s) == 0, s.fileType == FileMode.fifo else { return .gone }
     var pipeOnly = sigset_t()
     var previous = sigset_t()
     sigemptyset(&pipeOnly)
@@ -87,7 +87,7 @@ enum Fifos {
   static func isStillAtPath(_ fd: CInt, _ path: String) -> Bool {
     var held = stat()
     var now = stat()
-    return fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino
+    return Status.open(fd, &held) == 0 && Status.link(path, &now) == 0 && held.st_ino == now.st_ino
   }
 
   /// A descriptor of the process `pid` (a pidfd, readable when the process ends, across

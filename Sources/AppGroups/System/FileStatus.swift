@@ -1,5 +1,47 @@
 import Glibc
 
+/// The file-type bits of `st_mode` (see `man 7 inode`), as literals the compiler folds. The
+/// Glibc overlay's `S_IFMT`, `S_IFREG`, … are computed properties of another library: each one
+/// costs a lazy binding at its first use in a process, and an open used four of them.
+enum FileMode {
+  static let typeMask: mode_t = 0o170000
+  static let regular: mode_t = 0o100000
+  static let folder: mode_t = 0o040000
+  static let symbolicLink: mode_t = 0o120000
+  static let fifo: mode_t = 0o010000
+  static let socket: mode_t = 0o140000
+}
+
+extension stat {
+  /// `st_mode`'s file-type bits: one of ``FileMode``'s kinds, or a device's.
+  var fileType: mode_t { st_mode & FileMode.typeMask }
+}
+
+/// `lstat(2)`, `stat(2)` and `fstat(2)`, each made as `fstatat(2)` (as the C library makes
+/// them): one C function, one lazy binding at a process's first open, where the three were three.
+enum Status {
+  /// `fstatat(2)`'s `AT_EMPTY_PATH`: the status of the descriptor itself.
+  static let emptyPath: CInt = 0x1000
+
+  /// `lstat(2)`: of a symbolic link itself.
+  @inline(__always)
+  static func link(_ path: UnsafePointer<CChar>, _ s: inout stat) -> CInt {
+    fstatat(AT_FDCWD, path, &s, AT_SYMLINK_NOFOLLOW)
+  }
+
+  /// `stat(2)`: of what a symbolic link leads to.
+  @inline(__always)
+  static func following(_ path: UnsafePointer<CChar>, _ s: inout stat) -> CInt {
+    fstatat(AT_FDCWD, path, &s, 0)
+  }
+
+  /// `fstat(2)`: of an open descriptor.
+  @inline(__always)
+  static func open(_ descriptor: CInt, _ s: inout stat) -> CInt {
+    fstatat(descriptor, "", &s, emptyPath)
+  }
+}
+
 /// What a path names, as `lstat(2)` (or `stat(2)`, following links) says: its kind and its
 /// permission bits.
 package struct FileStatus: Sendable, Equatable {
@@ -25,17 +67,17 @@ package struct FileStatus: Sendable, Equatable {
     let call = followingLinks ? "stat" : "lstat"
     do {
       _ = try valueOrErrno(call, path: path) {
-        followingLinks ? stat(path, &status) : lstat(path, &status)
+        followingLinks ? Status.following(path, &status) : Status.link(path, &status)
       }
     } catch {
       return nil
     }
-    switch status.st_mode & S_IFMT {
-    case S_IFREG: kind = .regularFile
-    case S_IFDIR: kind = .folder
-    case S_IFLNK: kind = .symbolicLink
-    case S_IFIFO: kind = .fifo
-    case S_IFSOCK: kind = .socket
+    switch status.fileType {
+    case FileMode.regular: kind = .regularFile
+    case FileMode.folder: kind = .folder
+    case FileMode.symbolicLink: kind = .symbolicLink
+    case FileMode.fifo: kind = .fifo
+    case FileMode.socket: kind = .socket
     default: kind = .device
     }
     permissions = UInt32(status.st_mode & 0o7777)

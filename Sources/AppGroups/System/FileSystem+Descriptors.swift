@@ -49,9 +49,9 @@ final class OpenFile {
   /// What the file is. The corresponding system call is `fstat(2)`.
   func status() throws(SystemCallError) -> OpenFileStatus {
     var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(descriptor, &s) }
+    _ = try valueOrErrno("fstat", path: path) { Status.open(descriptor, &s) }
     return OpenFileStatus(
-      isRegularFile: s.st_mode & S_IFMT == S_IFREG, kind: FileSystem.kind(of: s), identity: FileIdentity(s))
+      isRegularFile: s.fileType == FileMode.regular, kind: FileSystem.kind(of: s), identity: FileIdentity(s))
   }
 
   /// Up to `count` bytes from `offset`: fewer only at the end of the file.

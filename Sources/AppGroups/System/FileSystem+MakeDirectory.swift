@@ -100,7 +100,7 @@ extension FileSystem {
   private static func status(_ folder: UnsafePointer<CChar>) throws(SystemCallError) -> stat? {
     var s = stat()
     do {
-      _ = try valueOrErrno("lstat") { lstat(folder, &s) }
+      _ = try valueOrErrno("lstat") { Status.link(folder, &s) }
     } catch where error.errno == ENOENT {
       return nil
     }
@@ -110,8 +110,8 @@ extension FileSystem {
   /// What ``requireFolder(_:_:)`` refuses in `s`: a link (`ELOOP`) or anything but a folder
   /// (`ENOTDIR`); `nil` for a folder.
   private static func refusal(_ s: stat) -> CInt? {
-    if (s.st_mode & S_IFMT) == S_IFLNK { return ELOOP }
-    if (s.st_mode & S_IFMT) != S_IFDIR { return ENOTDIR }
+    if s.fileType == FileMode.symbolicLink { return ELOOP }
+    if s.fileType != FileMode.folder { return ENOTDIR }
     return nil
   }
 }

@@ -43,7 +43,7 @@ package enum FileSystem {
   /// The corresponding system call is `lstat(2)`.
   package static func identity(ofPath path: String) throws(SystemCallError) -> FileIdentity? {
     var s = stat()
-    let found = try valueOrErrnoUnlessMissing("lstat", path: path, orAlso: ENOTDIR) { lstat(path, &s) }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path, orAlso: ENOTDIR) { Status.link(path, &s) }
     guard found != nil else { return nil }
     return FileIdentity(s)
   }
@@ -51,12 +51,12 @@ package enum FileSystem {
   /// What kind of entry `s` describes, for messages: "a regular file", "a folder",
   /// "a symbolic link", "a fifo", "a socket", "a device".
   static func kind(of s: stat) -> String {
-    switch s.st_mode & S_IFMT {
-    case S_IFREG: return "a regular file"
-    case S_IFDIR: return "a folder"
-    case S_IFLNK: return "a symbolic link"
-    case S_IFIFO: return "a fifo"
-    case S_IFSOCK: return "a socket"
+    switch s.fileType {
+    case FileMode.regular: return "a regular file"
+    case FileMode.folder: return "a folder"
+    case FileMode.symbolicLink: return "a symbolic link"
+    case FileMode.fifo: return "a fifo"
+    case FileMode.socket: return "a socket"
     default: return "a device"
     }
   }
@@ -82,7 +82,7 @@ package enum FileSystem {
   static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
     guard let s = try linkStatus(path) else { return nil }
     return LinkEntry(
-      isRegularFile: s.st_mode & S_IFMT == S_IFREG, kind: kind(of: s), identity: FileIdentity(s))
+      isRegularFile: s.fileType == FileMode.regular, kind: kind(of: s), identity: FileIdentity(s))
   }
 
   /// Renames `path` to `newPath`, replacing what is there.
@@ -105,7 +105,7 @@ package enum FileSystem {
   /// `lstat(2)`: the identity of the link itself when `path` is a symbolic link.
   static func linkStatus(_ path: String) throws(SystemCallError) -> stat? {
     var s = stat()
-    let found = try valueOrErrnoUnlessMissing("lstat", path: path) { lstat(path, &s) }
+    let found = try valueOrErrnoUnlessMissing("lstat", path: path) { Status.link(path, &s) }
     guard found != nil else { return nil }
     return s
   }
@@ -166,8 +166,8 @@ package enum FileSystem {
     }
     defer { close(fd) }
     var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
-    guard s.st_mode & S_IFMT == S_IFREG else {
+    _ = try valueOrErrno("fstat", path: path) { Status.open(fd, &s) }
+    guard s.fileType == FileMode.regular else {
       throw SystemCallError(
         call: "read", path: path, errno: EINVAL, reason: "it is \(kind(of: s)), not a regular file")
     }
@@ -293,8 +293,8 @@ package enum FileSystem {
     fd = reader
     var original = stat()
     var reopened = stat()
-    _ = try valueOrErrno("fstat", path: temporary) { fstat(writer, &original) }
-    _ = try valueOrErrno("fstat", path: temporary) { fstat(reader, &reopened) }
+    _ = try valueOrErrno("fstat", path: temporary) { Status.open(writer, &original) }
+    _ = try valueOrErrno("fstat", path: temporary) { Status.open(reader, &reopened) }
     guard original.st_dev == reopened.st_dev, original.st_ino == reopened.st_ino else {
       throw SystemCallError(call: "open", path: temporary, .resourceTemporarilyUnavailable)
     }
@@ -305,7 +305,7 @@ package enum FileSystem {
     _ = try valueOrErrno("rename", path: path) { Glibc.rename(temporary, path) }
     renamed = true
     var s = stat()
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    _ = try valueOrErrno("fstat", path: path) { Status.open(fd, &s) }
     afterRename(FileIdentity(s))
     try syncDirectory(directory)
     return FileIdentity(s)
@@ -365,7 +365,7 @@ package enum FileSystem {
     try writeAll(data, to: fd, path: temporary)
     var s = stat()
     if let notBefore {
-      _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
+      _ = try valueOrErrno("fstat", path: temporary) { Status.open(fd, &s) }
       let modified = Int64(s.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(s.st_mtim.tv_nsec)
       if modified <= notBefore {
         let stamp = max(nowNanoseconds(), notBefore &+ 1)
@@ -380,7 +380,7 @@ package enum FileSystem {
     guard cappgroups_link_unnamed(fd, folder, named) == 0 else { return nil }
     var renamed = false
     defer { if !renamed { unlinkat(folder, named, 0) } }
-    _ = try valueOrErrno("fstat", path: temporary) { fstat(fd, &s) }
+    _ = try valueOrErrno("fstat", path: temporary) { Status.open(fd, &s) }
     try beforeRename(FileIdentity(s))
     let moved = renameAcross(folder, named, to: path)
     if moved != 0 && errno == EXDEV && stagingFD >= 0, let staging {
@@ -393,7 +393,7 @@ package enum FileSystem {
     }
     _ = try valueOrErrno("rename", path: path, retryOnInterrupt: false) { moved }
     renamed = true
-    _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
+    _ = try valueOrErrno("fstat", path: path) { Status.open(fd, &s) }
     afterRename(FileIdentity(s))
     try syncDirectory(directory)
     return FileIdentity(s)
@@ -498,10 +498,10 @@ package enum FileSystem {
   /// Refuses what `makeDirectory` finds on its way that is not a folder: a link (`ELOOP`, never
   /// followed) or anything else (`ENOTDIR`).
   private static func requireFolder(_ s: stat, _ path: String) throws(SystemCallError) {
-    if (s.st_mode & S_IFMT) == S_IFLNK {
+    if s.fileType == FileMode.symbolicLink {
       throw SystemCallError(call: "mkdir", path: path, errno: ELOOP)
     }
-    if (s.st_mode & S_IFMT) != S_IFDIR {
+    if s.fileType != FileMode.folder {
       throw SystemCallError(call: "mkdir", path: path, errno: ENOTDIR)
     }
   }
@@ -511,7 +511,7 @@ package enum FileSystem {
   /// grow. Any doubt answers `false`.
   static func isReadyLockFile(_ path: String, size: Int) -> Bool {
     var s = stat()
-    guard lstat(path, &s) == 0, (s.st_mode & S_IFMT) == S_IFREG, Int(s.st_size) >= size else {
+    guard Status.link(path, &s) == 0, s.fileType == FileMode.regular, Int(s.st_size) >= size else {
       return false
     }
     return access(path, R_OK | W_OK) == 0

@@ -124,9 +124,9 @@ enum Landlock {
       }
       defer { close(descriptor) }
       var status = stat()
-      _ = try valueOrErrno("fstat", path: rule.path) { fstat(descriptor, &status) }
+      _ = try valueOrErrno("fstat", path: rule.path) { Status.open(descriptor, &status) }
       var rights = rule.rights.intersection(handled)
-      if status.st_mode & S_IFMT != S_IFDIR { rights.formIntersection(Rights.fileRights) }
+      if status.fileType != FileMode.folder { rights.formIntersection(Rights.fileRights) }
       guard !rights.isEmpty else { continue }
       // See: man 2 landlock_add_rule
       _ = try valueOrErrno("landlock_add_rule", path: rule.path) {

@@ -291,7 +291,7 @@ package final class LockedFile: @unchecked Sendable {
   package func stillLocksPath() -> Bool {
     guard let held = state.withLock({ $0.held }) else { return false }
     var s = stat()
-    guard lstat(path, &s) == 0 else { return false }
+    guard Status.link(path, &s) == 0 else { return false }
     return UInt64(s.st_dev) == held.device && UInt64(s.st_ino) == held.inode
   }
 
@@ -345,17 +345,17 @@ package final class LockedFile: @unchecked Sendable {
   var currentIsUnlinked: Bool {
     let handle = current
     var s = stat()
-    guard fstat(handle.descriptor, &s) == 0 else { return false }
+    guard Status.open(handle.descriptor, &s) == 0 else { return false }
     return s.st_nlink == 0
   }
 
   /// A new handle for the file at the path when it is not `handle`'s file; `nil` when it is.
   private func replacementIfMoved(_ handle: Handle, create: Bool = true) throws(SystemCallError) -> Handle? {
     var s = stat()
-    if lstat(path, &s) == 0, UInt64(s.st_dev) == handle.device, UInt64(s.st_ino) == handle.inode {
+    if Status.link(path, &s) == 0, UInt64(s.st_dev) == handle.device, UInt64(s.st_ino) == handle.inode {
       return nil
     }
-    if !create, lstat(path, &s) != 0 { return nil }
+    if !create, Status.link(path, &s) != 0 { return nil }
     return try Self.open(path, options)
   }
 
@@ -372,8 +372,8 @@ package final class LockedFile: @unchecked Sendable {
     }
     var s = stat()
     do throws(SystemCallError) {
-      _ = try valueOrErrno("fstat", path: path) { fstat(fd, &s) }
-      guard s.st_mode & S_IFMT == S_IFREG else {
+      _ = try valueOrErrno("fstat", path: path) { Status.open(fd, &s) }
+      guard s.fileType == FileMode.regular else {
         throw SystemCallError(
           call: "open", path: path, errno: EINVAL,
           reason: "it is \(FileSystem.kind(of: s)), not a regular file")

@@ -42,7 +42,7 @@ final class SharedCounter: @unchecked Sendable {
     else { return nil }
     defer { FileSystem.close(fd) }
     var s = stat()
-    guard fstat(fd, &s) == 0, s.st_mode & S_IFMT == S_IFREG else { return nil }
+    guard Status.open(fd, &s) == 0, s.fileType == FileMode.regular else { return nil }
     if s.st_size < 8, posix_fallocate(fd, 0, 8) != 0 { return nil }
     guard let base = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), base != MAP_FAILED
     else { return nil }

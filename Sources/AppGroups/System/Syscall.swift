@@ -66,7 +66,7 @@ private func systemCall<T: FixedWidthInteger>(
   while true {
     let result = body()
     if result != -1 { return result }
-    let code = Glibc.errno
+    let code = currentErrno()
     if code == missing || code == other { return nil }
     if code == EINTR && retryOnInterrupt { continue }
     precondition(
@@ -76,14 +76,22 @@ private func systemCall<T: FixedWidthInteger>(
   }
 }
 
+/// The calling thread's `errno`, from the C library's own accessor: the overlay's `errno` is a
+/// function of another library that calls it (two lazy bindings at a process's first failed
+/// call, where this is one).
+@inline(__always)
+private func currentErrno() -> CInt { __errno_location().pointee }
+
 /// Runs a system call that returns a pointer, `MAP_FAILED` and `errno` on failure (`mmap(2)`).
 @inline(__always)
 func pointerOrErrno(
   _ call: String, path: String? = nil, _ body: () -> UnsafeMutableRawPointer?
 ) throws(SystemCallError) -> UnsafeMutableRawPointer {
   let result = body()
-  guard let result, result != MAP_FAILED else {
-    let code = Glibc.errno
+  // `MAP_FAILED` is `(void *) -1`; the overlay's `MAP_FAILED` is a computed property of another
+  // library, a lazy binding at its first use.
+  guard let result, result != UnsafeMutableRawPointer(bitPattern: -1) else {
+    let code = currentErrno()
     precondition(code != EBADF && code != EFAULT, "\(call): \(Errno(rawValue: code))")
     throw SystemCallError(call: call, path: path, errno: code)
   }
