@@ -207,16 +207,18 @@ extension SuiteView {
   /// monitor's work for the end of a batch, where such a change is posted (no thread to start
   /// for it). Also the storage types of the arrays the first change heard from another
   /// process builds (its changes as stored and as told; the telling thread's, see
-  /// ``SuiteStore/prepareTelling()``): each
-  /// type's first array costs the runtime its metadata, about 11 k instructions. Paid then,
-  /// they are not paid by a process told of another's write while every other watching
-  /// process is being told too (the first write a group of watchers hears is the slowest of
-  /// all). The post is of ``preparationNotification``, which nothing in the package observes.
+  /// ``SuiteStore/prepareTelling()``): each type's first array costs the runtime its metadata,
+  /// about 11 k instructions; and, through a diff of two suites' values as a re-read makes one,
+  /// the look-ups by name of the types a copy of those values goes through (about 13 k the
+  /// first time). Paid then, they are not paid by a process told of another's write while
+  /// every other watching process is being told too (the first write a group of watchers hears
+  /// is the slowest of all). The post is of ``preparationNotification``, which nothing in the
+  /// package observes.
   static func prepareNotificationPosting(for defaults: GroupDefaults) {
     guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
     let change = GroupDefaults.Change(suiteName: "", key: "", oldValue: nil, newValue: nil, origin: .otherProcess)
     _ = UserInfoTemplate(domain: "").userInfo(origin: .otherProcess, changes: [change])
-    withExtendedLifetime(SuiteStore.diff([:], ["": .integer(0)])) {}
+    withExtendedLifetime(SuiteValues().changes(to: SuiteValues(["": .integer(0)]))) {}
     NotificationCenter.default.post(name: preparationNotification, object: defaults)
     ChangeMonitor.shared.prepareAfterBatch()
   }
