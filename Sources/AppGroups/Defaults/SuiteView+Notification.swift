@@ -68,13 +68,14 @@ extension SuiteView {
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
     let handles = observers.withLock { $0.handles.compactMap(\.object) }
+    let template = userInfoTemplate()
     // One origin (a burst of `set` calls, or another process's commits): the batch as it is,
     // not a copy of every change.
     let mixed = changes.contains { $0.origin != changes[0].origin }
     for origin in [ChangeOrigin.thisProcess, .otherProcess] {
       let batch = mixed ? changes.filter { $0.origin == origin } : changes[0].origin == origin ? changes : []
       guard !batch.isEmpty else { continue }
-      let userInfo = Self.userInfo(domain: domain, origin: origin, changes: batch)
+      let userInfo = template.userInfo(origin: origin, changes: batch)
       for handle in handles {
         NotificationCenter.default.post(
           name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
@@ -91,9 +92,58 @@ extension SuiteView {
     var info = [AnyHashable: Any](minimumCapacity: 8)
     info[UserInfoKey.suiteName] = domain
     info[UserInfoKey.changedKeys] = sortedKeys(changes)
-    info[UserInfoKey.origin] = origin == .thisProcess ? "thisProcess" : "otherProcess"
+    info[UserInfoKey.origin] = originName(origin)
     info[UserInfoKey.changes] = changes
     return info
+  }
+
+  /// This view's ``UserInfoTemplate``, made by its first post.
+  func userInfoTemplate() -> UserInfoTemplate {
+    if let made = observers.withLock({ $0.userInfoTemplate }) { return made }
+    let made = UserInfoTemplate(domain: domain)
+    return observers.withLock { observers in
+      if let first = observers.userInfoTemplate { return first }
+      observers.userInfoTemplate = made
+      return made
+    }
+  }
+
+  /// The `userInfo` of a view's notifications, with its suite name, made once, and where its
+  /// other values lie in it: a notification's `userInfo` is a copy of it with those values
+  /// replaced, in place, position by position. A copy of a dictionary keeps its layout (and
+  /// so its positions), and replacing a value at a position hashes no key: a post builds no
+  /// table and hashes no `AnyHashable` (four insertions, each with a hash and a probe, were a
+  /// third of what a watching process spent telling of a change after its observers).
+  /// `@unchecked Sendable`: it holds constant strings and empty arrays, and is never changed
+  /// once made; each post changes its own copy.
+  struct UserInfoTemplate: @unchecked Sendable {
+    private let info: [AnyHashable: Any]
+    private let changedKeys: Dictionary<AnyHashable, Any>.Index
+    private let origin: Dictionary<AnyHashable, Any>.Index
+    private let changes: Dictionary<AnyHashable, Any>.Index
+
+    init(domain: String) {
+      let info = SuiteView.userInfo(domain: domain, origin: .otherProcess, changes: [])
+      self.info = info
+      // Every key was just set: each is found.
+      changedKeys = info.index(forKey: UserInfoKey.changedKeys)!
+      origin = info.index(forKey: UserInfoKey.origin)!
+      changes = info.index(forKey: UserInfoKey.changes)!
+    }
+
+    /// What ``SuiteView/userInfo(domain:origin:changes:)`` makes for this view's domain.
+    func userInfo(origin: ChangeOrigin, changes: [GroupDefaults.Change]) -> [AnyHashable: Any] {
+      var info = self.info
+      info.values[changedKeys] = SuiteView.sortedKeys(changes)
+      info.values[self.origin] = SuiteView.originName(origin)
+      info.values[self.changes] = changes
+      return info
+    }
+  }
+
+  /// The value of ``GroupDefaults/originKey`` for `origin`.
+  private static func originName(_ origin: ChangeOrigin) -> String {
+    origin == .thisProcess ? "thisProcess" : "otherProcess"
   }
 
   /// The keys of ``userInfo(domain:origin:changes:)``, made hashable once. (`nonisolated
@@ -155,12 +205,20 @@ extension SuiteView {
   /// first post with a ``GroupDefaults`` as its object (it bridges the object, a look-up of a
   /// conformance the type does not have: about a million), and the storage of the change
   /// monitor's work for the end of a batch, where such a change is posted (no thread to start
-  /// for it). Paid then, they are not paid by a process told of another's write while every
-  /// other watching process is being told too. The post is of ``preparationNotification``,
-  /// which nothing in the package observes.
+  /// for it). Also the storage types of the arrays the first change heard from another
+  /// process builds (its changes as stored and as told; the telling thread's, see
+  /// ``SuiteStore/prepareTelling()``): each type's first array costs the runtime its metadata,
+  /// about 11 k instructions; and, through a diff of two suites' values as a re-read makes one,
+  /// the look-ups by name of the types a copy of those values goes through (about 13 k the
+  /// first time). Paid then, they are not paid by a process told of another's write while
+  /// every other watching process is being told too (the first write a group of watchers hears
+  /// is the slowest of all). The post is of ``preparationNotification``, which nothing in the
+  /// package observes.
   static func prepareNotificationPosting(for defaults: GroupDefaults) {
     guard !notificationPostingPrepared.exchange(true, ordering: .relaxed) else { return }
-    _ = userInfo(domain: "", origin: .otherProcess, changes: [])
+    let change = GroupDefaults.Change(suiteName: "", key: "", oldValue: nil, newValue: nil, origin: .otherProcess)
+    _ = UserInfoTemplate(domain: "").userInfo(origin: .otherProcess, changes: [change])
+    withExtendedLifetime(SuiteValues().changes(to: SuiteValues(["": .integer(0)]))) {}
     NotificationCenter.default.post(name: preparationNotification, object: defaults)
     ChangeMonitor.shared.prepareAfterBatch()
   }

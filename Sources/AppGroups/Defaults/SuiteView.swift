@@ -50,6 +50,9 @@ internal import Synchronization
     /// Of a non-generic reference: `WeakReference<GroupDefaults>` would be two more generic
     /// types (the reference and its array's storage) to instantiate at a process's first open.
     var handles: [Handle] = []
+    /// The `userInfo` this view's notifications are copied from, made by its first post (see
+    /// ``UserInfoTemplate``).
+    var userInfoTemplate: UserInfoTemplate?
   }
 
   struct Observer: Sendable {
@@ -468,7 +471,14 @@ internal import Synchronization
     let targets = observers.withLock { $0.list }
     for target in targets {
       if let keys = target.keys {
-        let relevant = changes.filter { keys.contains($0.key) }
+        // Every change of a key it observes (another process's one change of one): the
+        // batch as it is, not a copy.
+        guard let first = changes.firstIndex(where: { !keys.contains($0.key) }) else {
+          target.handler(changes)
+          continue
+        }
+        var relevant = Array(changes[..<first])
+        relevant += changes[(first + 1)...].lazy.filter { keys.contains($0.key) }
         if !relevant.isEmpty { target.handler(relevant) }
       } else {
         target.handler(changes)
@@ -491,6 +501,9 @@ internal import Synchronization
   ) -> UInt64 {
     // An observer hears of the global layer's changes too: that layer must be open.
     _ = global
+    // Made now, not by the first change heard (see ``UserInfoTemplate``).
+    _ = userInfoTemplate()
+    suite.prepareTelling()
     return observers.withLock { obs in
       let id = obs.nextID
       obs.nextID &+= 1
