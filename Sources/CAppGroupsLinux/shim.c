@@ -3,6 +3,7 @@
 #endif
 #include "CAppGroupsLinux.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 
@@ -42,4 +43,8 @@ void cappgroups_sanitizer_release(void *address) {
 
 int cappgroups_pidfd_open(int32_t pid) {
   return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int cappgroups_open(const char *path, int flags, uint32_t mode) {
+  return open(path, flags, (mode_t)mode);
 }

@@ -438,15 +438,27 @@ extension WatcherEngine {
 
   /// The parent of a path: `/a/b` → `/a`, `/a` → `/`, `/` → `nil`.
   static func parent(of path: String) -> String? {
-    // By bytes: `/` is one byte in UTF-8 and never part of another character's.
-    let slash = UInt8(ascii: "/")
-    var trimmed = Substring(path).utf8
-    while trimmed.count > 1, trimmed.last == slash { trimmed = trimmed.dropLast() }
-    guard !(trimmed.count == 1 && trimmed.first == slash),
-      let index = trimmed.lastIndex(of: slash)
-    else { return nil }
-    if index == trimmed.startIndex { return "/" }
-    return String(Substring(trimmed[..<index]))
+    // By bytes: `/` is one byte in UTF-8 and never part of another character's. Over the
+    // string's own bytes (`withCString` lends a native string's storage): a `Substring`'s
+    // UTF-8 view would call five functions of the standard library that nothing else at an
+    // open calls, each a lazy binding in a new process, for the three levels a watch climbs.
+    let slash = CChar(bitPattern: UInt8(ascii: "/"))
+    let count = path.utf8.count
+    return path.withCString { bytes -> String? in
+      var end = count
+      while end > 1, bytes[end - 1] == slash { end -= 1 }
+      if end == 1, bytes[0] == slash { return nil }
+      var index = end
+      while index > 0 {
+        index -= 1
+        guard bytes[index] == slash else { continue }
+        if index == 0 { return "/" }
+        return UnsafeRawPointer(bytes).withMemoryRebound(to: UInt8.self, capacity: index) {
+          String(decoding: UnsafeBufferPointer(start: $0, count: index), as: UTF8.self)
+        }
+      }
+      return nil
+    }
   }
 
   /// The last component of a path: `/a/b/` → `b`.

@@ -113,12 +113,14 @@ package enum FileSystem {
   /// Opens a file, retrying on EINTR. Always close-on-exec.
   /// The corresponding system call is `open(2)`.
   static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600) throws(SystemCallError) -> CInt {
-    try valueOrErrno("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    // The C target's non-variadic `open`: not the Glibc overlay's wrapper around the variadic
+    // one, a second lazy binding at a new process's first open.
+    try valueOrErrno("open", path: path) { cappgroups_open(path, flags | O_CLOEXEC, mode) }
   }
 
   /// ``open(_:_:mode:)``, or `nil` when nothing is at the path (`ENOENT`).
   static func openUnlessMissing(_ path: String, _ flags: CInt) throws(SystemCallError) -> CInt? {
-    try valueOrErrnoUnlessMissing("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, 0) }
+    try valueOrErrnoUnlessMissing("open", path: path) { cappgroups_open(path, flags | O_CLOEXEC, 0) }
   }
 
   /// Sets the open file's access and modification times to now, which makes an inotify

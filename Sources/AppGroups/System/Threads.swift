@@ -1,3 +1,4 @@
+internal import CAppGroupsLinux
 import Glibc
 
 /// The thread calls the package makes: who the calling thread is, and a short pause.
@@ -14,6 +15,12 @@ enum Threads {
     /// The calling thread.
     static var current: Identity { Identity(thread: pthread_self()) }
   }
+
+  /// Whether the calling thread blocks `signal` (also `true` when its mask cannot be looked
+  /// at; `false` when `signal` is no signal number).
+  ///
+  /// The corresponding system call is `rt_sigprocmask(2)`, asking only.
+  static func blocks(_ signal: CInt) -> Bool { cappgroups_signal_blocked(signal) != 0 }
 
   /// Pauses the calling thread for `nanoseconds` (less than a second), or less when a signal
   /// handler runs meanwhile.

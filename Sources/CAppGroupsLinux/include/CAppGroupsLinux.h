@@ -93,6 +93,12 @@ int cappgroups_landlock_create_ruleset(uint64_t handled_access_fs, uint64_t scop
 /// which Swift cannot lay out.
 int cappgroups_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed_access);
 
+/// open(2), not variadic: Swift reaches the C library's variadic `open` only through the Glibc
+/// overlay's wrapper, a second function (and a second lazy binding at a process's first open)
+/// in front of the same call. `mode` is used when `flags` create a file. Returns the
+/// descriptor, or -1 with errno.
+int cappgroups_open(const char *path, int flags, uint32_t mode);
+
 /// open(path, O_PATH | O_CLOEXEC): a descriptor that names a file or folder
 /// without reading it, for a rule. O_PATH is a GNU extension that Swift's
 /// Glibc module does not export. Returns the descriptor, or -1.
@@ -234,7 +240,8 @@ uint64_t cappgroups_notice_take(void);
 /// Unblocks `signo` in the calling thread. Returns 0 or an error number.
 int cappgroups_unblock_signal(int signo);
 
-/// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0).
+/// Whether the calling thread blocks `signo` (1; also when it cannot be looked at), or not (0;
+/// also when `signo` is no signal number).
 int cappgroups_signal_blocked(int signo);
 
 // MARK: A thread that waits before it runs (thread.c)
