@@ -71,6 +71,8 @@ internal import Synchronization
   }
 
   private let cache = Mutex(Cache())
+  /// The cache's scalar entries, read without its lock; changed with the cache, under it.
+  private let scalars = CachedScalars()
   /// The seed of the cache's keys (see ``CacheKey``).
   private let keySeed = UInt64.random(in: .min ... .max)
   let observers = Mutex(Observers())
@@ -265,6 +267,7 @@ internal import Synchronization
     cache.withLock { cache in
       cache.epoch &+= 1
       cache.entries.removeAll()
+      scalars.removeAll()
       cache.holdsNonASCIIKeys = false
     }
     ChangeMonitor.shared.watch(store)
@@ -290,9 +293,19 @@ internal import Synchronization
 
   // MARK: Reading
 
-  /// The effective value of `key` and the domain that supplied it.
+  /// The effective value of `key` and the domain that supplied it: a cached scalar without
+  /// a lock (``CachedScalars``), else under the cache's lock.
   @usableFromInline func lookup(_ key: String) -> Entry {
-    let (bits, isASCII) = CacheKey.hash(of: key, seed: keySeed)
+    let probe = CacheKey.probe(of: key, seed: keySeed)
+    if let cached = scalars.entry(probe) { return cached }
+    return lookUpLocked(key, probe)
+  }
+
+  /// ``lookup(_:)`` under the cache's lock: a call of its own, so that the read without it
+  /// keeps a small frame.
+  @inline(never)
+  private func lookUpLocked(_ key: String, _ probe: CacheKey.Probe) -> Entry {
+    let (bits, isASCII) = (probe.bits, probe.isASCII)
     let (cached, epoch) = cache.withLock {
       ($0.entries[key, bits: bits, isASCII: isASCII], $0.epoch)
     }
@@ -302,6 +315,7 @@ internal import Synchronization
     cache.withLock { cache in
       guard cache.epoch == epoch else { return }
       cache.entries.set(entry, for: cacheKey)
+      scalars.set(entry, for: probe)
       if !cacheKey.isASCII { cache.holdsNonASCIIKeys = true }
     }
     return entry
@@ -471,16 +485,18 @@ internal import Synchronization
       var clearAll = origin == .otherProcess || count > 64 || cache.holdsNonASCIIKeys
       if !clearAll {
         for key in keys {
-          let key = CacheKey(key, seed: keySeed)
-          guard key.isASCII else {
+          let probe = CacheKey.probe(of: key, seed: keySeed)
+          guard probe.isASCII else {
             clearAll = true
             break
           }
-          cache.entries.remove(key)
+          cache.entries.remove(CacheKey(key, bits: probe.bits, isASCII: true))
+          scalars.remove(probe)
         }
       }
       if clearAll {
         cache.entries.removeAll()
+        scalars.removeAll()
         cache.holdsNonASCIIKeys = false
       }
     }
