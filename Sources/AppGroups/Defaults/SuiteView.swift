@@ -294,7 +294,9 @@ internal import Synchronization
   // MARK: Reading
 
   /// The effective value of `key` and the domain that supplied it: a cached scalar without
-  /// a lock (``CachedScalars``), else under the cache's lock.
+  /// a lock (``CachedScalars``), else under the cache's lock. Inlined into this module's
+  /// getters (`integer(forKey:)` is then one call frame, not two).
+  @inline(__always)
   @usableFromInline func lookup(_ key: String) -> Entry {
     let probe = CacheKey.probe(of: key, seed: keySeed)
     if let cached = scalars.entry(probe) { return cached }
