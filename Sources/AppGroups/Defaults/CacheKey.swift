@@ -1,7 +1,7 @@
 /// A key of the effective-value cache, hashed without SipHash.
 ///
-/// A cached read is one lock and one dictionary probe, and hashing the
-/// key with `String`'s SipHash cost more than everything else in it
+/// A cached read is a hash and one slot's look (``CachedScalars``), or one lock and one
+/// table probe, and hashing the key with `String`'s SipHash cost more than everything else in it
 /// (callgrind: about 270 of 460 instructions for an 11-byte key). This key
 /// hashes the UTF-8 bytes a word at a time, mixed with the cache's random
 /// seed and the dictionary's own seed.
@@ -23,22 +23,39 @@ struct CacheKey: Hashable, Sendable {
   ///   other must have the same.
   init(_ string: String, seed: UInt64) {
     self.string = string
-    (bits, isASCII) = Self.hash(of: string, seed: seed)
+    let probe = Self.probe(of: string, seed: seed)
+    (bits, isASCII) = (probe.bits, probe.isASCII)
   }
 
-  /// A key whose hash ``hash(of:seed:)`` has already given.
+  /// A key whose hash ``probe(of:seed:)`` has already given.
   init(_ string: String, bits: UInt64, isASCII: Bool) {
     self.string = string
     self.bits = bits
     self.isASCII = isASCII
   }
 
-  /// The bits and ASCII-ness of `string`'s key, without making the key (which would keep a
-  /// copy of the string: a retain and a release on every cached read).
+  /// What a cached read needs of its key, in one pass over its bytes, without making the key
+  /// (which would keep a copy of the string: a retain and a release on every cached read):
+  /// the key's hash and ASCII-ness, and its bytes as words for ``CachedScalars``.
+  struct Probe {
+    let bits: UInt64
+    let isASCII: Bool
+    /// The key's UTF-8 length.
+    let count: Int
+    /// The key's bytes, little-endian, zero past its end, when it has at most
+    /// ``CachedScalars/keyBytes`` of them (``fitsWords``); the first ones otherwise.
+    let words: (UInt64, UInt64, UInt64)
+
+    /// Whether ``words`` hold the whole key: two keys that fit are the same key exactly when
+    /// their counts and words are equal.
+    var fitsWords: Bool { count <= CachedScalars.keyBytes }
+  }
+
+  /// `string`'s ``Probe``.
   @inline(__always)
-  static func hash(of string: String, seed: UInt64) -> (bits: UInt64, isASCII: Bool) {
-    string.utf8.withContiguousStorageIfAvailable { hash($0, seed: seed) }
-      ?? Array(string.utf8).withUnsafeBufferPointer { hash($0, seed: seed) }
+  static func probe(of string: String, seed: UInt64) -> Probe {
+    string.utf8.withContiguousStorageIfAvailable { probe($0, seed: seed) }
+      ?? Array(string.utf8).withUnsafeBufferPointer { probe($0, seed: seed) }
   }
 
   /// Whether this key is `string`'s, given `string`'s hash: as `==`, without a second key.
@@ -51,14 +68,26 @@ struct CacheKey: Hashable, Sendable {
   }
 
   @inline(__always)
-  private static func hash(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> (UInt64, Bool) {
+  private static func probe(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> Probe {
     let raw = UnsafeRawBufferPointer(bytes)
     let count = raw.count
     var h = seed ^ (UInt64(count) &* 0x9E37_79B9_7F4A_7C15)
     var highBits: UInt64 = 0
+    // Each word hashed is the key's bytes at its offset, zero past the end: the first three
+    // are the key's words.
+    var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    @inline(__always) func keep(_ word: UInt64, at offset: Int) {
+      switch offset {
+      case 0: words.0 = word
+      case 8: words.1 = word
+      case 16: words.2 = word
+      default: break
+      }
+    }
     var offset = 0
     while offset + 8 <= count {
       let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+      keep(word, at: offset)
       highBits |= word
       h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
       h ^= h >> 29
@@ -73,11 +102,12 @@ struct CacheKey: Hashable, Sendable {
       } else {
         for i in 0..<rest { word |= UInt64(raw[i]) << UInt64(8 * i) }
       }
+      keep(word, at: offset)
       highBits |= word
       h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
       h ^= h >> 29
     }
-    return (h, highBits & 0x8080_8080_8080_8080 == 0)
+    return Probe(bits: h, isASCII: highBits & 0x8080_8080_8080_8080 == 0, count: count, words: words)
   }
 
   static func == (a: CacheKey, b: CacheKey) -> Bool {
@@ -141,7 +171,7 @@ struct CacheTable<Value: Sendable>: Sendable {
   }
 
   /// The value cached for `string`, whose hash is `bits` and `isASCII`
-  /// (``CacheKey/hash(of:seed:)``), if any: a read makes no key.
+  /// (``CacheKey/probe(of:seed:)``), if any: a read makes no key.
   subscript(string: String, bits bits: UInt64, isASCII isASCII: Bool) -> Value? {
     guard count > 0 else { return nil }
     let slots = self.slots

@@ -55,7 +55,7 @@ extension GroupDefaults {
   /// otherwise, and just after the monitor heard of a change, one `stat(2)`, as
   /// ``changeToken`` does.
   public func hasChanged(since token: ChangeToken) -> Bool {
-    view.suite.hasChanged(since: token.rawValue)
+    view.hasChanged(since: token.rawValue)
   }
 
   /// For a consumer that was suspended: re-reads the suite only if its

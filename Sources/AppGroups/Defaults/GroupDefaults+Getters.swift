@@ -25,7 +25,16 @@ extension GroupDefaults {
   /// truncates a 128-bit number so: 2^64 − 1 gives −1. ``object(forKey:)`` and
   /// ``value(forKey:)`` give it exactly.
   public func integer(forKey key: String) -> Int {
-    switch value(forKey: key) {
+    let value = value(forKey: key)
+    if case .integer(let v)? = value { return v }
+    return Self.integer(coercing: value)
+  }
+
+  /// ``integer(forKey:)`` of a value that is not an integer: a call of its own, so that a
+  /// read of an integer keeps a small frame.
+  @inline(never)
+  private static func integer(coercing value: PropertyListValue?) -> Int {
+    switch value {
     case .integer(let v)?: return v
     case .unsignedInteger(let v)?: return Int(truncatingIfNeeded: v)
     case .real(let v)?: return Self.truncate(v)

@@ -138,11 +138,19 @@ package final class SuiteLockFile: Sendable {
   /// The words of the page the record is read from: the file's, or, once a holder found it
   /// replaced at its path and retired it, the file's now at the path. `nil` when nothing is
   /// mapped. No lock and no reference are taken: every page stays mapped while ``file`` lives.
+  /// Inlined into the token's read (a resume check's), the rare retired page left to a call.
+  @inline(__always)
   private func words() -> SharedWords? {
     guard let base = UnsafeMutablePointer<UInt64>(bitPattern: page.address.load(ordering: .acquiring))
     else { return nil }
     let words = SharedWords(base: base)
     if words.load(LockedFile.retiredWord) != LockedFile.retiredMark { return words }
+    return wordsOfReplacement()
+  }
+
+  /// ``words()`` once the page read is retired: the file now at the path's.
+  @inline(never)
+  private func wordsOfReplacement() -> SharedWords? {
     file.refreshIfReplaced()
     return UnsafeMutablePointer(bitPattern: page.address.load(ordering: .acquiring)).map(SharedWords.init)
   }
@@ -198,6 +206,7 @@ package final class SuiteLockFile: Sendable {
 
   /// The token alone: one sequence-checked read of three words (no identity is built).
   /// `nil` as for ``read()``.
+  @inline(__always)
   var token: UInt64? {
     // No lock and no reference: a resume check reads this on every call.
     guard let words = words() else { return nil }
