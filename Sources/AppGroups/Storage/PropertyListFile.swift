@@ -28,7 +28,11 @@ enum PropertyListFile {
   ///
   /// Only a regular file is read. A symbolic link (which could lead out of the container), a
   /// fifo (which would block the reader), a folder, a socket or a device in its place is
-  /// unreadable, without being followed or opened.
+  /// unreadable, and never followed or read: the open does not follow a link and does not
+  /// wait (`O_NOFOLLOW | O_NONBLOCK`), and what it opened is read only when `fstat(2)` says it
+  /// is a regular file. Only when the open or that check fails is the path looked at
+  /// (`lstat(2)`), to say what is there instead: a read of a regular file, which every change
+  /// heard makes, costs no look of its own.
   ///
   /// With `indexing`, a binary file that ``BinaryPropertyListIndex`` accepts (checked whole,
   /// as the full decode checks it) and is not small (``BinaryPropertyListIndex/minimumSize``)
@@ -36,26 +40,32 @@ enum PropertyListFile {
   /// without it, and says what it always said.
   ///
   /// `looked` is what the caller's `lstat(2)` of `path` found just before, in the same pass
-  /// (``FileSystem/linkEntry(_:)``): the kind it says is the one screened, and the path is not
-  /// looked at again (as with a look made here, what lies there is checked before the open,
-  /// and what the open finds is the identity returned).
+  /// (``FileSystem/linkEntry(_:)``): the kind it says is the one screened, before anything is
+  /// opened, and the path is not looked at again (what the open finds is the identity
+  /// returned).
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
   static func read(
     _ path: String, indexing: Bool = false, looked: FileSystem.LinkEntry? = nil
   ) throws(SystemCallError) -> Contents {
-    // Nothing there: no open to be told so again (a file made since is as one made after
-    // the read; the watch's look after the load sees it).
-    let entry: FileSystem.LinkEntry
-    if let looked {
-      entry = looked
-    } else {
-      guard let found = try FileSystem.linkEntry(path) else { return .missing }
-      entry = found
+    if let looked, !looked.isRegularFile {
+      return .unreadable(reason: "it is \(looked.kind), not a regular file", looked.identity)
     }
-    guard entry.isRegularFile else {
-      return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
+    let read: FileSystem.WholeFile
+    do {
+      // Nothing there: no look to be told so again (a file made since is as one made after
+      // the read; the watch's look after the load sees it).
+      guard let whole = try FileSystem.readWhole(path, followLinks: false) else { return .missing }
+      read = whole
+    } catch {
+      // The open or the check refused what is there (a link: `ELOOP`; a fifo, a folder: not
+      // a regular file), or the read failed: what is at the path says which.
+      guard looked == nil else { throw error }
+      guard let entry = try FileSystem.linkEntry(path) else { return .missing }
+      guard entry.isRegularFile else {
+        return .unreadable(reason: "it is \(entry.kind), not a regular file", entry.identity)
+      }
+      throw error
     }
-    guard let read = try FileSystem.readWhole(path, followLinks: false) else { return .missing }
     let data = read.data, identity = read.identity
     if indexing, data.count >= BinaryPropertyListIndex.minimumSize, let index = BinaryPropertyListIndex(data) {
       return .indexed(index, identity)
