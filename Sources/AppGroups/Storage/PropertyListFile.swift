@@ -72,11 +72,15 @@ enum PropertyListFile {
     }
     let strictFailure: String
     do {
-      // A binary file (what this package writes) goes to its reader directly; any other
-      // format through the value's decoding of every format.
-      let value =
-        BinaryPropertyListIndex.isBinary(data)
-        ? try BinaryPropertyList.decode(data) : try PropertyListValue(propertyListData: data)
+      // A binary file (what this package writes) goes to its reader directly, whose header
+      // check tells any other format: that one goes through the value's decoding of every
+      // format, which fails a binary file as the reader does (a damaged one says the same).
+      let value: PropertyListValue
+      do {
+        value = try BinaryPropertyList.decode(data)
+      } catch {
+        value = try PropertyListValue(propertyListData: data)
+      }
       guard case .dictionary(let values) = value else {
         let article = value.typeName == "array" ? "an" : "a"
         return .unreadable(reason: "its root is \(article) \(value.typeName), not a dictionary", identity)
