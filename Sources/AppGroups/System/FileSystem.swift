@@ -161,8 +161,9 @@ package enum FileSystem {
   static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> WholeFile? {
     let fd: CInt
     do {
-      // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it).
-      fd = try open(path, O_RDONLY | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW))
+      // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it);
+      // O_NOCTTY: a terminal device in a file's place never becomes the process's terminal.
+      fd = try open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (followLinks ? 0 : O_NOFOLLOW))
     } catch where error.errno == ENOENT {
       return nil
     }
