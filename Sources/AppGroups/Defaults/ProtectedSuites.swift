@@ -77,12 +77,22 @@ enum ProtectedSuites {
     store.protectionWatch.withLock { watch in
       if watch == nil { watch = monitor }
     }
-    update(store, monitor.page)
+    // A monitor that watches the folder maps a state file as soon as it appears and then
+    // calls the hook, which finds this store watched (just above): with no file mapped, there
+    // was none when the store's gate looked (it maps what it finds, in this same page), and
+    // one made since is told through the hook. No `open(2)` of a missing file here.
+    guard monitor.isWatching else { return update(store, monitor.page) }
+    update(store, monitor.page.mappedState ?? .newDevice)
   }
 
   /// Tells `store` what the device says now.
   private static func update(_ store: SuiteStore, _ page: DeviceStatePage) {
-    let reason = page.state.unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+    update(store, page.state)
+  }
+
+  /// Tells `store` that the device's state is `state`.
+  private static func update(_ store: SuiteStore, _ state: DeviceState) {
+    let reason = state.unavailabilityReason(for: .completeUntilFirstUserAuthentication)
     if let reason {
       store.becameUnavailable(reason)
     } else if store.retryProtectedLoad() {

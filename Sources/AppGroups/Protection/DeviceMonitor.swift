@@ -46,11 +46,14 @@ final class DeviceMonitor: Sendable {
   let page: DeviceStatePage
 
   private struct Delivered: Sendable {
-    var generation: UInt64
-    var lockCount: UInt64
-    var unlockCount: UInt64
+    /// Whether the fields below hold a state: the first look after the watch started (the
+    /// baseline, told to nobody) sets them.
+    var known = false
+    var generation: UInt64 = 0
+    var lockCount: UInt64 = 0
+    var unlockCount: UInt64 = 0
     /// Whether the last event said protected data is available (or none came, and it was).
-    var available: Bool
+    var available = true
     var handlers: [(id: UInt64, handler: @Sendable (DeviceEvent) -> Void)] = []
     var nextID: UInt64 = 1
   }
@@ -105,12 +108,15 @@ final class DeviceMonitor: Sendable {
   private init(root: ContainerRoot) {
     self.root = root
     page = DeviceStatePage.shared(root: root)
-    let state = page.state
-    delivered = Mutex(
-      Delivered(
-        generation: state.generation, lockCount: state.lockCount,
-        unlockCount: state.unlockCount, available: Self.availableView(state)))
+    // The baseline is the first look once the watch stands (`startWatching`): a look before
+    // it would need another after it, for a change in between (a new process's open tried
+    // `open(2)` on a missing state file twice for that).
+    delivered = Mutex(Delivered())
   }
+
+  /// Whether this monitor watches the root's `Device` folder: a state file that appears
+  /// there from now on is mapped, and the change told, as soon as its event is read.
+  var isWatching: Bool { listener.withLock { $0 != nil } }
 
   /// Whether, as events go, protected data is available in `state`: not locked or before
   /// first unlock with a passcode (a lock within its grace already had its event).
@@ -132,7 +138,9 @@ final class DeviceMonitor: Sendable {
       self?.check(refresh: name.isEmpty)
     }
     listener.withLock { $0 = id }
-    // A change between reading the baseline and the watch: look once.
+    // The baseline, read after the watch: what changes after this look is heard. (An event
+    // read before it, on the change monitor's thread, may have set it already, from a look
+    // as late.)
     check(refresh: true)
   }
 
@@ -156,6 +164,13 @@ final class DeviceMonitor: Sendable {
     let state = page.state
     let (events, handlers): ([DeviceEvent], [@Sendable (DeviceEvent) -> Void]) =
       delivered.withLock { delivered in
+        guard delivered.known else {
+          delivered = Delivered(
+            known: true, generation: state.generation, lockCount: state.lockCount,
+            unlockCount: state.unlockCount, available: Self.availableView(state),
+            handlers: delivered.handlers, nextID: delivered.nextID)
+          return ([], [])
+        }
         guard state.generation != delivered.generation else { return ([], []) }
         var events: [DeviceEvent] = []
         let locks = state.lockCount &- delivered.lockCount
