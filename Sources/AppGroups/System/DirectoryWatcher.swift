@@ -208,6 +208,16 @@ final class DirectoryWatcher: Sendable {
     engine.hear(signal, handler)
   }
 
+  /// Calls the handler with `events` on the watcher thread, as if one read had returned
+  /// them, then ends `endingPasses` of the ``Passes`` the caller began (a handling it left
+  /// under way until the thread has done this one). The thread is woken for it.
+  ///
+  /// - Returns: `false`, having changed nothing, when the thread does not run (not started,
+  ///   or the watcher is closed).
+  func redeliver(_ events: [Event], endingPasses: Int) -> Bool {
+    engine.redeliver(events, endingPasses: endingPasses)
+  }
+
   /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
   /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
   var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }
@@ -326,6 +336,10 @@ final class WatcherEngine: Sendable {
     var nextID: UInt64 = 1
     var directories: [String: Directory] = [:]
     var kernel = KernelWatches()
+    /// Events handed to the handler again (``DirectoryWatcher/redeliver(_:endingPasses:)``),
+    /// and how many ``DirectoryWatcher/Passes`` to end once they were handled.
+    var redelivered: [DirectoryWatcher.Event] = []
+    var heldPasses = 0
     /// A signal heard on the thread (see ``DirectoryWatcher/hear(_:_:)``), and what to call.
     var signal: (number: CInt, handler: @Sendable () -> Void)?
 
