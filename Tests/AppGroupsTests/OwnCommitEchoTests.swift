@@ -33,10 +33,7 @@ struct OwnCommitEchoTests {
   /// wrote it and hands the event back; the monitor's thread re-reads and tells. Meanwhile
   /// `hasChanged(since:)` looks at the file rather than trust the token.
   @Test func anOutsideEditHeardWhileThisProcessWritesIsHandedBackAndTold() throws {
-    let t = try TestRoot()
-    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
-    d.set("before", forKey: "k")
-    #expect(d.synchronize())
+    let (t, d) = try Self.suiteWithOneValue()
     let store = d.view.suite
     let token = d.changeToken
     let log = ChangeLog()
@@ -46,11 +43,7 @@ struct OwnCommitEchoTests {
       log.record(changes)
     }
     defer { observation.cancel() }
-    let left = DispatchSemaphore(value: 0)
-    let path = store.path
-    SuiteStore.leftToCommitForTesting.withLock {
-      $0 = { leftPath in if leftPath == path { left.signal() } }
-    }
+    let left = Self.signalWhenLeftToACommit(store)
     defer { SuiteStore.leftToCommitForTesting.withLock { $0 = nil } }
 
     // This thread plays a commit of this process that holds the gate and is writing.
@@ -76,16 +69,9 @@ struct OwnCommitEchoTests {
   /// What the commit finds as it wrote it (only its own event was heard) is dropped: nothing
   /// is told, and `hasChanged(since:)` trusts the token again.
   @Test func anEventLeftToACommitThatFindsItsOwnFileIsDropped() throws {
-    let t = try TestRoot()
-    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
-    d.set("before", forKey: "k")
-    #expect(d.synchronize())
+    let (t, d) = try Self.suiteWithOneValue()
     let store = d.view.suite
-    let left = DispatchSemaphore(value: 0)
-    let path = store.path
-    SuiteStore.leftToCommitForTesting.withLock {
-      $0 = { leftPath in if leftPath == path { left.signal() } }
-    }
+    let left = Self.signalWhenLeftToACommit(store)
     defer { SuiteStore.leftToCommitForTesting.withLock { $0 = nil } }
     let log = ChangeLog()
     let observation = d.observe { log.record($0) }
@@ -119,5 +105,24 @@ struct OwnCommitEchoTests {
       Thread.sleep(forTimeInterval: 0.001)
     }
     return false
+  }
+
+  /// A test root and its group suite, holding `k` = "before" on disk.
+  private static func suiteWithOneValue() throws -> (TestRoot, GroupDefaults) {
+    let t = try TestRoot()
+    let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
+    d.set("before", forKey: "k")
+    #expect(d.synchronize())
+    return (t, d)
+  }
+
+  /// A semaphore signalled when the change monitor leaves an event of `store` to a commit.
+  private static func signalWhenLeftToACommit(_ store: SuiteStore) -> DispatchSemaphore {
+    let left = DispatchSemaphore(value: 0)
+    let path = store.path
+    SuiteStore.leftToCommitForTesting.withLock {
+      $0 = { leftPath in if leftPath == path { left.signal() } }
+    }
+    return left
   }
 }

@@ -122,7 +122,29 @@ extension SuiteStore {
   /// told of one write.
   func prepareTelling() {
     state.withLock { if $0.telling.capacity == 0 { $0.telling.reserveCapacity(1) } }
+    Self.prepareAdoption()
   }
+
+  /// Pays now, once per process, what the first re-read that finds a new version of a file
+  /// would otherwise pay in the window where every watching process is being told of one
+  /// write: the runtime's look-ups by mangled name of the types its copies of the values go
+  /// through (four demanglings, about 28 k instructions the first time: more than half of what
+  /// a later change heard costs), and the list of events left to a commit (see
+  /// ``refreshHeard()``).
+  private static func prepareAdoption() {
+    guard !adoptionPrepared.exchange(true, ordering: .relaxed) else { return }
+    // Each metadata reference is a look-up through its type's cache, which the copies share;
+    // folded into a stored value so that none is optimised away.
+    var seen = ObjectIdentifier(SuiteValues?.self).hashValue
+    seen ^= ObjectIdentifier(BinaryPropertyListIndex?.self).hashValue
+    seen ^= ObjectIdentifier(Set<String>.self).hashValue
+    seen ^= ObjectIdentifier([String: PropertyListValue].self).hashValue
+    preparedTypes.store(seen, ordering: .relaxed)
+    heardWhileWriting.withLock { _ in }
+  }
+
+  private static let adoptionPrepared = Atomic(false)
+  private static let preparedTypes = Atomic(0)
 
   /// How long a re-read waits for other threads' telling at most (see ``refresh()``).
   static let tellingBound: TimeInterval = 2

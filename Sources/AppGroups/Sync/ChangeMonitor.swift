@@ -109,9 +109,9 @@ final class ChangeMonitor: Sendable {
     box.object = self
   }
 
-  /// Whether ``SuiteStore/hearAgain`` is this monitor's: installed by the first batch that
-  /// re-reads a store, not at the first open (a suite opened by an app that hears no change
-  /// pays nothing for it).
+  /// Whether ``SuiteStore/hearAgain`` is this monitor's: installed when the first observer is
+  /// added (``prepareAfterBatch()``), else by the first batch that re-reads a store; not at the
+  /// first open (a suite opened by an app that hears no change pays nothing for it).
   private let handsBack = Atomic(false)
 
   /// A store's event left to this process's commit and handed back (see
@@ -146,10 +146,12 @@ final class ChangeMonitor: Sendable {
 
   /// Makes the storage of ``afterThisBatch(_:)``'s work now rather than in the first change
   /// heard (its type's first use costs the runtime an instantiation, ~16 k instructions, which
-  /// would fall in the window where every watching process is being told of one write): a
-  /// process calls it when it adds its first observer.
+  /// would fall in the window where every watching process is being told of one write), and
+  /// installs the hand-back of events left to a commit: a process calls it when it adds its
+  /// first observer.
   func prepareAfterBatch() {
     afterBatch.withLock { if $0.work.capacity == 0 { $0.work.reserveCapacity(2) } }
+    installHandBack()
   }
 
   /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action
