@@ -6,8 +6,9 @@ import Testing
 
 /// A process's change monitor hears the process's own commits too (the rename of its plist):
 /// while the commit is still writing, the monitor leaves the event to it, and the commit
-/// hands it back only when the file is not as it wrote it.
-@Suite("A commit's own event")
+/// hands it back only when the file is not as it wrote it. Serialized: the tests share the
+/// monitor's hook for events left to a commit.
+@Suite("A commit's own event", .serialized)
 struct OwnCommitEchoTests {
   @Test func aCommitOfThisProcessIsNotToldBackAsAnotherProcesssChange() throws {
     let t = try TestRoot()

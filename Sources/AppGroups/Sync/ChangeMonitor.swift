@@ -146,12 +146,14 @@ final class ChangeMonitor: Sendable {
 
   /// Makes the storage of ``afterThisBatch(_:)``'s work now rather than in the first change
   /// heard (its type's first use costs the runtime an instantiation, ~16 k instructions, which
-  /// would fall in the window where every watching process is being told of one write), and
-  /// installs the hand-back of events left to a commit: a process calls it when it adds its
-  /// first observer.
+  /// would fall in the window where every watching process is being told of one write),
+  /// installs the hand-back of events left to a commit, and has the watcher's thread make
+  /// ready what its first events need (``DirectoryWatcher/prepareThread()``): a process calls
+  /// it when it adds its first observer.
   func prepareAfterBatch() {
     afterBatch.withLock { if $0.work.capacity == 0 { $0.work.reserveCapacity(2) } }
     installHandBack()
+    watcher.prepareThread()
   }
 
   /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action

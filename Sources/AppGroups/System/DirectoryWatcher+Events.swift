@@ -216,6 +216,15 @@ extension WatcherEngine {
     }
   }
 
+  /// See ``DirectoryWatcher/prepareThread()``.
+  func prepareThread() {
+    state.withLock { state in
+      guard !state.closed, !state.threadPrepared, state.thread != nil, let eventFD = state.eventFD else { return }
+      state.threadPrepared = true
+      Self.signal(eventFD)
+    }
+  }
+
   /// Hands the handler what was redelivered, if anything, then ends the passes it held.
   private func deliverAgain() {
     let (events, passes) = state.withLock { state in
@@ -325,6 +334,7 @@ extension WatcherEngine {
         }
         if let signal, cappgroups_notice_take() > 0 { signal.handler() }
         deliverAgain()
+        if buffer == nil, state.withLock({ $0.threadPrepared }) { buffer = Self.eventBuffer() }
         continue  // Re-read the state: closed, a polled directory was added, a signal, or events again.
       }
 

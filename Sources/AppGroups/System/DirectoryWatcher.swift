@@ -218,6 +218,14 @@ final class DirectoryWatcher: Sendable {
     engine.redeliver(events, endingPasses: endingPasses)
   }
 
+  /// Has the thread make ready now what its first events would otherwise pay for when they
+  /// arrive: its buffer, and with it the thread's memory arena (an `mmap`, two `munmap`s and an
+  /// `mprotect`, then the arena's first pages), and the signal it hears unblocked. For a
+  /// process that is about to wait for changes (its first observer was added): the first
+  /// change it hears is then not the slowest. Wakes the thread once; nothing when it has run
+  /// already or does not run.
+  func prepareThread() { engine.prepareThread() }
+
   /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
   /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
   var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }
@@ -340,6 +348,9 @@ final class WatcherEngine: Sendable {
     /// and how many ``DirectoryWatcher/Passes`` to end once they were handled.
     var redelivered: [DirectoryWatcher.Event] = []
     var heldPasses = 0
+    /// Whether the thread was asked to make ready what its first events need
+    /// (``DirectoryWatcher/prepareThread()``).
+    var threadPrepared = false
     /// A signal heard on the thread (see ``DirectoryWatcher/hear(_:_:)``), and what to call.
     var signal: (number: CInt, handler: @Sendable () -> Void)?
 
