@@ -207,4 +207,31 @@ extension SuiteFile {
 
   /// The token this process last saw.
   var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
+
+  // MARK: This process's own commit, heard
+
+  /// Whether a commit of this process, on another thread, is writing the file now: it holds
+  /// the gate and the file lock (``enterGate(before:)``), and leaves the gate within the
+  /// commit's time.
+  func isBeingWrittenByAnotherThread() -> Bool {
+    inGate { gateOwnerHasFileLock && gateOwner != nil && gateOwner != .current }
+  }
+
+  /// Whether the file, its journal and its token are as this process last read or wrote them:
+  /// the token this process saw is the lock file's (no commit since: every commit moves it),
+  /// its record describes the plist this process holds, and that plist is still the one at
+  /// the path (no outside edit or removal since). A re-read would find nothing then. One
+  /// `lstat(2)`, under the file's state.
+  func isAsLastSeen() -> Bool {
+    guard let lockFile else { return false }
+    let coverage = self.coverage.load(ordering: .acquiring)
+    return commit.withLock { cs in
+      guard cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
+        let record = lockFile.readAtPath(covered: coverage & 1 == 1),
+        record.token == seenToken.load(ordering: .acquiring), record.identity == cs.identity,
+        let current = try? FileSystem.identity(ofPath: path)
+      else { return false }
+      return current == cs.identity
+    }
+  }
 }
