@@ -2,6 +2,7 @@
 import AppGroupsTestSupport
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 /// A process's change monitor hears the process's own commits too (the rename of its plist):
@@ -36,7 +37,6 @@ struct OwnCommitEchoTests {
   @Test func anOutsideEditHeardWhileThisProcessWritesIsHandedBackAndTold() throws {
     let (t, d) = try Self.suiteWithOneValue()
     let store = d.view.suite
-    let token = d.changeToken
     let log = ChangeLog()
     let toldOnMonitor = Locked<[Bool]>([])
     let observation = d.observe(["outside"]) { changes in
@@ -47,9 +47,12 @@ struct OwnCommitEchoTests {
     let left = Self.signalWhenLeftToACommit(store)
     defer { SuiteStore.leftToCommitForTesting.withLock { $0 = nil } }
 
-    // This thread plays a commit of this process that holds the gate and is writing.
+    // This thread plays a commit of this process that holds the gate and has put its plist
+    // in place (its token moved; this process's not yet).
     #expect(store.file.enterGate(before: FileSystem.deadline(after: .seconds(10))) == .entered)
     store.file.inGate { store.file.gateOwnerHasFileLock = true }
+    Self.moveTokenAsARename(store)
+    let token = d.changeToken
     try editOutside(t.groupSuiteFile) { $0["outside"] = "edited" }
     let wasLeft = left.wait(timeout: .now() + 10) == .success
     #expect(wasLeft, "the monitor did not leave the event to the commit")
@@ -80,11 +83,14 @@ struct OwnCommitEchoTests {
 
     #expect(store.file.enterGate(before: FileSystem.deadline(after: .seconds(10))) == .entered)
     store.file.inGate { store.file.gateOwnerHasFileLock = true }
+    Self.moveTokenAsARename(store)
     // An event that names the plist and changes nothing: the file is touched in place.
     let handle = try FileHandle(forWritingTo: t.groupSuiteFile)
     try handle.close()
     let wasLeft = left.wait(timeout: .now() + 10) == .success
     #expect(wasLeft, "the monitor did not leave the event to the commit")
+    // The commit has written: this process's token is the one it moved to.
+    store.file.seenToken.store(store.file.lockFile?.token ?? 0, ordering: .releasing)
     store.file.leaveGate()
     store.commitLeftGate()
     #expect(Self.monitorGoesIdle(), "the pass held for the event never ended")
@@ -106,6 +112,12 @@ struct OwnCommitEchoTests {
       Thread.sleep(forTimeInterval: 0.001)
     }
     return false
+  }
+
+  /// Moves the token to describe the plist in place, as a commit does right after its rename
+  /// (this process's own token stays behind until the commit has written).
+  private static func moveTokenAsARename(_ store: SuiteStore) {
+    store.file.lockFile?.advance(to: try? FileSystem.identity(ofPath: store.path))
   }
 
   /// A test root and its group suite, holding `k` = "before" on disk.

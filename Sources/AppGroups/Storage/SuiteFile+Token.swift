@@ -210,11 +210,20 @@ extension SuiteFile {
 
   // MARK: This process's own commit, heard
 
-  /// Whether a commit of this process, on another thread, is writing the file now: it holds
-  /// the gate and the file lock (``enterGate(before:)``), and leaves the gate within the
-  /// commit's time.
-  func isBeingWrittenByAnotherThread() -> Bool {
+  /// Whether a commit of this process, on another thread, has put its plist in place and not
+  /// yet left: it holds the gate and the file lock (``enterGate(before:)``), and the token
+  /// moved past the one this process last saw. While this process holds the lock, only that
+  /// commit moves the token (a reader here moves it only with the gate), right after its
+  /// rename, and this process's token follows it once the commit has written.
+  ///
+  /// Before that rename, an event that names the plist is not the commit's own: something
+  /// that ignores the lock replaced the file. Re-read at once (as the commit's closure runs
+  /// outside the file's state), it is in memory when the commit checks the file before its
+  /// rename; left to the commit, the commit would find the file replaced and start over,
+  /// running an atomic update's closure again under the lock.
+  func hasRenamedOnAnotherThread() -> Bool {
     inGate { gateOwnerHasFileLock && gateOwner != nil && gateOwner != .current }
+      && lockFile?.token != seenToken.load(ordering: .acquiring)
   }
 
   /// Whether the file, its journal and its token are as this process last read or wrote them:

@@ -50,12 +50,14 @@ extension SuiteStore {
   }
 
   /// The change monitor's re-read of a store whose file an event named (see ``refresh()``),
-  /// unless a commit of this process is writing the file now (``SuiteFile/isBeingWrittenByAnotherThread()``):
-  /// then the event is, but for a race with something that ignores the lock, that commit's
-  /// own rename, which a re-read would wait for on the file's state (while the commit syncs
-  /// the folder) only to find nothing new. It is left to the commit instead, which looks once
-  /// it has left the gate (``commitLeftGate()``) and hands it back to the monitor when the file
-  /// is not as it wrote it. So a process is woken once for its own commit, not twice.
+  /// unless a commit of this process has put its plist in place and not yet left
+  /// (``SuiteFile/hasRenamedOnAnotherThread()``): then the event is, but for a race with
+  /// something that ignores the lock, that commit's own rename, which a re-read would wait for
+  /// on the file's state (while the commit syncs the folder) only to find nothing new. It is
+  /// left to the commit instead, which looks once it has left the gate (``commitLeftGate()``)
+  /// and hands it back to the monitor when the file is not as it wrote it. So a process is
+  /// woken once for its own commit, not twice. An event heard while a commit holds the lock
+  /// but has not renamed yet is another writer's: re-read at once, as any event.
   ///
   /// Until the commit has looked (or the monitor has re-read), the event counts as one whose
   /// handling is under way (``DirectoryWatcher/Passes``): ``hasChanged(since:)`` looks at the
@@ -65,7 +67,7 @@ extension SuiteStore {
     let left = Self.heardWhileWriting.withLock { heard -> Bool in
       // Under this lock, as the commit's look after it left the gate: either the commit is
       // in the gate now, and finds this store in the list when it leaves, or it has left.
-      guard file.isBeingWrittenByAnotherThread() else { return false }
+      guard file.hasRenamedOnAnotherThread() else { return false }
       if !heard.contains(me) {
         heard.append(me)
         DirectoryWatcher.Passes.begin()
