@@ -207,4 +207,40 @@ extension SuiteFile {
 
   /// The token this process last saw.
   var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
+
+  // MARK: This process's own commit, heard
+
+  /// Whether a commit of this process, on another thread, has put its plist in place and not
+  /// yet left: it holds the gate and the file lock (``enterGate(before:)``), and the token
+  /// moved past the one this process last saw. While this process holds the lock, only that
+  /// commit moves the token (a reader here moves it only with the gate), right after its
+  /// rename, and this process's token follows it once the commit has written.
+  ///
+  /// Before that rename, an event that names the plist is not the commit's own: something
+  /// that ignores the lock replaced the file. Re-read at once (as the commit's closure runs
+  /// outside the file's state), it is in memory when the commit checks the file before its
+  /// rename; left to the commit, the commit would find the file replaced and start over,
+  /// running an atomic update's closure again under the lock.
+  func hasRenamedOnAnotherThread() -> Bool {
+    inGate { gateOwnerHasFileLock && gateOwner != nil && gateOwner != .current }
+      && lockFile?.token != seenToken.load(ordering: .acquiring)
+  }
+
+  /// Whether the file, its journal and its token are as this process last read or wrote them:
+  /// the token this process saw is the lock file's (no commit since: every commit moves it),
+  /// its record describes the plist this process holds, and that plist is still the one at
+  /// the path (no outside edit or removal since). A re-read would find nothing then. One
+  /// `lstat(2)`, under the file's state.
+  func isAsLastSeen() -> Bool {
+    guard let lockFile else { return false }
+    let coverage = self.coverage.load(ordering: .acquiring)
+    return commit.withLock { cs in
+      guard cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
+        let record = lockFile.readAtPath(covered: coverage & 1 == 1),
+        record.token == seenToken.load(ordering: .acquiring), record.identity == cs.identity,
+        let current = try? FileSystem.identity(ofPath: path)
+      else { return false }
+      return current == cs.identity
+    }
+  }
 }

@@ -264,6 +264,9 @@ extension SuiteStore {
         .lockTimeout,
         "\(path): another commit of this process waited for the lock for more than \(max(timeout, Self.progressCeiling)); the changes stay pending")
     }
+    // Once out of the gate (the block below leaves it), whatever way the commit ends: what
+    // the change monitor heard meanwhile was left to this commit (see `refreshHeard()`).
+    defer { commitLeftGate() }
     var outside: [StoredChange] = []
     var local: [StoredChange] = []
     var handler: ChangeHandlers?

@@ -49,13 +49,104 @@ extension SuiteStore {
     return changes
   }
 
+  /// The change monitor's re-read of a store whose file an event named (see ``refresh()``),
+  /// unless a commit of this process has put its plist in place and not yet left
+  /// (``SuiteFile/hasRenamedOnAnotherThread()``): then the event is, but for a race with
+  /// something that ignores the lock, that commit's own rename, which a re-read would wait for
+  /// on the file's state (while the commit syncs the folder) only to find nothing new. It is
+  /// left to the commit instead, which looks once it has left the gate (``commitLeftGate()``)
+  /// and hands it back to the monitor when the file is not as it wrote it. So a process is
+  /// woken once for its own commit, not twice. An event heard while a commit holds the lock
+  /// but has not renamed yet is another writer's: re-read at once, as any event.
+  ///
+  /// Until the commit has looked (or the monitor has re-read), the event counts as one whose
+  /// handling is under way (``DirectoryWatcher/Passes``): ``hasChanged(since:)`` looks at the
+  /// file meanwhile, as while the monitor handles any event.
+  func refreshHeard() {
+    let me = ObjectIdentifier(self)
+    let left = Self.heardWhileWriting.withLock { heard -> Bool in
+      // Under this lock, as the commit's look after it left the gate: either the commit is
+      // in the gate now, and finds this store in the list when it leaves, or it has left.
+      guard file.hasRenamedOnAnotherThread() else { return false }
+      if !heard.contains(me) {
+        heard.append(me)
+        DirectoryWatcher.Passes.begin()
+      }
+      return true
+    }
+    #if DEBUG
+    if left, let hook = Self.leftToCommitForTesting.withLock({ $0 }) { hook(path) }
+    #endif
+    if !left { refresh() }
+  }
+
+  /// Called by a commit of this process once it has left the gate: what the change monitor
+  /// heard of the file while the commit wrote it (``refreshHeard()``) was only the commit's own
+  /// write when the file is as this process last saw it (``SuiteFile/isAsLastSeen()``);
+  /// otherwise the monitor re-reads it, on its own thread, as it would have.
+  func commitLeftGate() {
+    let me = ObjectIdentifier(self)
+    let heard = Self.heardWhileWriting.withLock { heard -> Bool in
+      guard !heard.isEmpty, let index = heard.firstIndex(of: me) else { return false }
+      heard.remove(at: index)
+      return true
+    }
+    guard heard else { return }
+    if file.isAsLastSeen() {
+      DirectoryWatcher.Passes.end()
+      return
+    }
+    // Handed back: the monitor ends the pass once it has handled the store again.
+    if let hearAgain = Self.hearAgain.withLock({ $0 }), hearAgain(self) { return }
+    DirectoryWatcher.Passes.end()
+    refresh()
+  }
+
+  /// Hands a store back to the change monitor, which re-reads it on its own thread and then
+  /// ends one ``DirectoryWatcher/Passes`` pass; `false` when it cannot (its thread has ended).
+  /// Installed by the monitor, which calls ``refreshHeard()``: Storage does not call up into
+  /// Sync.
+  static let hearAgain = Mutex<(@Sendable (SuiteStore) -> Bool)?>(nil)
+
+  /// The stores whose events the change monitor left to a commit of this process writing
+  /// their file (see ``refreshHeard()``): one at a time, mostly none.
+  private static let heardWhileWriting = Mutex<[ObjectIdentifier]>([])
+
+  #if DEBUG
+  /// For tests: called on the monitor's thread with the store's path when an event was left
+  /// to the commit writing the file.
+  static let leftToCommitForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
+  #endif
+
   /// Makes room for a re-read's telling thread now (an observer is being added), not in the
   /// first change heard: the first array of its type costs the runtime its metadata (about
   /// 11 k instructions), which would fall in the window where every watching process is being
   /// told of one write.
   func prepareTelling() {
     state.withLock { if $0.telling.capacity == 0 { $0.telling.reserveCapacity(1) } }
+    Self.prepareAdoption()
   }
+
+  /// Pays now, once per process, what the first re-read that finds a new version of a file
+  /// would otherwise pay in the window where every watching process is being told of one
+  /// write: the runtime's look-ups by mangled name of the types its copies of the values go
+  /// through (four demanglings, about 28 k instructions the first time: more than half of what
+  /// a later change heard costs), and the list of events left to a commit (see
+  /// ``refreshHeard()``).
+  private static func prepareAdoption() {
+    guard !adoptionPrepared.exchange(true, ordering: .relaxed) else { return }
+    // Each metadata reference is a look-up through its type's cache, which the copies share;
+    // folded into a stored value so that none is optimised away.
+    var seen = ObjectIdentifier(SuiteValues?.self).hashValue
+    seen ^= ObjectIdentifier(BinaryPropertyListIndex?.self).hashValue
+    seen ^= ObjectIdentifier(Set<String>.self).hashValue
+    seen ^= ObjectIdentifier([String: PropertyListValue].self).hashValue
+    preparedTypes.store(seen, ordering: .relaxed)
+    heardWhileWriting.withLock { _ in }
+  }
+
+  private static let adoptionPrepared = Atomic(false)
+  private static let preparedTypes = Atomic(0)
 
   /// How long a re-read waits for other threads' telling at most (see ``refresh()``).
   static let tellingBound: TimeInterval = 2

@@ -109,6 +109,23 @@ final class ChangeMonitor: Sendable {
     box.object = self
   }
 
+  /// Whether ``SuiteStore/hearAgain`` is this monitor's: installed when the first observer is
+  /// added (``prepareAfterBatch()``), else by the first batch that re-reads a store; not at the
+  /// first open (a suite opened by an app that hears no change pays nothing for it).
+  private let handsBack = Atomic(false)
+
+  /// A store's event left to this process's commit and handed back (see
+  /// ``SuiteStore/refreshHeard()``): heard again as its plist's, on the monitor's thread.
+  private func installHandBack() {
+    guard !handsBack.exchange(true, ordering: .relaxed) else { return }
+    let watcher = self.watcher
+    SuiteStore.hearAgain.withLock {
+      $0 = { store in
+        watcher.redeliver([.init(directory: store.directory, name: store.fileName, kind: .movedTo)], endingPasses: 1)
+      }
+    }
+  }
+
   /// Whether the caller runs on the monitor's thread, telling of changes it heard.
   var isCurrentThread: Bool { watcher.isCurrentThread }
 
@@ -129,10 +146,14 @@ final class ChangeMonitor: Sendable {
 
   /// Makes the storage of ``afterThisBatch(_:)``'s work now rather than in the first change
   /// heard (its type's first use costs the runtime an instantiation, ~16 k instructions, which
-  /// would fall in the window where every watching process is being told of one write): a
-  /// process calls it when it adds its first observer.
+  /// would fall in the window where every watching process is being told of one write),
+  /// installs the hand-back of events left to a commit, and has the watcher's thread make
+  /// ready what its first events need (``DirectoryWatcher/prepareThread()``): a process calls
+  /// it when it adds its first observer.
   func prepareAfterBatch() {
     afterBatch.withLock { if $0.work.capacity == 0 { $0.work.reserveCapacity(2) } }
+    installHandBack()
+    watcher.prepareThread()
   }
 
   /// Calls `handler` on the monitor's thread after `signal` arrives, instead of its action
@@ -292,11 +313,24 @@ final class ChangeMonitor: Sendable {
       prefix.withUTF8 { prefix in
         suffix.withUTF8 { suffix in
           name.count == prefix.count + suffix.count
-            && name.prefix(prefix.count).elementsEqual(prefix)
-            && name.suffix(suffix.count).elementsEqual(suffix)
+            && same(name, from: 0, as: prefix) && same(name, from: prefix.count, as: suffix)
         }
       }
     }
+  }
+
+  /// Whether the bytes of `whole` from `offset` on are those of `part` (which they have room
+  /// for): byte by byte, not through a generic sequence comparison of two slices, which cost
+  /// each watching process ~0.6 k instructions per change heard.
+  private static func same(
+    _ whole: UnsafeBufferPointer<UInt8>, from offset: Int, as part: UnsafeBufferPointer<UInt8>
+  ) -> Bool {
+    var index = 0
+    while index < part.count {
+      if whole[offset &+ index] != part[index] { return false }
+      index &+= 1
+    }
+    return true
   }
 
   private func handle(_ events: [DirectoryWatcher.Event]) {
@@ -321,7 +355,12 @@ final class ChangeMonitor: Sendable {
     // process's first use of such a set costs its hashing conformance's lookup (a scan of every
     // conformance record), which the first change heard would pay.
     var stores: [SuiteStore] = []
-    func add(_ store: SuiteStore) {
+    /// Of `stores`, those to re-read whatever this process is doing (events may have been
+    /// lost, the folder went or came back); the others were named by an event, which a commit
+    /// of this process writing the file may take over (``SuiteStore/refreshHeard()``).
+    var rereadAll: [SuiteStore] = []
+    func add(_ store: SuiteStore, named: Bool = false) {
+      if !named && !rereadAll.contains(where: { $0 === store }) { rereadAll.append(store) }
       if !stores.contains(where: { $0 === store }) { stores.append(store) }
     }
     var notes: [(@Sendable (String) -> Void, String)] = []
@@ -364,7 +403,7 @@ final class ChangeMonitor: Sendable {
             folder = (event.directory, st.directories[event.directory]?.stores ?? [:], listeners)
           }
           switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores, held: &held) }) {
-          case .values(let store)?: add(store)
+          case .values(let store)?: add(store, named: true)
           case .lockFile(let store)?: store.lockFileMayHaveMoved()
           case nil: break
           }
@@ -374,7 +413,10 @@ final class ChangeMonitor: Sendable {
         }
       }
     }
-    for store in stores { store.refresh() }
+    if !stores.isEmpty && !handsBack.load(ordering: .relaxed) { installHandBack() }
+    for store in stores {
+      if rereadAll.contains(where: { $0 === store }) { store.refresh() } else { store.refreshHeard() }
+    }
     for (handler, name) in notes { handler(name) }
     // A folder that went with no open store left in it is not waited for: its watch would
     // sit on an ancestor (as far up as `/tmp`) for stores nobody uses.

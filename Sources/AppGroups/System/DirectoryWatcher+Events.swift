@@ -205,6 +205,39 @@ extension WatcherEngine {
     }
   }
 
+  /// See ``DirectoryWatcher/redeliver(_:endingPasses:)``.
+  func redeliver(_ events: [DirectoryWatcher.Event], endingPasses: Int) -> Bool {
+    state.withLock { state in
+      guard !state.closed, state.thread != nil, let eventFD = state.eventFD else { return false }
+      state.redelivered += events
+      state.heldPasses += endingPasses
+      Self.signal(eventFD)
+      return true
+    }
+  }
+
+  /// See ``DirectoryWatcher/prepareThread()``.
+  func prepareThread() {
+    state.withLock { state in
+      guard !state.closed, !state.threadPrepared, state.thread != nil, let eventFD = state.eventFD else { return }
+      state.threadPrepared = true
+      Self.signal(eventFD)
+    }
+  }
+
+  /// Hands the handler what was redelivered, if anything, then ends the passes it held.
+  private func deliverAgain() {
+    let (events, passes) = state.withLock { state in
+      defer { (state.redelivered, state.heldPasses) = ([], 0) }
+      return (state.redelivered, state.heldPasses)
+    }
+    guard !events.isEmpty || passes > 0 else { return }
+    DirectoryWatcher.Passes.begin()
+    if !events.isEmpty, !state.withLock({ $0.closed }) { handler(events) }
+    DirectoryWatcher.Passes.end()
+    for _ in 0..<passes { DirectoryWatcher.Passes.end() }
+  }
+
   /// Marks the engine closed, wakes the thread, and waits for it unless called on it.
   func close() {
     enum Next { case nothing, join(pthread_t), closeDescriptor }
@@ -300,7 +333,9 @@ extension WatcherEngine {
           read(eventFD, &value, MemoryLayout<UInt64>.size)
         }
         if let signal, cappgroups_notice_take() > 0 { signal.handler() }
-        continue  // Re-read the state: closed, a polled directory was added, or a signal.
+        deliverAgain()
+        if buffer == nil, state.withLock({ $0.threadPrepared }) { buffer = Self.eventBuffer() }
+        continue  // Re-read the state: closed, a polled directory was added, a signal, or events again.
       }
 
       // From the first read of the kernel's events to the handler's return (see
@@ -324,7 +359,12 @@ extension WatcherEngine {
     }
 
     // `closed` is set, and close() signalled the eventfd under the same lock: nobody uses the
-    // descriptors any more.
+    // descriptors any more. Passes held for events not handled again end (see `redeliver`).
+    let held = state.withLock { state in
+      defer { state.heldPasses = 0 }
+      return state.heldPasses
+    }
+    for _ in 0..<held { DirectoryWatcher.Passes.end() }
     if unblocked != nil { cappgroups_notice_detach() }
     if eventFD >= 0 {
       _ = try? valueOrErrno("close", retryOnInterrupt: false) { Glibc.close(eventFD) }

@@ -208,6 +208,24 @@ final class DirectoryWatcher: Sendable {
     engine.hear(signal, handler)
   }
 
+  /// Calls the handler with `events` on the watcher thread, as if one read had returned
+  /// them, then ends `endingPasses` of the ``Passes`` the caller began (a handling it left
+  /// under way until the thread has done this one). The thread is woken for it.
+  ///
+  /// - Returns: `false`, having changed nothing, when the thread does not run (not started,
+  ///   or the watcher is closed).
+  func redeliver(_ events: [Event], endingPasses: Int) -> Bool {
+    engine.redeliver(events, endingPasses: endingPasses)
+  }
+
+  /// Has the thread make ready now what its first events would otherwise pay for when they
+  /// arrive: its buffer, and with it the thread's memory arena (an `mmap`, two `munmap`s and an
+  /// `mprotect`, then the arena's first pages), and the signal it hears unblocked. For a
+  /// process that is about to wait for changes (its first observer was added): the first
+  /// change it hears is then not the slowest. Wakes the thread once; nothing when it has run
+  /// already or does not run.
+  func prepareThread() { engine.prepareThread() }
+
   /// The inotify descriptor, or `nil` when `inotify_init1` failed or the watcher is closed.
   /// For tests and diagnostics (`/proc/self/fdinfo/<fd>` lists the kernel watches).
   var inotifyDescriptor: CInt? { engine.isClosed ? nil : engine.inotifyFD }
@@ -326,6 +344,13 @@ final class WatcherEngine: Sendable {
     var nextID: UInt64 = 1
     var directories: [String: Directory] = [:]
     var kernel = KernelWatches()
+    /// Events handed to the handler again (``DirectoryWatcher/redeliver(_:endingPasses:)``),
+    /// and how many ``DirectoryWatcher/Passes`` to end once they were handled.
+    var redelivered: [DirectoryWatcher.Event] = []
+    var heldPasses = 0
+    /// Whether the thread was asked to make ready what its first events need
+    /// (``DirectoryWatcher/prepareThread()``).
+    var threadPrepared = false
     /// A signal heard on the thread (see ``DirectoryWatcher/hear(_:_:)``), and what to call.
     var signal: (number: CInt, handler: @Sendable () -> Void)?
 
