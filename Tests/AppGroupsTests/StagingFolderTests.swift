@@ -58,6 +58,28 @@ struct StagingFolderTests {
     #expect(try value(at: path) == .string("v"))
   }
 
+  @Test func aWriteThatFailsStillRemovesWhatKilledWritersLeftAndKeepsTheFile() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    _ = try PropertyListFile.write(["k": .string("old")], to: path, notBefore: nil)
+    // Leftovers in both folders: on a full disk, they are what the retry needs gone.
+    let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
+    let staged = sandbox.path + "/" + PropertyListFile.stagingFolderName + "/" + prefix + "99999999-1"
+    let named = sandbox.path + "/" + prefix + "99999999-2"
+    #expect(FileManager.default.createFile(atPath: staged, contents: Data("left".utf8)))
+    #expect(FileManager.default.createFile(atPath: named, contents: Data("left".utf8)))
+    #expect(throws: AppGroupsError.self) {
+      try PropertyListFile.write(
+        ["k": .string("new")], to: path, notBefore: nil,
+        beforeRename: { () throws(SystemCallError) in throw SystemCallError(call: "write", path: path, errno: ENOSPC) })
+    }
+    #expect(!FileManager.default.fileExists(atPath: staged))
+    #expect(!FileManager.default.fileExists(atPath: named))
+    #expect(try value(at: path) == .string("old"))
+    let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
+    #expect(try FileManager.default.contentsOfDirectory(atPath: staging) == [])
+  }
+
   @Test func aStagingFolderThatARenameWasRefusedFromIsStillCleaned() throws {
     let sandbox = try Sandbox()
     let path = sandbox.path + "/suite.plist"

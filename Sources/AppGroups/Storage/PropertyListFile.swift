@@ -138,8 +138,9 @@ enum PropertyListFile {
 
   /// Writes `values` as a binary property list durably and atomically in place of `path`
   /// (see ``FileSystem/writeAtomically(_:to:mode:notBefore:attribute:staging:beforeRename:afterRename:)``),
-  /// staged in ``stagingFolderName``, after removing temporary files that killed writers left
-  /// (in the file's folder and in the staging folder). Call holding the file's lock.
+  /// staged in ``stagingFolderName``; then removes the temporary files that killed writers left
+  /// (in the file's folder and in the staging folder), also when the write failed, so that a
+  /// retry finds their space free. Call holding the file's lock.
   /// - Returns: the identity of the new file.
   static func write(
     _ values: [String: PropertyListValue], to path: String, notBefore: Int64?,
@@ -150,8 +151,10 @@ enum PropertyListFile {
     let folder = FileSystem.folder(of: path)
     let name = FileSystem.lastComponent(of: path)
     let staging = folder + "/" + stagingFolderName
-    // (The staging folder's are removed by the write, through the descriptor it writes through.)
-    FileSystem.removeLeftoverTemporaries(for: name, in: folder)
+    // Removed once the file is in place (or the write failed), not before: the rename, and the
+    // watchers it wakes, do not wait for a scan of the folder. (The staging folder's are
+    // removed by the write, through the descriptor it writes through.)
+    defer { FileSystem.removeLeftoverTemporaries(for: name, in: folder) }
     do {
       return try FileSystem.writeAtomically(
         data, to: path, notBefore: notBefore, staging: staging,

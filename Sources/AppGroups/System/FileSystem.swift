@@ -222,8 +222,9 @@ package enum FileSystem {
   /// entries) hears nothing while the data is written and `fsync`ed. With `staging`, a folder
   /// on the same file system that nobody watches (a subfolder of the target's), made (0700)
   /// when missing, the file is made and named there and renamed across (the temporary files for
-  /// the target's name that killed writers left there are removed first, through the same
-  /// descriptor: call holding the lock that serialises the target's writers): the target's folder hears
+  /// the target's name that killed writers left there are removed once the write is done or
+  /// has failed, through the same descriptor: call holding the lock that serialises the
+  /// target's writers): the target's folder hears
   /// the rename alone (`IN_MOVED_TO`), one event and one wake-up for the write. Named in the
   /// target's folder, the name wakes every watcher, and many watching processes on a few
   /// cores take the CPU from the writer between its name and its rename, then the rename's two
@@ -348,13 +349,19 @@ package enum FileSystem {
     let refused = staging.map { folder in refusedStaging.withLock { !$0.isEmpty && $0.contains(folder) } } ?? true
     let stagingFD = refused ? -1 : staging.map(openStagingFolder) ?? -1
     defer { if stagingFD >= 0 { close(stagingFD) } }
-    // Killed writers' temporary files in the staging folder: removed through the descriptor
-    // the file is made in, else (a staging folder this process does not write through) by its
-    // path, not through a symbolic link.
-    if stagingFD >= 0 {
-      removeLeftoverTemporaries(for: lastComponent(of: path), inFolder: stagingFD)
-    } else if let staging {
-      removeLeftoverTemporaries(for: lastComponent(of: path), in: staging, followingLink: false)
+    // Killed writers' temporary files in the staging folder: removed once this write is done
+    // or has failed (still under the writers' lock), so that the rename and what watchers hear
+    // of it do not wait for a scan of the folder, and a failed write (the disk full of them)
+    // has them gone before it is retried. Through the descriptor the file is made in (its
+    // offset is never moved), else (a staging folder this process does not write through) by
+    // its path, not through a symbolic link. This write's own temporary is renamed away or
+    // unlinked by then (that `defer` is declared later, so it runs first).
+    defer {
+      if stagingFD >= 0 {
+        removeLeftoverTemporaries(for: lastComponent(of: path), inFolder: stagingFD)
+      } else if let staging {
+        removeLeftoverTemporaries(for: lastComponent(of: path), in: staging, followingLink: false)
+      }
     }
     let fd =
       stagingFD >= 0
