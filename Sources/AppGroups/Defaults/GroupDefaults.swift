@@ -160,7 +160,7 @@ public final class GroupDefaults: Sendable {
   /// Tunables for tests and tools.
   public struct Options: Sendable, Hashable {
     /// How long a commit waits for another process's lock while its holder makes no
-    /// progress (stopped, or asleep without using the CPU) before it keeps its changes
+    /// progress (stopped, or asleep and never woken, its process idle) before it keeps its changes
     /// pending and retries (default 1 s). A holder that is running or writing to disk is
     /// waited for, up to 30 s.
     public var lockTimeout: Duration = .seconds(1)

@@ -28,7 +28,7 @@ struct PendingChange: Sendable {
 final class SuiteStore: Sendable {
   struct Options: Sendable, Hashable {
     /// How long a commit waits for another process's lock while its holder makes no progress
-    /// (stopped, or asleep without using the CPU) before it keeps its changes pending and
+    /// (stopped, or asleep and never woken, its process idle) before it keeps its changes pending and
     /// retries later. A holder that makes progress is waited for up to ``progressCeiling``.
     var lockTimeout: Duration = .seconds(1)
     /// The largest estimated encoded size of the domain (4 MiB, as iOS).
