@@ -227,15 +227,7 @@ enum AppGroupsSide {
       usleep(UInt32(p.int("gapMicros")))
       let start = monotonicNanoseconds()
       defaults.set(i, forKey: "ping")
-      var last: UInt64 = 0
-      for watcher in watchers {
-        let line = watcher.expectLine("change callback for write \(i)", timeout: 30)
-        let parts = line.split(separator: " ")
-        guard parts.count == 3, parts[0] == "got", Int(parts[1]) == i, let at = UInt64(parts[2]) else {
-          fail("notify: unexpected watcher line \(line.debugDescription) for write \(i)")
-        }
-        last = max(last, at)
-      }
+      let last = lastTold(watchers, write: i, what: "notify")
       emit("sample notify \(last > start ? last - start : 0)")
     }
     for watcher in watchers {

@@ -209,6 +209,22 @@ func runChild(_ arguments: [String], environment: [String: String], timeout: Dou
   return lines
 }
 
+/// P8 and its fan-out floor: one `got <write> <nanoseconds>` line from each of `watchers` (each
+/// told of write number `write`), and the latest of their times; a failure naming `what` on any
+/// other line.
+func lastTold(_ watchers: [ChildProcess], write: Int, what: String) -> UInt64 {
+  var last: UInt64 = 0
+  for watcher in watchers {
+    let line = watcher.expectLine("\(what): a change callback for write \(write)", timeout: 30)
+    let parts = line.split(separator: " ")
+    guard parts.count == 3, parts[0] == "got", Int(parts[1]) == write, let at = UInt64(parts[2]) else {
+      fail("\(what): unexpected watcher line \(line.debugDescription) for write \(write)")
+    }
+    last = max(last, at)
+  }
+  return last
+}
+
 // MARK: Statistics
 
 enum Stats {

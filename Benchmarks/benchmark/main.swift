@@ -9,7 +9,9 @@
 // Every measure runs in a fresh child process (this binary, re-executed in a
 // hidden mode: `benchmark __child <side> <mode> name=value…`) so that each
 // side starts cold, Foundation's HOME is a temporary folder, and the
-// cross-process measures (P5, P8) have real processes on both ends.
+// cross-process measures (P5, P8) have real processes on both ends. Beside them, every round,
+// the disk's floor for a durable commit and P8's fan-out floor (FanoutFloor.swift): what this
+// machine does at best for the same work with bare system calls.
 import Glibc
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +24,7 @@ if arguments.first == "__child" {
   case "appgroups": AppGroupsSide.run(arguments[2], parameters)
   case "foundation": FoundationSide.run(arguments[2], parameters)
   case "files": CoordinationSide.run(arguments[2], parameters)
+  case "floor": FanoutFloor.run(arguments[2], parameters)
   default: fail("unknown side \(arguments[1])")
   }
   emit("done")
@@ -32,7 +35,8 @@ let usage = """
   usage: benchmark [--quick] [--rounds N] [--only P1,P2,…] [--keep] [--no-dconf] [--no-settle]
     --quick     the CI smoke test: fewer rounds and samples, smaller sizes (well under a minute)
     --rounds N  rounds per measure (full run: 5)
-    --only …    run only these measures (P1…P9, P11; F1, F2: file coordination)
+    --only …    run only these measures (P1…P9, P11; F1, F2: file coordination); P8 also measures
+                its fan-out floor (the same fan-out done with bare system calls)
     --keep      keep the temporary folder, for running a child mode by hand under a profiler
     --no-dconf  leave out the dconf column (run when Benchmarks/dconf-peer is built)
     --no-settle do not write back the disk's dirty data (sync) before each measured child
