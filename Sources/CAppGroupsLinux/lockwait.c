@@ -4,10 +4,12 @@
 #include "CAppGroupsLinux.h"
 #include "locktimer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -33,10 +35,33 @@
 // it (each slice) and exists: a waiter that was killed or stopped loses it within `kStale`.
 //
 // Bounded by progress, not by the clock alone: a holder records which thread holds the lock in
-// the page. A waiter past its deadline looks at that thread (/proc/PID/task/TID/stat) and waits
-// on while it makes progress: running or runnable, in a disk wait (an fsync on a loaded disk),
-// or having used CPU time since the last look, or the lock changed hands; up to the ceiling.
-// A holder that is stopped, gone, or asleep without using the CPU ends the wait at the deadline.
+// the page. A waiter past its deadline looks at that thread (/proc/PID/task/TID/stat and
+// schedstat) and waits on, up to the ceiling, while it makes progress: running or runnable, in
+// a disk wait (an fsync on a loaded disk), or having run at all since the last look (schedstat's
+// time on a CPU or its count of times put on one moved), or the lock changed hands. A holder
+// that is stopped, gone, or asleep without once being woken ends the wait at the deadline.
+//
+// "Run at all", exactly, not "used CPU time" as stat's utime + stime count it: those are clock
+// ticks (10 ms), and a holder woken often for microseconds at a time (preempted on a loaded
+// machine, waiting on a pipe, or on another process's lock in a wait of its own, which wakes
+// every slice) can use less than a tick over a whole bound, and looked idle. A thread that is
+// woken is live and scheduled, not stopped or hung, so it counts; one that polls in a loop for
+// something that never comes costs waiters the ceiling, as a spinning one always did. Stat's
+// clock ticks are the measure only when schedstat cannot be read (no CONFIG_SCHED_INFO).
+//
+// The holding thread may also sleep, not woken at all, while another thread of its process does the
+// work it waits for: it waits on a lock of its own process (a Mutex is a PI futex: the waiter
+// sleeps until the owner lets go) whose owner, another thread (its change monitor reading a large
+// suite, say), is preempted on a loaded machine. Sixteen writers beside two CPU hogs: each waiter
+// seen giving up (at bounds of 0-215 ms) found the holding thread in rt_mutex_schedule and another
+// thread of its process runnable; at a commit's 1 s bound, the likely cause of a `synchronize()`
+// false seen once. So while the holding thread sleeps (S), another thread of its process that runs,
+// is runnable or waits for the disk at the look counts too. Not one that merely ran since the last
+// look: a process with a suite open has threads woken by other processes' commits (its change
+// monitor), and an app has its own (a main loop, timers), so "some thread of it ran" is true of
+// almost every live process and would turn the bound into the ceiling for a holding thread that is
+// deadlocked. A thread of this process is never looked at so (the one looking is running, and the
+// holder may be waiting on it).
 
 enum {
   kClaimWord = 504,       // (start in ms << 24) | (pid & 0xFFFFFF) of the priority waiter, 0: none
@@ -188,9 +213,47 @@ static void wait_for_claim(uint64_t *page, uint64_t slice_ns) {
 /// What a waiter saw of the holder at its last look.
 struct holder_sample {
   uint64_t holder;
-  uint64_t cpu;  // utime + stime, in clock ticks
-  int known;     // the thread's state letter at this look ('R', 'S', 'D', 'T', ...); 0: unread
+  // How much the thread has run. With `kScheduled` set: from schedstat, the nanoseconds it
+  // spent on a CPU plus the number of times it was put on one (both only grow, so the sum
+  // moves whenever either does). Without it (no schedstat): utime + stime from stat, in clock
+  // ticks. Two looks are compared only when both read the same one.
+  uint64_t ran;
+  int known;  // the thread's state letter at this look ('R', 'S', 'D', 'T', ...); 0: unread
 };
+static const uint64_t kScheduled = 1ull << 63;
+
+/// Reads the small file `path` into `text` (`size` bytes with the terminating 0); its length,
+/// or -1.
+static ssize_t read_small(const char *path, char *text, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, text, size - 1);
+  close(fd);
+  if (n >= 0) text[n] = 0;
+  return n;
+}
+
+/// Whether a thread of process `pid` other than `tid` runs or is runnable, or waits for the
+/// disk, now.
+static int other_thread_busy(unsigned pid, unsigned tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%u/task", pid);
+  DIR *tasks = opendir(path);
+  if (!tasks) return 0;
+  int busy = 0;
+  struct dirent *entry;
+  while (!busy && (entry = readdir(tasks)) != NULL) {
+    char *rest;
+    unsigned long other = strtoul(entry->d_name, &rest, 10);
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9' || *rest != 0 || other == tid) continue;
+    char file[96], text[512];
+    snprintf(file, sizeof file, "/proc/%u/task/%lu/stat", pid, other);
+    char *end = read_small(file, text, sizeof text) > 0 ? strrchr(text, ')') : NULL;
+    busy = end && end[1] == ' ' && (end[2] == 'R' || end[2] == 'D');
+  }
+  closedir(tasks);
+  return busy;
+}
 
 /// Looks at the thread recorded as holding the lock; whether it made progress since `last`
 /// (see the top of this file). `last` becomes this look.
@@ -199,26 +262,33 @@ static int holder_progressed(uint64_t *page, struct holder_sample *last) {
   int moving = 0;
   if (now.holder != 0) {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%u/task/%u/stat", (unsigned)(now.holder >> 32),
-             (unsigned)(now.holder & 0xFFFFFFFFu));
+    int at = snprintf(path, sizeof path, "/proc/%u/task/%u/", (unsigned)(now.holder >> 32),
+                      (unsigned)(now.holder & 0xFFFFFFFFu));
     char text[512];
-    ssize_t n = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      n = read(fd, text, sizeof text - 1);
-      close(fd);
-    }
+    snprintf(path + at, sizeof path - (size_t)at, "stat");
+    ssize_t n = read_small(path, text, sizeof text);
     // "pid (comm) S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime"
-    char *end = n > 0 ? (text[n] = 0, strrchr(text, ')')) : NULL;
+    char *end = n > 0 ? strrchr(text, ')') : NULL;
     unsigned long utime = 0, stime = 0;
     if (end && end[1] == ' ' && end[2] != 0 &&
         sscanf(end + 3, "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2) {
       char state = end[2];
-      now.cpu = (uint64_t)utime + (uint64_t)stime;
       now.known = (unsigned char)state;
+      now.ran = (uint64_t)utime + (uint64_t)stime;
+      // "on-cpu-ns runqueue-wait-ns times-run": exact, where clock ticks miss a thread that
+      // runs for microseconds at a time.
+      unsigned long long on_cpu = 0, queued = 0, runs = 0;
+      snprintf(path + at, sizeof path - (size_t)at, "schedstat");
+      if (read_small(path, text, sizeof text) > 0 &&
+          sscanf(text, "%llu %llu %llu", &on_cpu, &queued, &runs) == 3) {
+        now.ran = kScheduled | ((uint64_t)(on_cpu + runs) & ~kScheduled);
+      }
+      int ran = last->known && last->holder == now.holder && last->ran != now.ran &&
+                (last->ran & kScheduled) == (now.ran & kScheduled);
+      unsigned pid = (unsigned)(now.holder >> 32), tid = (unsigned)(now.holder & 0xFFFFFFFFu);
       moving = state == 'R' || state == 'D' ||
-               (last->known && last->holder == now.holder && last->cpu != now.cpu &&
-                state != 'T' && state != 't');
+               (ran && state != 'T' && state != 't' && state != 'Z' && state != 'X') ||
+               (state == 'S' && pid != (unsigned)getpid() && other_thread_busy(pid, tid));
     }
   }
   // The lock changed hands since the last look, or is changing them now: its last holder let
@@ -231,12 +301,12 @@ static int holder_progressed(uint64_t *page, struct holder_sample *last) {
   return moving || handed_over;
 }
 
-int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *cpu, int *known) {
+int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *ran, int *known) {
   if (!page) return 0;
-  struct holder_sample last = {*holder, *cpu, *known};
+  struct holder_sample last = {*holder, *ran, *known};
   int progressed = holder_progressed(page, &last);
   *holder = last.holder;
-  *cpu = last.cpu;
+  *ran = last.ran;
   *known = last.known;
   return progressed;
 }

@@ -39,6 +39,31 @@ struct LockProgressTests {
     #expect(read.stdout == "after\n")
   }
 
+  /// A holder whose locking thread is woken often but is on a CPU for far less than a clock
+  /// tick (10 ms) a second is live and scheduled, as one is that waits on a lock of its own
+  /// process, on a pipe, or is preempted on a loaded machine: a writer waits past the bound
+  /// until it lets go. Judged by the clock ticks of its CPU time, such a holder looked idle for
+  /// a whole bound, and one of sixteen writers beside two CPU hogs got `synchronize()` false.
+  ///
+  /// And a holder whose locking thread sleeps, never woken, while another thread of its
+  /// process runs (it waits on a lock of its own process whose owner, its change monitor, is
+  /// preempted in a refresh: seen in every waiter that gave up among sixteen writers beside two
+  /// CPU hogs) is waited for in the same way.
+  @Test(arguments: ["naps", "handoff"])
+  func aCommitWaitsPastTheBoundForAHolderThatIsLiveWithoutUsingTheCPU(_ mode: String) throws {
+    let t = try TestRoot()
+    // Holds the lock 4 s (the bound is 1 s): in naps of 20 ms (50 wakes a second), or
+    // waiting on a semaphore for another thread that spins.
+    let holder = try holder(t, mode, seconds: 4)
+    let writer = try write(t)
+    #expect(writer.stdout == "set\n", "synchronize() returned false: \(writer.stderr)")
+    #expect(!writer.stderr.contains("without making progress"), "\(writer.stderr)")
+    #expect(holder.waitFor("released", timeout: 60), "\(holder.standardError)")
+    #expect(holder.wait() == 0)
+    let read = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group, "k"])
+    #expect(read.stdout == "after\n", "the writer's value, written after the holder's commit")
+  }
+
   @Test(arguments: ["idle", "stopped"])
   func aHolderThatMakesNoProgressEndsTheWaitAtTheBound(_ state: String) throws {
     let t = try TestRoot()

@@ -20,9 +20,13 @@
 //                                                      "got N" per increment, "error …" per failure
 //                                                      (no retry); pauses the same way; "done FAILURES"
 //   appgroups-worker get SUITE KEY                     prints the value's text, or "(nil)"
-//   appgroups-worker hold SUITE SECONDS busy|idle      an atomic update of "held" whose closure
-//                                                      prints "holding", then spins (busy) or
-//                                                      sleeps (idle) SECONDS under the lock;
+//   appgroups-worker hold SUITE SECONDS MODE           an atomic update of "held" whose closure
+//                                                      prints "holding", then, SECONDS under the
+//                                                      lock: spins (MODE busy), sleeps (idle),
+//                                                      sleeps in naps of 20 ms (naps: woken
+//                                                      often, on a CPU for far less than a clock
+//                                                      tick a second), or waits, never woken, for
+//                                                      another thread that spins (handoff);
 //                                                      "released" once committed
 //   appgroups-worker write-loop SUITE PREFIX [SLOTS]   for n = 0, 1, 2, …: PREFIX-(n % SLOTS) = n
 //                                                      and PREFIX-pad = a string of varying length,
@@ -306,8 +310,9 @@ case "set":
   say("set")
 
 case "hold":
-  guard args.count >= 4, let seconds = Double(args[2]), ["busy", "idle"].contains(args[3]) else {
-    fail("hold SUITE SECONDS busy|idle")
+  let modes = ["busy", "idle", "naps", "handoff"]
+  guard args.count >= 4, let seconds = Double(args[2]), modes.contains(args[3]) else {
+    fail("hold SUITE SECONDS busy|idle|naps|handoff")
   }
   let defaults = open(suiteArgument())
   waitForGo()
@@ -317,6 +322,17 @@ case "hold":
       let end = Date().addingTimeInterval(seconds)
       if args[3] == "idle" {
         Thread.sleep(until: end)
+      } else if args[3] == "naps" {
+        var nap = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+        while Date() < end { nanosleep(&nap, nil) }
+      } else if args[3] == "handoff" {
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+          var spins = 0
+          while Date() < end { spins &+= 1 }
+          done.signal()
+        }
+        done.wait()
       } else {
         var spins = 0
         while Date() < end { spins &+= 1 }

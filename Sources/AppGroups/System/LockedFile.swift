@@ -20,10 +20,13 @@ internal import Synchronization
 ///   until the holder lets go, and a per-thread timer cuts the wait short at the deadline
 ///   (`cappgroups_flock_until`): no sleep loop that misses a release. With a mapped page, the
 ///   holder records its thread there, and a waiter past the deadline waits on, up to a
-///   ceiling, while that thread makes progress (runs, waits for the disk, or uses CPU time):
-///   a loaded machine that slows a commit of milliseconds down to seconds costs time, never a
-///   failed write. A holder that was stopped (SIGSTOP), or sleeps without using the CPU,
-///   costs others the bound, never a deadlock.
+///   ceiling, while that thread makes progress (runs, waits for the disk, or was put on a CPU
+///   at all since the last look, as `/proc/PID/task/TID/schedstat` counts it, not clock ticks
+///   of CPU time, which miss a thread woken often for microseconds at a time; or sleeps while
+///   another thread of its process runs, as when it waits on a lock of its own): a loaded
+///   machine that slows a commit of milliseconds down to seconds costs time, never a failed
+///   write. A holder that was stopped (SIGSTOP), or sleeps without once being woken, costs
+///   others the bound, never a deadlock.
 /// - **A replaced page is noticed.** When a holder finds its file replaced, it marks the old
 ///   page retired, so that every process still reading the old page (the token) knows to
 ///   look at the path again (``refreshIfReplaced()``).
@@ -193,7 +196,8 @@ package final class LockedFile: @unchecked Sendable {
   /// One look at the thread that holds this lock, as its page records it.
   struct HolderLook {
     var holder: UInt64 = 0
-    var cpu: UInt64 = 0
+    /// How much the thread had run (see `cappgroups_lock_holder_progressed`).
+    var ran: UInt64 = 0
     var known: CInt = 0
 
     /// Whether the thread seen holding the lock belongs to another process and was alive and
@@ -210,14 +214,14 @@ package final class LockedFile: @unchecked Sendable {
   }
 
   /// Whether the thread holding this lock (in any process) made progress since `look` (it
-  /// runs, waits for the disk, used CPU time, or the thread of `look` no longer holds it: the
-  /// lock changed hands, or is changing them): what a waiter past its bound waits on for (see
-  /// ``LockedFile``). `false` when neither look saw a holder, or the file is not mapped. `look`
+  /// runs, waits for the disk, was put on a CPU at all, sleeps while another thread of its
+  /// process runs, or the thread of `look` no longer holds it: the lock changed hands, or is
+  /// changing them): what a waiter past its bound waits on for (see ``LockedFile``). `false` when neither look saw a holder, or the file is not mapped. `look`
   /// becomes this look.
   func holderProgressed(since look: inout HolderLook) -> Bool {
     guard let page = UnsafeMutablePointer<UInt64>(bitPattern: pageAddress.load(ordering: .acquiring))
     else { return false }
-    return cappgroups_lock_holder_progressed(page, &look.holder, &look.cpu, &look.known) != 0
+    return cappgroups_lock_holder_progressed(page, &look.holder, &look.ran, &look.known) != 0
   }
 
   /// The file this process holds locked, or the current file when it holds none. Read its

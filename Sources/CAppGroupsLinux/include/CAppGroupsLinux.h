@@ -43,10 +43,11 @@ void cappgroups_sanitizer_release(void *address);
 /// waited long claims priority there (words 504-506), so that waits are fair across
 /// processes; the holder records its thread there (word 507), and a waiter past
 /// `deadline_ns` waits on, until `ceiling_ns` at most, while that thread makes progress
-/// (running, in a disk wait, or using CPU time: read from /proc). Returns 0 when the lock is
-/// held, ETIMEDOUT at the deadline, or the errno of the failure. `*kernel_woken` says whether
-/// the wait blocked in the kernel (it polls only when another part of the process owns the
-/// timer's signal, see `cappgroups_lock_signal`).
+/// (running, in a disk wait, or run at all since the last look; or, while it sleeps, another
+/// thread of its process running or in a disk wait: read from /proc). Returns 0 when the lock
+/// is held, ETIMEDOUT at the deadline, or the errno of the failure.
+/// `*kernel_woken` says whether the wait blocked in the kernel (it polls only when another
+/// part of the process owns the timer's signal, see `cappgroups_lock_signal`).
 int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, uint64_t *page,
                            int *kernel_woken);
 
@@ -55,11 +56,14 @@ int cappgroups_flock_until(int fd, uint64_t deadline_ns, uint64_t ceiling_ns, ui
 void cappgroups_funlock(int fd, uint64_t *page);
 
 /// Looks at the thread `page` records as holding its lock (word 507): 1 when it made progress
-/// since the look `*holder`, `*cpu` and `*known` describe (running, in a disk wait, CPU time
-/// used, or the thread of that look no longer holds it), as `cappgroups_flock_until` judges a
-/// holder; 0 otherwise, and when neither look saw a holder. The three become this look (all
-/// zero: none yet; `*known` is the thread's state letter from /proc, 0 when it was not read).
-int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *cpu, int *known);
+/// since the look `*holder`, `*ran` and `*known` describe (running, in a disk wait, run at all:
+/// its time on a CPU or its count of times put on one moved; asleep while another thread of
+/// its process, not this one, runs or waits for the disk; or the thread of that look no
+/// longer holds it), as `cappgroups_flock_until` judges a holder; 0 otherwise, and when neither
+/// look saw a holder. The three become this look (all zero: none yet; `*ran` is how much the
+/// thread has run, from /proc/PID/task/TID/schedstat, else stat's clock ticks; `*known` is the
+/// thread's state letter from /proc, 0 when it was not read).
+int cappgroups_lock_holder_progressed(uint64_t *page, uint64_t *holder, uint64_t *ran, int *known);
 
 /// The real-time signal whose empty handler cuts a lock wait short (SIGRTMAX - 2).
 int cappgroups_lock_signal(void);
