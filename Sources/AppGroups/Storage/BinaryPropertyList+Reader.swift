@@ -14,8 +14,13 @@ struct BinaryPropertyListReader {
   /// Where the offset table starts, which is where the objects end.
   let tableOffset: Int
   /// For each object, whether it is a container being decoded: meeting one
-  /// again means a cycle. Allocated at the first container.
+  /// again means a cycle. Allocated when a second container is opened inside the first
+  /// (until then ``onlyOpen`` is the one open container): a file whose top dictionary
+  /// holds no container, as most suites' do, allocates no table (an array whose storage
+  /// type the runtime looks up by its metadata on every allocation).
   var open: [Bool] = []
+  /// The one container being decoded while ``open`` is not allocated, or -1.
+  var onlyOpen = -1
   /// How many more objects may be decoded (counting shared ones each time).
   var budget: Int
 
@@ -151,7 +156,7 @@ struct BinaryPropertyListReader {
         salvage.skipped.append(.init(key: key, index: index, reason: error.message))
       }
     }
-    open[topObject] = false
+    close(topObject)
     return salvage
   }
 
@@ -186,8 +191,8 @@ struct BinaryPropertyListReader {
     do throws(AppGroupsError) {
       return try fill(&current, &stack, depth: depth)
     } catch {
-      open[current.object] = false
-      for frame in stack { open[frame.object] = false }
+      close(current.object)
+      for frame in stack { close(frame.object) }
       throw error
     }
   }
@@ -231,7 +236,7 @@ struct BinaryPropertyListReader {
         }
       } else {
         // Complete: hand it to its parent.
-        open[current.object] = false
+        close(current.object)
         let value: PropertyListValue =
           current.isDictionary ? .dictionary(current.entries) : .array(current.elements)
         guard let parent = stack.popLast() else { return value }
@@ -448,7 +453,10 @@ struct BinaryPropertyListReader {
     let (count, start) = try enter(object: object, at: offset, isDictionary: isDictionary, depth: depth)
     var frame = Frame(object: object, isDictionary: isDictionary, refStart: start, count: count)
     if isDictionary {
-      frame.entries.reserveCapacity(count)
+      // A new table of that room, not `reserveCapacity` on the empty one: that call is not
+      // specialised here, and its resize looks the storage type up in the runtime's metadata
+      // cache on every call.
+      frame.entries = Dictionary(minimumCapacity: count)
     } else {
       frame.elements.reserveCapacity(count)
     }
@@ -457,7 +465,7 @@ struct BinaryPropertyListReader {
 
   /// Checks that a container's references are in the file and that it may be entered
   /// (depth, cycle), and marks it open: its count and where its references start. The
-  /// caller sets `open[object]` back to `false` when it is done with it.
+  /// caller closes it (``close(_:)``) when it is done with it.
   @inline(__always)
   mutating func enter(
     object: Int, at offset: Int, isDictionary: Bool, depth: Int
@@ -469,12 +477,35 @@ struct BinaryPropertyListReader {
     // count <= size and refWidth <= 8, so this cannot overflow.
     let refBytes = isDictionary ? count &* refWidth &* 2 : count &* refWidth
     try checkRange(object: object, start: start, count: refBytes, what: "references")
-    if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
-    guard !open[object] else {
-      throw BinaryPropertyList.corrupt("object \(object) refers to itself (directly or through the containers in it)")
+    if open.isEmpty {
+      if onlyOpen < 0 {
+        onlyOpen = object
+        return (count, start)
+      }
+      guard onlyOpen != object else { throw Self.cycle(at: object) }
+      open = [Bool](repeating: false, count: objectCount)
+      open[onlyOpen] = true
+      onlyOpen = -1
     }
+    guard !open[object] else { throw Self.cycle(at: object) }
     open[object] = true
     return (count, start)
+  }
+
+  /// Marks container `object`, which ``enter(object:at:isDictionary:depth:)`` opened, as
+  /// no longer being decoded.
+  @inline(__always)
+  mutating func close(_ object: Int) {
+    if open.isEmpty {
+      if onlyOpen == object { onlyOpen = -1 }
+    } else {
+      open[object] = false
+    }
+  }
+
+  /// The error of a container met again inside itself.
+  private static func cycle(at object: Int) -> AppGroupsError {
+    BinaryPropertyList.corrupt("object \(object) refers to itself (directly or through the containers in it)")
   }
 
   /// The `index`th key of a dictionary whose key references start at `start`.

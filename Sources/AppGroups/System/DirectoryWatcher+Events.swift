@@ -284,8 +284,11 @@ extension WatcherEngine {
     var buffer: UnsafeMutableRawPointer?
     defer { buffer?.deallocate() }
 
-    let clock = ContinuousClock()
-    var nextScan: ContinuousClock.Instant?
+    // The next scan of polled directories, in nanoseconds of the monotonic clock: plain
+    // integers, where an optional `ContinuousClock.Instant` (a type of another module, opaque
+    // here) went through the runtime's value witnesses on every wake-up.
+    let interval = Self.nanoseconds(fallbackInterval)
+    var nextScan: Int64?
     var eventFD: CInt = -1
     var unblocked: CInt?
 
@@ -303,10 +306,10 @@ extension WatcherEngine {
 
       var timeout: CInt = -1
       if polling {
-        let now = clock.now
-        let due = nextScan ?? now.advanced(by: fallbackInterval)
+        let now = Self.now()
+        let due = nextScan ?? Self.adding(interval, to: now)
         nextScan = due
-        timeout = due <= now ? 0 : CInt(clamping: Self.milliseconds(now.duration(to: due)))
+        timeout = due <= now ? 0 : CInt(clamping: Self.milliseconds(nanoseconds: due &- now))
       } else {
         nextScan = nil
       }
@@ -348,9 +351,9 @@ extension WatcherEngine {
         buffer = events
         batch = readEvents(inotifyFD, events)
       }
-      if let due = nextScan, clock.now >= due {
+      if let due = nextScan, Self.now() >= due {
         batch += scanPolled()
-        nextScan = clock.now.advanced(by: fallbackInterval)
+        nextScan = Self.adding(interval, to: Self.now())
       }
       if !batch.isEmpty {
         guard !state.withLock({ $0.closed }) else { break }
@@ -395,26 +398,21 @@ extension WatcherEngine {
       return []  // EAGAIN: another wake-up got there first.
     }
 
-    var records: [(wd: CInt, mask: UInt32, name: String)] = []
+    // The records are read from the buffer in place, under the lock (only this thread reads
+    // into the buffer): no array of them to build and free on every wake-up (its element, a
+    // tuple with a string, is destroyed through the runtime's generic tuple witness), and no
+    // name made for a record that is dropped.
     let headerSize = MemoryLayout<inotify_event>.size
-    var offset = 0
-    while offset + headerSize <= length {
-      let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
-      let header = record.pointee
-      // The name (NUL-terminated, padded) follows the fixed header: a flexible array member,
-      // which Swift does not import.
-      let name =
-        header.len > 0
-        ? String(cString: (UnsafeRawPointer(record) + headerSize).assumingMemoryBound(to: CChar.self)) : ""
-      records.append((header.wd, header.mask, name))
-      offset += headerSize + Int(header.len)
-    }
-
     return state.withLock { state in
       var events: [DirectoryWatcher.Event] = []
-      events.reserveCapacity(records.count)
-      for record in records {
-        let mask = record.mask
+      // Room for every record with a name of up to 16 bytes, as a suite's files have.
+      events.reserveCapacity(length / (headerSize + 16))
+      var offset = 0
+      while offset + headerSize <= length {
+        let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
+        let header = record.pointee
+        offset += headerSize + Int(header.len)
+        let mask = header.mask
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
           events.append(.init(directory: "", name: "", kind: .overflow))
           // A directory's departure or return may be among the lost events: look again.
@@ -423,19 +421,24 @@ extension WatcherEngine {
         }
         // Unknown descriptors belong to watches that were cancelled or retired; drop their
         // events.
-        guard let watch = state.kernel[record.wd] else { continue }
+        guard let watch = state.kernel[header.wd] else { continue }
         if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
           // Deleted, unmounted or moved away: the path no longer names this inode.
-          events += retire(record.wd, &state)
+          events += retire(header.wd, &state)
           continue
         }
         guard let kind = Self.kind(of: mask) else { continue }
+        // The name (NUL-terminated, padded) follows the fixed header: a flexible array member,
+        // which Swift does not import.
+        let name =
+          header.len > 0
+          ? String(cString: (UnsafeRawPointer(record) + headerSize).assumingMemoryBound(to: CChar.self)) : ""
         // Mostly one directory is this inode: no sorted copy of one path.
         if watch.owners.count == 1, let path = watch.owners.first {
-          events.append(.init(directory: path, name: record.name, kind: kind))
+          events.append(.init(directory: path, name: name, kind: kind))
         } else {
           for path in watch.owners.sorted() {
-            events.append(.init(directory: path, name: record.name, kind: kind))
+            events.append(.init(directory: path, name: name, kind: kind))
           }
         }
         if kind == .attrib || kind == .closeWrite { continue }
@@ -444,7 +447,7 @@ extension WatcherEngine {
         for path in watch.waiters {
           guard kind == .created || kind == .movedTo,
             case .waiting(_, let ancestor, _)? = state.directories[path]?.mode,
-            Self.nextComponent(of: path, below: ancestor) == record.name
+            Self.nextComponent(of: path, below: ancestor) == name
           else { continue }
           affected.append(path)
         }
@@ -455,7 +458,7 @@ extension WatcherEngine {
           case .waiting(_, let ancestor, _)?: level = ancestor
           default: continue
           }
-          if Self.lastComponent(of: level) == record.name { affected.append(path) }
+          if Self.lastComponent(of: level) == name { affected.append(path) }
         }
         for path in affected { events += resolve(path, &state) }
       }
@@ -578,13 +581,5 @@ extension WatcherEngine {
         seconds: Int(info.st_mtim.tv_sec), nanoseconds: Int(info.st_mtim.tv_nsec))
     }
     return stamps
-  }
-
-  /// A duration in whole milliseconds, rounded up.
-  static func milliseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    let perMillisecond: Int64 = 1_000_000_000_000_000
-    let (whole, rest) = attoseconds.quotientAndRemainder(dividingBy: perMillisecond)
-    return seconds * 1000 + whole + (rest > 0 ? 1 : 0)
   }
 }
