@@ -71,13 +71,50 @@ struct StagingFolderTests {
     #expect(throws: AppGroupsError.self) {
       try PropertyListFile.write(
         ["k": .string("new")], to: path, notBefore: nil,
-        beforeRename: { () throws(SystemCallError) in throw SystemCallError(call: "write", path: path, errno: ENOSPC) })
+        beforeRename: { () throws(SystemCallError) in throw SystemCallError(call: "write", path: path, errno: EIO) })
     }
     #expect(!FileManager.default.fileExists(atPath: staged))
     #expect(!FileManager.default.fileExists(atPath: named))
     #expect(try value(at: path) == .string("old"))
     let staging = sandbox.path + "/" + PropertyListFile.stagingFolderName
     #expect(try FileManager.default.contentsOfDirectory(atPath: staging) == [])
+  }
+
+  @Test func aWriteThatFindsTheDiskFullIsTriedOnceMoreAfterTheLeftoversAreRemoved() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    _ = try PropertyListFile.write(["k": .string("old")], to: path, notBefore: nil)
+    let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
+    let staged = sandbox.path + "/" + PropertyListFile.stagingFolderName + "/" + prefix + "99999999-1"
+    let named = sandbox.path + "/" + prefix + "99999999-2"
+    #expect(FileManager.default.createFile(atPath: staged, contents: Data("left".utf8)))
+    #expect(FileManager.default.createFile(atPath: named, contents: Data("left".utf8)))
+    // Full while the leftovers are there: the first attempt fails, the second finds them gone.
+    var attempts = 0
+    var leftoversAtEachAttempt: [Bool] = []
+    _ = try PropertyListFile.write(
+      ["k": .string("new")], to: path, notBefore: nil,
+      beforeRename: { () throws(SystemCallError) in
+        attempts += 1
+        let left = FileManager.default.fileExists(atPath: staged) || FileManager.default.fileExists(atPath: named)
+        leftoversAtEachAttempt.append(left)
+        if left { throw SystemCallError(call: "fsync", path: path, errno: ENOSPC) }
+      })
+    #expect(attempts == 2)
+    #expect(leftoversAtEachAttempt == [true, false])
+    #expect(try value(at: path) == .string("new"))
+    // A disk that stays full: one more attempt, then the failure, the file as it was.
+    var tries = 0
+    #expect(throws: AppGroupsError.self) {
+      try PropertyListFile.write(
+        ["k": .string("newer")], to: path, notBefore: nil,
+        beforeRename: { () throws(SystemCallError) in
+          tries += 1
+          throw SystemCallError(call: "fsync", path: path, errno: ENOSPC)
+        })
+    }
+    #expect(tries == 2)
+    #expect(try value(at: path) == .string("new"))
   }
 
   @Test func aStagingFolderThatARenameWasRefusedFromIsStillCleaned() throws {

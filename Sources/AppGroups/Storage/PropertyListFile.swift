@@ -139,8 +139,9 @@ enum PropertyListFile {
   /// Writes `values` as a binary property list durably and atomically in place of `path`
   /// (see ``FileSystem/writeAtomically(_:to:mode:notBefore:attribute:staging:beforeRename:afterRename:)``),
   /// staged in ``stagingFolderName``; then removes the temporary files that killed writers left
-  /// (in the file's folder and in the staging folder), also when the write failed, so that a
-  /// retry finds their space free. Call holding the file's lock.
+  /// (in the file's folder and in the staging folder), also when the write failed. A write that
+  /// finds the disk full (`ENOSPC`, `EDQUOT`) is tried once more after that removal: what killed
+  /// writers left may be what filled it. Call holding the file's lock.
   /// - Returns: the identity of the new file.
   static func write(
     _ values: [String: PropertyListValue], to path: String, notBefore: Int64?,
@@ -155,13 +156,20 @@ enum PropertyListFile {
     // watchers it wakes, do not wait for a scan of the folder. (The staging folder's are
     // removed by the write, through the descriptor it writes through.)
     defer { FileSystem.removeLeftoverTemporaries(for: name, in: folder) }
-    do {
-      return try FileSystem.writeAtomically(
-        data, to: path, notBefore: notBefore, staging: staging,
-        beforeRename: { _ throws(SystemCallError) in try beforeRename() },
-        afterRename: afterRename)
-    } catch {
-      throw AppGroupsError(io: error, "writing \(path)")
+    var full = false
+    while true {
+      do throws(SystemCallError) {
+        return try FileSystem.writeAtomically(
+          data, to: path, notBefore: notBefore, staging: staging,
+          beforeRename: { _ throws(SystemCallError) in try beforeRename() },
+          afterRename: afterRename)
+      } catch where !full && (error.code == .noSpace || error.code == .diskQuotaExceeded) {
+        // The staging folder's leftovers went with the failed write; the folder's go now.
+        full = true
+        FileSystem.removeLeftoverTemporaries(for: name, in: folder)
+      } catch {
+        throw AppGroupsError(io: error, "writing \(path)")
+      }
     }
   }
 
