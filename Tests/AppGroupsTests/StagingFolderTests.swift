@@ -60,14 +60,7 @@ struct StagingFolderTests {
 
   @Test func aWriteThatFailsStillRemovesWhatKilledWritersLeftAndKeepsTheFile() throws {
     let sandbox = try Sandbox()
-    let path = sandbox.path + "/suite.plist"
-    _ = try PropertyListFile.write(["k": .string("old")], to: path, notBefore: nil)
-    // Leftovers in both folders: on a full disk, they are what the retry needs gone.
-    let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
-    let staged = sandbox.path + "/" + PropertyListFile.stagingFolderName + "/" + prefix + "99999999-1"
-    let named = sandbox.path + "/" + prefix + "99999999-2"
-    #expect(FileManager.default.createFile(atPath: staged, contents: Data("left".utf8)))
-    #expect(FileManager.default.createFile(atPath: named, contents: Data("left".utf8)))
+    let (path, staged, named) = try suiteWithLeftovers(in: sandbox)
     #expect(throws: AppGroupsError.self) {
       try PropertyListFile.write(
         ["k": .string("new")], to: path, notBefore: nil,
@@ -82,13 +75,7 @@ struct StagingFolderTests {
 
   @Test func aWriteThatFindsTheDiskFullIsTriedOnceMoreAfterTheLeftoversAreRemoved() throws {
     let sandbox = try Sandbox()
-    let path = sandbox.path + "/suite.plist"
-    _ = try PropertyListFile.write(["k": .string("old")], to: path, notBefore: nil)
-    let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
-    let staged = sandbox.path + "/" + PropertyListFile.stagingFolderName + "/" + prefix + "99999999-1"
-    let named = sandbox.path + "/" + prefix + "99999999-2"
-    #expect(FileManager.default.createFile(atPath: staged, contents: Data("left".utf8)))
-    #expect(FileManager.default.createFile(atPath: named, contents: Data("left".utf8)))
+    let (path, staged, named) = try suiteWithLeftovers(in: sandbox)
     // Full while the leftovers are there: the first attempt fails, the second finds them gone.
     var attempts = 0
     var leftoversAtEachAttempt: [Bool] = []
@@ -211,4 +198,17 @@ struct StagingFolderSandboxTests {
 private func value(at path: String) throws -> PropertyListValue? {
   guard case .values(let values, _) = try PropertyListFile.read(path) else { return nil }
   return values["k"]
+}
+
+/// A suite file holding "old" in `sandbox`, and a leftover temporary of a killed writer in
+/// each of its folders (the staging folder's and its own): on a full disk, what a retry needs gone.
+private func suiteWithLeftovers(in sandbox: Sandbox) throws -> (path: String, staged: String, named: String) {
+  let path = sandbox.path + "/suite.plist"
+  _ = try PropertyListFile.write(["k": .string("old")], to: path, notBefore: nil)
+  let prefix = FileSystem.temporaryPrefix(for: "suite.plist")
+  let staged = sandbox.path + "/" + PropertyListFile.stagingFolderName + "/" + prefix + "99999999-1"
+  let named = sandbox.path + "/" + prefix + "99999999-2"
+  #expect(FileManager.default.createFile(atPath: staged, contents: Data("left".utf8)))
+  #expect(FileManager.default.createFile(atPath: named, contents: Data("left".utf8)))
+  return (path, staged, named)
 }
