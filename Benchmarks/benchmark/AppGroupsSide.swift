@@ -254,7 +254,9 @@ enum AppGroupsSide {
     let observation = defaults.observe(["ping"]) { changes in
       let at = monotonicNanoseconds()
       for change in changes {
-        if case .integer(let v)? = change.newValue { emit("got \(v) \(at)") }
+        // Told as the floor's watchers tell it (no string building), which P8 is read against.
+        guard case .integer(let v)? = change.newValue else { continue }
+        if v >= 0 { FanoutFloor.reportGot(UInt64(v), at: at) } else { emit("got \(v) \(at)") }
       }
     }
     emit("ready")

@@ -44,7 +44,6 @@ enum FanoutFloor {
     }
     let events = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 8)
     let contents = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-    let line = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
     let watched = UnsafeMutablePointer<pollfd>.allocate(capacity: 2)
     watched[0] = pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)
     watched[1] = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
@@ -75,13 +74,23 @@ enum FanoutFloor {
         let sequence = decimal(contents, count)
         guard sequence != last else { continue }
         last = sequence
-        var length = append("got ", to: line, at: 0)
-        length = append(sequence, to: line, at: length)
-        line[length] = UInt8(ascii: " ")
-        length = append(at, to: line, at: length + 1)
-        line[length] = UInt8(ascii: "\n")
-        guard write(1, line, length + 1) == length + 1 else { fail("floor watch: write to the writer") }
+        reportGot(sequence, at: at)
       }
+    }
+  }
+
+  /// Writes `got <sequence> <at>` and a newline to standard output in one `write(2)`, with
+  /// nothing allocated on the heap: how a watcher tells the writer of a change, P8's and the
+  /// floor's alike, so that neither pays for string building the other does not.
+  static func reportGot(_ sequence: UInt64, at: UInt64) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+      let line = buffer.baseAddress!
+      var length = append("got ", to: line, at: 0)
+      length = append(sequence, to: line, at: length)
+      line[length] = UInt8(ascii: " ")
+      length = append(at, to: line, at: length + 1)
+      line[length] = UInt8(ascii: "\n")
+      guard write(1, line, length + 1) == length + 1 else { fail("watch: cannot write to the writer") }
     }
   }
 
