@@ -239,6 +239,16 @@ package enum StandardOutput {
       }
     }
   }
+
+  /// Flushes what `print` buffered, and says whether everything printed since the process
+  /// started reached standard output: `nil` when it did, else why not (`EPIPE` when the
+  /// reader is gone; `EIO` when an earlier flush failed and its reason is gone).
+  ///
+  /// The corresponding C functions are `fflush(3)` and `ferror(3)` of `stdout`.
+  package static func flushPrinted() -> Errno? {
+    let failure = cappgroups_flush_stdout()
+    return failure == 0 ? nil : Errno(rawValue: failure)
+  }
 }
 
 /// This process's standard input, when it is a terminal.

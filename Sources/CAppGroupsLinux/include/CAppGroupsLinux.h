@@ -127,6 +127,12 @@ int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 /// or -1 with errno.
 int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
+/// Flushes the C library's standard output stream (where Swift's print writes) and says whether
+/// everything written to it since the process started reached descriptor 1: 0 when it did,
+/// else the errno of the failed write (EIO when an earlier flush failed and its errno is gone).
+/// Swift 6 cannot name C's `stdout` (a mutable global).
+int cappgroups_flush_stdout(void);
+
 /// An unnamed regular file in the folder `path` (relative to the folder open as `directory`,
 /// or AT_FDCWD), open for writing (openat(2) with O_TMPFILE | O_WRONLY | O_CLOEXEC, mode
 /// `mode`; Linux 3.11, where the file system supports it): its writes and its close make no
