@@ -320,7 +320,7 @@ func writeOut(_ data: Data) throws {
 
 /// Writes whole lines to standard output at once, unbuffered, from any thread (a watch's
 /// changes, a presenter's callbacks); a closed pipe ends the process quietly, as it does for
-/// `yes | head`.
+/// `yes | head`; any other failure to write (a full disk) ends it with 1, saying why.
 final class LineWriter: Sendable {
   private let lock = Mutex(())
 
@@ -329,7 +329,10 @@ final class LineWriter: Sendable {
       do {
         try StandardOutput.write(line + "\n")
       } catch {
-        exit(0)
+        let failure = error as? AppGroupsError
+        guard failure?.systemErrno != Errno.brokenPipe.rawValue else { exit(0) }
+        printError("groupctl: \(failure?.message ?? "\(error)"); stopped")
+        exit(ExitCode.failure.code)
       }
     }
   }

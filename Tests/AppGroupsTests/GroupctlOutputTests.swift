@@ -43,6 +43,18 @@ struct GroupctlOutputTests {
     #expect(try String(contentsOfFile: file, encoding: .utf8) == "hello\n")
   }
 
+  @Test func aWatchWhoseOutputCannotBeWrittenStopsWithAFailure() throws {
+    let g = try rootWithAValue()
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", "exec \"$@\" >/dev/full", "sh", Product.url("groupctl").path, "--root", g.path, "watch", Self.group],
+      environment: ["APPGROUPS_ROOT": g.path])
+    #expect(child.waitForError("watching \(Self.group) (Ctrl-C to stop)"), "\(child.standardError)")
+    try g.ok(["write", Self.group, "greeting", "bonjour"])
+    #expect(child.wait(timeout: 20) == 1, "\(child.standardError)")
+    #expect(child.standardError.contains("No space left on device"), "\(child.standardError)")
+  }
+
   @Test func exportWritesThroughAFifoAndALinkAndKeepsThem() throws {
     let g = try rootWithAValue()
     let fifo = g.path + "/export.fifo"
