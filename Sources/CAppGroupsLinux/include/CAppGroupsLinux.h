@@ -234,6 +234,12 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 /// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
 int cappgroups_become_child_subreaper(void);
 
+/// Starts the program at `path` (argv, envp as execve(2) takes them) in a child process tied to
+/// this one: the kernel kills it (SIGKILL) when the thread that started it ends, whatever ends
+/// it (prctl(2) PR_SET_PDEATHSIG). Every signal starts at its default and none is blocked in
+/// it; it exits with 127 when execve fails. Returns the child's pid, or -1 with errno (fork).
+int cappgroups_spawn_tied(const char *path, char *const argv[], char *const envp[]);
+
 // MARK: Signals heard through a descriptor (notice.c)
 
 /// Installs a handler for `signo` (SA_RESTART) that counts the signal and writes 1 to `fd`
