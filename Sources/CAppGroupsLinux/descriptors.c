@@ -132,3 +132,9 @@ int cappgroups_remove_prefixed(int directory, const char *prefix) {
     }
   }
 }
+
+int cappgroups_flush_stdout(void) {
+  errno = 0;
+  if (fflush(stdout) != 0) return errno != 0 ? errno : EIO;
+  return ferror(stdout) ? EIO : 0;
+}

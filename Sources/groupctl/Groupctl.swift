@@ -103,8 +103,19 @@ enum Groupctl {
     }
     let status = run(
       Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+    exit(flushingOutput(status))
+  }
+
+  /// `status`, once standard output is flushed; 1 when what the command printed did not all
+  /// reach it (a full disk, an I/O error), said on stderr: `groupctl read … > file` must not
+  /// exit 0 over a truncated file. A reader that closed the pipe early is no failure of the
+  /// command, as for `LineWriter`.
+  static func flushingOutput(_ status: Int32) -> Int32 {
+    let failure = StandardOutput.flushPrinted()
     fflush(nil)
-    exit(status)
+    guard let failure, failure != .brokenPipe else { return status }
+    printError("groupctl: writing to standard output: \(failure); what was printed is incomplete")
+    return status == 0 ? ExitCode.failure.code : status
   }
 
   /// Which argument (or `APPGROUPS_ROOT`) is not valid UTF-8, shown with its bytes escaped,

@@ -118,6 +118,13 @@ struct ResolvedDomain {
             + " \(suite.skipped.joined(separator: ", ")); the other keys are read, as an app reads"
             + " them (see 'groupctl doctor')")
       }
+      if let damage = suite.journalDamage {
+        printError(
+          "\(domain): \(path).journal, the suite's last small commits, cannot be read whole"
+            + " (\(damage)); what could be read of it is shown; the next write (or the next app"
+            + " that opens the suite) folds that into the plist and moves the journal aside (see"
+            + " 'groupctl doctor')")
+      }
       return suite.values
     } catch where error.code == .io {
       throw CommandFailure("\(domain): cannot read \(path): \(error.message)")
@@ -299,14 +306,21 @@ func readInput(_ path: String) throws -> Data {
 }
 
 /// Writes data to standard output as it is (for binary property lists).
-func writeOut(_ data: Data) {
+///
+/// - Throws: ``CommandFailure`` when standard output refuses it (a full disk): the command
+///   must not exit 0 over a truncated file.
+func writeOut(_ data: Data) throws {
   fflush(nil)
-  FileHandle.standardOutput.write(data)
+  do {
+    try FileHandle.standardOutput.write(contentsOf: data)
+  } catch {
+    throw CommandFailure("cannot write to standard output: \(describeFileError(error))")
+  }
 }
 
 /// Writes whole lines to standard output at once, unbuffered, from any thread (a watch's
 /// changes, a presenter's callbacks); a closed pipe ends the process quietly, as it does for
-/// `yes | head`.
+/// `yes | head`; any other failure to write (a full disk) ends it with 1, saying why.
 final class LineWriter: Sendable {
   private let lock = Mutex(())
 
@@ -315,7 +329,10 @@ final class LineWriter: Sendable {
       do {
         try StandardOutput.write(line + "\n")
       } catch {
-        exit(0)
+        let failure = error as? AppGroupsError
+        guard failure?.systemErrno != Errno.brokenPipe.rawValue else { exit(0) }
+        printError("groupctl: \(failure?.message ?? "\(error)"); stopped")
+        exit(ExitCode.failure.code)
       }
     }
   }

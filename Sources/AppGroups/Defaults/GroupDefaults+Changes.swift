@@ -146,6 +146,31 @@ extension GroupDefaults {
     return try view.suite.update(key: key, timeout: view.suite.options.lockTimeout, body)
   }
 
+  /// Reads every value from disk under the suite's lock, lets `body` compute a change set for
+  /// any number of keys (`nil` removes a key), and commits it before the lock is released, as
+  /// one write: the changes land together or not at all, and no other process's commit comes
+  /// between what `body` read and what it wrote (`groupctl rename` moves a value so).
+  ///
+  /// `body` sees this process's pending changes on top of what is on disk, and has the limits
+  /// of ``update(forKey:_:)``'s.
+  /// - Throws: `.invalidName` for an empty key and `.forcedValue` for a forced key of the
+  ///   change set, what the suite's transaction throws (`.lockTimeout`, `.io`,
+  ///   `.sizeLimitExceeded`, …), or what `body` throws; then nothing is changed.
+  package func transaction(
+    _ body: ([String: PropertyListValue]) throws -> [String: PropertyListValue?]
+  ) throws {
+    try view.suite.transaction(timeout: view.suite.options.lockTimeout) { current in
+      let change = try body(current)
+      for key in change.keys {
+        if key.isEmpty { throw AppGroupsError(.invalidName, "\(suiteName): a key cannot be empty") }
+        if view.isForced(key) {
+          throw AppGroupsError(.forcedValue, "\(suiteName): \(key.debugDescription) is forced by an administrator")
+        }
+      }
+      return change
+    }
+  }
+
   /// Atomically adds `amount` to the integer at `key` across processes
   /// (a missing value counts as 0; a real number counts as its integer part).
   /// Returns the new value.

@@ -40,6 +40,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   package static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
   /// `EROFS`: the file system is read-only.
   package static let readOnlyFileSystem = Errno(rawValue: EROFS)
+  /// `EPIPE`: the reading end of a pipe is closed.
+  package static let brokenPipe = Errno(rawValue: EPIPE)
 
   /// The C library's text for the value (`strerror(3)`), as messages say it.
   package var description: String { String(cString: strerror(rawValue)) }

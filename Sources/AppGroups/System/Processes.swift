@@ -169,6 +169,50 @@ package enum Processes {
     }
   }
 
+  /// Runs the program at `path` with `arguments` (the first one is its name), exactly
+  /// `environment`, this process's standard streams and no other descriptor, and waits for it to exit. The
+  /// program is tied to this process: the kernel kills it (SIGKILL) when this process ends
+  /// first, by any signal, SIGKILL included, so that nothing it does outlives what this
+  /// process holds for it (a coordinated access). Its signals start at their defaults.
+  ///
+  /// The corresponding system calls are `fork(2)`, `prctl(2)` with `PR_SET_PDEATHSIG`,
+  /// `execve(2)` and `waitpid(2)`.
+  ///
+  /// - Returns: the program's exit status (127 when it could not be run), or 128 + the
+  ///   signal that ended it.
+  /// - Throws: `.io` when no process could be started or waited for.
+  package static func runTied(
+    _ path: String, arguments: [String], environment: [String: String]
+  ) throws(AppGroupsError) -> Int32 {
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for pointer in argv + envp { free(pointer) }
+    }
+    fflush(nil)
+    let pid: Int32
+    do {
+      // Descriptors this process opened stay here, whatever flags they were opened with.
+      _ = try valueOrErrno("close_range", path: "descriptors above 2", retryOnInterrupt: false) {
+        cappgroups_close_on_exec_from(3, 0)
+      }
+      pid = try valueOrErrno("fork", path: path, retryOnInterrupt: false) {
+        cappgroups_spawn_tied(path, argv, envp)
+      }
+    } catch {
+      throw AppGroupsError(io: error, "cannot run \(path)")
+    }
+    var status: Int32 = 0
+    do {
+      _ = try valueOrErrno("waitpid", path: path) { waitpid(pid, &status, 0) }
+    } catch {
+      throw AppGroupsError(io: error, "waiting for \(path) (\(pid))")
+    }
+    // See: man 2 waitpid (WIFEXITED, WEXITSTATUS, WTERMSIG).
+    let signal = status & 0x7f
+    return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+  }
+
   /// Replaces this process with the program at `path`, run with `arguments` (the first one
   /// is its name) and exactly `environment`, with standard input, output and error as they
   /// are and no other descriptor: every descriptor above 2 is closed by the exec, except a
@@ -238,6 +282,16 @@ package enum StandardOutput {
         throw AppGroupsError(io: error, "writing to standard output")
       }
     }
+  }
+
+  /// Flushes what `print` buffered, and says whether everything printed since the process
+  /// started reached standard output: `nil` when it did, else why not (`EPIPE` when the
+  /// reader is gone; `EIO` when an earlier flush failed and its reason is gone).
+  ///
+  /// The corresponding C functions are `fflush(3)` and `ferror(3)` of `stdout`.
+  package static func flushPrinted() -> Errno? {
+    let failure = cappgroups_flush_stdout()
+    return failure == 0 ? nil : Errno(rawValue: failure)
   }
 }
 

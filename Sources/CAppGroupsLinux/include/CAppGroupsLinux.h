@@ -127,6 +127,12 @@ int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 /// or -1 with errno.
 int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
+/// Flushes the C library's standard output stream (where Swift's print writes) and says whether
+/// everything written to it since the process started reached descriptor 1: 0 when it did,
+/// else the errno of the failed write (EIO when an earlier flush failed and its errno is gone).
+/// Swift 6 cannot name C's `stdout` (a mutable global).
+int cappgroups_flush_stdout(void);
+
 /// An unnamed regular file in the folder `path` (relative to the folder open as `directory`,
 /// or AT_FDCWD), open for writing (openat(2) with O_TMPFILE | O_WRONLY | O_CLOEXEC, mode
 /// `mode`; Linux 3.11, where the file system supports it): its writes and its close make no
@@ -227,6 +233,12 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 /// descendant of this process (its parent exited: a double fork) becomes this process's
 /// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
 int cappgroups_become_child_subreaper(void);
+
+/// Starts the program at `path` (argv, envp as execve(2) takes them) in a child process tied to
+/// this one: the kernel kills it (SIGKILL) when the thread that started it ends, whatever ends
+/// it (prctl(2) PR_SET_PDEATHSIG). Every signal starts at its default and none is blocked in
+/// it; it exits with 127 when execve fails. Returns the child's pid, or -1 with errno (fork).
+int cappgroups_spawn_tied(const char *path, char *const argv[], char *const envp[]);
 
 // MARK: Signals heard through a descriptor (notice.c)
 

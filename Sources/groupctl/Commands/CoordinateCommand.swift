@@ -168,14 +168,12 @@ struct CoordinateCommand: ParsableCommand {
   }
 
   /// Runs `executable` with this process's standard streams and waits for it: its exit
-  /// status, or 128 + the signal that ended it.
+  /// status, or 128 + the signal that ended it. It is killed if groupctl ends first
+  /// (`timeout`, `kill`, even SIGKILL): a COMMAND left running would go on writing PATH after
+  /// the access ended and the next one began.
   static func spawn(_ executable: String, arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationReason == .uncaughtSignal
-      ? 128 + process.terminationStatus : process.terminationStatus
+    try Processes.runTied(
+      executable, arguments: [executable] + arguments,
+      environment: ProcessInfo.processInfo.environment)
   }
 }

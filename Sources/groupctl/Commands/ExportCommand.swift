@@ -28,13 +28,39 @@ struct ExportCommand: ParsableCommand {
     let data = try PropertyListValue.dictionary(values).propertyListData(
       format: arguments[Self.xml] ? .xml : .binary)
     if path == "-" {
-      writeOut(data)
+      try writeOut(data)
       return
     }
     do {
-      try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+      try Self.write(data, to: path)
+    } catch let failure as CommandFailure {
+      throw failure
     } catch {
       throw CommandFailure("cannot write \(path): \(describeFileError(error))")
+    }
+  }
+
+  /// Writes `data` to `path` as the shell's `>` would land it, but atomically where it can: a
+  /// new or regular file is replaced whole (through a symbolic link, the file it leads to, so
+  /// that the link stays); a fifo, a socket or a device (`/dev/stdout`, a pipe) is written to
+  /// as it is, never replaced by a file, and a write it refuses (`/dev/full`) fails.
+  static func write(_ data: Data, to path: String) throws {
+    guard let target = FileStatus(atPath: path, followingLinks: true) else {
+      // Nothing there yet (or a link to nothing): a new file.
+      try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+      return
+    }
+    switch target.kind {
+    case .regularFile:
+      let url = URL(fileURLWithPath: path)
+      let linked = FileStatus(atPath: path)?.kind == .symbolicLink
+      try data.write(to: linked ? url.resolvingSymlinksInPath() : url, options: .atomic)
+    case .folder:
+      throw CommandFailure("cannot write \(path): it is a folder")
+    case .fifo, .socket, .device, .symbolicLink:
+      let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+      defer { try? handle.close() }
+      try handle.write(contentsOf: data)
     }
   }
 }

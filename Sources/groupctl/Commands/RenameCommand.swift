@@ -24,10 +24,18 @@ struct RenameCommand: ParsableCommand {
     guard oldKey != newKey else { return }
     try resolved.requireNotForced(oldKey)
     try resolved.requireNotForced(newKey)
-    let value = try resolved.storedValue(forKey: oldKey)
+    // Fails at once, naming the pair, when there is nothing to rename.
+    _ = try resolved.storedValue(forKey: oldKey)
     let defaults = try resolved.open()
-    try defaults.stage(value, forKey: newKey)
-    try defaults.stage(nil, forKey: oldKey)
+    // Read and move under the suite's lock, as one commit: a value another process writes
+    // to OLD-KEY meanwhile is the one moved, never lost under a copy read before it.
+    try defaults.transaction { current throws(CommandFailure) in
+      guard let value = current[oldKey] else {
+        throw CommandFailure("The domain/default pair of (\(domain), \(oldKey)) does not exist")
+      }
+      let change: [String: PropertyListValue?] = [newKey: value, oldKey: nil]
+      return change
+    }
     try resolved.synchronize(defaults)
   }
 }
