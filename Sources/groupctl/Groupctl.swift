@@ -306,8 +306,7 @@ enum Groupctl {
       lines.append("")
       for line in configuration.discussion.split(separator: "\n", omittingEmptySubsequences: false)
       {
-        let indent = line.prefix { $0 == " " }.count
-        lines += wrap(String(line), hangingIndent: indent)
+        lines += wrap(String(line), hangingIndent: Self.continuationIndent(of: line))
       }
     }
     let width = optionColumnWidth(configuration.options + globalOptions)
@@ -316,6 +315,16 @@ enum Groupctl {
     }
     lines += ["", "GLOBAL OPTIONS:"] + optionLines(globalOptions, width: width)
     return lines.joined(separator: "\n")
+  }
+
+  /// Where the continuation of a discussion line starts: under its text, or, for the row of an
+  /// indented table (a name, two spaces or more, its description), under the description,
+  /// so that a wrapped row keeps its column.
+  static func continuationIndent(of line: Substring) -> Int {
+    let indent = line.prefix { $0 == " " }.count
+    guard indent > 0, let gap = line.dropFirst(indent).range(of: "  ") else { return indent }
+    let column = line[gap.lowerBound...].prefix { $0 == " " }.count
+    return line.distance(from: line.startIndex, to: gap.lowerBound) + column
   }
 
   /// Each usage form on its own line, the first after `prefix`, the others aligned under it.

@@ -36,12 +36,13 @@ struct CoordinateCommand: ParsableCommand {
       did-move with --move-to; the folders above PATH hear of it too).
 
         --without-changes   a read that does not ask presenters to save first
-        --delete            a write that deletes PATH: presenters accommodate the deletion
+        --delete            a write that deletes PATH: presenters accommodate the
+                            deletion
         --merge             a write that asks presenters to save first
         --replace           a write that replaces PATH with another item
         --move-to NEW-PATH  PATH is moved to NEW-PATH by COMMAND (say, mv): both are
-                            written; once COMMAND succeeded and PATH is at NEW-PATH, its
-                            presenters are told did-move and follow it
+                            written; once COMMAND succeeded and PATH is at NEW-PATH,
+                            its presenters are told did-move and follow it
         --timeout SECONDS   how long each presenter has to answer (default 5), and
                             the wait for other accesses (default 30), at most
 

@@ -31,20 +31,21 @@ struct DeviceCommand: ParsableCommand {
       is a new device: unlocked, no passcode. Every running app of the device hears each \
       change at once (ProtectedData).
 
-        device            prints the state, whether a passcode is set, whether protected
-                          data (class complete) is available, the boot session, and the
-                          wrong passcodes given in a row
-        passcode set      sets the passcode, or changes it (--passcode: the current one);
-                          the device must be unlocked
+        device            prints the state, whether a passcode is set, whether
+                          protected data (class complete) is available, the boot
+                          session, and the wrong passcodes given in a row
+        passcode set      sets the passcode, or changes it (--passcode: the current
+                          one); the device must be unlocked
         passcode clear    clears it (--passcode: the current one); the keys of the
                           passcode-set class are destroyed: what they sealed is lost
         lock              locks the device; with a passcode, class complete stays
-                          available for the grace period (default 10 s, as iOS), then goes
+                          available for the grace period (default 10 s, as iOS),
+                          then goes
         unlock            unlocks it, with --passcode when one is set
-        reboot            terminates the apps 'groupctl run' started (SIGTERM, then SIGKILL
-                          after the grace, default 5 s), drops every unwrapped key, and
-                          starts the device: before-first-unlock with a passcode, unlocked
-                          without one
+        reboot            terminates the apps 'groupctl run' started (SIGTERM, then
+                          SIGKILL after the grace, default 5 s), drops every
+                          unwrapped key, and starts the device: before-first-unlock
+                          with a passcode, unlocked without one
 
       A passcode is 4 characters or more (at most 128 bytes), with no control character \
       and no space at either end. A passcode given as an argument is visible to every \

@@ -30,7 +30,8 @@ struct PresentCommand: ParsableCommand {
         accommodate-deletion          PATH is about to be deleted
         did-change                    PATH was written
         did-move NEW-PATH             PATH moved; the presenter follows it
-        accommodate-subitem-deletion PATH    an item in the presented folder is deleted
+        accommodate-subitem-deletion PATH
+                                      an item in the presented folder is deleted
         subitem-did-appear PATH       an item appeared in the presented folder
         subitem-did-change PATH       an item in the presented folder was written
         subitem-did-move OLD NEW      an item in the presented folder moved
