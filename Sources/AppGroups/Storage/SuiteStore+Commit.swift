@@ -88,8 +88,12 @@ extension SuiteStore {
       return retry.reportedFailure != error.message
     }
     if report {
+      // With nothing pending (a transaction such as `increment` failed, and its caller was
+      // told), nothing will be retried: the report says so.
       Diagnostics.report(
-        "\(error.message); \(count) change(s) stay pending and will be retried")
+        count > 0
+          ? "\(error.message); \(count) change(s) stay pending and will be retried"
+          : "\(error.message); no change of this process is pending")
     }
   }
 
