@@ -1,6 +1,7 @@
 import AppGroups
 import AppGroupsTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// A write the disk refuses exits non-zero and says why (the system call, the path, the errno
@@ -78,6 +79,18 @@ struct FailureReportingTests {
     #expect(try TestRoot.readOnDisk(file)["k"] as? String == "old")
     // No temporary file is left on the full disk.
     #expect(entries(of: file.deletingLastPathComponent()).filter { $0.contains(".tmp-") } == [])
+    // An increment there fails, leaves nothing pending and says no more than that.
+    let said = Mutex<[String]>([])
+    let defaults = try GroupDefaults(
+      suiteName: TestRoot.group, identity: AppIdentity(bundleIdentifier: TestRoot.app), root: root)
+    Diagnostics.withHandler({ line in said.withLock { $0.append(line) } }) {
+      #expect(throws: AppGroupsError.self) { try defaults.increment(forKey: "counter") }
+    }
+    let reports = said.withLock { $0 }.filter { $0.contains("No space left on device") }
+    #expect(!reports.isEmpty, "\(said.withLock { $0 })")
+    #expect(reports.allSatisfy { $0.contains("no change of this process is pending") }, "\(reports)")
+    #expect(!reports.contains { $0.contains("will be retried") }, "\(reports)")
+    #expect(try TestRoot.readOnDisk(file)["counter"] == nil)
   }
 
   @Test func anEditInPlaceThatKeepsSizeAndModificationTimeIsNotWrittenOver() throws {
