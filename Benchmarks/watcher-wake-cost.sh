@@ -4,6 +4,8 @@
 #
 #   swift build -c release --product benchmark && Benchmarks/watcher-wake-cost.sh [N]
 #
+# BENCHMARK=<path> measures another build of the benchmark (a base to compare with).
+#
 # A `watch` child runs under callgrind while two `pings` children (other processes) commit
 # changes of the watched key: the first change alone, and only once the watcher has told of it
 # the rest, 100 ms apart so that each is heard on its own (under load, a first change still
@@ -17,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/appgroups-wake-cost-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # valgrind cannot read the release build's debug information: a copy without it.
-cp "$here/.build/release/benchmark" "$work/benchmark"
+cp "${BENCHMARK:-$here/.build/release/benchmark}" "$work/benchmark"
 strip -g "$work/benchmark"
 kept=$("$work/benchmark" --only P5 --rounds 1 --no-dconf --keep 2>&1 | sed -n 's/.*kept \([^ ]*\) .*/\1/p')
 [ -d "$kept" ] || { echo "watcher-wake-cost: the benchmark kept no folder" >&2; exit 1; }
@@ -59,5 +61,7 @@ instructions() {
 none=$(instructions 0)
 one=$(instructions 1)
 many=$(instructions $((count + 1)))
-echo "first change heard: $(( (one - none) / 1000 ))k instructions"
-echo "each change after it (n = $count): $(( (many - one) / count / 1000 ))k instructions"
+# In thousands, to a tenth.
+thousands() { echo "$(( $1 / 1000 )).$(( $1 % 1000 / 100 ))k"; }
+echo "first change heard: $(thousands $(( one - none ))) instructions"
+echo "each change after it (n = $count): $(thousands $(( (many - one) / count ))) instructions"

@@ -31,8 +31,33 @@ extension SuiteView {
       add(&pending!.changes)
       return (scheduled, pending!.byMonitor)
     }
+    schedulePost(origin: origin, scheduled: scheduled, byMonitor: byMonitor)
+  }
+
+  /// ``postLater(origin:_:)`` of the changes that a layer's change made (see
+  /// ``deliver(_:)-([GroupDefaults.Change])``): when no notification is waiting, the array
+  /// becomes its batch as it is, not copied into a batch made with room for it.
+  func postLater(origin: ChangeOrigin?, handing changes: [GroupDefaults.Change]) {
+    let (scheduled, byMonitor) = notificationPending.withLock { pending in
+      guard pending != nil else {
+        pending = PendingNotification(changes: changes)
+        return (false, false)
+      }
+      let needed = pending!.changes.count &+ changes.count
+      if needed > pending!.changes.capacity {
+        pending!.changes.reserveCapacity(Swift.max(needed, pending!.changes.count &* 4))
+      }
+      pending!.changes.append(contentsOf: changes)
+      return (true, pending!.byMonitor)
+    }
+    schedulePost(origin: origin, scheduled: scheduled, byMonitor: byMonitor)
+  }
+
+  /// Has the notification that is waiting posted, as ``postLater(origin:_:)`` says, unless
+  /// its post was `scheduled` already or is left to the change monitor (`byMonitor`).
+  private func schedulePost(origin: ChangeOrigin?, scheduled: Bool, byMonitor: Bool) {
     if byMonitor { return }
-    if origin == .otherProcess, ChangeMonitor.shared.afterThisBatch({ [self] in postPending() }) {
+    if origin == .otherProcess, ChangeMonitor.shared.afterThisBatch(self) {
       // A Dispatch worker may have taken the batch meanwhile: then this marks a later one, or
       // none, and the monitor posts what is waiting then, if anything.
       notificationPending.withLock { $0?.byMonitor = true }
@@ -50,6 +75,10 @@ extension SuiteView {
     }
   }
 
+  /// Posts the notification that is waiting, if any: the change monitor's call at the end of
+  /// the batch of events in which this view heard a change (see ``postLater(origin:_:)``).
+  func batchTold() { postPending() }
+
   /// Posts the notification that is waiting, if any.
   private func postPending() {
     let batch = notificationPending.withLock { pending in
@@ -65,21 +94,51 @@ extension SuiteView {
   /// Posts ``GroupDefaults/didChangeNotification`` for a burst of changes:
   /// one notification per origin (this process's first), so that the
   /// `origin` in `userInfo` is never a guess for a mixed burst.
+  ///
+  /// The `userInfo` is filled in a table that the post before handed back
+  /// (``Observers/spareUserInfo``), in place, and handed back again once posted with its
+  /// values emptied: a change heard copies and frees no table (a copy and its release were a
+  /// fifth of what a watching process spent on a post, callgrind). A table an observer kept
+  /// is not changed under it: the first value set in it copies it. The first live handle is
+  /// held apart from the others, so that a view's usual one handle builds no array.
   private func postNotification(_ changes: [GroupDefaults.Change]) {
     guard !changes.isEmpty else { return }
-    let handles = observers.withLock { $0.handles.compactMap(\.object) }
-    let template = userInfoTemplate()
+    var first: GroupDefaults?
+    var others: [GroupDefaults] = []
+    var spare: UserInfoTemplate.Table?
+    let made = observers.withLock { observers -> UserInfoTemplate? in
+      for handle in observers.handles {
+        guard let object = handle.object else { continue }
+        if first == nil { first = object } else { others.append(object) }
+      }
+      if first != nil { spare = observers.spareUserInfo.take() }
+      return observers.userInfoTemplate
+    }
+    guard let first else { return }
+    let template = made ?? userInfoTemplate()
+    // Taken out of `spare`, so that the table has no other holder and is filled in place.
+    var info = spare.take()?.info ?? template.table
+    func post(_ origin: ChangeOrigin, _ batch: [GroupDefaults.Change]) {
+      template.fill(&info, origin: origin, changes: batch)
+      NotificationCenter.default.post(
+        name: GroupDefaults.didChangeNotification, object: first, userInfo: info)
+      for handle in others {
+        NotificationCenter.default.post(
+          name: GroupDefaults.didChangeNotification, object: handle, userInfo: info)
+      }
+    }
     // One origin (a burst of `set` calls, or another process's commits): the batch as it is,
     // not a copy of every change.
-    let mixed = changes.contains { $0.origin != changes[0].origin }
-    for origin in [ChangeOrigin.thisProcess, .otherProcess] {
-      let batch = mixed ? changes.filter { $0.origin == origin } : changes[0].origin == origin ? changes : []
-      guard !batch.isEmpty else { continue }
-      let userInfo = template.userInfo(origin: origin, changes: batch)
-      for handle in handles {
-        NotificationCenter.default.post(
-          name: GroupDefaults.didChangeNotification, object: handle, userInfo: userInfo)
-      }
+    let origin = changes[0].origin
+    if !changes.contains(where: { $0.origin != origin }) {
+      post(origin, changes)
+    } else {
+      post(.thisProcess, changes.filter { $0.origin == .thisProcess })
+      post(.otherProcess, changes.filter { $0.origin == .otherProcess })
+    }
+    template.empty(&info)
+    observers.withLock { observers in
+      if observers.spareUserInfo == nil { observers.spareUserInfo = UserInfoTemplate.Table(info: info) }
     }
   }
 
@@ -134,10 +193,34 @@ extension SuiteView {
     /// What ``SuiteView/userInfo(domain:origin:changes:)`` makes for this view's domain.
     func userInfo(origin: ChangeOrigin, changes: [GroupDefaults.Change]) -> [AnyHashable: Any] {
       var info = self.info
+      fill(&info, origin: origin, changes: changes)
+      return info
+    }
+
+    /// The template's table, to fill (``fill(_:origin:changes:)``): a copy made when a value
+    /// is first set in it.
+    var table: [AnyHashable: Any] { info }
+
+    /// Sets the values of a notification in `info`, a copy of this template's table (a copy
+    /// keeps its layout, and so the positions of its values), position by position.
+    func fill(_ info: inout [AnyHashable: Any], origin: ChangeOrigin, changes: [GroupDefaults.Change]) {
       info.values[changedKeys] = SuiteView.sortedKeys(changes)
       info.values[self.origin] = SuiteView.originName(origin)
       info.values[self.changes] = changes
-      return info
+    }
+
+    /// Gives `info`, filled by ``fill(_:origin:changes:)``, the template's values back: what
+    /// a notification held is released, and the table can be filled again.
+    func empty(_ info: inout [AnyHashable: Any]) {
+      info.values[changedKeys] = [String]()
+      info.values[changes] = [GroupDefaults.Change]()
+    }
+
+    /// A copy of a template's table, kept between posts (see
+    /// ``SuiteView/postNotification(_:)``). `@unchecked Sendable`: it is taken and handed
+    /// back under the view's lock, and holds strings and changes.
+    struct Table: @unchecked Sendable {
+      var info: [AnyHashable: Any]
     }
   }
 
@@ -159,6 +242,7 @@ extension SuiteView {
   /// The changed keys, sorted, each once: sorted first, then adjacent repeats dropped (no set
   /// of the keys is built: a burst of 10,000 `set`s posts one notification with them all).
   private static func sortedKeys(_ changes: [GroupDefaults.Change]) -> [String] {
+    if changes.count == 1 { return [changes[0].key] }
     var keys = changes.map(\.key)
     keys.sort()
     var kept = 0

@@ -7,7 +7,7 @@ internal import Synchronization
 ///
 /// One view per suite file per process, shared by every `GroupDefaults`
 /// handle on that suite.
-@usableFromInline final class SuiteView: Sendable {
+@usableFromInline final class SuiteView: Sendable, AfterBatchWork {
   let domain: String
   let suite: SuiteStore
   let managed: SuiteStore?
@@ -53,12 +53,31 @@ internal import Synchronization
     /// The `userInfo` this view's notifications are copied from, made by its first post (see
     /// ``UserInfoTemplate``).
     var userInfoTemplate: UserInfoTemplate?
+    /// A copy of the template's table that the last post filled and handed back, to fill
+    /// again in place (see ``postNotification(_:)``); `nil` while a post has it.
+    var spareUserInfo: UserInfoTemplate.Table?
   }
 
   struct Observer: Sendable {
     let id: UInt64
     let keys: Set<String>?
+    /// The key, when `keys` holds one: compared (as the set compares its keys), not hashed,
+    /// for each change heard.
+    let onlyKey: String?
     let handler: @Sendable ([GroupDefaults.Change]) -> Void
+
+    init(id: UInt64, keys: Set<String>?, handler: @escaping @Sendable ([GroupDefaults.Change]) -> Void) {
+      self.id = id
+      self.keys = keys
+      onlyKey = keys?.count == 1 ? keys?.first : nil
+      self.handler = handler
+    }
+
+    /// Whether the observer hears the changes of `key`.
+    func observes(_ key: String) -> Bool {
+      if let onlyKey { return onlyKey == key }
+      return keys?.contains(key) ?? true
+    }
   }
 
   /// A `GroupDefaults` on this view, weakly. `@unchecked`: read and written only under
@@ -421,7 +440,7 @@ internal import Synchronization
     // ``deliver(_:)-(GroupDefaults.Change)``. No observer (a burst's usual case): the empty
     // list is not retained and released.
     if let targets = observers.withLock({ $0.list.isEmpty ? nil : $0.list }) {
-      for target in targets where target.keys?.contains(key) ?? true { target.handler([change]) }
+      for target in targets where target.observes(key) { target.handler([change]) }
     }
     var batched = Optional(consume change)
     postLater(origin: .thisProcess) { $0.append(batched.take()!) }
@@ -507,27 +526,27 @@ internal import Synchronization
   private func deliver(_ changes: [GroupDefaults.Change]) {
     let targets = observers.withLock { $0.list }
     for target in targets {
-      if let keys = target.keys {
+      if target.keys != nil {
         // Every change of a key it observes (another process's one change of one): the
         // batch as it is, not a copy.
-        guard let first = changes.firstIndex(where: { !keys.contains($0.key) }) else {
+        guard let first = changes.firstIndex(where: { !target.observes($0.key) }) else {
           target.handler(changes)
           continue
         }
         var relevant = Array(changes[..<first])
-        relevant += changes[(first + 1)...].lazy.filter { keys.contains($0.key) }
+        relevant += changes[(first + 1)...].lazy.filter { target.observes($0.key) }
         if !relevant.isEmpty { target.handler(relevant) }
       } else {
         target.handler(changes)
       }
     }
-    postLater(origin: changes.first?.origin) { $0.append(contentsOf: changes) }
+    postLater(origin: changes.first?.origin, handing: changes)
   }
 
   /// ``deliver(_:)-([GroupDefaults.Change])`` of one change.
   private func deliver(_ change: GroupDefaults.Change) {
     let targets = observers.withLock { $0.list }
-    for target in targets where target.keys?.contains(change.key) ?? true {
+    for target in targets where target.observes(change.key) {
       target.handler([change])
     }
     postLater(origin: change.origin) { $0.append(change) }

@@ -221,6 +221,14 @@ extension SuiteStore {
   /// re-read, which holds its state.
   private func adopt(_ loaded: SuiteValues) -> ([StoredChange], [ChangeHandlerEntry]) {
     state.withLock { st in
+      // Nothing of this process's on top (a watching process's usual re-read): the values
+      // read are installed as they are, not copied into a variable first.
+      if st.replacement == nil && st.pending.isEmpty {
+        let changes = st.values.changes(to: loaded)
+        st.values = loaded
+        st.knownSizeEstimate = nil
+        return (changes, st.changeHandlers)
+      }
       var values = loaded
       if let replacement = st.replacement { values = SuiteValues(replacement.values) }
       for change in st.pending { values[change.key] = change.value }

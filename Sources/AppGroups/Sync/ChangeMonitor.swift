@@ -89,7 +89,12 @@ final class ChangeMonitor: Sendable {
   /// ``afterThisBatch(_:)``). Only the monitor's thread adds to it.
   private let afterBatch = Mutex(AfterBatch())
   private struct AfterBatch: Sendable {
-    var work: [@Sendable () -> Void] = []
+    /// Objects, not closures: a closure kept in an array was wrapped in a context allocated
+    /// for it (a re-abstraction), once per change heard.
+    var work: [any AfterBatchWork] = []
+    /// Empty, with room: what `work` becomes when its work is taken to run, and what that
+    /// work's array comes back as once run (so no batch allocates an array for its work).
+    var spare: [any AfterBatchWork] = []
     /// Whether ``handle(_:)`` runs.
     var isOpen = false
   }
@@ -129,13 +134,13 @@ final class ChangeMonitor: Sendable {
   /// Whether the caller runs on the monitor's thread, telling of changes it heard.
   var isCurrentThread: Bool { watcher.isCurrentThread }
 
-  /// Runs `work` on the monitor's thread when the batch of events it is handling has been
-  /// told: after every store of the batch was re-read and its change handlers called, outside
+  /// Runs `work` (``AfterBatchWork/batchTold()``) on the monitor's thread when the batch of
+  /// events it is handling has been told: after every store of the batch was re-read and its change handlers called, outside
   /// every lock and every re-read's telling (so `work` may re-read, commit or open a suite).
   /// Work added by `work` runs too, before the batch ends.
   /// - Returns: `false`, and `work` is not kept, when the caller is not the monitor's thread
   ///   handling a batch.
-  func afterThisBatch(_ work: @escaping @Sendable () -> Void) -> Bool {
+  func afterThisBatch(_ work: any AfterBatchWork) -> Bool {
     guard watcher.isCurrentThread else { return false }
     return afterBatch.withLock { batch in
       guard batch.isOpen else { return false }
@@ -151,7 +156,10 @@ final class ChangeMonitor: Sendable {
   /// ready what its first events need (``DirectoryWatcher/prepareThread()``): a process calls
   /// it when it adds its first observer.
   func prepareAfterBatch() {
-    afterBatch.withLock { if $0.work.capacity == 0 { $0.work.reserveCapacity(2) } }
+    afterBatch.withLock { batch in
+      if batch.work.capacity == 0 { batch.work.reserveCapacity(2) }
+      if batch.spare.capacity == 0 { batch.spare.reserveCapacity(2) }
+    }
     installHandBack()
     watcher.prepareThread()
   }
@@ -282,9 +290,10 @@ final class ChangeMonitor: Sendable {
   /// Names are compared as the file system does, byte for byte, against the folder's few
   /// stores, lengths first: no name is hashed, no weak reference is loaded but the one found,
   /// and a commit's temporary file costs a comparison of lengths.
-  private static func entry(
-    named name: String, in stores: [String: AnyWeakReference], held: inout [AnyObject]
-  ) -> Entry? {
+  ///
+  /// The store found is returned with a reference of its own: the caller keeps it until the
+  /// state's lock is let go (see ``store(_:held:)``).
+  private static func entry(named name: String, in stores: [String: AnyWeakReference]) -> Entry? {
     let length = name.utf8.count
     for index in stores.keys.indices {
       let fileName = stores.keys[index]
@@ -295,9 +304,10 @@ final class ChangeMonitor: Sendable {
       case SuiteLockFile.suffix.utf8.count: kind = (SuiteLockFile.suffix, true)
       default: continue
       }
-      guard Self.bytes(of: name, are: fileName, kind.suffix), let store = Self.store(stores.values[index], held: &held) else {
+      guard Self.bytes(of: name, are: fileName, kind.suffix), let object = stores.values[index].object else {
         continue
       }
+      let store = unsafeDowncast(object, to: SuiteStore.self)
       return kind.isLockFile ? .lockFile(store) : .values(store)
     }
     return nil
@@ -333,22 +343,40 @@ final class ChangeMonitor: Sendable {
     return true
   }
 
+  /// What is watched at `path`: among a few folders, found by comparing paths rather than by
+  /// hashing one (an event names a folder by the string this monitor asked to watch, so the
+  /// comparison mostly finds the same storage at once); the table is asked beyond that.
+  private static func watched(at path: String, in directories: [String: Watched]) -> Watched? {
+    guard directories.count <= 8 else { return directories[path] }
+    for index in directories.keys.indices where directories.keys[index] == path {
+      return directories.values[index]
+    }
+    return nil
+  }
+
   private func handle(_ events: [DirectoryWatcher.Event]) {
     #if DEBUG
     if let hook = Self.beforeHandlingForTesting.withLock({ $0 }) { hook(events) }
     #endif
     afterBatch.withLock { $0.isOpen = true }
     defer {
-      while let work = afterBatch.withLock({ batch -> [@Sendable () -> Void]? in
+      while var work = afterBatch.withLock({ batch -> [any AfterBatchWork]? in
         guard !batch.work.isEmpty else {
           batch.isOpen = false
           return nil
         }
         let work = batch.work
-        batch.work.removeAll(keepingCapacity: true)
+        batch.work = batch.spare
+        batch.spare = []
         return work
       }) {
-        for item in work { item() }
+        for item in work { item.batchTold() }
+        // One by one, keeping the room (`removeAll(keepingCapacity:)` goes through the
+        // generic replacement of a range, which cost more than the few items).
+        while work.popLast() != nil {}
+        afterBatch.withLock { batch in
+          if batch.spare.capacity < work.capacity { batch.spare = work }
+        }
       }
     }
     // An array, not a set keyed by `ObjectIdentifier`: a batch names one store or a few, and a
@@ -400,11 +428,13 @@ final class ChangeMonitor: Sendable {
         default:
           if folder?.path != event.directory {
             let listeners = st.listeners.filter { $0.directory == event.directory }
-            folder = (event.directory, st.directories[event.directory]?.stores ?? [:], listeners)
+            folder = (event.directory, Self.watched(at: event.directory, in: st.directories)?.stores ?? [:], listeners)
           }
-          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores, held: &held) }) {
-          case .values(let store)?: add(store, named: true)
-          case .lockFile(let store)?: store.lockFileMayHaveMoved()
+          switch folder.flatMap({ Self.entry(named: event.name, in: $0.stores) }) {
+          case .values(let store)?: add(store, named: true)  // held by `stores`
+          case .lockFile(let store)?:
+            store.lockFileMayHaveMoved()
+            held.append(store)
           case nil: break
           }
           for listener in folder?.listeners ?? [] where event.name.hasPrefix(listener.prefix) {
@@ -435,4 +465,11 @@ final class ChangeMonitor: Sendable {
       for watch in released { watch.cancel() }
     }
   }
+}
+
+/// What runs on the change monitor's thread once the batch of events it is handling was told
+/// (see ``ChangeMonitor/afterThisBatch(_:)``).
+protocol AfterBatchWork: AnyObject, Sendable {
+  /// Called on the monitor's thread, outside every lock, once its batch was told.
+  func batchTold()
 }

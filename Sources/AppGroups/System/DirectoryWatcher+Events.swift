@@ -291,17 +291,23 @@ extension WatcherEngine {
     var nextScan: Int64?
     var eventFD: CInt = -1
     var unblocked: CInt?
+    // A wake-up's events, in an array kept from one to the next (emptied, with its room), and
+    // the name of the last record read (see ``eventName(_:length:last:)``).
+    var batch: [DirectoryWatcher.Event] = []
+    var lastName = ""
 
     while true {
+      // The signal's number, not its handler: a copy of the handler out of the state
+      // allocated its closure's context anew (twice) on every pass.
       let (closed, currentEventFD, polling, signal) = state.withLock { state in
-        (state.closed, state.eventFD ?? -1, state.isPolling, state.signal)
+        (state.closed, state.eventFD ?? -1, state.isPolling, state.signal?.number)
       }
       eventFD = currentEventFD
       if closed { break }
       // A signal heard here is taken by this thread even when every other one blocks it.
-      if let signal, unblocked != signal.number {
-        _ = cappgroups_unblock_signal(signal.number)
-        unblocked = signal.number
+      if let signal, unblocked != signal {
+        _ = cappgroups_unblock_signal(signal)
+        unblocked = signal
       }
 
       var timeout: CInt = -1
@@ -335,7 +341,9 @@ extension WatcherEngine {
         _ = try? valueOrErrno("read", path: "eventfd") {
           read(eventFD, &value, MemoryLayout<UInt64>.size)
         }
-        if let signal, cappgroups_notice_take() > 0 { signal.handler() }
+        if signal != nil, cappgroups_notice_take() > 0, let handler = state.withLock({ $0.signal?.handler }) {
+          handler()
+        }
         deliverAgain()
         if buffer == nil, state.withLock({ $0.threadPrepared }) { buffer = Self.eventBuffer() }
         continue  // Re-read the state: closed, a polled directory was added, a signal, or events again.
@@ -345,11 +353,10 @@ extension WatcherEngine {
       // ``DirectoryWatcher/Passes``).
       DirectoryWatcher.Passes.begin()
       defer { DirectoryWatcher.Passes.end() }
-      var batch: [DirectoryWatcher.Event] = []
       if count > 1, descriptors.1.revents != 0, let inotifyFD {
         let events = buffer ?? Self.eventBuffer()
         buffer = events
-        batch = readEvents(inotifyFD, events)
+        readEvents(inotifyFD, events, into: &batch, lastName: &lastName)
       }
       if let due = nextScan, Self.now() >= due {
         batch += scanPolled()
@@ -358,6 +365,8 @@ extension WatcherEngine {
       if !batch.isEmpty {
         guard !state.withLock({ $0.closed }) else { break }
         handler(batch)
+        // Emptied one by one, keeping the room (see `ChangeMonitor.handle(_:)`).
+        if batch.capacity > 64 { batch = [] } else { while batch.popLast() != nil {} }
       }
     }
 
@@ -385,17 +394,19 @@ extension WatcherEngine {
     return buffer
   }
 
-  /// Reads once from the inotify descriptor and turns the records into events, in order.
+  /// Reads once from the inotify descriptor and turns the records into events, in order,
+  /// appended to `events`; `lastName`: the name of the last record read before.
   private func readEvents(
-    _ inotifyFD: CInt, _ buffer: UnsafeMutableRawPointer
-  ) -> [DirectoryWatcher.Event] {
+    _ inotifyFD: CInt, _ buffer: UnsafeMutableRawPointer,
+    into events: inout [DirectoryWatcher.Event], lastName: inout String
+  ) {
     let length: Int
     do {
       length = try valueOrErrno("read", path: "inotify") {
         read(inotifyFD, buffer, Self.bufferSize)
       }
     } catch {
-      return []  // EAGAIN: another wake-up got there first.
+      return  // EAGAIN: another wake-up got there first.
     }
 
     // The records are read from the buffer in place, under the lock (only this thread reads
@@ -403,10 +414,9 @@ extension WatcherEngine {
     // tuple with a string, is destroyed through the runtime's generic tuple witness), and no
     // name made for a record that is dropped.
     let headerSize = MemoryLayout<inotify_event>.size
-    return state.withLock { state in
-      var events: [DirectoryWatcher.Event] = []
+    state.withLock { state in
       // Room for every record with a name of up to 16 bytes, as a suite's files have.
-      events.reserveCapacity(length / (headerSize + 16))
+      events.reserveCapacity(events.count &+ length / (headerSize + 16))
       var offset = 0
       while offset + headerSize <= length {
         let record = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
@@ -430,9 +440,7 @@ extension WatcherEngine {
         guard let kind = Self.kind(of: mask) else { continue }
         // The name (NUL-terminated, padded) follows the fixed header: a flexible array member,
         // which Swift does not import.
-        let name =
-          header.len > 0
-          ? String(cString: (UnsafeRawPointer(record) + headerSize).assumingMemoryBound(to: CChar.self)) : ""
+        let name = Self.eventName(UnsafeRawPointer(record) + headerSize, length: Int(header.len), last: &lastName)
         // Mostly one directory is this inode: no sorted copy of one path.
         if watch.owners.count == 1, let path = watch.owners.first {
           events.append(.init(directory: path, name: name, kind: kind))
@@ -462,7 +470,6 @@ extension WatcherEngine {
         }
         for path in affected { events += resolve(path, &state) }
       }
-      return events
     }
   }
 
