@@ -38,14 +38,20 @@ import Testing
     #expect(diff(["a": .integer(1)], [:]) == [StoredChange(key: "a", old: .integer(1), new: nil)])
   }
 
-  @Test func theDiffOfTwoDomainsIsTheStoresDiff() {
+  @Test func everyKeyThatDiffersIsReportedOnceWithBothSidesTheKeysGoneLast() {
     var old: [String: PropertyListValue] = [:]
     var new: [String: PropertyListValue] = [:]
     for index in 0..<40 {
       if index % 3 != 0 { old["k\(index)"] = .integer(index) }
       if index % 4 != 0 { new["k\(index)"] = .integer(index % 5 == 0 ? -index : index) }
     }
-    #expect(diff(old, new) == SuiteStore.diff(old, new))
+    let changes = diff(old, new)
+    let differing = Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }
+    #expect(changes.count == differing.count)
+    #expect(Set(changes.map(\.key)) == differing)
+    #expect(changes.allSatisfy { old[$0.key] == $0.old && new[$0.key] == $0.new })
+    let firstGone = changes.firstIndex { $0.new == nil } ?? changes.endIndex
+    #expect(changes[firstGone...].allSatisfy { $0.new == nil })
   }
 
   // MARK: An inotify record's name

@@ -83,7 +83,7 @@ struct FailureReportingTests {
     let said = Mutex<[String]>([])
     let defaults = try GroupDefaults(
       suiteName: TestRoot.group, identity: AppIdentity(bundleIdentifier: TestRoot.app), root: root)
-    Diagnostics.withHandler({ line in said.withLock { $0.append(line) } }) {
+    _ = Diagnostics.withHandler({ line in said.withLock { $0.append(line) } }) {
       #expect(throws: AppGroupsError.self) { try defaults.increment(forKey: "counter") }
     }
     let reports = said.withLock { $0 }.filter { $0.contains("No space left on device") }

@@ -522,7 +522,7 @@ public final class GroupDefaults: Sendable {
     _ domainName: String, with values: [String: PropertyListValue]
   ) throws(AppGroupsError) {
     let target = try store(forDomain: domainName)
-    let changes = SuiteStore.diff(target.values(), values)
+    let changes = SuiteValues.changes(from: target.values(), to: values)
     try target.replaceAll(with: values)
     let inSearchList = target === view.suite || target === view.global
     if inSearchList && !changes.isEmpty { return }

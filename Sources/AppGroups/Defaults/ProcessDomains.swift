@@ -51,7 +51,7 @@ enum ProcessDomains {
   /// command line is parsed at first use).
   static func setArguments(_ values: [String: PropertyListValue]) -> [StoredChange] {
     state.withLock { st in
-      let changes = SuiteStore.diff(st.arguments, values)
+      let changes = SuiteValues.changes(from: st.arguments, to: values)
       st.arguments = values
       holdsArguments.store(!values.isEmpty, ordering: .releasing)
       return changes
@@ -60,7 +60,7 @@ enum ProcessDomains {
 
   static func replaceRegistration(_ values: [String: PropertyListValue]) -> [StoredChange] {
     state.withLock { st in
-      let changes = SuiteStore.diff(st.registration, values)
+      let changes = SuiteValues.changes(from: st.registration, to: values)
       st.registration = values
       holdsRegistration.store(!values.isEmpty, ordering: .releasing)
       return changes

@@ -66,7 +66,7 @@ extension SuiteStore {
       let landed = st.pending.isEmpty && st.replacement == nil
       st.pending.removeAll()
       st.replacement = nil
-      let changes = Self.diff(st.values, persisted)
+      let changes = st.values.changes(to: persisted)
       st.values = persisted
       st.sizeEstimate = Self.estimate(persisted)
       return (changes, st.changeHandler, landed)
@@ -412,7 +412,7 @@ extension SuiteStore {
         // (every changed key, when nothing was re-read).
         var values = st.replacement?.values ?? next
         for change in st.pending { values[change.key] = change.value }
-        for change in Self.diff(st.values.decoded, values) {
+        for change in SuiteValues.changes(from: st.values.decoded, to: values) {
           let mine: Bool
           if let domainBase {
             mine = !didReload || domainBase[change.key] != next[change.key]

@@ -356,7 +356,7 @@ final class SuiteStore: Sendable {
         "the new domain for \(path) is about \(size) bytes, over its limit of \(options.sizeLimit) bytes; the values already there are kept")
     }
     let (changes, schedule, handler) = state.withLock { st in
-      let changes = Self.diff(st.values.decoded, values)
+      let changes = SuiteValues.changes(from: st.values.decoded, to: values)
       st.values = SuiteValues(values)
       st.sizeEstimate = size
       st.pending.removeAll()
@@ -473,16 +473,4 @@ final class SuiteStore: Sendable {
 
   static func estimate(_ values: SuiteValues) -> Int { values.sizeEstimate }
 
-  static func diff(_ old: SuiteValues, _ new: SuiteValues) -> [StoredChange] { old.changes(to: new) }
-
-  static func diff(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> [StoredChange] {
-    var changes: [StoredChange] = []
-    for (key, value) in new where old[key] != value {
-      changes.append(StoredChange(key: key, old: old[key], new: value))
-    }
-    for (key, value) in old where new[key] == nil {
-      changes.append(StoredChange(key: key, old: value, new: nil))
-    }
-    return changes
-  }
 }
