@@ -100,8 +100,7 @@ extension Coordinator {
     rows.append(
       Row(
         measure: "disk floor: 4 KiB temp + `fsync` + `rename` + `fsync` of the folder (n = \(floorSamples.count))",
-        appGroups: ["p50 \(formatDuration(floor)), p99 \(formatDuration(Stats.quantile(floorSamples, 0.99)))",
-          formatDuration(floorSamples.min() ?? .nan), formatDuration(floorSamples.max() ?? .nan)],
+        appGroups: quantileCells(floorSamples),
         foundation: ["—", "—", "—"], ratio: "—", target: "report", verdict: ""))
     if wants("P8") {
       rows.append(
@@ -195,15 +194,13 @@ extension Coordinator {
       rows.append(
         Row(
           measure: "P11 lock wait, \(c.contenders) processes incrementing one counter (n = \(wait.count), \(Int(timeouts)) lock timeouts)",
-          appGroups: ["p50 \(formatDuration(Stats.median(wait))), p99 \(formatDuration(Stats.quantile(wait, 0.99)))",
-            formatDuration(wait.min() ?? .nan), formatDuration(wait.max() ?? .nan)],
+          appGroups: quantileCells(wait),
           foundation: ["no cross-process lock", "—", "—"], ratio: "—", target: "no timeout (bound 1 s)",
           verdict: verdict(timeouts == 0 && !wait.isEmpty)))
       rows.append(
         Row(
           measure: "P11′ whole `increment(_:)` under that contention",
-          appGroups: ["p50 \(formatDuration(Stats.median(whole))), p99 \(formatDuration(Stats.quantile(whole, 0.99)))",
-            formatDuration(whole.min() ?? .nan), formatDuration(whole.max() ?? .nan)],
+          appGroups: quantileCells(whole),
           foundation: ["—", "—", "—"], ratio: "—", target: "—", verdict: ""))
     }
     // P9
