@@ -96,8 +96,10 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// - Throws: `.invalidManifest`, naming the file and the entry, when the
   ///   file cannot be read, is not a property list, its root is not a
   ///   dictionary, an entry is not a dictionary, its groups are not an array
-  ///   of strings, a bundle or group identifier is invalid, or an executable
-  ///   is not a string naming a file or an absolute path.
+  ///   of strings, a bundle or group identifier is invalid, an executable
+  ///   is not a string naming a file or an absolute path, or an XML manifest
+  ///   lists a bundle identifier twice or gives a field of one entry twice
+  ///   (naming it and both lines).
   public static func load(from url: URL) throws(AppGroupsError) -> EntitlementManifest {
     try loadIfPresent(from: url)?.manifest ?? EntitlementManifest()
   }
@@ -219,6 +221,10 @@ public struct EntitlementManifest: Sendable, Equatable {
             .invalidManifest, "\(path): not a property list of entitlements: holds a \(type(of: object))")
         }
         value = converted
+        // Read by Foundation's parser, which keeps one of a key written twice: refused.
+        if let problem = repeatedKeyProblem(in: data) {
+          throw AppGroupsError(.invalidManifest, "\(path): \(problem)")
+        }
       }
       guard case .dictionary(let dictionary) = value else {
         throw AppGroupsError(
