@@ -43,10 +43,19 @@ struct ExportCommand: ParsableCommand {
   /// Writes `data` to `path` as the shell's `>` would land it, but atomically where it can: a
   /// new or regular file is replaced whole (through a symbolic link, the file it leads to, so
   /// that the link stays); a fifo, a socket or a device (`/dev/stdout`, a pipe) is written to
-  /// as it is, never replaced by a file, and a write it refuses (`/dev/full`) fails.
+  /// as it is, never replaced by a file, and a write it refuses (`/dev/full`) fails. A link
+  /// to nothing is refused, naming it and what it leads to: it is never replaced by a file,
+  /// and the file it names is not created (the link may lead anywhere, and the kernel's guard
+  /// of links in shared folders, which `>` has, would not apply to a path followed here).
   static func write(_ data: Data, to path: String) throws {
     guard let target = FileStatus(atPath: path, followingLinks: true) else {
-      // Nothing there yet (or a link to nothing): a new file.
+      if FileStatus(atPath: path)?.kind == .symbolicLink {
+        let destination = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?"
+        throw CommandFailure(
+          "cannot write \(path): it is a symbolic link to \(destination), which does not exist"
+            + " (create that file first, or remove the link)")
+      }
+      // Nothing there yet: a new file.
       try data.write(to: URL(fileURLWithPath: path), options: .atomic)
       return
     }
