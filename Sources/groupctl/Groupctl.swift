@@ -95,6 +95,9 @@ enum Groupctl {
 
   /// Runs `groupctl` with the process's arguments and exits.
   static func main() -> Never {
+    // A mask inherited from the parent (a thread that blocks every signal) would keep SIGTERM
+    // and SIGINT from ending groupctl.
+    Processes.unblockAllSignals()
     // Swift replaces bytes that are not UTF-8 with U+FFFD when it makes CommandLine.arguments,
     // so two different byte strings could name one key: refuse them before that.
     if let problem = nonUTF8Input() {

@@ -25,6 +25,20 @@ package enum Processes {
     package static let `continue` = Signal(rawValue: SIGCONT)
   }
 
+  /// Unblocks every signal in the calling thread. A program inherits its parent's signal
+  /// mask through `fork(2)` and `execve(2)`; started from a thread that blocks signals (a
+  /// Dispatch worker blocks all of them, and Foundation's `Process` passes the mask on), it
+  /// would not end on SIGTERM or SIGINT, whose default actions `groupctl` relies on: the
+  /// signal would stay pending. Called first thing in `main`, before any other thread exists,
+  /// so that every thread starts from it.
+  ///
+  /// The corresponding C function is `pthread_sigmask(3)` with `SIG_SETMASK`.
+  package static func unblockAllSignals() {
+    var none = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, nil)
+  }
+
   /// This process's id.
   ///
   /// The corresponding system call is `getpid(2)`.
@@ -171,12 +185,17 @@ package enum Processes {
 
   /// Runs the program at `path` with `arguments` (the first one is its name), exactly
   /// `environment`, this process's standard streams and no other descriptor, and waits for it to exit. The
-  /// program is tied to this process: the kernel kills it (SIGKILL) when this process ends
-  /// first, by any signal, SIGKILL included, so that nothing it does outlives what this
-  /// process holds for it (a coordinated access). Its signals start at their defaults.
+  /// program is tied to this process, with every process it starts: when this process ends
+  /// first, by any signal, SIGKILL included, and when the program exits, every process left
+  /// of the program's tree is killed (SIGKILL), a grandchild that called `setsid(2)` or was
+  /// double-forked included, so that nothing it does outlives what this process holds for it
+  /// (a coordinated access, whose lock is kept until then). Its signals start at their
+  /// defaults. A keeper process between this one and the program does it
+  /// (`cappgroups_spawn_tied`); not covered: work the tree hands to a process outside it (a
+  /// daemon), and the tree's descendants when the keeper itself is killed with SIGKILL.
   ///
-  /// The corresponding system calls are `fork(2)`, `prctl(2)` with `PR_SET_PDEATHSIG`,
-  /// `execve(2)` and `waitpid(2)`.
+  /// The corresponding system calls are `fork(2)`, `prctl(2)` with `PR_SET_PDEATHSIG` and
+  /// `PR_SET_CHILD_SUBREAPER`, `execve(2)`, `sigwaitinfo(2)`, `kill(2)` and `waitpid(2)`.
   ///
   /// - Returns: the program's exit status (127 when it could not be run), or 128 + the
   ///   signal that ended it.

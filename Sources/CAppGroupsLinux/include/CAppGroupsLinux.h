@@ -234,10 +234,17 @@ int cappgroups_ofd_test(int fd, int16_t type, int64_t start, int64_t length, int
 /// child rather than init's. Kept across execve(2). Returns 0, or -1 with errno.
 int cappgroups_become_child_subreaper(void);
 
-/// Starts the program at `path` (argv, envp as execve(2) takes them) in a child process tied to
-/// this one: the kernel kills it (SIGKILL) when the thread that started it ends, whatever ends
-/// it (prctl(2) PR_SET_PDEATHSIG). Every signal starts at its default and none is blocked in
-/// it; it exits with 127 when execve fails. Returns the child's pid, or -1 with errno (fork).
+/// Starts the program at `path` (argv, envp as execve(2) takes them) tied to this process,
+/// with every process it starts: a keeper child (the pid returned) runs it as its own child
+/// and, as a child subreaper, gets back every orphan of the program's tree. When this process
+/// ends, whatever ends it (SIGKILL included: prctl(2) PR_SET_PDEATHSIG), and when the program
+/// exits, the keeper kills (SIGKILL) and reaps every process left of that tree, then exits as
+/// the program did (its status, or its signal); 127 when execve fails. The keeper keeps this
+/// process's descriptors until then, so a lock held on one outlasts the tree. Every signal
+/// starts at its default and none is blocked in the program. Not covered: a process the tree
+/// had another process start (a daemon, `systemd-run`), and the tree when the keeper itself is
+/// killed with SIGKILL (the program then is, its descendants are not). Returns the keeper's pid,
+/// or -1 with errno (fork).
 int cappgroups_spawn_tied(const char *path, char *const argv[], char *const envp[]);
 
 // MARK: Signals heard through a descriptor (notice.c)

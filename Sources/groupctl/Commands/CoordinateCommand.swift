@@ -169,9 +169,10 @@ struct CoordinateCommand: ParsableCommand {
   }
 
   /// Runs `executable` with this process's standard streams and waits for it: its exit
-  /// status, or 128 + the signal that ended it. It is killed if groupctl ends first
-  /// (`timeout`, `kill`, even SIGKILL): a COMMAND left running would go on writing PATH after
-  /// the access ended and the next one began.
+  /// status, or 128 + the signal that ended it. It is killed, with every process it started,
+  /// if groupctl ends first (`timeout`, `kill`, even SIGKILL), and what it left running is
+  /// killed when it exits: a process of COMMAND's left running would go on writing PATH after
+  /// the access ended and the next one began (see ``Processes/runTied(_:arguments:environment:)``).
   static func spawn(_ executable: String, arguments: [String]) throws -> Int32 {
     try Processes.runTied(
       executable, arguments: [executable] + arguments,
