@@ -278,7 +278,9 @@ final class PresenterHost: @unchecked Sendable {
       let toWriter = ask.contains(.relinquishToWriter)
       lock.withLock { pending[key] = Pending() }
       UncoordinatedChanges.coordinated(entry.name, begins: true, path: nil)
-      Courier.shared.whenEnded(asker) { self.reacquire(key, entry: entry, queue: queue) }
+      Courier.shared.whenEnded(asker) {
+        self.reacquire(key, entry: entry, queue: queue, askerGone: true)
+      }
       steps.append { done in
         let relinquished: @Sendable ((@Sendable () -> Void)?) -> Void = { reacquirer in
           self.relinquished(key, reacquirer: reacquirer, queue: queue)
@@ -331,11 +333,19 @@ final class PresenterHost: @unchecked Sendable {
   }
 
   /// The asker is done (or gone): the presenter's reacquirer runs, on its queue.
-  private func reacquire(_ key: String, entry: Entry, queue: OperationQueue) {
+  ///
+  /// An asker gone before it told what happened (killed in its access) cannot say whether it
+  /// changed the item: the item is then compared with what the presenter last saw, and a
+  /// change is heard as one made without coordination (`presentedItemDidChange()`, or the
+  /// deletion), after the reacquirer.
+  private func reacquire(_ key: String, entry: Entry, queue: OperationQueue, askerGone: Bool = false) {
+    var told = true
     let reacquirer: (@Sendable () -> Void)? = lock.withLock {
       guard var state = pending[key] else { return nil }
+      told = false
       defer {
-        UncoordinatedChanges.coordinated(entry.name, begins: false, path: entry.item?.path)
+        UncoordinatedChanges.coordinated(
+          entry.name, begins: false, path: askerGone ? nil : entry.item?.path)
       }
       if !state.relinquished {
         state.ended = true
@@ -346,6 +356,7 @@ final class PresenterHost: @unchecked Sendable {
       return state.reacquirer
     }
     if let reacquirer { queue.addOperation(reacquirer) }
+    if askerGone, !told { UncoordinatedChanges.lookAgain(entry.name) }
   }
 
   private func apply(
