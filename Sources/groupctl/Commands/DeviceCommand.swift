@@ -257,9 +257,13 @@ struct PasscodeInput {
   /// `value` itself, or for `-` the next line of stdin.
   mutating func resolve(_ value: String, what: String) throws -> String {
     guard value == "-" else { return value }
-    guard let line = readLine(strippingNewline: true) else {
+    guard let line = StandardInputLine.read() else {
       throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
     }
-    return line.hasSuffix("\r") ? String(line.dropLast()) : line
+    // As on the command line: text, never bytes made into U+FFFD (two passcodes would be one).
+    guard let text = String(validating: line, as: UTF8.self) else {
+      throw CommandFailure("\(what) read from stdin is not valid UTF-8 text; nothing was changed")
+    }
+    return text
   }
 }

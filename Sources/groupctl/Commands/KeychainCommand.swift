@@ -299,10 +299,11 @@ struct KeychainCommand: ParsableCommand {
       if data.last == UInt8(ascii: "\r") { data.removeLast() }
       return data
     }
-    func prompt(_ text: String) throws -> String {
+    // The bytes typed, as the non-terminal path keeps them (not readLine's U+FFFD).
+    func prompt(_ text: String) throws -> [UInt8] {
       FileHandle.standardError.write(Data(text.utf8))
       defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      guard let line = StandardInput.withoutEcho({ readLine(strippingNewline: true) }) else {
+      guard let line = StandardInput.withoutEcho({ StandardInputLine.read() }) else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       return line
@@ -310,6 +311,6 @@ struct KeychainCommand: ParsableCommand {
     let first = try prompt("password data for new item: ")
     let again = try prompt("retype password for new item: ")
     guard first == again else { throw CommandFailure("keychain: the passwords do not match") }
-    return Data(first.utf8)
+    return Data(first)
   }
 }
