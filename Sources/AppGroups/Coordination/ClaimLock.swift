@@ -53,9 +53,20 @@ final class ClaimLock: @unchecked Sendable {
   deinit { release() }
 
   /// Lets every lock go (closing the description), and the suspension barrier with them.
+  ///
+  /// A claims file removed while the access held it (its folder removed under a running
+  /// process) was made again by the next access, which locked that file and was let in:
+  /// the two may have overlapped, which no process could see before. It is said, naming the
+  /// file, so that nobody takes the access for one that excluded the others.
   func release() {
-    guard file != nil else { return }
-    file = nil
+    guard let file else { return }
+    if !file.isStillAtPath {
+      let path = claims.first?.item.space.claimsPath ?? "the claims file"
+      Diagnostics.report(
+        "\(path) was removed during a coordinated access (its folder was removed under a"
+          + " running process): an access that began meanwhile was not kept out of it")
+    }
+    self.file = nil
     SuspensionBarrier.leave(passage)
   }
 
