@@ -23,6 +23,15 @@
 // holding no lock while suspended; on resume it opens the database and begins a new write
 // transaction ("began a write transaction again after the resume").
 //
+// Data protection: the simulator enforces protection classes only where the library does the
+// I/O (the suites, FileProtection); notes.sqlite is a plain file read and written by
+// libsqlite3, which no protection class guards. The example checks for itself, through the
+// library's public API (DeviceState.unavailabilityReason(for:)), that the database's class,
+// completeUntilFirstUserAuthentication (iOS's default), is available before each open: add,
+// list and hold are refused before the device's first unlock after a restart ("cannot open
+// PATH: before first unlock: ..."), and so is watch when it starts (later, it says it cannot
+// read the notes). An app that skips the check is not stopped.
+//
 // Exit status: 0 on success (and on SIGTERM/SIGINT), 64 usage error, 1 refused or failed.
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.notes (watch: com.example.notes.widget).
 // Root: APPGROUPS_ROOT, else Containers/ in the current directory.
@@ -226,7 +235,9 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   let presentedItemURL: URL?
   let presentedItemOperationQueue: OperationQueue
   let finished = DispatchSemaphore(value: 0)
-  private let shown = Mutex<(started: Bool, last: Int64, count: Int)>((false, 0, 0))
+  /// What was shown: the last note's id, in the database of that generation (see
+  /// ``Database/generation()``).
+  private let shown = Mutex<(started: Bool, generation: Int64?, last: Int64, count: Int)>((false, nil, 0, 0))
   private let limit: Int?
 
   init(url: URL, limit: Int?) {
@@ -237,17 +248,23 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   /// Reads the notes after the last shown (a coordinated read, as this presenter) and prints
-  /// them; the first call prints every note, as the widget's first timeline.
+  /// them; the first call prints every note, as the widget's first timeline. A database made
+  /// again since (another generation) is new: every note in it is new.
   func showNew() throws {
-    let (first, after) = shown.withLock { shown in
+    let (first, seen, after) = shown.withLock { shown in
       defer { shown.started = true }
-      return (!shown.started, shown.last)
+      return (!shown.started, shown.generation, shown.last)
     }
     let url = presentedItemURL ?? URL(fileURLWithPath: "/")
-    let notes = try NSFileCoordinator(filePresenter: self).coordinate(readingItemAt: url) { url in
+    let (generation, notes) = try NSFileCoordinator(filePresenter: self).coordinate(readingItemAt: url) { url in
       let database = try Database(path: url.path)
       defer { database.close() }
-      return try database.notes(after: after)
+      let generation = try database.generation()
+      return (generation, try database.notes(after: first || generation == seen ? after : 0))
+    }
+    shown.withLock { shown in
+      if shown.generation != generation { shown.last = 0 }
+      shown.generation = generation
     }
     if first {
       say("notes: \(notes.count)")

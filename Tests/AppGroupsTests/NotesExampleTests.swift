@@ -67,6 +67,38 @@ struct NotesExampleTests {
     #expect(mode == 0o600)
   }
 
+  @Test func theWidgetShowsTheNotesOfADatabaseMadeAgain() throws {
+    let t = try NotesRoot()
+    #expect(try t.notes(["add", "one"]).status == 0)
+    #expect(try t.notes(["add", "two"]).status == 0)
+    let widget = try t.launch(Self.widget, ["watch", "--count", "2"])
+    #expect(widget.waitFor("ready"), "\(widget.standardError)")
+    // The database deleted (its folder with it), then made again by the next note: its ids
+    // start at 1 again, below the last id the widget saw (2).
+    try FileManager.default.removeItem(atPath: (t.database as NSString).deletingLastPathComponent)
+    #expect(widget.waitFor("the notes were deleted"), "\(widget.standardError)")
+    #expect(try t.notes(["add", "three"]).stdout == "added #1: three\n")
+    #expect(widget.waitFor("note #1: three"), "\(widget.standardError)")
+    #expect(try t.notes(["add", "four"]).stdout == "added #2: four\n")
+    #expect(widget.waitFor("note #2: four"), "\(widget.standardError)")
+    #expect(widget.wait() == 0)
+  }
+
+  @Test func theDatabaseIsRefusedBeforeTheFirstUnlockOnly() throws {
+    let t = try NotesRoot()
+    #expect(try t.notes(["add", "one"]).status == 0)
+    try t.g.ok(["device", "passcode", "set", "123456"])
+    #expect(try t.g.ok(["device", "reboot"]).contains("rebooted: before-first-unlock"))
+    let refused = try t.notes(["add", "two"])
+    #expect(refused.status == 1)
+    #expect(refused.stderr.contains("cannot open \(t.database): before first unlock"), "\(refused.stderr)")
+    // Unlocked once, then locked: the class (completeUntilFirstUserAuthentication) is there.
+    try t.g.ok(["device", "unlock", "--passcode", "123456"])
+    try t.g.ok(["device", "lock", "--grace", "0"])
+    #expect(try t.notes(["add", "three"]).stdout == "added #2: three\n")
+    #expect(try t.notes(["list"]).stdout == "#1 one\n#2 three\n")
+  }
+
   @Test func aHeldTransactionIsTerminatedOnSuspend() throws {
     let t = try NotesRoot()
     let holder = try t.launch(Self.app, ["hold"])

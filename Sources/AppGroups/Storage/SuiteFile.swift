@@ -402,6 +402,7 @@ final class SuiteFile: Sendable {
           }
           keepPersisted()
           if let refused { return .failure(protectedDataRefusal(refused, request)) }
+          if race == nil { race = temporaryRemovedByAnotherWriter(error, lockFile) }
           if race == nil && error.code == .resourceTemporarilyUnavailable {
             race = "\(SuiteJournal.path(of: path)) was replaced during the commit by a writer that did not take the lock"
           }
@@ -424,6 +425,9 @@ final class SuiteFile: Sendable {
         cs.deadBytes = 0
       } catch {
         keepPersisted()
+        if race == nil && refused == nil {
+          race = temporaryRemovedByAnotherWriter(error.cause as? SystemCallError, lockFile)
+        }
         return .failure(refused.map { protectedDataRefusal($0, request) } ?? error)
       }
       cs.persisted = SuiteValues(next)
@@ -449,6 +453,22 @@ final class SuiteFile: Sendable {
     if let token = lockFile.token { seenToken.store(token, ordering: .releasing) }
     finish(Committed(values: next, reloaded: didReload, extra: extraChanges, domainBase: extraDomain?.base))
     return .committed
+  }
+
+  /// Why a commit whose `rename(2)` found its own temporary file gone (`ENOENT`, its folder
+  /// still there) raced: another writer took the temporary for a killed writer's leftover and
+  /// removed it. A writer that locked a lock file made again, after the one this commit holds
+  /// was removed from the path, holds the lock too; a writer that ignores the lock may do the
+  /// same. Nothing was renamed, so the pass starts over (under the lock now at the path) rather
+  /// than fail the write; it fails, saying so, only when every attempt raced. `nil` for any
+  /// other failure.
+  private func temporaryRemovedByAnotherWriter(_ error: SystemCallError?, _ lockFile: SuiteLockFile) -> String? {
+    guard let error, error.call == "rename", error.code == .noSuchFileOrDirectory,
+      (try? FileSystem.identity(ofPath: FileSystem.folder(of: path))) != nil
+    else { return nil }
+    return lockFile.stillLocksPath()
+      ? "the commit's temporary file was removed during the commit by a writer that did not take the lock"
+      : "the lock file \(lockFile.path) was replaced during the commit (a writer holding the new one removed the commit's temporary file)"
   }
 
   // MARK: Loading and quarantine

@@ -47,15 +47,27 @@ package enum Paths {
   /// folders (`PATH`; an empty entry is the current folder) that may be executed.
   ///
   /// - Throws: `.notFound` saying "cannot run NAME: not found in PATH"; `.io` saying
-  ///   "cannot run NAME: access: " and the errno text for a path that may not be run.
+  ///   "cannot run NAME: access: " and the errno text for a path that may not be run, or
+  ///   "cannot run NAME: it is a folder"; `.invalidName` for an empty name. NAME is quoted
+  ///   (``Names/quoted(_:)``) when it is empty or holds a character that does not show as
+  ///   itself (a newline would split the message over two lines).
   package static func executable(
     named name: String, searchPath: String
   ) throws(AppGroupsError) -> String {
+    let shown = shownName(name)
+    if name.isEmpty {
+      throw AppGroupsError(.invalidName, "cannot run \(shown): the command name is empty")
+    }
     if name.contains("/") {
       do {
         _ = try valueOrErrno("access", path: name) { access(name, X_OK) }
       } catch {
-        throw AppGroupsError(.io, "cannot run \(name): access: \(error.code)", cause: error)
+        throw AppGroupsError(.io, "cannot run \(shown): access: \(error.code)", cause: error)
+      }
+      // A folder passes `access(X_OK)` (search permission); `execve(2)` would refuse it with
+      // `EACCES`, which says nothing of why.
+      if FileStatus(atPath: name, followingLinks: true)?.kind == .folder {
+        throw AppGroupsError(.io, "cannot run \(shown): it is a folder")
       }
       return name
     }
@@ -67,6 +79,13 @@ package enum Paths {
         return candidate
       }
     }
-    throw AppGroupsError(.notFound, "cannot run \(name): not found in PATH")
+    throw AppGroupsError(.notFound, "cannot run \(shown): not found in PATH")
+  }
+
+  /// `name` as a message shows it: as it is, or quoted (``Names/quoted(_:)``) when it is
+  /// empty or any of its characters would not show as itself.
+  private static func shownName(_ name: String) -> String {
+    let plain = !name.isEmpty && name.unicodeScalars.allSatisfy { Names.quoted(String($0)) == "\"\($0)\"" }
+    return plain ? name : Names.quoted(name)
   }
 }
