@@ -51,16 +51,12 @@ final class Database {
 
   /// The database's generation (see ``init(path:)``); `nil` before it is written.
   func generation() throws -> Int64? {
-    var statement: OpaquePointer?
-    guard
-      sqlite3_prepare_v2(handle, "SELECT value FROM generation ORDER BY rowid LIMIT 1", -1, &statement, nil)
-        == SQLITE_OK
-    else { throw failure("preparing a query") }
-    defer { sqlite3_finalize(statement) }
-    switch sqlite3_step(statement) {
-    case SQLITE_ROW: return sqlite3_column_int64(statement, 0)
-    case SQLITE_DONE: return nil
-    default: throw failure("reading the generation")
+    try withStatement("SELECT value FROM generation ORDER BY rowid LIMIT 1", "a query") { statement in
+      switch sqlite3_step(statement) {
+      case SQLITE_ROW: return sqlite3_column_int64(statement, 0)
+      case SQLITE_DONE: return nil
+      default: throw failure("reading the generation")
+      }
     }
   }
 
@@ -91,39 +87,42 @@ final class Database {
     guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw failure(sql) }
   }
 
+  /// Runs `body` with `sql` prepared as a statement, finalised after it; a statement that
+  /// cannot be prepared fails as "preparing `what`".
+  private func withStatement<T>(_ sql: String, _ what: String, _ body: (OpaquePointer?) throws -> T) throws -> T {
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
+      throw failure("preparing \(what)")
+    }
+    defer { sqlite3_finalize(statement) }
+    return try body(statement)
+  }
+
   /// Inserts a note; its id.
   func insert(_ text: String) throws -> Int64 {
-    var statement: OpaquePointer?
-    guard
-      sqlite3_prepare_v2(handle, "INSERT INTO notes(text, created) VALUES(?, ?)", -1, &statement, nil)
-        == SQLITE_OK
-    else { throw failure("preparing an insert") }
-    defer { sqlite3_finalize(statement) }
-    sqlite3_bind_text(statement, 1, text, -1, csqlite_transient())
-    sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
-    guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("inserting a note") }
-    return sqlite3_last_insert_rowid(handle)
+    try withStatement("INSERT INTO notes(text, created) VALUES(?, ?)", "an insert") { statement in
+      sqlite3_bind_text(statement, 1, text, -1, csqlite_transient())
+      sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("inserting a note") }
+      return sqlite3_last_insert_rowid(handle)
+    }
   }
 
   /// The notes after `id`, in order.
   func notes(after id: Int64 = 0) throws -> [(id: Int64, text: String)] {
-    var statement: OpaquePointer?
-    guard
-      sqlite3_prepare_v2(handle, "SELECT id, text FROM notes WHERE id > ? ORDER BY id", -1, &statement, nil)
-        == SQLITE_OK
-    else { throw failure("preparing a query") }
-    defer { sqlite3_finalize(statement) }
-    sqlite3_bind_int64(statement, 1, id)
-    var rows: [(Int64, String)] = []
-    while true {
-      switch sqlite3_step(statement) {
-      case SQLITE_ROW:
-        let text = sqlite3_column_text(statement, 1).map { String(cString: $0) } ?? ""
-        rows.append((sqlite3_column_int64(statement, 0), text))
-      case SQLITE_DONE:
-        return rows
-      default:
-        throw failure("reading the notes")
+    try withStatement("SELECT id, text FROM notes WHERE id > ? ORDER BY id", "a query") { statement in
+      sqlite3_bind_int64(statement, 1, id)
+      var rows: [(Int64, String)] = []
+      while true {
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW:
+          let text = sqlite3_column_text(statement, 1).map { String(cString: $0) } ?? ""
+          rows.append((sqlite3_column_int64(statement, 0), text))
+        case SQLITE_DONE:
+          return rows
+        default:
+          throw failure("reading the notes")
+        }
       }
     }
   }

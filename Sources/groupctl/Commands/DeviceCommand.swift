@@ -257,7 +257,7 @@ struct PasscodeInput {
   /// `value` itself, or for `-` the next line of stdin.
   mutating func resolve(_ value: String, what: String) throws -> String {
     guard value == "-" else { return value }
-    guard let line = StandardInputLine.read() else {
+    guard let line = StandardInput.lineBytes() else {
       throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
     }
     // As on the command line: text, never bytes made into U+FFFD (two passcodes would be one).

@@ -303,7 +303,7 @@ struct KeychainCommand: ParsableCommand {
     func prompt(_ text: String) throws -> [UInt8] {
       FileHandle.standardError.write(Data(text.utf8))
       defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      guard let line = StandardInput.withoutEcho({ StandardInputLine.read() }) else {
+      guard let line = StandardInput.withoutEcho({ StandardInput.lineBytes() }) else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       return line
