@@ -1,6 +1,7 @@
 import CAppGroupsLinux
 package import Dispatch
 import Glibc
+internal import Synchronization
 
 /// The process calls the package and `groupctl` make: who this process is, whether another
 /// one exists, its environment, its signals, and replacing it with another program.
@@ -30,14 +31,21 @@ package enum Processes {
   /// Dispatch worker blocks all of them, and Foundation's `Process` passes the mask on), it
   /// would not end on SIGTERM or SIGINT, whose default actions `groupctl` relies on: the
   /// signal would stay pending. Called first thing in `main`, before any other thread exists,
-  /// so that every thread starts from it.
+  /// so that every thread starts from it. The mask it replaces is kept: a program run in this
+  /// process's place (``replaceCurrent(with:arguments:environment:)``) starts with it, as
+  /// `env(1)` or `nice(1)` pass theirs on.
   ///
   /// The corresponding C function is `pthread_sigmask(3)` with `SIG_SETMASK`.
   package static func unblockAllSignals() {
     var none = sigset_t()
     sigemptyset(&none)
-    pthread_sigmask(SIG_SETMASK, &none, nil)
+    var given = sigset_t()
+    pthread_sigmask(SIG_SETMASK, &none, &given)
+    inheritedMask.withLock { $0 = given }
   }
+
+  /// The signal mask ``unblockAllSignals()`` replaced, if it ran.
+  private static let inheritedMask = Mutex<sigset_t?>(nil)
 
   /// This process's id.
   ///
@@ -237,7 +245,9 @@ package enum Processes {
   /// are and no other descriptor: every descriptor above 2 is closed by the exec, except a
   /// Unix socket the parent process made (Foundation's `Process` learns of its child's exit
   /// when the child's end of one closes; only the parent can pass anything through it).
-  /// Standard streams are flushed first. Returns only when the program cannot be run.
+  /// The program starts with the signal mask this process was given, before
+  /// ``unblockAllSignals()`` cleared it. Standard streams are flushed first. Returns only when
+  /// the program cannot be run.
   ///
   /// The corresponding system calls are `close_range(2)` with `CLOSE_RANGE_CLOEXEC` (or
   /// `fcntl(2)` with `FD_CLOEXEC` on each descriptor of `/proc/self/fd`), then `execve(2)`.
@@ -263,6 +273,15 @@ package enum Processes {
         .io, "cannot run \(path): cannot close the descriptors above 2: \(error.code)",
         cause: error)
     }
+    // The program starts with the mask this process was given, not the one it cleared for
+    // itself (see ``unblockAllSignals()``); execve(2) keeps the calling thread's mask.
+    var restored = false
+    var cleared = sigset_t()
+    if var given = inheritedMask.withLock({ $0 }) {
+      pthread_sigmask(SIG_SETMASK, &given, &cleared)
+      restored = true
+    }
+    defer { if restored { pthread_sigmask(SIG_SETMASK, &cleared, nil) } }
     do {
       // See: man 2 execve (it returns only on failure; EINTR cannot happen).
       _ = try valueOrErrno("execve", path: path, retryOnInterrupt: false) {
