@@ -109,13 +109,7 @@ struct FaultKillTests {
 
   @Test func aWriterKilledBetweenWritingAndRenamingLeavesATemporaryFileTheNextCommitRemoves() throws {
     let t = try TestRoot()
-    let env = t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 }
-    let first = try Product.run("appgroups-worker", ["set", TestRoot.group, "kept", "yes"], environment: env)
-    #expect(first.status == 0, "\(first.stderr)")
-    let marker = t.sandbox.url.appendingPathComponent("before-rename").path
-    let killed = try ChildProcess(
-      "appgroups-worker", ["set", TestRoot.group, "lost", "never-synchronized"],
-      environment: env.merging(["APPGROUPS_TEST_PAUSE_BEFORE_RENAME": marker]) { $1 })
+    let (killed, marker) = try t.workerPausedBeforeRename(["set", TestRoot.group, "lost", "never-synchronized"])
     #expect(waitForFile(marker, timeout: 30), "\(killed.standardError)")
     let folder = t.groupSuiteFile.deletingLastPathComponent()
     let pid = killed.process.processIdentifier

@@ -10,13 +10,7 @@ import Testing
 struct LockFileRemovedWritersTests {
   @Test func theCommitStartsOverAndLands() throws {
     let t = try TestRoot()
-    let env = t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 }
-    let first = try Product.run("appgroups-worker", ["set", TestRoot.group, "kept", "yes"], environment: env)
-    #expect(first.status == 0, "\(first.stderr)")
-    let marker = t.sandbox.url.appendingPathComponent("before-rename").path
-    let writer = try ChildProcess(
-      "appgroups-worker", ["increment", TestRoot.group, "counter", "1"],
-      environment: env.merging(["APPGROUPS_TEST_PAUSE_BEFORE_RENAME": marker]) { $1 })
+    let (writer, marker) = try t.workerPausedBeforeRename(["increment", TestRoot.group, "counter", "1"])
     let pid = writer.process.processIdentifier
     defer { writer.signal(SIGKILL) }
     let folder = t.groupSuiteFile.deletingLastPathComponent()
