@@ -6,8 +6,8 @@ import Testing
 
 /// A key written twice in a manifest written in any form a property-list reader takes: XML with
 /// other line ends, `CDATA` sections, comments, processing instructions and a document type
-/// around or inside its keys. Each is refused, naming the key and both lines; a manifest that
-/// writes each key once is read.
+/// around or inside its keys, and the binary format, which has no lines. Each is refused, naming
+/// the key and where both are; a manifest that writes each key once is read.
 @Suite("EntitlementManifest with a key written twice, in every form")
 struct ManifestRepeatFormTests {
   static let groupsKey = "<key>com.apple.security.application-groups</key>"
@@ -123,5 +123,74 @@ struct ManifestRepeatFormTests {
     #expect(
       try Self.refusal(of: referenced)
         == "entry com.example.app: com.apple.security.application-groups is given twice (lines 6 and 8); a field is given once")
+  }
+
+  // MARK: Binary manifests
+
+  /// A binary manifest of `objects` (each one's bytes, the top one first), with 1-byte
+  /// references: a writer that, unlike Foundation's, lets a dictionary hold a key twice.
+  static func binary(_ objects: [[UInt8]]) -> Data {
+    CraftedPropertyList.file(objects: objects, referenceSize: 1)
+  }
+
+  static func string(_ text: String) -> [UInt8] { CraftedPropertyList.ascii(text) }
+
+  static func dictionary(_ keys: [UInt8], _ values: [UInt8]) -> [UInt8] {
+    [0xD0 | UInt8(keys.count)] + keys + values
+  }
+
+  @Test func aBinaryManifestListingABundleIdentifierTwiceIsRefused() throws {
+    let data = Self.binary([
+      Self.dictionary([1, 2, 3], [4, 6, 8]),
+      Self.string("com.example.app"), Self.string("com.example.widget"), Self.string("com.example.app"),
+      Self.dictionary([5], [7]), Self.string(EntitlementManifest.applicationGroupsKey),
+      Self.dictionary([], []), [0xA1, 10],
+      Self.dictionary([5], [9]), [0xA1, 11], Self.string("group.a"), Self.string("group.b"),
+    ])
+    for app in ["com.example.app", "com.example.widget"] {
+      #expect(
+        try Self.refusal(of: data, app: app)
+          == "entry com.example.app is listed twice (keys 0 and 2 of dictionary object 0); a bundle identifier has one entry")
+    }
+  }
+
+  /// A field twice in one entry: the same string object named twice, or two objects of the
+  /// same text.
+  @Test func aBinaryManifestGivingAFieldTwiceIsRefused() throws {
+    let sameObject = Self.binary([
+      Self.dictionary([1], [2]), Self.string("com.example.app"),
+      Self.dictionary([3, 3], [4, 5]), Self.string("executable"),
+      Self.string("/usr/bin/one"), Self.string("/usr/bin/two"),
+    ])
+    let twoObjects = Self.binary([
+      Self.dictionary([1, 2], [3, 7]), Self.string("com.example.widget"), Self.string("com.example.app"),
+      Self.dictionary([], []), Self.string("executable"), Self.string("/usr/bin/one"),
+      Self.string("executable"), Self.dictionary([4, 6], [5, 5]),
+    ])
+    for (data, object) in [(sameObject, 2), (twoObjects, 7)] {
+      #expect(
+        try Self.refusal(of: data)
+          == "entry com.example.app: executable is given twice (keys 0 and 1 of dictionary object \(object)); a field is given once")
+    }
+  }
+
+  /// Entries that share their keys' string objects (as a writer that writes each string once
+  /// makes them) hold each key once: the manifest is read.
+  @Test func aBinaryManifestWithoutRepeatsIsRead() throws {
+    let data = Self.binary([
+      Self.dictionary([1, 2], [3, 6]), Self.string("com.example.app"), Self.string("com.example.widget"),
+      Self.dictionary([4, 7], [5, 8]), Self.string(EntitlementManifest.applicationGroupsKey),
+      [0xA1, 9], Self.dictionary([4], [5]), Self.string("executable"), Self.string("/usr/bin/app"),
+      Self.string("group.a"),
+    ])
+    #expect(try Self.refusal(of: data) == nil)
+    try Self.withManifest(data) { path in
+      let manifest = try EntitlementManifest.load(from: URL(fileURLWithPath: path))
+      #expect(manifest.groups(for: "com.example.app") == ["group.a"])
+      #expect(manifest.groups(for: "com.example.widget") == ["group.a"])
+      #expect(manifest.entries["com.example.app"]?.executable == "/usr/bin/app")
+      let lookup = try EntitlementManifest.entry(of: "com.example.widget", atPath: path)
+      #expect(lookup.isListed && lookup.entry.applicationGroups == ["group.a"])
+    }
   }
 }

@@ -3,7 +3,8 @@ import Foundation
 // A key written twice in a manifest: a bundle identifier with two entries, or a field
 // (`executable`, the groups) given twice in one entry. A property-list reader keeps one of the
 // two and drops the other without a word, so the manifest would mean what one of its lines
-// says and not the other: it is refused instead, naming the key and both lines.
+// says and not the other: it is refused instead, naming the key and both lines (in a binary
+// manifest, which has no lines, both keys' places in their dictionary).
 //
 // The package's XML reader gives up on a repeated key, and the walk of one entry
 // (`EntitlementManifest+Scan.swift`) does too; so this runs only on a manifest Foundation's
@@ -11,14 +12,19 @@ import Foundation
 extension EntitlementManifest {
   /// A key written twice in the manifest `data`: in the root dictionary (a bundle identifier
   /// listed twice) or in one entry's dictionary (a field given twice); the reason, with both
-  /// lines, or `nil` when each is written once, or `data` is not XML.
+  /// lines (both keys' places, in a binary manifest), or `nil` when each is written once.
   ///
   /// An XML manifest's tags are walked with the package's XML lexer in its tolerant mode
   /// (``XMLPropertyList/Markup``), for a document Foundation's parser has read already:
   /// comments, processing instructions, a document type and `CDATA` sections are passed over
-  /// as XML reads them; a key's text is compared as a property-list reader decodes it.
+  /// as XML reads them; a key's text is compared as a property-list reader decodes it. A binary
+  /// manifest's keys are read with the package's binary reader.
   static func repeatedKeyProblem(in data: Data) -> String? {
-    if data.starts(with: "bplist".utf8) { return nil }
+    if data.starts(with: "bplist".utf8) {
+      guard let repeated = BinaryPropertyList.repeatedKey(in: data) else { return nil }
+      let places = "keys \(repeated.first) and \(repeated.second) of dictionary object \(repeated.object)"
+      return problem(repeated.key, in: repeated.entry, places)
+    }
     return XMLPropertyList.markup(data) { markup -> String? in
       // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their tags' places.
       var stack: [(isDictionary: Bool, keys: [(name: String, start: Int)])] = []
