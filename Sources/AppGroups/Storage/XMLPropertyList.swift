@@ -7,6 +7,8 @@ import Foundation
 /// and numeric character references, comments) and gives up on anything else — CDATA, a
 /// carriage return, a duplicate key, a number or date it does not read exactly — with `nil`,
 /// so that the caller asks Foundation's parser, which reads the rest and words the errors.
+/// Its lexer also walks the tags of a document Foundation read, tolerantly (``markup(_:_:)``):
+/// the manifest's check for a key written twice, which Foundation's parser keeps one of.
 /// It exists because Foundation's parser, with the bridging of its result, is most of the
 /// time a new process takes to open a group suite.
 enum XMLPropertyList {
@@ -73,6 +75,60 @@ enum XMLPropertyList {
     mutating func finish() -> Bool { parser.epilog() }
   }
 
+  /// Walks the tags of the document held by `data` with a ``Markup`` walk: `body`'s answer.
+  static func markup<Result>(_ data: Data, _ body: (inout Markup) -> Result) -> Result {
+    data.withUnsafeBytes { raw in
+      var markup = Markup(parser: Parser(bytes: raw.bindMemory(to: UInt8.self), tolerant: true))
+      return body(&markup)
+    }
+  }
+
+  /// A tag met by a ``Markup`` walk.
+  struct Element {
+    /// The element, or `nil` for one the reader does not know (`plist`, or another name).
+    let tag: Tag?
+    /// Whether it is a closing tag (`</dict>`).
+    let closing: Bool
+    /// Whether it is an empty element's tag (`<dict/>`).
+    let empty: Bool
+    /// Where its `<` is in the document.
+    let start: Int
+  }
+
+  /// A tolerant walk over a document's tags with the reader's lexer, for a document another
+  /// parser (Foundation's) has read already: it passes over text and over what ``decode(_:)``
+  /// gives up on — `CDATA` sections, processing instructions, a document type, attributes,
+  /// carriage returns — as Foundation's parser reads them. It checks no structure: the caller
+  /// follows the tags it is given.
+  struct Markup {
+    fileprivate var parser: Parser
+
+    /// The next tag after the text, comments, `CDATA` sections, processing instructions and
+    /// declarations before it; `nil` at the end, or where the markup does not end.
+    mutating func next() -> Element? { parser.element() }
+
+    /// The text up to `</closing>`, after an opening tag ``next()`` gave: its references
+    /// resolved and its `CDATA` sections' contents taken as they are, as a property-list reader
+    /// decodes a string; `nil` when it does not end there, holds other markup (which
+    /// Foundation's parser refuses) or is not UTF-8.
+    mutating func text(closing: Tag) -> String? { parser.text(closing: closing) }
+
+    /// The line (the first is 1) of the document's byte at `offset`: lines end as XML ends
+    /// them, at a line feed, a carriage return and line feed, or a carriage return alone.
+    func line(at offset: Int) -> Int {
+      let bytes = parser.bytes
+      var line = 1
+      for index in 0..<offset {
+        if bytes[index] == UInt8(ascii: "\n")
+          || (bytes[index] == UInt8(ascii: "\r") && (index + 1 == bytes.count || bytes[index + 1] != UInt8(ascii: "\n")))
+        {
+          line += 1
+        }
+      }
+      return line
+    }
+  }
+
   /// The elements the reader knows, matched on the bytes: no `String` is made for a tag's
   /// name, and no literal is copied into an array to compare it (a manifest is read by
   /// every new process that opens a group suite).
@@ -127,8 +183,15 @@ enum XMLPropertyList {
   fileprivate struct Parser {
     let bytes: UnsafeBufferPointer<UInt8>
     var at = 0
+    /// Whether text takes what Foundation's parser takes and ``decode(_:)`` gives up on
+    /// (``Markup``'s walk): `CDATA` sections, control characters and their references, white
+    /// space in the closing tag.
+    let tolerant: Bool
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>, tolerant: Bool = false) {
+      self.bytes = bytes
+      self.tolerant = tolerant
+    }
 
     // MARK: Document
 
@@ -245,13 +308,28 @@ enum XMLPropertyList {
         let c = bytes[at]
         if c == UInt8(ascii: "<") {
           let end = at
-          guard consumeClosingTag(closing.name) else { return nil }
+          guard consumeClosingTag(closing.name) else {
+            // Tolerant: a CDATA section's contents, as they are, or the closing tag with white
+            // space before its `>` (as Foundation's parser takes them).
+            guard tolerant else { return nil }
+            plain = false
+            decoded.append(contentsOf: bytes[start..<end])
+            if consume("<![CDATA[") {
+              let contents = at
+              guard skip(past: "]]>") else { return nil }
+              decoded.append(contentsOf: bytes[contents..<(at - 3)])
+              start = at
+              continue
+            }
+            guard let element = tag(), element.closing, element.tag == closing else { return nil }
+            return decoded.withUnsafeBufferPointer { Self.string($0) }
+          }
           if plain { return Self.string(UnsafeBufferPointer(rebasing: bytes[start..<end])) }
           decoded.append(contentsOf: bytes[start..<end])
           return decoded.withUnsafeBufferPointer { Self.string($0) }
         }
         // Control characters (a carriage return included) are Foundation's to judge.
-        if c < 0x20 && c != 0x09 && c != 0x0A { return nil }
+        if c < 0x20 && c != 0x09 && c != 0x0A && !tolerant { return nil }
         if c == UInt8(ascii: "&") {
           plain = false
           decoded.append(contentsOf: bytes[start..<at])
@@ -280,9 +358,68 @@ enum XMLPropertyList {
         guard name.hasPrefix("#") else { return nil }
         let digits = name.dropFirst()
         let code = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
-        guard let code, code >= 0x20 || code == 0x09 || code == 0x0A else { return nil }
+        guard let code, code >= 0x20 || code == 0x09 || code == 0x0A || tolerant else { return nil }
         return Unicode.Scalar(code)
       }
+    }
+
+    // MARK: Tolerant markup
+
+    /// The next tag, after the text and the markup that is not a tag before it.
+    mutating func element() -> Element? {
+      while at < bytes.count {
+        guard bytes[at] == UInt8(ascii: "<") else {
+          at += 1
+          continue
+        }
+        if consume("<![CDATA[") {
+          guard skip(past: "]]>") else { return nil }
+          continue
+        }
+        switch passMarkup() {
+        case true?: continue
+        case false?: return nil
+        case nil: return tag()
+        }
+      }
+      return nil
+    }
+
+    /// Passes over the comment, processing instruction or declaration at the cursor: `nil`
+    /// when there is none, `false` when it does not end.
+    mutating func passMarkup() -> Bool? {
+      if consume("<!--") { return skip(past: "-->") }
+      if consume("<?") { return skip(past: "?>") }
+      if consume("<!") {
+        // A document type, its internal subset in brackets included.
+        var brackets = 0
+        while at < bytes.count {
+          let c = bytes[at]
+          at += 1
+          if c == UInt8(ascii: "[") {
+            brackets += 1
+          } else if c == UInt8(ascii: "]") {
+            brackets -= 1
+          } else if c == UInt8(ascii: ">") && brackets <= 0 {
+            return true
+          }
+        }
+        return false
+      }
+      return nil
+    }
+
+    /// The opening or closing tag at the cursor, attributes included; `nil` when it does not
+    /// end. It ends at the first `>`, a quoted one too, as Foundation's parser ends it.
+    mutating func tag() -> Element? {
+      let start = at
+      at += 1
+      let closing = consume("/")
+      let name = at
+      while at < bytes.count, !" \t\r\n/>".utf8.contains(bytes[at]) { at += 1 }
+      let tag = Tag(UnsafeBufferPointer(rebasing: bytes[name..<at]))
+      guard skip(past: ">") else { return nil }
+      return Element(tag: tag, closing: closing, empty: bytes[at - 2] == UInt8(ascii: "/"), start: start)
     }
 
     // MARK: Cursor

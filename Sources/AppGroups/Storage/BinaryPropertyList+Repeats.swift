@@ -1,0 +1,74 @@
+internal import Foundation
+
+// A key a binary property list's dictionary holds twice, for a document whose repeats are
+// refused rather than resolved (the entitlement manifest). The decoder keeps a repeated key's
+// first value, as CoreFoundation does, which a preferences file needs; this check is apart from
+// it, so that a suite's read pays nothing for it.
+
+extension BinaryPropertyList {
+  /// A key that one dictionary holds twice: two of its keys decode to equal strings.
+  struct RepeatedKey: Sendable, Equatable {
+    /// The key.
+    let key: String
+    /// The top dictionary's key whose value holds the key; `nil` when the top dictionary
+    /// holds it twice.
+    let entry: String?
+    /// The dictionary's object number.
+    let object: Int
+    /// The places (0 first) of the two keys in the dictionary.
+    let first: Int
+    let second: Int
+  }
+
+  /// The first key, in the order of the file, that the top dictionary of `data`, or one of the
+  /// dictionaries that are its values, holds twice; `nil` when there is none, or when `data` is
+  /// not a binary property list whose top object is a dictionary with readable keys (the
+  /// decoder says what is wrong with it).
+  static func repeatedKey(in data: Data) -> RepeatedKey? {
+    data.withUnsafeBytes { raw -> RepeatedKey? in
+      do throws(AppGroupsError) {
+        var reader = try BinaryPropertyListReader(raw)
+        return try reader.repeatedKey()
+      } catch {
+        return nil
+      }
+    }
+  }
+}
+
+extension BinaryPropertyListReader {
+  /// ``BinaryPropertyList/repeatedKey(in:)`` of this file.
+  mutating func repeatedKey() throws(AppGroupsError) -> BinaryPropertyList.RepeatedKey? {
+    guard let top = try keys(of: topObject) else { return nil }
+    var seen: [String: Int] = [:]
+    for (index, key) in top.keys.enumerated() {
+      if let first = seen.updateValue(index, forKey: key) {
+        return .init(key: key, entry: nil, object: topObject, first: first, second: index)
+      }
+      let value = try reference(from: topObject, at: top.start &+ top.keys.count &* refWidth, index: index)
+      guard let fields = try keys(of: value) else { continue }
+      var seenFields: [String: Int] = [:]
+      for (place, field) in fields.keys.enumerated() {
+        if let first = seenFields.updateValue(place, forKey: field) {
+          return .init(key: field, entry: key, object: value, first: first, second: place)
+        }
+      }
+    }
+    return nil
+  }
+
+  /// The keys of object `object`, and where its key references start, when it is a
+  /// dictionary; `nil` when it is another kind of object.
+  private mutating func keys(of object: Int) throws(AppGroupsError) -> (keys: [String], start: Int)? {
+    let offset = try offset(of: object)
+    guard byte(at: offset) &>> 4 == 0xD else { return nil }
+    let (count, start) = try header(object: object, at: offset)
+    try checkRange(object: object, start: start, count: count &* refWidth &* 2, what: "references")
+    var keys: [String] = []
+    keys.reserveCapacity(count)
+    for index in 0..<count {
+      keys.append(try key(in: object, at: start, index: index))
+    }
+    return (keys, start)
+  }
+}
