@@ -274,7 +274,8 @@ final class KeychainService: Sendable {
           stale[group, default: []].append(item.identifier)
         case .damaged:
           AccessGroupFile.report(
-            "keychain: an item of access group \(group) does not open: its bytes were changed on"
+            "keychain: an item of access group \(group) (\(item.itemClass.rawValue), "
+              + "\(Self.describePrimaryKey(item))) does not open: its bytes were changed on"
               + " disk; it is left as it is and not returned")
         }
       }

@@ -52,6 +52,9 @@ struct GroupctlKeychainDeleteTests {
     try damage("bob")
     let find = try groupctl(["keychain", "find-generic-password", "-a", "bob", "-w"])
     #expect(find.status == 44, "\(find)")
+    // The note names the item by its attributes, never its secret.
+    #expect(find.stderr.contains("(genp, acct \"bob\", svce \"svc\") does not open"), "\(find.stderr)")
+    #expect(!find.stderr.contains("pw-"))
     let doctor = try groupctl(["doctor"], as: nil)
     #expect(doctor.stdout.contains("does not open with the class key"), "\(doctor.stdout)")
     #expect(doctor.stdout.contains("delete them with groupctl keychain delete-generic-password"))
