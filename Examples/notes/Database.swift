@@ -19,16 +19,27 @@ final class Database {
   ///
   /// Refused before the device's first unlock (see ``protectionClass``): the app checks, the
   /// library does not, since libsqlite3 and not the library reads and writes these files.
+  ///
+  /// A symbolic link at `path` is refused (`SQLITE_OPEN_NOFOLLOW`): any app of the group can
+  /// plant one in the group container, and a link (dangling, so the coordinator sees a path
+  /// inside the container) would have this app create or write its notes wherever the link
+  /// points, its own private container included.
   init(path: String) throws {
     self.path = path
     if let reason = DeviceState.current().unavailabilityReason(for: Self.protectionClass) {
       throw DatabaseError(description: "cannot open \(path): \(reason)")
     }
     var opened: OpaquePointer?
-    let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+    let code = sqlite3_open_v2(
+      path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nil)
     handle = opened
     guard code == SQLITE_OK else {
-      let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      let symbolicLink = opened.map { sqlite3_extended_errcode($0) == SQLITE_CANTOPEN | (6 << 8) } ?? false
+      let message =
+        symbolicLink
+        ? "it is a symbolic link, and the notes are kept in a regular file of the group container;"
+          + " nothing was read or written through it"
+        : opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
       sqlite3_close(opened)
       handle = nil
       throw DatabaseError(description: "cannot open \(path): \(message)")

@@ -239,6 +239,9 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   /// ``Database/generation()``).
   private let shown = Mutex<(started: Bool, generation: Int64?, last: Int64, count: Int)>((false, nil, 0, 0))
   private let limit: Int?
+  /// Where the reads after a change run, one at a time: not on the presenter's queue, which
+  /// must stay free to answer the next writer's relinquish (see ``presentedItemDidChange()``).
+  private let reader = DispatchQueue(label: "notes.watch.reader")
 
   init(url: URL, limit: Int?) {
     presentedItemURL = url
@@ -283,11 +286,17 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
     }
   }
 
+  /// Reads on ``reader``, never on the presenter's queue: the read is coordinated, so it waits
+  /// behind a writer that already holds its claim, and that writer waits for this presenter to
+  /// answer its relinquish, on this very queue. Read here, the two would wait for each other
+  /// until the writer's presenter timeout failed it (two `notes add` at once: one failed).
   func presentedItemDidChange() {
-    do {
-      try showNew()
-    } catch {
-      say("cannot read the notes: \(error)")
+    reader.async { [self] in
+      do {
+        try showNew()
+      } catch {
+        say("cannot read the notes: \(error)")
+      }
     }
   }
 

@@ -274,7 +274,8 @@ final class KeychainService: Sendable {
           stale[group, default: []].append(item.identifier)
         case .damaged:
           AccessGroupFile.report(
-            "keychain: an item of access group \(group) does not open: its bytes were changed on"
+            "keychain: an item of access group \(group) (\(item.itemClass.rawValue), "
+              + "\(Self.describePrimaryKey(item))) does not open: its bytes were changed on"
               + " disk; it is left as it is and not returned")
         }
       }
@@ -463,6 +464,26 @@ final class KeychainService: Sendable {
   }
 
   // MARK: SecItemDelete
+
+  /// The first item `query` matches, as ``copyMatching(_:caller:)`` returns its attributes
+  /// and persistent reference, found without opening it: what a deletion of one item needs,
+  /// since a deletion opens no secret. An item that does not open (changed on disk) or whose
+  /// class the device's state keeps closed is found too, so that it can be deleted.
+  ///
+  /// - Throws: as ``delete(_:caller:)``.
+  func firstMatch(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject {
+    let groups = try searchedGroups(query.accessGroup, caller, .delete)
+    for group in groups {
+      if let item = try file(group).contents().items.first(where: { $0.matches(query) }) {
+        return result([Found(item: item, group: group, secret: [])], query: query, limit: 1)
+      }
+    }
+    throw KeychainError(
+      errSecItemNotFound,
+      "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
+        + (groups.count == 1
+          ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+  }
 
   /// Deletes every item `query` matches; the device's state does not matter (no secret is
   /// opened), as on a device.

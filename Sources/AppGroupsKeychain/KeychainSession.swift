@@ -39,6 +39,13 @@ package struct KeychainSession: Sendable {
       parsed, try ItemChanges.parse(changes, itemClass: parsed.itemClass), caller: caller)
   }
 
+  /// The first item `query` (a `SecItemCopyMatching` query) matches, found without opening
+  /// its secret, for a deletion: an item changed on disk, or one the device's state keeps
+  /// closed, is found too. Only attributes and a persistent reference can be returned.
+  package func firstToDelete(_ query: [String: Any]) throws(KeychainError) -> AnyObject {
+    try service.firstMatch(try ItemQuery.parse(query, for: .copyMatching), caller: caller)
+  }
+
   /// `SecItemDelete`.
   package func delete(_ query: [String: Any]) throws(KeychainError) {
     try service.delete(try ItemQuery.parse(query, for: .delete), caller: caller)

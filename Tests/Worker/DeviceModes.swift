@@ -84,3 +84,40 @@ func runProtectedRead(_ path: String) -> Never {
   }
   exit(0)
 }
+
+// appgroups-worker keyring-tamper CLASS   as an app that ignores the library: reads the
+//                                     class's key from the kernel's keyring ("read ok" or
+//                                     "read failed"), then tries to destroy it and to put 32
+//                                     zero bytes in its place, printing "remove: done|refused
+//                                     MESSAGE" and "store: done|refused MESSAGE"; then
+//                                     "done". The key itself is never printed.
+
+/// `keyring-tamper`: what a process can do to the device's class keys in the kernel's keyring.
+func runKeyringTamper(_ name: String) -> Never {
+  let state = DeviceState.current()
+  let keyring = DeviceKeyring(deviceIdentifier: state.deviceIdentifier, rootPath: ContainerRoot.default.path)
+  if var key = try? keyring.load(name: name, session: state.bootSession) {
+    say("read ok")
+    Crypto.wipe(&key)
+  } else {
+    say("read failed")
+  }
+  let attempts: [(String, () throws(DeviceKeyring.Failure) -> Void)] = [
+    ("remove", { () throws(DeviceKeyring.Failure) in
+      try keyring.remove(name: name, session: state.bootSession)
+    }),
+    ("store", { () throws(DeviceKeyring.Failure) in
+      try keyring.store([UInt8](repeating: 0, count: 32), name: name, session: state.bootSession)
+    }),
+  ]
+  for (what, attempt) in attempts {
+    do throws(DeviceKeyring.Failure) {
+      try attempt()
+      say("\(what): done")
+    } catch {
+      say("\(what): refused \(error.message)")
+    }
+  }
+  say("done")
+  exit(0)
+}

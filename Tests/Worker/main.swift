@@ -427,6 +427,9 @@ case "fs-check", "restrict-self", "restrict-self-late":
 case "class-key":
   runClassKeys(Array(args.dropFirst()))
 
+case "keyring-tamper" where args.count == 2:
+  runKeyringTamper(args[1])
+
 case "device-watch":
   runDeviceWatch()
 

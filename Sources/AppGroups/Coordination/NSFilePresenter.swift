@@ -38,6 +38,11 @@ public import Foundation
 /// and the item. A presenter in an app that is suspended cannot answer: remove presenters in
 /// ``AppLifecycle/onSuspend(_:)`` and add them again in ``AppLifecycle/onResume(_:)``, as
 /// Apple asks of an app moving to the background.
+///
+/// A coordinated access made on the presenter's own queue (a read in
+/// `presentedItemDidChange()`) waits behind a writer that holds its claim and is asking this
+/// very presenter to relinquish, on that queue: the two wait for each other until the
+/// writer's ``NSFileCoordinator/presenterTimeout`` fails the write. Make it on another queue.
 public protocol NSFilePresenter: NSObjectProtocol {
   /// The file or folder presented; `nil` presents nothing.
   var presentedItemURL: URL? { get }

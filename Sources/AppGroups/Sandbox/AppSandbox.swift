@@ -135,11 +135,13 @@ public enum AppSandbox {
 
 extension SandboxRuleset {
   /// Restricts the calling thread, and the threads and processes it creates
-  /// afterwards, to this ruleset, for good.
+  /// afterwards, to this ruleset, for good; the kernel's keyring, which Landlock does
+  /// not enclose, is left to them for reading keys only (the class keys cannot be
+  /// replaced or destroyed).
   ///
   /// The corresponding system calls are `landlock_create_ruleset(2)`,
   /// `landlock_add_rule(2)` and `landlock_restrict_self(2)`, after
-  /// `prctl(PR_SET_NO_NEW_PRIVS)`.
+  /// `prctl(PR_SET_NO_NEW_PRIVS)`, then `seccomp(2)` (`SECCOMP_SET_MODE_FILTER`).
   ///
   /// - Parameters:
   ///   - abi: the Landlock ABI to use, as ``AppSandbox/landlockABI()`` returns.

@@ -138,5 +138,8 @@ enum Landlock {
     _ = try valueOrErrno("landlock_restrict_self") {
       cappgroups_landlock_restrict_self(ruleset, flags)
     }
+    // The keyring, which Landlock does not enclose: the class keys can be read, not changed.
+    // See: man 2 seccomp, man 2 keyctl
+    _ = try valueOrErrno("seccomp") { cappgroups_keyring_read_only(flags == 0 ? 0 : 1) }
   }
 }

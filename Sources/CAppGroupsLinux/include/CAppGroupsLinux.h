@@ -114,6 +114,13 @@ int cappgroups_open_path(const char *path);
 /// Other threads are not, unless `flags` holds the kernel's all-threads flag.
 int cappgroups_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 
+/// Installs a seccomp filter (keyringfilter.c) that leaves the calling thread (every thread
+/// with `all_threads`), and the processes it starts, the keyctl(2) operations that find and
+/// read a key (KEYCTL_GET_KEYRING_ID, DESCRIBE, READ, GET_SECURITY, SEARCH without a
+/// destination keyring) and refuses the others, add_key(2) and request_key(2), with EPERM:
+/// Landlock does not enclose the kernel's keyring. Returns 0, or -1 with errno.
+int cappgroups_keyring_read_only(uint32_t all_threads);
+
 // MARK: Descriptors (descriptors.c)
 
 /// Marks every descriptor from `lowest` up close-on-exec, so that an execve(2) closes them

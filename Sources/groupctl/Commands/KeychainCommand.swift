@@ -210,12 +210,14 @@ struct KeychainCommand: ParsableCommand {
   }
 
   private func delete(_ session: KeychainSession) throws {
-    // One item, the first found, as security deletes it: by its persistent reference.
+    // One item, the first found, as security deletes it: by its persistent reference. Found
+    // without opening it, as SecItemDelete opens nothing: an item changed on disk (doctor
+    // says to delete it) or one locked away by the device's state is deleted too.
     var query = self.query
     query[kSecReturnAttributes as String] = true
     query[kSecReturnPersistentRef as String] = true
     query[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny as String
-    let found = try session.copyMatching(query)
+    let found = try session.firstToDelete(query)
     guard let attributes = found as? [String: Any],
       let reference = attributes[kSecValuePersistentRef as String] as? Data
     else {
