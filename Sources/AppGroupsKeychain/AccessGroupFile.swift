@@ -231,7 +231,16 @@ final class AccessGroupFile: @unchecked Sendable {
       throw ioError(error, "reading")
     }
     if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
-    if let contents = try readFile() { return contents }
+    // Not a regular file (a symbolic link another member of the group planted, a fifo, a
+    // folder): never read or written through, moved aside as a file of another format is. The
+    // folders on the way were checked when the lock was taken.
+    let other: String?
+    do {
+      other = try FileSystem.kindUnlessRegularFile(atPath: path)
+    } catch {
+      throw ioError(error, "reading")
+    }
+    if other == nil, let contents = try readFile() { return contents }
     let aside = path + ".unreadable-" + FileSystem.utcStamp()
     do {
       try FileSystem.rename(path, to: aside)
@@ -240,8 +249,8 @@ final class AccessGroupFile: @unchecked Sendable {
       throw ioError(error, "moving aside the unreadable")
     }
     Self.report(
-      "keychain: \(path) is not a keychain file; it was moved to \(aside) and access group"
-        + " \(group) starts empty")
+      "keychain: \(path) is \(other.map { "\($0), not a keychain file" } ?? "not a keychain file");"
+        + " it was moved to \(aside) and access group \(group) starts empty")
     cache.withLock { $0 = Snapshot(identity: nil, contents: GroupContents()) }
     return GroupContents()
   }
