@@ -29,14 +29,19 @@ static int set_close_on_exec(int fd) {
   return fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
-// Whether `fd` is a Unix socket whose peer is process `pid`: for a socketpair(2), the process
-// that made it (SO_PEERCRED, man 7 unix).
+// Whether `fd` is a connected Unix socket whose peer is process `pid`: for a socketpair(2),
+// the process that made it (SO_PEERCRED, man 7 unix). A listening socket is not: its
+// SO_PEERCRED is the process that called listen(2), and whoever holds it takes the
+// connections of every client of that address (SO_ACCEPTCONN, man 7 socket).
 static int is_unix_socket_of(int fd, pid_t pid) {
   struct stat status;
   if (fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return 0;
   int domain = 0;
   socklen_t length = sizeof domain;
   if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_UNIX) return 0;
+  int listening = 1;
+  length = sizeof listening;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || listening) return 0;
   struct ucred peer;
   length = sizeof peer;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) return 0;

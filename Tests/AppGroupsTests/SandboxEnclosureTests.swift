@@ -198,4 +198,23 @@ struct SandboxEnclosureTests {
     #expect(result.stdout.contains("0 1 2 3 \nto-stdout\n"), "\(result.stdout)")
     #expect(result.stderr.hasSuffix("to-stderr\n"), "\(result.stderr)")
   }
+
+  @Test func aListeningSocketOfTheCallersDoesNotCrossTheSandbox() throws {
+    let p = try ProjectLayout()
+    // The caller (the worker, groupctl's parent) holds a Unix socket listening on an address
+    // of its own at 9 and a socket pair's end at 8. Kept, the listener would hand the app
+    // every connection meant for the caller, from clients outside the sandbox too.
+    let script = "for fd in 8 9; do if [ -e /proc/self/fd/$fd ]; then echo open-$fd;"
+      + " else echo closed-$fd; fi; done"
+    let result = try Product.run(
+      Product.url("appgroups-worker").path,
+      [
+        "listen-and-run", Product.url("groupctl").path, "--root", p.root.path,
+        "run", "--as", "com.a", "--", "/bin/sh", "-c", script,
+      ])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stdout.contains("closed-9\n"), "\(result.stdout)")
+    // A socket pair the caller made stays, as Foundation's Process needs its end.
+    #expect(result.stdout.contains("open-8\n"), "\(result.stdout)")
+  }
 }

@@ -58,6 +58,8 @@
 //                                                      "restricted abi N" or "refused CODE MESSAGE"
 //                                                      (exit 1), then the operations as fs-check
 //   appgroups-worker restrict-self-late OP PATH…       the same after starting a thread first
+//   appgroups-worker listen-and-run PROGRAM ARGS…      runs PROGRAM with a listening Unix socket
+//                                                      and a socket pair's end (DescriptorModes.swift)
 //
 // SUITE "-" is the standard suite.
 //
@@ -439,6 +441,8 @@ case "present-and-write", "coordinate-loop":
   runCoordinateLoop(args[1])
 case "stop-after-open":
   runStopAfterOpen(suiteArgument())
+case "listen-and-run":
+  runListenAndRun(Array(args.dropFirst()))
 
 case "protected-read":
   guard args.count == 2 else { fail("protected-read takes a PATH") }

@@ -243,8 +243,9 @@ package enum Processes {
   /// Replaces this process with the program at `path`, run with `arguments` (the first one
   /// is its name) and exactly `environment`, with standard input, output and error as they
   /// are and no other descriptor: every descriptor above 2 is closed by the exec, except a
-  /// Unix socket the parent process made (Foundation's `Process` learns of its child's exit
-  /// when the child's end of one closes; only the parent can pass anything through it).
+  /// connected Unix socket the parent process made (Foundation's `Process` learns of its
+  /// child's exit when the child's end of one closes; only the parent can pass anything
+  /// through it). A listening socket of the parent's is closed: other clients reach it.
   /// The program starts with the signal mask this process was given, before
   /// ``unblockAllSignals()`` cleared it. Standard streams are flushed first. Returns only when
   /// the program cannot be run.

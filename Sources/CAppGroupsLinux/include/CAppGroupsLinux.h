@@ -128,9 +128,10 @@ int cappgroups_keyring_read_only(uint32_t all_threads);
 /// close_range(lowest, ~0U, CLOSE_RANGE_CLOEXEC) (Linux 5.11), else each descriptor
 /// /proc/self/fd lists, else every number below RLIMIT_NOFILE, with fcntl(2) (variadic,
 /// which Swift cannot call). Not closed at once: other threads may still be using them, and
-/// when the exec fails they stay open. With `keep_parent_socket`, a Unix socket whose peer
-/// is the parent process (SO_PEERCRED; for a socketpair(2), the process that made it) is
-/// kept: Foundation's Process learns that its child exited when its end closes. Returns 0,
+/// when the exec fails they stay open. With `keep_parent_socket`, a connected Unix socket
+/// whose peer is the parent process (SO_PEERCRED; for a socketpair(2), the process that made
+/// it) is kept: Foundation's Process learns that its child exited when its end closes. A
+/// listening socket is never kept: it would hand the program the parent's clients. Returns 0,
 /// or -1 with errno.
 int cappgroups_close_on_exec_from(int lowest, int keep_parent_socket);
 
