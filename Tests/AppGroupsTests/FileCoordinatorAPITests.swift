@@ -179,3 +179,50 @@ func inScope(_ device: TemporaryAppGroup?, _ body: () -> Void) {
     ScopedEnvironment.$identity.withValue(device.identity) { body() }
   }
 }
+
+/// A coordinated access made on a presenter's own queue is said once: a writer elsewhere asks
+/// that presenter to relinquish on the queue the access keeps busy while it waits for the
+/// writer's claim (what `notes watch` did, until sixteen writers at once failed on it).
+@Suite("FileCoordination: an access on a presenter's queue")
+struct PresenterQueueAccessTests {
+  @Test(.appGroup("group.com.example.shared"))
+  func anAccessOnThePresentersQueueIsReportedOnce() throws {
+    let container = try #require(
+      FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.com.example.shared"))
+    let folder = container.appendingPathComponent("Library/Documents")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let url = folder.appendingPathComponent("queue-\(UUID().uuidString).txt")
+    try Data("one\n".utf8).write(to: url)
+    let document = NotesDocument(url: url)
+    NSFileCoordinator.addFilePresenter(document)
+    defer { NSFileCoordinator.removeFilePresenter(document) }
+    let lines = Mutex<[String]>([])
+    let device = TemporaryAppGroup.current
+    let failures = Mutex<[String]>([])
+    Diagnostics.withHandler({ line in lines.withLock { $0.append(line) } }) {
+      // Off the queue: nothing said.
+      var error: NSError?
+      NSFileCoordinator(filePresenter: document).coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+      #expect(error == nil)
+      // On it, twice: said once.
+      for _ in 0..<2 {
+        let done = DispatchSemaphore(value: 0)
+        document.presentedItemOperationQueue.addOperation {
+          inScope(device) {
+            var error: NSError?
+            NSFileCoordinator(filePresenter: document).coordinate(readingItemAt: url, options: [], error: &error) {
+              _ in
+            }
+            if let error { failures.withLock { $0.append(error.localizedDescription) } }
+          }
+          done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+      }
+    }
+    #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+    let said = lines.withLock { $0 }.filter { $0.contains(url.lastPathComponent) }
+    #expect(said.count == 1, "\(said)")
+    #expect(said.first?.contains("was made on the presentedItemOperationQueue of the file presenter of") == true)
+  }
+}

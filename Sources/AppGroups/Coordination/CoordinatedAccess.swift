@@ -67,6 +67,7 @@ extension NSFileCoordinator {
       }
     }
     if nested { return accessor(urls) }
+    Self.reportIfOnPresenterQueue(claims)
 
     let lock: ClaimLock
     do throws(ClaimLock.Failure) {
@@ -100,6 +101,22 @@ extension NSFileCoordinator {
       return running.remove(at: index).moves
     }
     session.tellPresenters(moves: moves, existedBefore: existedBefore)
+  }
+
+  /// Says once, for a coordinated access made on a presenter's `presentedItemOperationQueue`,
+  /// why that can end in a writer's failure (Apple's documentation warns against it too): a
+  /// writer elsewhere that holds its claim asks the presenter to relinquish on that queue,
+  /// which is busy with this access, while this access waits for the writer's claim.
+  private static func reportIfOnPresenterQueue(_ claims: [Claim]) {
+    guard let presented = PresenterHost.shared.presentedPathOfCurrentQueue() else { return }
+    let kind = claims.contains { $0.exclusive } ? "write" : "read"
+    let items = claims.map(\.item.path).joined(separator: ", ")
+    let presenter = presented.isEmpty ? "a file presenter" : "the file presenter of \(presented)"
+    Diagnostics.reportOnce(
+      "a coordinated \(kind) of \(items) was made on the presentedItemOperationQueue of"
+        + " \(presenter): a writer that holds its claim asks that presenter to relinquish on that"
+        + " queue, while an access on the queue waits for the writer's claim, so the writer fails"
+        + " when its presenter timeout runs out; make coordinated accesses on another queue")
   }
 
   /// The error for a claim that could not be taken, naming who holds the items.

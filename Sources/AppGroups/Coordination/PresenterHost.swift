@@ -166,6 +166,15 @@ final class PresenterHost: @unchecked Sendable {
 
   func entry(named name: String) -> Entry? { lock.withLock { entries[name] } }
 
+  /// When the calling code runs on the `presentedItemOperationQueue` of a presenter of this
+  /// process: that presenter's item (`""` when it has none yet); `nil` otherwise. The
+  /// presenters' queues are asked outside the host's lock.
+  func presentedPathOfCurrentQueue() -> String? {
+    let presenters = lock.withLock { entries.values.map { ($0.presenter, $0.item?.path ?? "") } }
+    guard !presenters.isEmpty, let queue = OperationQueue.current else { return nil }
+    return presenters.first { $0.0.presentedItemOperationQueue === queue }?.1
+  }
+
   /// The item `entry` presents now.
   func currentItem(of entry: Entry) -> CoordinatedItem? { lock.withLock { entry.item } }
 
