@@ -224,22 +224,17 @@ final class AccessGroupFile: @unchecked Sendable {
 
   /// The contents under the lock: the file now, an unreadable one moved aside first.
   private func readLocked() throws(KeychainError) -> GroupContents {
-    let identity: FileIdentity?
+    let entry: FileSystem.LinkEntry?
     do {
-      identity = try FileSystem.identity(ofPath: path)
+      entry = try FileSystem.linkEntry(path)
     } catch {
       throw ioError(error, "reading")
     }
-    if let cached = cache.withLock({ $0 }), cached.identity == identity { return cached.contents }
+    if let cached = cache.withLock({ $0 }), cached.identity == entry?.identity { return cached.contents }
     // Not a regular file (a symbolic link another member of the group planted, a fifo, a
     // folder): never read or written through, moved aside as a file of another format is. The
     // folders on the way were checked when the lock was taken.
-    let other: String?
-    do {
-      other = try FileSystem.kindUnlessRegularFile(atPath: path)
-    } catch {
-      throw ioError(error, "reading")
-    }
+    let other = entry.flatMap { $0.isRegularFile ? nil : $0.kind }
     if other == nil, let contents = try readFile() { return contents }
     let aside = path + ".unreadable-" + FileSystem.utcStamp()
     do {

@@ -478,11 +478,7 @@ final class KeychainService: Sendable {
         return result([Found(item: item, group: group, secret: [])], query: query, limit: 1)
       }
     }
-    throw KeychainError(
-      errSecItemNotFound,
-      "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
-        + (groups.count == 1
-          ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
+    throw Self.noneToDelete(query, in: groups)
   }
 
   /// Deletes every item `query` matches; the device's state does not matter (no secret is
@@ -506,13 +502,16 @@ final class KeychainService: Sendable {
       }
       deleted += count
     }
-    guard deleted > 0 else {
-      throw KeychainError(
-        errSecItemNotFound,
-        "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
-          + (groups.count == 1
-            ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
-    }
+    guard deleted > 0 else { throw Self.noneToDelete(query, in: groups) }
+  }
+
+  /// `errSecItemNotFound` for a deletion whose `query` matches nothing in `groups`.
+  private static func noneToDelete(_ query: ItemQuery, in groups: [String]) -> KeychainError {
+    KeychainError(
+      errSecItemNotFound,
+      "SecItemDelete: no \(query.itemClass.rawValue) item matches in "
+        + (groups.count == 1
+          ? "access group \(groups[0])" : "access groups \(groups.joined(separator: ", "))"))
   }
 }
 

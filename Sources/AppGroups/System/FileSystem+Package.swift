@@ -1,5 +1,4 @@
 package import Foundation
-import Glibc
 
 /// The file calls of the package's other modules (the keychain): a whole file read, and a
 /// durable atomic replacement, as the stores make them.
@@ -7,16 +6,6 @@ extension FileSystem {
   /// ``read(_:followLinks:)``, never following a symbolic link.
   package static func readFile(_ path: String) throws(SystemCallError) -> (Data, FileIdentity)? {
     try read(path, followLinks: false)
-  }
-
-  /// What is at `path` when it is there and not a regular file ("a symbolic link", "a fifo",
-  /// "a folder", …), without following a link there; `nil` for a regular file or nothing.
-  /// The corresponding system call is `lstat(2)`.
-  package static func kindUnlessRegularFile(atPath path: String) throws(SystemCallError) -> String? {
-    var s = stat()
-    let found = try valueOrErrnoUnlessMissing("lstat", path: path, orAlso: ENOTDIR) { Status.link(path, &s) }
-    guard found != nil, s.fileType != FileMode.regular else { return nil }
-    return kind(of: s)
   }
 
   /// ``writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)`` with mode 0600.

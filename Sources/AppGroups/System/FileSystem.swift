@@ -66,10 +66,10 @@ package enum FileSystem {
   /// generic types (the tuple's and its `Optional`'s), and an optional struct of these fields
   /// one, that a new process instantiates when it opens its first suite (~35 k and ~9 k
   /// instructions); an optional reference is none.
-  final class LinkEntry: Sendable {
-    let isRegularFile: Bool
-    let kind: String
-    let identity: FileIdentity
+  package final class LinkEntry: Sendable {
+    package let isRegularFile: Bool
+    package let kind: String
+    package let identity: FileIdentity
 
     init(isRegularFile: Bool, kind: String, identity: FileIdentity) {
       self.isRegularFile = isRegularFile
@@ -79,7 +79,7 @@ package enum FileSystem {
   }
 
   /// What `path` is, without following a link (`lstat(2)`); `nil` when nothing is there.
-  static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
+  package static func linkEntry(_ path: String) throws(SystemCallError) -> LinkEntry? {
     guard let s = try linkStatus(path) else { return nil }
     return LinkEntry(
       isRegularFile: s.fileType == FileMode.regular, kind: kind(of: s), identity: FileIdentity(s))
