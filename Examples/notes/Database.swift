@@ -34,6 +34,7 @@ final class Database {
       path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nil)
     handle = opened
     guard code == SQLITE_OK else {
+      // SQLITE_CANTOPEN_SYMLINK, a macro Swift does not import: SQLITE_CANTOPEN | (6 << 8).
       let symbolicLink = opened.map { sqlite3_extended_errcode($0) == SQLITE_CANTOPEN | (6 << 8) } ?? false
       let message =
         symbolicLink
