@@ -146,6 +146,35 @@ struct SchemaMigrationTests {
     #expect(d.storedSchemaVersion == 3)
   }
 
+  /// A conversion that moves keys one by one and throws on a value it cannot convert names
+  /// the key it read last, not the last key it wrote.
+  @Test func aConversionThatThrowsNamesTheKeyItWasReading() throws {
+    let s = try SchemaSuite(values: ["item-1": "12", "item-2": "twelve"])
+    let before = try Data(contentsOf: s.file)
+    let d = try s.open()
+    let schema = PreferenceSchema(
+      version: 2, keys: [],
+      migrations: [
+        Migration(
+          to: 2,
+          [
+            .custom("items to entries") { tx in
+              for key in ["item-1", "item-2"] {
+                guard case .string(let text)? = tx[key], let number = Int(text) else {
+                  throw AppGroupsError(.unsupportedValue, "not a number as text")
+                }
+                tx[key] = nil
+                tx["entry-" + key.dropFirst(5)] = .integer(number)
+              }
+            }
+          ])
+      ])
+    let error = caught { try d.register(schema) }
+    #expect(error?.code == .migrationFailed)
+    #expect(error?.message.contains(#"key "item-2" failed"#) == true, "\(String(describing: error))")
+    #expect(try Data(contentsOf: s.file) == before, "nothing of the migration landed")
+  }
+
   @Test func anOlderProcessNeverMigratesDownAndKeepsWhatItDoesNotKnow() throws {
     let s = try SchemaSuite(fixture: "v1.plist")
     let newer = try s.open(as: TestRoot.app)

@@ -222,7 +222,9 @@ public struct MigrationTransaction: Sendable {
     // observer that does not read the old value lets `values[key] = …` change it in place.
     didSet { changesAreListed = false }
   }
-  /// The key a step works on, for the error when it throws.
+  /// The key a step works on, for the error when it throws: the key last read or written
+  /// through the subscript or ``write(_:for:)`` (a step that converts keys one by one and
+  /// throws on a value it read is named by that key), unless the step sets it.
   public var currentKey: String?
   var events: [(key: String, storedType: String, outcome: String)] = []
   /// Every key set or removed through ``put(_:forKey:)``, in order (a key may come again).
@@ -234,9 +236,13 @@ public struct MigrationTransaction: Sendable {
 
   init(values: [String: PropertyListValue]) { self.values = values }
 
-  /// A stored value; setting `nil` removes it.
+  /// A stored value; setting `nil` removes it. Reading or writing it makes `key` the
+  /// ``currentKey``.
   public subscript(key: String) -> PropertyListValue? {
-    get { values[key] }
+    mutating get {
+      currentKey = key
+      return values[key]
+    }
     set {
       currentKey = key
       put(newValue, forKey: key)
