@@ -137,11 +137,16 @@ func formatFloat(_ float: Float) -> String {
   return "\(float)"
 }
 
-/// `2026-11-29 12:00:00 +0000`: the date in UTC, whole seconds.
+/// `2026-11-29 12:00:00 +0000`: the date in UTC, whole seconds. A date beyond the days an
+/// `Int` counts (a binary property list holds any finite double) is said in seconds from 1970.
 func formatDate(_ date: Date) -> String {
-  let seconds = Int(date.timeIntervalSince1970.rounded(.down))
-  let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-  let secondOfDay = seconds - days * 86_400
+  let interval = date.timeIntervalSince1970
+  let dayCount = (interval / 86_400).rounded(.down)
+  guard dayCount.magnitude < 1e15 else {
+    return "\(formatReal(interval)) seconds from 1970-01-01 00:00:00 +0000"
+  }
+  let days = Int(dayCount)
+  let secondOfDay = min(86_399, max(0, Int((interval - dayCount * 86_400).rounded(.down))))
   let (year, month, day) = civilFromDays(days)
   let hour = secondOfDay / 3600
   let minute = secondOfDay % 3600 / 60
