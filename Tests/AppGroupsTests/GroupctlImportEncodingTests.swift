@@ -9,6 +9,87 @@ import Testing
 struct GroupctlImportEncodingTests {
   static let app = TestRoot.app
 
+  static func xml(_ body: String, encoding: String = "UTF-8") -> String {
+    """
+    <?xml version="1.0" encoding="\(encoding)"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+    \(body)
+    </dict>
+    </plist>
+
+    """
+  }
+
+  /// A file that Foundation's parser reads as a value it does not hold is refused whole,
+  /// saying where and why, and the suite keeps what it had.
+  @Test(arguments: [
+    ("<key>d</key><data>@@@!!</data>", "the <data> on line 6 is not base64"),
+    ("<key>d</key>\n<data>QUJD\nRA=Q</data>", "the <data> on line 7 is not base64"),
+    ("<key>t</key><date>2024-13-45T99:00:00Z</date>", "the <date> on line 6 (\"2024-13-45T99:00:00Z\") is not a date"),
+    ("<key>t</key><date>2023-02-29T00:00:00Z</date>", "the <date> on line 6 (\"2023-02-29T00:00:00Z\") is not a date"),
+    ("<key>t</key><date>2024-01-01T00:00:60Z</date>", "the <date> on line 6 (\"2024-01-01T00:00:60Z\") is not a date"),
+  ])
+  func aMisreadDataOrDateIsRefusedWhole(body: String, reason: String) throws {
+    let g = try GroupctlRoot("misread")
+    try g.ok(["write", Self.app, "keep", "me"])
+    let before = try Data(contentsOf: g.appFile())
+    let file = g.t.sandbox.url.appendingPathComponent("odd.plist")
+    try Data(Self.xml("<key>other</key><string>x</string>\n" + body).utf8).write(to: file)
+    let result = try g.run(["import", Self.app, file.path])
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("cannot import \(file.path): \(reason)"), "\(result.stderr)")
+    #expect(result.stderr.contains("\(Self.app) was not changed"), "\(result.stderr)")
+    #expect(try Data(contentsOf: g.appFile()) == before)
+  }
+
+  /// UTF-16 with or without its byte order mark, and UTF-8 with one, import the same values.
+  @Test func utf16WithOrWithoutAMarkAndUTF8WithAMarkImport() throws {
+    let g = try GroupctlRoot()
+    let utf16 = Self.xml("<key>k</key><string>v\u{e9}</string><key>d</key><data>QUJD</data>", encoding: "UTF-16")
+    let utf8 = Self.xml("<key>k</key><string>v\u{e9}</string><key>d</key><data>QUJD</data>")
+    func encoded(_ text: String, _ encoding: String.Encoding) throws -> Data {
+      try #require(text.data(using: encoding))
+    }
+    let files: [(String, Data)] = [
+      ("utf16le-bom", Data([0xFF, 0xFE]) + (try encoded(utf16, .utf16LittleEndian))),
+      ("utf16be-bom", Data([0xFE, 0xFF]) + (try encoded(utf16, .utf16BigEndian))),
+      ("utf16le", try encoded(utf16, .utf16LittleEndian)),
+      ("utf16be", try encoded(utf16, .utf16BigEndian)),
+      ("utf8-bom", Data([0xEF, 0xBB, 0xBF]) + Data(utf8.utf8)),
+    ]
+    for (name, bytes) in files {
+      try g.ok(["write", Self.app, "stale", "1"])
+      let result = try g.run(["import", Self.app, "-"], stdin: bytes)
+      #expect(result.status == 0, "\(name): \(result.stderr)")
+      let values = try g.plist(g.appFile())
+      #expect(values.keys.sorted() == ["d", "k"], "\(name)")
+      #expect(values["k"] as? String == "v\u{e9}", "\(name)")
+      #expect(values["d"] as? Data == Data("ABC".utf8), "\(name)")
+    }
+  }
+
+  /// What Foundation writes as XML for a date before year 1 or after year 9999 imports again.
+  @Test func datesOfAnyYearExportedAsXMLImportAgain() throws {
+    let g = try GroupctlRoot()
+    let dates: [String: PropertyListValue] = [
+      "early": .date(Date(timeIntervalSince1970: -62_198_755_200)),  // -0002-12-31
+      "late": .date(Date(timeIntervalSince1970: 253_402_300_800)),  // 10000-01-01
+      "leap": .date(Date(timeIntervalSince1970: 951_782_400)),  // 2000-02-29
+    ]
+    try g.ok(["import", Self.app, "-"], stdin: PropertyListValue.dictionary(dates).propertyListData())
+    let xml = try g.run(["export", Self.app, "-", "--xml"])
+    #expect(xml.status == 0, "\(xml.stderr)")
+    let back = try g.run(["import", "\(Self.app):copy", "-"], stdin: Data(xml.stdout.utf8))
+    #expect(back.status == 0, "\(xml.stdout): \(back.stderr)")
+    let copied = try g.plist(g.appFile(suite: "copy"))
+    for (key, value) in dates {
+      guard case .date(let date) = value else { continue }
+      #expect((copied[key] as? Date) == date, "\(key)")
+    }
+  }
+
   /// A date far beyond any calendar's years (a binary property list holds any double) is
   /// imported, read and exported; reading it prints it rather than ending the process.
   @Test func aDateBeyondTheYearsOfWholeSecondsIsReadWithoutACrash() throws {

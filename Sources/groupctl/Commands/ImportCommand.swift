@@ -23,7 +23,7 @@ struct ImportCommand: ParsableCommand {
     let path = arguments[Self.path]
     let resolved = try ResolvedDomain(domain, globals: globals)
     let source = path == "-" ? "standard input" : path
-    let data = try readInput(path)
+    let data = PropertyListValue.withByteOrderMark(try readInput(path))
     guard !data.isEmpty else {
       throw CommandFailure(
         "cannot import \(source): it is empty (0 bytes), not a property list; \(domain) was not"
@@ -35,6 +35,10 @@ struct ImportCommand: ParsableCommand {
     } catch {
       throw CommandFailure(
         "cannot import \(source): \(error.message); \(domain) was not changed")
+    }
+    // Foundation's parser reads a bad <data> or <date> as a value the file does not hold.
+    if let problem = PropertyListValue.misreadXMLScalar(in: data) {
+      throw CommandFailure("cannot import \(source): \(problem); \(domain) was not changed")
     }
     guard case .dictionary(let values) = value else {
       let article = value.typeName == "array" ? "an" : "a"

@@ -1,0 +1,85 @@
+package import Foundation
+
+// What Foundation's XML property-list parser reads its own way instead of refusing: a
+// `<data>` whose text is not base64 (it skips the characters it does not know, so
+// `<data>@@@</data>` reads as no bytes) and a `<date>` whose fields are out of range (it
+// normalises them, so month 13 is next year's January). A tool that takes a file from
+// outside (`groupctl import`) asks here first, and refuses the file rather than store a value
+// the file does not hold.
+extension PropertyListValue {
+  /// The first `<data>` or `<date>` of the XML property list `data` that Foundation's parser
+  /// would read as something the text does not say, as a reason naming its line; `nil` when
+  /// there is none, and for a binary property list. A document in UTF-16 (with its byte order
+  /// mark, or without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text.
+  package static func misreadXMLScalar(in data: Data) -> String? {
+    if data.starts(with: "bplist".utf8) { return nil }
+    var text = data
+    if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
+    return XMLPropertyList.markup(text) { markup -> String? in
+      while let element = markup.next() {
+        guard !element.closing, element.tag == .data || element.tag == .date else { continue }
+        let line = markup.line(at: element.start)
+        if element.tag == .data {
+          let content = element.empty ? "" : markup.text(closing: .data)
+          guard let content, XMLPropertyList.base64Data(content) != nil else {
+            return "the <data> on line \(line) is not base64 (letters, digits, + and /, then = padding)"
+          }
+        } else {
+          let content = element.empty ? "" : markup.text(closing: .date)
+          guard let content, isDate(content) else {
+            let shown = content.map { " (\($0.debugDescription))" } ?? ""
+            return "the <date> on line \(line)\(shown) is not a date as YYYY-MM-DDTHH:MM:SSZ with"
+              + " a month of 1-12, a day of the month, an hour of 0-23 and minutes and seconds of 0-59"
+          }
+        }
+      }
+      return nil
+    }
+  }
+
+  /// `data` with a byte order mark when it is an XML document in UTF-16 without one (it
+  /// starts `<?` in UTF-16, as XML tells the encoding of a document without a mark), which
+  /// Foundation's parser reads only with a mark; else `data` as it is.
+  package static func withByteOrderMark(_ data: Data) -> Data {
+    if data.starts(with: [0x3C, 0x00, 0x3F, 0x00]) { return Data([0xFF, 0xFE]) + data }
+    if data.starts(with: [0x00, 0x3C, 0x00, 0x3F]) { return Data([0xFE, 0xFF]) + data }
+    return data
+  }
+
+  /// The text of a document in UTF-16 with its byte order mark; `nil` for any other.
+  private static func utf16Text(_ data: Data) -> String? {
+    guard data.starts(with: [0xFF, 0xFE]) || data.starts(with: [0xFE, 0xFF]) else { return nil }
+    return String(data: data, encoding: .utf16)
+  }
+
+  /// `[-]Y…Y-MM-DDTHH:MM:SSZ`, as Foundation writes a date (a year of any width, negative
+  /// before year 1), each field within its range.
+  private static func isDate(_ text: String) -> Bool {
+    var u = Array(text.utf8)
+    if u.first == UInt8(ascii: "-") { u.removeFirst() }
+    guard let dash = u.firstIndex(of: UInt8(ascii: "-")), dash >= 1,
+      u.count - dash == 16
+    else { return false }
+    let tail = Array(u[dash...])
+    guard tail[3] == UInt8(ascii: "-"), tail[6] == UInt8(ascii: "T"), tail[9] == UInt8(ascii: ":"),
+      tail[12] == UInt8(ascii: ":"), tail[15] == UInt8(ascii: "Z")
+    else { return false }
+    func number(_ bytes: ArraySlice<UInt8>) -> Int? {
+      guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+      var n = 0
+      for byte in bytes {
+        guard byte >= 0x30 && byte <= 0x39 else { return nil }
+        n = n * 10 + Int(byte - 0x30)
+      }
+      return n
+    }
+    guard let year = number(u[..<dash]), let month = number(tail[1..<3]),
+      let day = number(tail[4..<6]), let hour = number(tail[7..<9]),
+      let minute = number(tail[10..<12]), let second = number(tail[13..<15]),
+      (1...12).contains(month), hour < 24, minute < 60, second < 60
+    else { return false }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    let days = [31, leap || text.hasPrefix("-") ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    return (1...days[month - 1]).contains(day)
+  }
+}
