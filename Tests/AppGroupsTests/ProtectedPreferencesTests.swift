@@ -138,6 +138,25 @@ struct ProtectedPreferencesTests {
     #expect(disk["theme"] as? String == "system")
   }
 
+  /// Writes made before the first unlock through a suite object the app then lets go of still
+  /// land at the unlock: the process keeps them, not the object.
+  @Test func writesOfASuiteLetGoOfBeforeTheFirstUnlockLandAtIt() throws {
+    let unique = UUID().uuidString.prefix(8)
+    let key = "let-go-\(unique)"
+    let r = try deviceBeforeFirstUnlock(values: ["theme": "dark"])
+    try Diagnostics.withHandler({ _ in }) {
+      let defaults = try r.t.defaults(TestRoot.group)
+      defaults.set("mine", forKey: key)
+      #expect(!defaults.synchronize())
+    }
+    try r.keybag.unlock(passcode: "1234")
+    let again = try r.t.defaults(TestRoot.group)
+    #expect(again.synchronize())
+    let disk = try TestRoot.readOnDisk(r.t.groupSuiteFile)
+    #expect(disk[key] as? String == "mine", "the write made before the unlock was dropped")
+    #expect(disk["theme"] as? String == "dark")
+  }
+
   @Test func groupctlAsAnAppRefusesBeforeTheFirstUnlockAndSaysWhy() throws {
     let r = try deviceBeforeFirstUnlock(values: ["theme": "dark"])
     func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {

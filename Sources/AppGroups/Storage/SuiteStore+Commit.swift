@@ -72,6 +72,7 @@ extension SuiteStore {
       return (changes, st.changeHandler, landed)
     }
     if case .entered = entry { file.leaveGate() }
+    releaseHold()
     // Outside the gate: an observer may write or synchronize in turn.
     if !changes.isEmpty, let handler { handler(changes, .thisProcess) }
     return landed
@@ -252,7 +253,12 @@ extension SuiteStore {
     extra: (([String: PropertyListValue]) -> AtomicChange)?
   ) throws(AppGroupsError) {
     guard !options.readOnly else { return }
-    try requireAvailable(extra == nil ? nil : "an atomic update")
+    do {
+      try requireAvailable(extra == nil ? nil : "an atomic update")
+    } catch {
+      holdUntilAvailable()
+      throw error
+    }
     let started = FileSystem.monotonicNanoseconds()
     let deadline = FileSystem.deadline(after: timeout)
     let ceiling = FileSystem.deadline(after: max(timeout, Self.progressCeiling))
@@ -285,6 +291,7 @@ extension SuiteStore {
             local: &local, handler: &handler)
         } catch where error.code == .protectedDataUnavailable {
           becameUnavailable()  // the device restarted during the pass: nothing was written
+          holdUntilAvailable()
           throw error
         } catch {
           reportFailure(error)

@@ -91,6 +91,24 @@ extension SuiteStore {
         + " writes stay in this process's memory and land, key by key, when it is available")
   }
 
+  /// Stores whose changes wait for their file to become available, kept alive here: the
+  /// registry holds stores weakly, and a suite object the app lets go of must not take with
+  /// it the writes the library said would land at the unlock. Released once they are handed
+  /// to the commit that lands them (``loadAfterProtection()``).
+  private static let waitingForData = Mutex<[ObjectIdentifier: SuiteStore]>([:])
+
+  /// Keeps this store alive until its file can be read, when changes are pending: a commit
+  /// was refused because the file is unavailable.
+  func holdUntilAvailable() {
+    guard hasPendingChanges else { return }
+    Self.waitingForData.withLock { $0[ObjectIdentifier(self)] = self }
+  }
+
+  /// Lets go of what ``holdUntilAvailable()`` kept: its changes are scheduled to land, or gone.
+  func releaseHold() {
+    _ = Self.waitingForData.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+  }
+
   /// Why this store's file cannot be read now; `nil` when it is loaded.
   var unavailabilityReason: String? {
     guard isUnavailable.load(ordering: .acquiring) else { return nil }

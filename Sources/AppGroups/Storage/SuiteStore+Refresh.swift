@@ -200,6 +200,7 @@ extension SuiteStore {
       return st.flushScheduled
     }
     if schedule { scheduleFlush() }
+    releaseHold()  // the scheduled flush holds the store now
   }
 
   /// Installs the changes appended to the journal under this process's pending changes.
