@@ -157,6 +157,27 @@ struct ProtectedPreferencesTests {
     #expect(disk["theme"] as? String == "dark")
   }
 
+  /// A process that ends before the first unlock cannot land the writes it kept in memory:
+  /// it says which keys go with it, and the file keeps what it held.
+  @Test func writesStillInMemoryWhenTheProcessEndsAreSaidToBeLost() throws {
+    let r = try deviceBeforeFirstUnlock(values: ["theme": "dark"])
+    let before = try Data(contentsOf: r.t.groupSuiteFile)
+    let app = try ChildProcess(
+      "appgroups-worker", ["repl", TestRoot.group], environment: r.t.environment(as: TestRoot.app))
+    #expect(app.waitFor("ready"))
+    app.send("set theme system")
+    app.send("set welcomed 1")
+    #expect(app.waitFor("ok") && app.waitFor("ok"))
+    app.send("quit")
+    #expect(app.wait() == 0)
+    let said = app.waitForErrorLine { $0.contains("were not written") }
+    #expect(said != nil, "\(app.standardError)")
+    #expect(said?.contains(r.t.groupSuiteFile.path) == true)
+    #expect(said?.contains(#"2 changed key(s) ("theme", "welcomed")"#) == true, "\(said ?? "")")
+    #expect(said?.contains("protected data is unavailable (before first unlock") == true)
+    #expect(try Data(contentsOf: r.t.groupSuiteFile) == before)
+  }
+
   @Test func groupctlAsAnAppRefusesBeforeTheFirstUnlockAndSaysWhy() throws {
     let r = try deviceBeforeFirstUnlock(values: ["theme": "dark"])
     func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {

@@ -525,16 +525,34 @@ extension SuiteStore {
     guard exitFlushInstalled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     else { return }
     Processes.atExit {
-      SuiteStore.flushAll()
+      SuiteStore.flushAllAtExit()
     }
     guard handlesTerminationSignals.withLock({ $0 }) else { return }
     for signal in [Processes.Signal.terminate, .interrupt] {
       // Only take over a signal nobody else handles or ignores.
       let source = Processes.interceptIfDefault(signal, on: .global()) {
-        SuiteStore.flushAll()
+        SuiteStore.flushAllAtExit()
         Processes.raiseWithDefaultAction(signal)
       }
       if let source { signalSources.append(source) }
+    }
+  }
+
+  /// ``flushAll()`` as the process ends: changes that cannot land because their file is
+  /// unavailable (protected data, before the first unlock) go with the process, and each such
+  /// store says so, naming its file, how many changes and which keys (never the values).
+  private static func flushAllAtExit() {
+    for store in openStores() where store.hasPendingChanges {
+      guard !store.flush(), let reason = store.unavailabilityReason else { continue }
+      let keys = store.state.withLock { st in
+        st.replacement.map { Array($0.values.keys) } ?? st.pending.map(\.key)
+      }
+      let names = Set(keys).sorted()
+      let shown = names.prefix(5).map(\.debugDescription).joined(separator: ", ")
+      let more = names.count > 5 ? " and \(names.count - 5) more" : ""
+      Diagnostics.report(
+        "\(store.path): \(names.count) changed key(s) (\(shown)\(more)) were not written: protected"
+          + " data is unavailable (\(reason)); the process is ending, and they end with it")
     }
   }
 
