@@ -44,6 +44,31 @@ struct GroupctlImportEncodingTests {
     #expect(try Data(contentsOf: g.appFile()) == before)
   }
 
+  /// A key given twice in one dictionary (one value would be dropped) is refused whole, in XML
+  /// by its lines, in a binary property list by its places.
+  @Test func aKeyGivenTwiceIsRefusedWhole() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "keep", "me"])
+    let before = try Data(contentsOf: g.appFile())
+    let top = Self.xml("<key>a</key><string>1</string>\n<key>b</key><string>2</string>\n<key>a</key><string>3</string>")
+    let nested = Self.xml("<key>d</key><dict><key>x</key><true/>\n<key>x</key><false/></dict>\n<key>x</key><true/>")
+    // A binary file whose second key is written as the first ("b" made "a").
+    var binary = try PropertyListValue.dictionary(["a": .string("1"), "b": .string("2")]).propertyListData()
+    let b = try #require(binary.firstRange(of: Data([0x51, UInt8(ascii: "b")])))
+    binary[b.upperBound - 1] = UInt8(ascii: "a")
+    let cases: [(Data, String)] = [
+      (Data(top.utf8), #"the key "a" is given twice in one dictionary (lines 5 and 7)"#),
+      (Data(nested.utf8), #"the key "x" is given twice in one dictionary (lines 5 and 6)"#),
+      (binary, #"the key "a" is given twice (keys 0 and 1 of dictionary object 0)"#),
+    ]
+    for (bytes, reason) in cases {
+      let result = try g.run(["import", Self.app, "-"], stdin: bytes)
+      #expect(result.status == 1)
+      #expect(result.stderr.contains("cannot import standard input: \(reason)"), "\(result.stderr)")
+      #expect(try Data(contentsOf: g.appFile()) == before)
+    }
+  }
+
   /// UTF-16 with or without its byte order mark, and UTF-8 with one, import the same values.
   @Test func utf16WithOrWithoutAMarkAndUTF8WithAMarkImport() throws {
     let g = try GroupctlRoot()

@@ -2,35 +2,61 @@ package import Foundation
 
 // What Foundation's XML property-list parser reads its own way instead of refusing: a
 // `<data>` whose text is not base64 (it skips the characters it does not know, so
-// `<data>@@@</data>` reads as no bytes) and a `<date>` whose fields are out of range (it
-// normalises them, so month 13 is next year's January). A tool that takes a file from
-// outside (`groupctl import`) asks here first, and refuses the file rather than store a value
-// the file does not hold.
+// `<data>@@@</data>` reads as no bytes), a `<date>` whose fields are out of range (it
+// normalises them, so month 13 is next year's January), and a key given twice in one
+// dictionary (it keeps one of the values; so does the binary reader). A tool that takes a
+// file from outside (`groupctl import`) asks here first, and refuses the file rather than
+// store values the file does not hold.
 extension PropertyListValue {
-  /// The first `<data>` or `<date>` of the XML property list `data` that Foundation's parser
-  /// would read as something the text does not say, as a reason naming its line; `nil` when
-  /// there is none, and for a binary property list. A document in UTF-16 (with its byte order
-  /// mark, or without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text.
-  package static func misreadXMLScalar(in data: Data) -> String? {
-    if data.starts(with: "bplist".utf8) { return nil }
+  /// The first value of the property list `data` that a parser would read as something the
+  /// file does not say, as a reason naming its place; `nil` when there is none. In XML: a
+  /// `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
+  /// twice in a dictionary, by line; a document in UTF-16 (with its byte order mark, or
+  /// without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text. In a binary
+  /// property list: a key given twice in the top dictionary or a dictionary that is its value.
+  package static func misreadValues(in data: Data) -> String? {
+    if data.starts(with: "bplist".utf8) {
+      guard let repeated = BinaryPropertyList.repeatedKey(in: data) else { return nil }
+      let entry = repeated.entry.map { " in the value of \($0.debugDescription)" } ?? ""
+      return "the key \(repeated.key.debugDescription) is given twice\(entry) (keys"
+        + " \(repeated.first) and \(repeated.second) of dictionary object \(repeated.object)); a"
+        + " dictionary holds each key once"
+    }
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
     return XMLPropertyList.markup(text) { markup -> String? in
+      // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their lines.
+      var stack: [[String: Int]?] = []
       while let element = markup.next() {
-        guard !element.closing, element.tag == .data || element.tag == .date else { continue }
+        guard !element.closing else {
+          if element.tag == .dict || element.tag == .array, !stack.isEmpty { stack.removeLast() }
+          continue
+        }
         let line = markup.line(at: element.start)
-        if element.tag == .data {
+        switch element.tag {
+        case .dict? where !element.empty: stack.append([:])
+        case .array? where !element.empty: stack.append(nil)
+        case .key?:
+          guard let key = element.empty ? "" : markup.text(closing: .key) else { return nil }
+          guard let depth = stack.indices.last, stack[depth] != nil else { continue }
+          if let earlier = stack[depth]?[key] {
+            return "the key \(key.debugDescription) is given twice in one dictionary (lines"
+              + " \(earlier) and \(line)); a dictionary holds each key once"
+          }
+          stack[depth]?[key] = line
+        case .data?:
           let content = element.empty ? "" : markup.text(closing: .data)
           guard let content, XMLPropertyList.base64Data(content) != nil else {
             return "the <data> on line \(line) is not base64 (letters, digits, + and /, then = padding)"
           }
-        } else {
+        case .date?:
           let content = element.empty ? "" : markup.text(closing: .date)
           guard let content, isDate(content) else {
             let shown = content.map { " (\($0.debugDescription))" } ?? ""
             return "the <date> on line \(line)\(shown) is not a date as YYYY-MM-DDTHH:MM:SSZ with"
               + " a month of 1-12, a day of the month, an hour of 0-23 and minutes and seconds of 0-59"
           }
+        default: break
         }
       }
       return nil

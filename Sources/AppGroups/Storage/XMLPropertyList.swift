@@ -130,7 +130,7 @@ enum XMLPropertyList {
   }
 
   /// The bytes a `<data>`'s text holds as base64, or `nil` when it is not base64 as this reader
-  /// reads it (see ``PropertyListValue/misreadXMLScalar(in:)``).
+  /// reads it (see ``PropertyListValue/misreadValues(in:)``).
   static func base64Data(_ text: String) -> PropertyListValue? { Parser.data(text) }
 
   /// The elements the reader knows, matched on the bytes: no `String` is made for a tag's

@@ -36,8 +36,8 @@ struct ImportCommand: ParsableCommand {
       throw CommandFailure(
         "cannot import \(source): \(error.message); \(domain) was not changed")
     }
-    // Foundation's parser reads a bad <data> or <date> as a value the file does not hold.
-    if let problem = PropertyListValue.misreadXMLScalar(in: data) {
+    // A bad <data> or <date>, or a key given twice, is read as values the file does not hold.
+    if let problem = PropertyListValue.misreadValues(in: data) {
       throw CommandFailure("cannot import \(source): \(problem); \(domain) was not changed")
     }
     guard case .dictionary(let values) = value else {
