@@ -140,4 +140,31 @@ struct GroupctlImportEncodingTests {
     try g.ok(["export", Self.app, file.path])
     #expect(try PropertyListValue(propertyListData: Data(contentsOf: file)) == .dictionary(values))
   }
+
+  /// A date that XML cannot hold (Foundation writes an infinite one as text no reader takes,
+  /// and one past about year 2 billion as another date) is not exported as XML: the export
+  /// says which key and how to export it, and writes nothing; binary holds it.
+  @Test func aDateXMLCannotHoldIsNotExportedAsXML() throws {
+    let g = try GroupctlRoot()
+    for (key, date) in [
+      ("infinite", Date(timeIntervalSinceReferenceDate: .infinity)),
+      ("far", Date(timeIntervalSince1970: 1e17)),
+      ("long-ago", Date(timeIntervalSince1970: -1e17)),
+    ] {
+      let values: [String: PropertyListValue] = [
+        "ok": .string("x"), "nested": .dictionary(["list": .array([.integer(1), .date(date)])]),
+      ]
+      try g.ok(["import", Self.app, "-"], stdin: PropertyListValue.dictionary(values).propertyListData())
+      let file = g.t.sandbox.url.appendingPathComponent("\(key).xml")
+      let xml = try g.run(["export", Self.app, file.path, "--xml"])
+      #expect(xml.status == 1, "\(key)")
+      #expect(
+        xml.stderr.contains(
+          "cannot export \(Self.app) as XML: the date at nested.list[1] (") == true, "\(xml.stderr)")
+      #expect(xml.stderr.contains("export it without --xml"), "\(xml.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: file.path), "\(key)")
+      let binary = try g.run(["export", Self.app, "-"])
+      #expect(binary.status == 0, "\(key): \(binary.stderr)")
+    }
+  }
 }

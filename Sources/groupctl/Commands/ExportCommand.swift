@@ -25,6 +25,12 @@ struct ExportCommand: ParsableCommand {
     let path = arguments[Self.path]
     let resolved = try ResolvedDomain(domain, globals: globals)
     let values = try resolved.existingValues()
+    if arguments[Self.xml], let (place, date) = Self.dateXMLCannotHold(in: .dictionary(values)) {
+      throw CommandFailure(
+        "cannot export \(domain) as XML: the date at \(place) (\(formatDate(date))) is beyond the"
+          + " years an XML property list holds (about 300 million either side of year 1); export"
+          + " it without --xml, as a binary property list, which holds it; nothing was written")
+    }
     let data = try PropertyListValue.dictionary(values).propertyListData(
       format: arguments[Self.xml] ? .xml : .binary)
     if path == "-" {
@@ -38,6 +44,32 @@ struct ExportCommand: ParsableCommand {
     } catch {
       throw CommandFailure("cannot write \(path): \(describeFileError(error))")
     }
+  }
+
+  /// The place (`key.key[index]`) and value of the first date in `value`, in key order, that
+  /// Foundation's XML writer does not write as itself: an infinite one (written as text no
+  /// reader takes) or one more than 10^16 seconds from 1970 (past about year 2 billion it is
+  /// written as another date, and before that its seconds drift).
+  static func dateXMLCannotHold(
+    in value: PropertyListValue, at place: String = ""
+  ) -> (String, Date)? {
+    switch value {
+    case .date(let date) where !(date.timeIntervalSince1970.magnitude <= 1e16):
+      return (place, date)
+    case .dictionary(let entries):
+      for key in entries.keys.sorted() {
+        let inner = place.isEmpty ? key : "\(place).\(key)"
+        if let entry = entries[key], let found = dateXMLCannotHold(in: entry, at: inner) {
+          return found
+        }
+      }
+    case .array(let items):
+      for (index, item) in items.enumerated() {
+        if let found = dateXMLCannotHold(in: item, at: "\(place)[\(index)]") { return found }
+      }
+    default: break
+    }
+    return nil
   }
 
   /// Writes `data` to `path` as the shell's `>` would land it, but atomically where it can: a
