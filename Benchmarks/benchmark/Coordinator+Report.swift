@@ -156,7 +156,7 @@ extension Coordinator {
       let (a, f) = pair("size-\(size.keys)", "load")
       rows.append(
         Row(
-          measure: "P7 load (open + first read, new process), \(formatCount(size.keys)) keys",
+          measure: "P7 load (open + first read, new process), \(formatCount(size.keys)) keys (n = \(a.count))",
           appGroups: durations(a), foundation: durations(f), ratio: ratio(f, a), target: "linear in size",
           verdict: size.keys == c.sizes.last!.keys ? growth.load : ""))
     }
@@ -166,7 +166,7 @@ extension Coordinator {
       let factor = Stats.median(f) / Stats.median(a)
       rows.append(
         Row(
-          measure: "P10 cold start: `GroupDefaults(suiteName:)` + first read, 1,000-key suite, new process",
+          measure: "P10 cold start: `GroupDefaults(suiteName:)` + first read, 1,000-key suite, new process (n = \(a.count))",
           appGroups: durations(a), foundation: durations(f), ratio: ratio(f, a), target: "≤ 0.8 ms and ≥ 5× Foundation",
           verdict: verdict(Stats.median(a) <= 0.8e6 && factor >= 5)))
     }
@@ -245,7 +245,9 @@ extension Coordinator {
     print("")
     print("AppGroups vs Foundation UserDefaults — \(c.quick ? "quick run (smoke test: fewer rounds, smaller sizes)" : "full run")")
     print("")
-    print("- rounds: \(c.rounds); each measure in a fresh process per round, sides alternating")
+    print(
+      "- rounds: \(c.rounds); each measure in a fresh process per round, sides alternating"
+        + " (P10's cold start: \(c.coldStarts) a side a round)")
     print("- P1 and P6: the thread's CPU time per call, in batches of \(formatSeconds(c.batchSeconds)); the rest: wall time (CLOCK_MONOTONIC, across processes for P5 and P8)")
     print("- machine: \(cpuDescription()), \(ProcessInfo.processInfo.activeProcessorCount) cores; load average before \(loadBefore), after \(loadAfter)")
     print("- temporary folder: \((folder as NSString).deletingLastPathComponent) (\(fileSystemType(folder)))")

@@ -26,6 +26,8 @@ struct Configuration {
   /// P8: watching processes and samples per round.
   var fanoutWatchers: Int
   var fanoutSamples: Int
+  /// P10: cold starts per side per round (the P7 load at 1,000 keys), sides alternating.
+  var coldStarts: Int
   /// P11: contending processes and increments each, per round.
   var contenders: Int = 16
   var contendCount: Int
@@ -62,12 +64,14 @@ struct Configuration {
   static let full = Configuration(
     quick: false, rounds: 5, batchSeconds: 0.1, batches: 5, fillKeys: 10_000,
     sizes: [(1_000, 20), (10_000, 10), (100_000, 3)],
-    notifySamples: 60, fanoutWatchers: 32, fanoutSamples: 50, contendCount: 50, foundationWait: 1.0)
+    notifySamples: 60, fanoutWatchers: 32, fanoutSamples: 50, coldStarts: 9, contendCount: 50,
+    foundationWait: 1.0)
 
   static let quickRun = Configuration(
     quick: true, rounds: 2, batchSeconds: 0.02, batches: 3, fillKeys: 1_000,
     sizes: [(1_000, 4), (10_000, 2)],
-    notifySamples: 25, fanoutWatchers: 32, fanoutSamples: 10, contendCount: 10, foundationWait: 0.3)
+    notifySamples: 25, fanoutWatchers: 32, fanoutSamples: 10, coldStarts: 1, contendCount: 10,
+    foundationWait: 0.3)
 }
 
 final class Coordinator {
@@ -202,7 +206,14 @@ final class Coordinator {
       }
       if wants("P7") {
         for size in sizes {
-          for side in order { measure(side, "size-\(size.keys)", "load", "keys-\(size.keys)", ["keys": size.keys]) }
+          // P10, the load at 1,000 keys, is a few milliseconds a start on either side: several
+          // starts a round, so that its median and ratio do not rest on one start a round.
+          let starts = size.keys == 1_000 ? c.coldStarts : 1
+          for start in 0..<starts {
+            for side in start % 2 == 0 ? order : order.reversed() {
+              measure(side, "size-\(size.keys)", "load", "keys-\(size.keys)", ["keys": size.keys])
+            }
+          }
         }
         for side in order { measure(side, "empty", "load", "empty", ["keys": 0]) }
       }
