@@ -469,4 +469,29 @@ struct FileCoordinationBadInputTests {
     presenter.signal(SIGTERM)
     #expect(presenter.wait() == 0)
   }
+
+  /// A registration overwritten in place with bytes that are not one: the presenter's process
+  /// writes it again, and the next writer asks the presenter. It stayed damaged, and every
+  /// coordinator skipped the presenter without a word (nor asked it to save before a read).
+  @Test func aDamagedRegistrationIsWrittenAgain() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("damaged.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+    let folder = t.container + "/Library/Coordination/presenters"
+    let name = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: folder).first { !$0.hasPrefix(".") })
+    let registration = URL(fileURLWithPath: folder + "/" + name)
+    try Data(repeating: 0xA5, count: 300).write(to: registration)
+    #expect(
+      eventually {
+        guard let data = try? Data(contentsOf: registration) else { return false }
+        return (try? PropertyListSerialization.propertyList(from: data, format: nil)) != nil
+      }, "\(presenter.standardError)")
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
 }
