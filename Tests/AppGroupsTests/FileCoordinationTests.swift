@@ -494,4 +494,28 @@ struct FileCoordinationBadInputTests {
     presenter.signal(SIGTERM)
     #expect(presenter.wait() == 0)
   }
+
+  /// A presenter's inbox removed and replaced by a regular file under its running process: the
+  /// process makes its inbox again, and the next writer asks the presenter. It was never made
+  /// again, and every coordinator skipped the presenter as gone.
+  @Test func aRemovedInboxIsMadeAgain() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("inbox.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try t.present(item)
+    let folder = t.container + "/Library/Coordination/inbox"
+    let pid = presenter.process.processIdentifier
+    let name = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasPrefix("\(pid)-") })
+    let inbox = folder + "/" + name
+    #expect(unlink(inbox) == 0)
+    try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox))
+    #expect(
+      eventually { FileStatus(atPath: inbox)?.kind == .fifo }, "\(presenter.standardError)")
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
 }

@@ -106,8 +106,10 @@ final class PresenterHost: @unchecked Sendable {
     watchRegistry(of: item.space)
   }
 
-  /// Watches `space`'s presenters folder (once): when it is removed under the running
-  /// process, or a registration of this process goes, they are written again.
+  /// Watches `space`'s presenters folder and this process's inbox there (once): when the
+  /// folder is removed under the running process, or a registration of this process or its
+  /// inbox goes or is replaced, they are made again. (Without its inbox, every coordinator
+  /// skips the presenters of this process as gone.)
   private func watchRegistry(of space: CoordinationSpace) {
     let first = lock.withLock { registryWatches.insert(space.container).inserted }
     guard first else { return }
@@ -115,10 +117,21 @@ final class PresenterHost: @unchecked Sendable {
       _ = try ChangeMonitor.shared.addListener(directory: space.registry.folder, prefix: "") { _ in
         PresenterHost.shared.restoreRegistrations(in: space)
       }
+      _ = try ChangeMonitor.shared.addListener(
+        directory: space.inboxFolder, prefix: ThisProcess.key
+      ) { _ in
+        do throws(AppGroupsError) {
+          _ = try Courier.shared.inbox(in: space)
+        } catch {
+          Diagnostics.report(
+            "\(error.message): coordinators in other processes do not ask the presenters of"
+              + " this process in \(space.container)")
+        }
+      }
     } catch {
       Diagnostics.report(
-        "cannot watch \(space.registry.folder) (\(error.message)): a registration removed under"
-          + " this process is not written again")
+        "cannot watch \(space.registry.folder) (\(error.message)): a registration or inbox"
+          + " removed under this process is not made again")
     }
   }
 
