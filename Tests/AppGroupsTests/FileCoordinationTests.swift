@@ -61,6 +61,36 @@ struct CoordinationRoot {
     return lines
   }
 
+  /// A new file `name` in ``folder``, its presenter (`groupctl present`), and the path of the
+  /// entry of `Library/Coordination/<entryOf>` that `matching` picks (given its name and the
+  /// presenter's pid).
+  func presentedFile(
+    _ name: String, entryOf coordinationFolder: String, matching: (String, Int32) -> Bool
+  ) throws -> (item: String, presenter: ChildProcess, entry: String) {
+    let item = file(name)
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try present(item)
+    let pid = presenter.process.processIdentifier
+    let entries = container + "/Library/Coordination/" + coordinationFolder
+    let entry = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: entries).first { matching($0, pid) })
+    return (item, presenter, entries + "/" + entry)
+  }
+
+  /// A coordinated write of `item` by the app: `presenter` is asked before it and told after
+  /// it, in order; then it is ended (SIGTERM) and exits cleanly.
+  func expectAskedAtAWrite(
+    _ presenter: ChildProcess, _ item: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
+    let write = try coordinate(["--write", item, "--", "/bin/sh", "-c", "echo more >> '\(item)'"])
+    #expect(write.status == 0, "\(write)", sourceLocation: sourceLocation)
+    #expect(
+      lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"],
+      sourceLocation: sourceLocation)
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0, sourceLocation: sourceLocation)
+  }
+
   /// How many lock requests wait for the group container's claims file (`->` lines of
   /// `/proc/locks`): accesses waiting for others.
   func waitingAccesses() -> Int {
@@ -475,24 +505,17 @@ struct FileCoordinationBadInputTests {
   /// coordinator skipped the presenter without a word (nor asked it to save before a read).
   @Test func aDamagedRegistrationIsWrittenAgain() throws {
     let t = try CoordinationRoot()
-    let item = t.file("damaged.txt")
-    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
-    let presenter = try t.present(item)
-    let folder = t.container + "/Library/Coordination/presenters"
-    let name = try #require(
-      try FileManager.default.contentsOfDirectory(atPath: folder).first { !$0.hasPrefix(".") })
-    let registration = URL(fileURLWithPath: folder + "/" + name)
+    let (item, presenter, path) = try t.presentedFile("damaged.txt", entryOf: "presenters") {
+      name, _ in !name.hasPrefix(".")
+    }
+    let registration = URL(fileURLWithPath: path)
     try Data(repeating: 0xA5, count: 300).write(to: registration)
     #expect(
       eventually {
         guard let data = try? Data(contentsOf: registration) else { return false }
         return (try? PropertyListSerialization.propertyList(from: data, format: nil)) != nil
       }, "\(presenter.standardError)")
-    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
-    #expect(write.status == 0, "\(write)")
-    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
-    presenter.signal(SIGTERM)
-    #expect(presenter.wait() == 0)
+    try t.expectAskedAtAWrite(presenter, item)
   }
 
   /// A presenter's inbox removed and replaced by a regular file under its running process: the
@@ -500,22 +523,13 @@ struct FileCoordinationBadInputTests {
   /// again, and every coordinator skipped the presenter as gone.
   @Test func aRemovedInboxIsMadeAgain() throws {
     let t = try CoordinationRoot()
-    let item = t.file("inbox.txt")
-    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
-    let presenter = try t.present(item)
-    let folder = t.container + "/Library/Coordination/inbox"
-    let pid = presenter.process.processIdentifier
-    let name = try #require(
-      try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasPrefix("\(pid)-") })
-    let inbox = folder + "/" + name
+    let (item, presenter, inbox) = try t.presentedFile("inbox.txt", entryOf: "inbox") {
+      name, pid in name.hasPrefix("\(pid)-")
+    }
     #expect(unlink(inbox) == 0)
     try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox))
     #expect(
       eventually { FileStatus(atPath: inbox)?.kind == .fifo }, "\(presenter.standardError)")
-    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
-    #expect(write.status == 0, "\(write)")
-    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
-    presenter.signal(SIGTERM)
-    #expect(presenter.wait() == 0)
+    try t.expectAskedAtAWrite(presenter, item)
   }
 }
