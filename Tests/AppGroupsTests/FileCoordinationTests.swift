@@ -532,4 +532,28 @@ struct FileCoordinationBadInputTests {
       eventually { FileStatus(atPath: inbox)?.kind == .fifo }, "\(presenter.standardError)")
     try t.expectAskedAtAWrite(presenter, item)
   }
+
+  /// The claims file replaced by a symbolic link: the access is refused, saying so (it said
+  /// "Too many levels of symbolic links"), nothing is written through the link, and once the
+  /// link is gone the next access works.
+  @Test func aClaimsFileThatIsALinkIsRefusedSayingSo() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("linked.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    let claims = t.container + "/Library/Coordination/claims"
+    let outside = t.g.path + "/outside"
+    try "kept\n".write(toFile: outside, atomically: false, encoding: .utf8)
+    try FileManager.default.removeItem(atPath: claims)
+    try FileManager.default.createSymbolicLink(atPath: claims, withDestinationPath: outside)
+    let refused = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
+    #expect(refused.status == 1, "\(refused)")
+    #expect(
+      refused.stderr.contains("\(claims) is a symbolic link, which is never followed there"),
+      "\(refused.stderr)")
+    #expect(try String(contentsOfFile: item, encoding: .utf8) == "one\n")
+    #expect(try String(contentsOfFile: outside, encoding: .utf8) == "kept\n")
+    try FileManager.default.removeItem(atPath: claims)
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+  }
 }
