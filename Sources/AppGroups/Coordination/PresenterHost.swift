@@ -202,10 +202,12 @@ final class PresenterHost: @unchecked Sendable {
   }
 
   /// The entries whose registration is gone from `space`'s folder (removed under the running
-  /// process) or no longer reads as theirs (overwritten, damaged), registered again: a
-  /// registration that does not read is skipped by every coordinator.
+  /// process) or no longer reads as a registration (overwritten, damaged), registered again:
+  /// a registration that does not read is skipped by every coordinator.
   func restoreRegistrations(in space: CoordinationSpace) {
-    // What each presenter of this process in `space` has registered now, and is not there.
+    // What each presenter of this process in `space` has registered now, where no registration
+    // reads at its name. One that reads is left as it is: a coordinator that moved the item
+    // rewrote it with the new path before this process hears of the move.
     func unwritten() -> [PresenterRegistry.Record] {
       let expected: [PresenterRegistry.Record] = lock.withLock {
         entries.values.compactMap { entry in
@@ -213,7 +215,7 @@ final class PresenterHost: @unchecked Sendable {
           return record(entry, item: item, isFolder: entry.isFolder)
         }
       }
-      return expected.filter { space.registry.record(named: $0.name) != $0 }
+      return expected.filter { space.registry.record(named: $0.name) == nil }
     }
     guard !unwritten().isEmpty else { return }
     // A removal still under way (`rm -rf` of the coordination folder) may take a folder made
