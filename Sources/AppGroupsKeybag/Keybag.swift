@@ -34,6 +34,10 @@ public import Foundation
 /// Every change (a passcode set or cleared, an unlock) happens under the device's lock, so
 /// two processes changing the device at once end in a state one of them asked for.
 public struct Keybag: Sendable {
+  /// The longest passcode, in bytes of UTF-8: ``setPasscode(_:current:)`` refuses a longer
+  /// one, so no longer code can ever unlock the device.
+  public static let maximumPasscodeBytes = 128
+
   /// A class of keys, as the keychain and the files use them.
   public enum KeyClass: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Class A: available while the device is unlocked, and for the grace after a lock.

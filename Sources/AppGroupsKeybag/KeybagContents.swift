@@ -190,7 +190,7 @@ enum Passcode {
   /// The shortest passcode, in characters: iOS's simple passcode has 4 digits.
   static let minimumLength = 4
   /// The longest, in bytes of UTF-8.
-  static let maximumBytes = 128
+  static let maximumBytes = Keybag.maximumPasscodeBytes
 
   /// The bytes a passcode is derived from: its Unicode composed form (NFC), so that the same
   /// text typed as composed or decomposed characters is the same passcode.

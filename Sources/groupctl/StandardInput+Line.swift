@@ -6,10 +6,12 @@ extension StandardInput {
   /// `nil` at the end of input with nothing read. Not Swift's `readLine`, which replaces bytes
   /// that are not UTF-8 with U+FFFD: two different secrets would read as one. Reads one byte
   /// at a time, so that nothing after the line is taken from a later reader of standard input.
-  static func lineBytes() -> [UInt8]? {
+  /// Stops after `limit + 1` bytes with no newline among them (a stdin that never ends, such
+  /// as `/dev/zero`, is not read for ever): a result longer than `limit` means the line is.
+  static func lineBytes(atMost limit: Int = .max) -> [UInt8]? {
     var line: [UInt8] = []
     var sawAny = false
-    while let byte = FileHandle.standardInput.readData(ofLength: 1).first {
+    while line.count <= limit, let byte = FileHandle.standardInput.readData(ofLength: 1).first {
       sawAny = true
       if byte == UInt8(ascii: "\n") { break }
       line.append(byte)

@@ -61,6 +61,36 @@ struct CoordinationRoot {
     return lines
   }
 
+  /// A new file `name` in ``folder``, its presenter (`groupctl present`), and the path of the
+  /// entry of `Library/Coordination/<entryOf>` that `matching` picks (given its name and the
+  /// presenter's pid).
+  func presentedFile(
+    _ name: String, entryOf coordinationFolder: String, matching: (String, Int32) -> Bool
+  ) throws -> (item: String, presenter: ChildProcess, entry: String) {
+    let item = file(name)
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let presenter = try present(item)
+    let pid = presenter.process.processIdentifier
+    let entries = container + "/Library/Coordination/" + coordinationFolder
+    let entry = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: entries).first { matching($0, pid) })
+    return (item, presenter, entries + "/" + entry)
+  }
+
+  /// A coordinated write of `item` by the app: `presenter` is asked before it and told after
+  /// it, in order; then it is ended (SIGTERM) and exits cleanly.
+  func expectAskedAtAWrite(
+    _ presenter: ChildProcess, _ item: String, sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
+    let write = try coordinate(["--write", item, "--", "/bin/sh", "-c", "echo more >> '\(item)'"])
+    #expect(write.status == 0, "\(write)", sourceLocation: sourceLocation)
+    #expect(
+      lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"],
+      sourceLocation: sourceLocation)
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0, sourceLocation: sourceLocation)
+  }
+
   /// How many lock requests wait for the group container's claims file (`->` lines of
   /// `/proc/locks`): accesses waiting for others.
   func waitingAccesses() -> Int {
@@ -468,5 +498,62 @@ struct FileCoordinationBadInputTests {
     #expect(presenter.waitFor("did-change"))
     presenter.signal(SIGTERM)
     #expect(presenter.wait() == 0)
+  }
+
+  /// A registration overwritten in place with bytes that are not one: the presenter's process
+  /// writes it again, and the next writer asks the presenter. It stayed damaged, and every
+  /// coordinator skipped the presenter without a word (nor asked it to save before a read).
+  @Test func aDamagedRegistrationIsWrittenAgain() throws {
+    let t = try CoordinationRoot()
+    let (item, presenter, path) = try t.presentedFile("damaged.txt", entryOf: "presenters") {
+      name, _ in !name.hasPrefix(".")
+    }
+    let registration = URL(fileURLWithPath: path)
+    try Data(repeating: 0xA5, count: 300).write(to: registration)
+    #expect(
+      eventually {
+        guard let data = try? Data(contentsOf: registration) else { return false }
+        return (try? PropertyListSerialization.propertyList(from: data, format: nil)) != nil
+      }, "\(presenter.standardError)")
+    try t.expectAskedAtAWrite(presenter, item)
+  }
+
+  /// A presenter's inbox removed and replaced by a regular file under its running process: the
+  /// process makes its inbox again, and the next writer asks the presenter. It was never made
+  /// again, and every coordinator skipped the presenter as gone.
+  @Test func aRemovedInboxIsMadeAgain() throws {
+    let t = try CoordinationRoot()
+    let (item, presenter, inbox) = try t.presentedFile("inbox.txt", entryOf: "inbox") {
+      name, pid in name.hasPrefix("\(pid)-")
+    }
+    #expect(unlink(inbox) == 0)
+    try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox))
+    #expect(
+      eventually { FileStatus(atPath: inbox)?.kind == .fifo }, "\(presenter.standardError)")
+    try t.expectAskedAtAWrite(presenter, item)
+  }
+
+  /// The claims file replaced by a symbolic link: the access is refused, saying so (it said
+  /// "Too many levels of symbolic links"), nothing is written through the link, and once the
+  /// link is gone the next access works.
+  @Test func aClaimsFileThatIsALinkIsRefusedSayingSo() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("linked.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    let claims = t.container + "/Library/Coordination/claims"
+    let outside = t.g.path + "/outside"
+    try "kept\n".write(toFile: outside, atomically: false, encoding: .utf8)
+    try FileManager.default.removeItem(atPath: claims)
+    try FileManager.default.createSymbolicLink(atPath: claims, withDestinationPath: outside)
+    let refused = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo two >> '\(item)'"])
+    #expect(refused.status == 1, "\(refused)")
+    #expect(
+      refused.stderr.contains("\(claims) is a symbolic link, which is never followed there"),
+      "\(refused.stderr)")
+    #expect(try String(contentsOfFile: item, encoding: .utf8) == "one\n")
+    #expect(try String(contentsOfFile: outside, encoding: .utf8) == "kept\n")
+    try FileManager.default.removeItem(atPath: claims)
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
   }
 }

@@ -32,4 +32,26 @@ struct GroupctlPasscodeInputTests {
     try g.ok(["device", "lock", "--grace", "0"])
     try g.ok(["device", "unlock", "--passcode", "1234"])
   }
+
+  /// A stdin that never ends a line (here `/dev/zero`) is read no further than the longest
+  /// passcode: the command ends at once, says why, and nothing changes. It read for ever.
+  @Test func aStdinWithNoEndIsRefusedWithoutReadingItAll() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "passcode", "set", "1234"])
+    try g.ok(["device", "lock", "--grace", "0"])
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "exec \"$0\" \"$@\" < /dev/zero", Product.url("groupctl").path, "--root", g.path,
+        "device", "unlock", "--passcode", "-",
+      ], environment: ["APPGROUPS_ROOT": g.path])
+    #expect(child.wait(timeout: 20) == 1)
+    let stderr = child.standardError
+    #expect(
+      stderr.contains("the passcode read from stdin is longer than 128 bytes, the most a passcode"
+        + " holds; nothing was changed"), "\(stderr)")
+    let shown = try g.ok(["device"])
+    #expect(shown.contains("state: locked"), "\(shown)")
+    #expect(!shown.contains("wrong passcodes"), "\(shown)")
+  }
 }

@@ -133,7 +133,7 @@ extension NSFileCoordinator {
         "the coordinated access of \(items) did not begin: this app was being suspended until"
           + " the bound (\(bound))")
     case .failed(let error):
-      return AppGroupsError(io: error, "taking the coordination claim of \(items)")
+      return AppGroupsError.coordinationFiles(error, "taking the coordination claim of \(items)")
     case .timedOut:
       let holders = CoordinationStatus.holders(of: claims)
       let who =

@@ -234,7 +234,7 @@ final class CoordinationSpace: Sendable, Hashable, CustomStringConvertible {
         try FileSystem.makeDirectory(folder + "/" + sub, within: container)
       }
     } catch {
-      throw AppGroupsError(io: error, "creating the coordination folder \(folder)")
+      throw AppGroupsError.coordinationFiles(error, "creating the coordination folder \(folder)")
     }
   }
 
@@ -272,5 +272,19 @@ enum ThisProcess {
       return nil
     }
     return (pid, start)
+  }
+}
+
+extension AppGroupsError {
+  /// `error` of a call on the coordination folder or its files: a symbolic link met where one
+  /// of them should be (never followed: `O_NOFOLLOW`, `ELOOP`) is said as such, as
+  /// `.outsideRoot`; any other failure is `.io`.
+  static func coordinationFiles(_ error: SystemCallError, _ doing: String) -> AppGroupsError {
+    guard error.code == .tooManySymbolicLinkLevels else { return AppGroupsError(io: error, doing) }
+    return AppGroupsError(
+      .outsideRoot,
+      "\(doing): \(error.path ?? "a path of the coordination folder") is a symbolic link, which is"
+        + " never followed there; remove it, and the next access makes what it needs",
+      cause: error)
   }
 }

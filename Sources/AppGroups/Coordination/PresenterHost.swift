@@ -106,8 +106,10 @@ final class PresenterHost: @unchecked Sendable {
     watchRegistry(of: item.space)
   }
 
-  /// Watches `space`'s presenters folder (once): when it is removed under the running
-  /// process, or a registration of this process goes, they are written again.
+  /// Watches `space`'s presenters folder and this process's inbox there (once): when the
+  /// folder is removed under the running process, or a registration of this process or its
+  /// inbox goes or is replaced, they are made again. (Without its inbox, every coordinator
+  /// skips the presenters of this process as gone.)
   private func watchRegistry(of space: CoordinationSpace) {
     let first = lock.withLock { registryWatches.insert(space.container).inserted }
     guard first else { return }
@@ -115,10 +117,21 @@ final class PresenterHost: @unchecked Sendable {
       _ = try ChangeMonitor.shared.addListener(directory: space.registry.folder, prefix: "") { _ in
         PresenterHost.shared.restoreRegistrations(in: space)
       }
+      _ = try ChangeMonitor.shared.addListener(
+        directory: space.inboxFolder, prefix: ThisProcess.key
+      ) { _ in
+        do throws(AppGroupsError) {
+          _ = try Courier.shared.inbox(in: space)
+        } catch {
+          Diagnostics.report(
+            "\(error.message): coordinators in other processes do not ask the presenters of"
+              + " this process in \(space.container)")
+        }
+      }
     } catch {
       Diagnostics.report(
-        "cannot watch \(space.registry.folder) (\(error.message)): a registration removed under"
-          + " this process is not written again")
+        "cannot watch \(space.registry.folder) (\(error.message)): a registration or inbox"
+          + " removed under this process is not made again")
     }
   }
 
@@ -189,18 +202,22 @@ final class PresenterHost: @unchecked Sendable {
   }
 
   /// The entries whose registration is gone from `space`'s folder (removed under the running
-  /// process), registered again.
+  /// process) or no longer reads as a registration (overwritten, damaged), registered again:
+  /// a registration that does not read is skipped by every coordinator.
   func restoreRegistrations(in space: CoordinationSpace) {
-    let mine: [(Entry, CoordinatedItem, Bool)] = lock.withLock {
-      entries.values.compactMap { entry in
-        guard let item = entry.item, item.space == space else { return nil }
-        return (entry, item, entry.isFolder)
+    // What each presenter of this process in `space` has registered now, where no registration
+    // reads at its name. One that reads is left as it is: a coordinator that moved the item
+    // rewrote it with the new path before this process hears of the move.
+    func unwritten() -> [PresenterRegistry.Record] {
+      let expected: [PresenterRegistry.Record] = lock.withLock {
+        entries.values.compactMap { entry in
+          guard let item = entry.item, item.space == space else { return nil }
+          return record(entry, item: item, isFolder: entry.isFolder)
+        }
       }
+      return expected.filter { space.registry.record(named: $0.name) == nil }
     }
-    guard !mine.isEmpty else { return }
-    let present = Set(FileSystem.entryNames(in: space.registry.folder))
-    let missing = mine.filter { !present.contains($0.0.name) }
-    guard !missing.isEmpty else { return }
+    guard !unwritten().isEmpty else { return }
     // A removal still under way (`rm -rf` of the coordination folder) may take a folder made
     // here a moment ago, and then says nothing more: the folder it removed last is watched by
     // nobody. So the folders, the inbox and the registration are made again until they hold,
@@ -209,18 +226,16 @@ final class PresenterHost: @unchecked Sendable {
       do throws(AppGroupsError) {
         try space.prepareFolders()
         _ = try Courier.shared.inbox(in: space)
-        for (entry, item, isFolder) in missing {
-          try space.registry.write(record(entry, item: item, isFolder: isFolder))
-        }
-        let now = Set(FileSystem.entryNames(in: space.registry.folder))
-        if missing.allSatisfy({ now.contains($0.0.name) }) { return }
+        for record in unwritten() { try space.registry.write(record) }
+        if unwritten().isEmpty { return }
       } catch {
         continue
       }
     }
     Diagnostics.report(
-      "the presenters of \(space.container) could not be registered again after their folder"
-        + " was removed: coordinators in other processes do not ask them")
+      "the presenters of \(space.container) could not be registered again after their"
+        + " registrations or their folder were removed or damaged: coordinators in other"
+        + " processes do not ask them")
   }
 
   // MARK: Messages

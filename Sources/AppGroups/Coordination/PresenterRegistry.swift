@@ -98,13 +98,19 @@ final class PresenterRegistry: @unchecked Sendable {
   func scan() -> [Record] {
     var records: [Record] = []
     for name in FileSystem.entryNames(in: folder) where !name.hasPrefix(".") {
-      guard let data = try? FileSystem.read(folder + "/" + name, followLinks: false)?.0,
-        let list = try? PropertyListSerialization.propertyList(from: data, format: nil),
-        let record = Record(name: name, propertyList: list)
-      else { continue }
+      guard let record = record(named: name) else { continue }
       records.append(record)
     }
     return records.sorted { ($0.registered, $0.name) < ($1.registered, $1.name) }
+  }
+
+  /// The registration `name` as it reads now; `nil` when it is missing or is not one (a
+  /// folder, a link, bytes that are not its property list).
+  func record(named name: String) -> Record? {
+    guard let data = try? FileSystem.read(folder + "/" + name, followLinks: false)?.0,
+      let list = try? PropertyListSerialization.propertyList(from: data, format: nil)
+    else { return nil }
+    return Record(name: name, propertyList: list)
   }
 
   // MARK: Writing

@@ -257,8 +257,14 @@ struct PasscodeInput {
   /// `value` itself, or for `-` the next line of stdin.
   mutating func resolve(_ value: String, what: String) throws -> String {
     guard value == "-" else { return value }
-    guard let line = StandardInput.lineBytes() else {
+    let limit = Keybag.maximumPasscodeBytes
+    guard let line = StandardInput.lineBytes(atMost: limit) else {
       throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
+    }
+    guard line.count <= limit else {
+      throw CommandFailure(
+        "\(what) read from stdin is longer than \(limit) bytes, the most a passcode holds;"
+          + " nothing was changed")
     }
     // As on the command line: text, never bytes made into U+FFFD (two passcodes would be one).
     guard let text = String(validating: line, as: UTF8.self) else {
