@@ -38,23 +38,27 @@ let package = Package(
     .target(name: "AppGroupsKeychain", dependencies: ["AppGroups", "AppGroupsKeybag"]),
     // For the tests of apps that use AppGroups: a temporary root, identity and manifest per test.
     .target(name: "AppGroupsTesting", dependencies: ["AppGroups"]),
+    // This process's arguments and environment as text: refused when they are not UTF-8.
+    .target(name: "CommandLineText"),
     .executableTarget(
-      name: "groupctl", dependencies: ["AppGroups", "AppGroupsKeybag", "AppGroupsKeychain"]),
+      name: "groupctl",
+      dependencies: ["AppGroups", "AppGroupsKeybag", "AppGroupsKeychain", "CommandLineText"]),
     .target(name: "ExampleSchema", dependencies: ["AppGroups"], path: "Examples/ExampleSchema"),
     // The examples' keychain wrapper, written as iOS code is (only its import differs).
     .target(
       name: "ExampleKeychain", dependencies: ["AppGroupsKeychain"], path: "Examples/ExampleKeychain"),
     .executableTarget(
-      name: "app", dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      name: "app",
+      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain", "CommandLineText"],
       path: "Examples/app"),
     .executableTarget(
       name: "widget",
-      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain"],
+      dependencies: ["AppGroups", "AppGroupsKeychain", "ExampleSchema", "ExampleKeychain", "CommandLineText"],
       path: "Examples/widget"),
     .executableTarget(
-      name: "cache-writer", dependencies: ["AppGroups"], path: "Examples/cache-writer"),
+      name: "cache-writer", dependencies: ["AppGroups", "CommandLineText"], path: "Examples/cache-writer"),
     .executableTarget(
-      name: "notes", dependencies: ["AppGroups", "CSQLite"], path: "Examples/notes"),
+      name: "notes", dependencies: ["AppGroups", "CSQLite", "CommandLineText"], path: "Examples/notes"),
     .executableTarget(
       name: "benchmark", dependencies: ["AppGroups", "AppGroupsKeychain"], path: "Benchmarks/benchmark"),
     .executableTarget(

@@ -37,6 +37,7 @@
 // else Containers/ in the current directory. Exit status: 0 done, 64 usage
 // error, 1 refused or failed (the reason is on stderr).
 import AppGroups
+import CommandLineText
 import ExampleSchema
 import Foundation
 
@@ -125,6 +126,13 @@ func parse(_ arguments: [String]) -> Command {
 }
 
 // The account commands (sign-in, sign-out) keep the token in the keychain: Account.swift.
+// Swift turns bytes that are not UTF-8 into U+FFFD in CommandLine.arguments: a value stored
+// from them would not be the one typed. Refused, as groupctl refuses them.
+if let problem = CommandLineText.nonUTF8Input(
+  environment: [ContainerRoot.environmentVariable, AppIdentity.environmentVariable])
+{
+  fail(problem, status: 64)
+}
 if Account.run(Array(CommandLine.arguments.dropFirst())) { exit(0) }
 let command = parse(Array(CommandLine.arguments.dropFirst()))
 

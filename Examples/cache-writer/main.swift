@@ -21,6 +21,7 @@
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.cache-writer. Root: APPGROUPS_ROOT, else
 // Containers/ in the current directory.
 import AppGroups
+import CommandLineText
 import Foundation
 
 func say(_ line: String) {
@@ -65,6 +66,13 @@ func parse(_ list: [String]) -> Options {
     }
   }
   return options
+}
+// Swift turns bytes that are not UTF-8 into U+FFFD in CommandLine.arguments: a value stored
+// from them would not be the one typed. Refused, as groupctl refuses them.
+if let problem = CommandLineText.nonUTF8Input(
+  environment: [ContainerRoot.environmentVariable, AppIdentity.environmentVariable])
+{
+  fail(problem, status: 64)
 }
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 

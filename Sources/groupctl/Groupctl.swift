@@ -1,4 +1,5 @@
 import AppGroups
+import CommandLineText
 import Foundation
 
 /// The root command: global options, dispatch to a subcommand, help, and
@@ -100,7 +101,7 @@ enum Groupctl {
     Processes.unblockAllSignals()
     // Swift replaces bytes that are not UTF-8 with U+FFFD when it makes CommandLine.arguments,
     // so two different byte strings could name one key: refuse them before that.
-    if let problem = nonUTF8Input() {
+    if let problem = CommandLineText.nonUTF8Input(environment: [ContainerRoot.environmentVariable]) {
       printError("groupctl: \(problem)")
       exit(ExitCode.validationFailure.code)
     }
@@ -119,33 +120,6 @@ enum Groupctl {
     guard let failure, failure != .brokenPipe else { return status }
     printError("groupctl: writing to standard output: \(failure); what was printed is incomplete")
     return status == 0 ? ExitCode.failure.code : status
-  }
-
-  /// Which argument (or `APPGROUPS_ROOT`) is not valid UTF-8, shown with its bytes escaped,
-  /// or `nil` when all are.
-  static func nonUTF8Input() -> String? {
-    func escaped(_ bytes: UnsafePointer<CChar>) -> String {
-      var text = ""
-      var p = bytes
-      while p.pointee != 0 {
-        let byte = UInt8(bitPattern: p.pointee)
-        text += (0x20..<0x7F).contains(byte) ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
-        p += 1
-      }
-      return text
-    }
-    let argv = CommandLine.unsafeArgv
-    for index in 1..<Int(CommandLine.argc) {
-      guard let argument = argv[index] else { continue }
-      if String(validatingCString: argument) == nil {
-        return "argument \(index) (\"\(escaped(argument))\") is not valid UTF-8; names, keys, values and"
-          + " paths must be UTF-8 text"
-      }
-    }
-    if let root = getenv("APPGROUPS_ROOT"), String(validatingCString: root) == nil {
-      return "APPGROUPS_ROOT (\"\(escaped(root))\") is not valid UTF-8; choose a root whose path is UTF-8 text"
-    }
-    return nil
   }
 
   /// Runs `groupctl` with these arguments (without the program name) and

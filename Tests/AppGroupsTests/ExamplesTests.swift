@@ -157,6 +157,35 @@ struct ExamplesTests {
     #expect(widget.stderr.contains("usage: widget"))
   }
 
+  /// Swift would hand the examples `"tok\u{FFFD}"` for the bytes `tok\xff`: a token or a
+  /// value stored from that is not the one typed. Each example refuses it, and stores nothing.
+  @Test func theExamplesRefuseArgumentsThatAreNotUTF8() throws {
+    let t = try TestRoot()
+    for (product, arguments, index) in [
+      ("app", "set greeting \"$(printf 'h\\377i')\"", 3), ("app", "sign-in \"$(printf 'tok\\377')\"", 2),
+      ("notes", "add \"$(printf 'n\\377')\"", 2), ("widget", "--renders \"$(printf '2\\377')\"", 2),
+      ("cache-writer", "--group \"$(printf 'g\\377')\"", 2),
+    ] {
+      let child = try ChildProcess(
+        executable: URL(fileURLWithPath: "/bin/sh"),
+        ["-c", "\"$PROGRAM\" \(arguments); echo \"exit $?\""],
+        environment: t.environment(as: TestRoot.app).merging(["PROGRAM": Product.url(product).path]) { $1 })
+      #expect(child.waitFor("exit 64"), "\(product) \(arguments): \(child.standardError)")
+      #expect(child.wait() == 0)
+      #expect(child.standardError.contains("argument \(index) ("), "\(child.standardError)")
+      #expect(child.standardError.contains("\\xff"), "\(child.standardError)")
+      #expect(child.standardError.contains("\") is not valid UTF-8"), "\(child.standardError)")
+    }
+    let root = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", "APPGROUPS_ROOT=\"$(printf '\(t.path)\\377')\" \"$PROGRAM\" show; echo \"exit $?\""],
+      environment: ["PROGRAM": Product.url("app").path])
+    #expect(root.waitFor("exit 64"), "\(root.standardError)")
+    #expect(root.wait() == 0)
+    #expect(root.standardError.contains("APPGROUPS_ROOT (\"\(t.path)\\xff\") is not valid UTF-8"))
+    #expect(!FileManager.default.fileExists(atPath: t.groupSuiteFile.path))
+  }
+
   @Test func theAppWritesLandOnDiskForOtherProcesses() throws {
     let t = try TestRoot()
     try app(t, "unread", "2")
