@@ -127,9 +127,11 @@ func parse(_ arguments: [String]) -> Command {
 
 // The account commands (sign-in, sign-out) keep the token in the keychain: Account.swift.
 // Swift turns bytes that are not UTF-8 into U+FFFD in CommandLine.arguments: a value stored
-// from them would not be the one typed. Refused, as groupctl refuses them.
+// from them would not be the one typed. Refused, as groupctl refuses them; a token given to
+// sign-in is a secret, refused by its place, its bytes never shown.
 if let problem = CommandLineText.nonUTF8Input(
-  environment: [ContainerRoot.environmentVariable, AppIdentity.environmentVariable])
+  environment: [ContainerRoot.environmentVariable, AppIdentity.environmentVariable],
+  mayBeSecret: { words, index in words[1..<index].contains("sign-in") })
 {
   fail(problem, status: 64)
 }

@@ -11,14 +11,24 @@ import Foundation
 public enum CommandLineText {
   /// Why this process's arguments (after the program name), or one of the environment
   /// variables `names`, cannot be taken as text: the first that is not valid UTF-8, named
-  /// with its bytes shown (`argument 2 ("tok\xff") is not valid UTF-8; …`). `nil` when all
-  /// are UTF-8.
-  public static func nonUTF8Input(environment names: [String] = []) -> String? {
+  /// with its bytes shown (`argument 3 ("h\xffi") is not valid UTF-8; …`), or by its place
+  /// alone when `mayBeSecret` says it may be a secret (a password, a token): no message
+  /// shows a secret's bytes. `nil` when all are UTF-8.
+  ///
+  /// - Parameters:
+  ///   - names: The environment variables to look at too.
+  ///   - mayBeSecret: Whether the argument at an index of the words (the program's name at 0,
+  ///     bytes that are not UTF-8 shown as U+FFFD) may be a secret.
+  public static func nonUTF8Input(
+    environment names: [String] = [], mayBeSecret: ([String], Int) -> Bool = { _, _ in false }
+  ) -> String? {
     let argv = CommandLine.unsafeArgv
+    let words = (0..<Int(CommandLine.argc)).map { argv[$0].map { String(cString: $0) } ?? "" }
     for index in 1..<Int(CommandLine.argc) {
       guard let argument = argv[index], String(validatingCString: argument) == nil else { continue }
-      return "argument \(index) (\"\(escaped(argument))\") is not valid UTF-8; names, keys, values"
-        + " and paths must be UTF-8 text"
+      let shown = mayBeSecret(words, index) ? "not shown: it may be a secret" : "\"\(escaped(argument))\""
+      return "argument \(index) (\(shown)) is not valid UTF-8; names, keys, values and paths must be"
+        + " UTF-8 text"
     }
     for name in names {
       guard let value = getenv(name), String(validatingCString: value) == nil else { continue }
