@@ -29,6 +29,12 @@ extension BinaryPropertyList {
     }
   }
 
+  /// A ``RepeatedKey`` held by reference (see ``BinaryPropertyListReader/repeated``).
+  final class RepeatedKeyNote {
+    let repeated: RepeatedKey
+    init(_ repeated: RepeatedKey) { self.repeated = repeated }
+  }
+
   /// The first key, in the order of the file, that the top dictionary of `data`, or one of the
   /// dictionaries that are its values, holds twice; `nil` when there is none, or when `data` is
   /// not a binary property list whose top object is a dictionary with readable keys (the
