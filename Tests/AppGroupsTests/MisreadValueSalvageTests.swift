@@ -157,6 +157,27 @@ struct MisreadValueSalvageTests {
     #expect(try Data(contentsOf: copy) == original)
   }
 
+  /// A managed preferences file edited by hand: its good keys are forced, as the file says;
+  /// a key Foundation would misread is neither held nor forced, asked either way.
+  @Test func aHandEditedManagedFileForcesItsGoodKeysOnly() throws {
+    let t = try TestRoot()
+    let managed = t.root.managedPreferencesURL(forDomain: TestRoot.group)
+    try FileManager.default.createDirectory(
+      at: managed.deletingLastPathComponent(), withIntermediateDirectories: true)
+    let lines = Self.document(["\t<key>forced</key>", "\t<string>admin</string>", "\t<key>blob</key>", Self.badData])
+    try Data(lines.joined(separator: "\n").utf8).write(to: managed)
+    let messages = MessageLog()
+    let d = try Diagnostics.withHandler({ messages.append($0) }) { try t.defaults(TestRoot.group) }
+    #expect(d.string(forKey: "forced") == "admin")
+    #expect(d.objectIsForced(forKey: "forced"))
+    #expect(d.object(forKey: "blob") == nil)
+    #expect(!d.objectIsForced(forKey: "blob"))
+    // Asked of the group's domain from the app's own suite, which reads the file itself.
+    let app = try t.defaults(nil)
+    #expect(app.objectIsForced(forKey: "forced", inDomain: TestRoot.group))
+    #expect(!app.objectIsForced(forKey: "blob", inDomain: TestRoot.group))
+  }
+
   /// A binary file whose top dictionary gives a key twice (another tool's writer; Foundation's
   /// parser keeps one of the values): the key is left out, the rest kept, the file kept aside;
   /// small or large enough to be indexed.
