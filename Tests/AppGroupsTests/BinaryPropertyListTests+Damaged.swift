@@ -77,13 +77,32 @@ extension BinaryPropertyListTests {
     let salvage = try BinaryPropertyList.decodeSalvaging(data)
     #expect(salvage.skipped.isEmpty)
     #expect(PropertyListValue.dictionary(salvage.values) == sampleValue)
-    // Duplicate keys: the first entry decides, kept or skipped.
+    // A key given twice is left out, at its second entry; a key left out for its value
+    // (the uid) is reported once.
     let duplicates = dictionaryFile(
-      [(1, 2), (1, 3), (4, 5), (4, 2)],
-      [[0x51, 0x6B], [0x10, 0x01], [0x10, 0x02], [0x51, 0x75], [0x80, 0x01]])
+      [(1, 2), (1, 3), (4, 5), (4, 2), (6, 2)],
+      [[0x51, 0x6B], [0x10, 0x01], [0x10, 0x02], [0x51, 0x75], [0x80, 0x01], [0x51, 0x6A]])
     let salvaged = try BinaryPropertyList.decodeSalvaging(duplicates)
-    #expect(salvaged.values == ["k": .integer(1)])
-    #expect(salvaged.skipped.map(\.key) == ["u"])
+    #expect(salvaged.values == ["j": .integer(1)])
+    #expect(salvaged.skipped.map(\.key) == ["k", "u"])
+    #expect(
+      salvaged.skipped.first?.reason
+        == #"the key "k" is given twice (keys 0 and 1 of dictionary object 0); a dictionary holds each key once"#)
+    #expect(salvaged.skipped.last?.reason.contains("uid") == true)
+  }
+
+  @Test func salvageLeavesOutAKeyWhoseValueGivesAKeyTwice() throws {
+    // {"d": {"x": 1, "x": 2}, "k": 1}
+    let data = dictionaryFile(
+      [(1, 3), (2, 4)],
+      [[0x51, 0x64], [0x51, 0x6B], [0xD2, 0x05, 0x05, 0x04, 0x06], [0x10, 0x01], [0x51, 0x78], [0x10, 0x02]])
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.values == ["k": .integer(1)])
+    #expect(salvage.skipped.map(\.key) == ["d"])
+    #expect(
+      salvage.skipped.first?.reason
+        == #"the key "x" is given twice in the value of "d" (keys 0 and 1 of dictionary object 3); a dictionary holds each key once"#)
+    #expect(decodeError(data)?.message == salvage.skipped.first?.reason)
   }
 
   @Test func salvageRefusesWhatHoldsNoKeys() throws {
@@ -313,9 +332,12 @@ extension BinaryPropertyListTests {
     #expect(decodeError(handMade([[0x5F, 0x22, 0, 0, 0, 0]]))?.message.contains("length") == true)
   }
 
-  @Test func duplicateKeysKeepTheFirstValueAsCoreFoundationDoes() throws {
+  @Test func aKeyGivenTwiceIsRefusedWhereCoreFoundationKeepsOneValue() throws {
     let data = handMade([[0xD2, 0x01, 0x01, 0x02, 0x03], [0x51, 0x6B], [0x10, 0x01], [0x10, 0x02]])
-    #expect(try BinaryPropertyList.decode(data) == .dictionary(["k": .integer(1)]))
+    #expect(
+      decodeError(data)?.message
+        == #"the key "k" is given twice (keys 0 and 1 of dictionary object 0); a dictionary holds each key once"#)
+    #expect(decodeError(data)?.code == .corruptPreferences)
     let foundation = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
     #expect(foundation?["k"] as? Int == 1)
   }

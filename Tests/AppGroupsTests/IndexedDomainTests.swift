@@ -43,18 +43,24 @@ struct IndexedDomainTests {
     #expect(values.isIndexed && values.count == whole.count && values.decoded == whole)
   }
 
-  @Test func aDuplicateKeysFirstEntryWinsAsInTheWholeDecode() throws {
-    // {"k": 1, "k": 2, "j": 3}
-    let data = CraftedPropertyList.file(
+  @Test func aKeyGivenTwiceIsDeclinedAsTheWholeDecodeRefusesIt() throws {
+    // {"k": 1, "k": 2, "j": 3}, and {"d": {"x": 1, "x": 2}, "j": 3}
+    let top = CraftedPropertyList.file(
       objects: [[0xD3, 1, 1, 2, 3, 4, 5], CraftedPropertyList.ascii("k"), CraftedPropertyList.ascii("j"),
         [0x10, 1], [0x10, 2], [0x10, 3]],
       referenceSize: 1)
-    let index = try #require(BinaryPropertyListIndex(data))
-    let whole = try Self.decodeWhole(data)
-    #expect(whole == ["k": .integer(1), "j": .integer(3)])
-    #expect(index.count == 2)
-    #expect(index.lookup("k") == .found(.integer(1)))
-    #expect(index.decoded == whole)
+    let nested = CraftedPropertyList.file(
+      objects: [[0xD2, 1, 2, 3, 4], CraftedPropertyList.ascii("d"), CraftedPropertyList.ascii("j"),
+        [0xD2, 5, 5, 6, 7], [0x10, 3], CraftedPropertyList.ascii("x"), [0x10, 1], [0x10, 2]],
+      referenceSize: 1)
+    for data in [top, nested] {
+      #expect(BinaryPropertyListIndex(data) == nil)
+      #expect(throws: AppGroupsError.self) { try Self.decodeWhole(data) }
+      // Read in part: the key given twice (or holding a dictionary that does) is left out.
+      let salvage = try BinaryPropertyList.decodeSalvaging(data)
+      #expect(salvage.values == ["j": .integer(3)])
+      #expect(salvage.skipped.count == 1 && salvage.skipped.allSatisfy { $0.reason.contains("is given twice") })
+    }
   }
 
   /// Seeded valid files and mutations of them: whenever the index accepts one, the whole

@@ -297,10 +297,13 @@ public final class GroupDefaults: Sendable {
   public func objectIsForced(forKey key: String, inDomain domain: String) -> Bool {
     if domain == location.domain { return view.isForced(key) }
     let path = location.root.managedPreferencesPath(forDomain: domain)
-    guard let data = FileManager.default.contents(atPath: path),
-      case .dictionary(let values)? = try? PropertyListValue(propertyListData: data)
-    else { return false }
-    return values[key] != nil
+    guard let data = FileManager.default.contents(atPath: path) else { return false }
+    // Read as the domain's store reads it: a key whose value cannot be read, or would be
+    // misread, is not held, and so is not forced either.
+    if case .dictionary(let values)? = try? PropertyListValue(propertyListData: data) {
+      return values[key] != nil
+    }
+    return (try? PropertyListValue.salvaging(propertyListData: data))?.values[key] != nil
   }
 
   // MARK: Writing

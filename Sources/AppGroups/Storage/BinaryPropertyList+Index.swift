@@ -19,10 +19,10 @@ internal import Synchronization
 final class BinaryPropertyListIndex: Sendable {
   /// The file's bytes.
   let data: Data
-  /// How many distinct keys the top dictionary has (a duplicate key's first entry counts).
+  /// How many keys the top dictionary has (each once: a file that gives one twice is declined).
   let count: Int
   /// Open addressing, linear probing, a power of two at least twice `count`: 0 is empty,
-  /// else the number of a distinct key's first entry + 1 in the low 32 bits, and the high 32
+  /// else the number of a key's entry + 1 in the low 32 bits, and the high 32
   /// bits of its key's hash above them (most probes that do not match end there). Allocated
   /// by ``BinaryPropertyListReader/indexTop(crowdLimit:)``, never written after it, freed
   /// with this index.

@@ -117,8 +117,8 @@ extension BinaryPropertyListReader {
         hash = keyHash.hash(bytes)
       }
 
-      // Its place: the first free slot from the hash's, unless an equal key is there (a
-      // duplicate: the first entry wins, as in CoreFoundation and the full decode).
+      // Its place: the first free slot from the hash's. An equal key there is a key given
+      // twice, which the full decode refuses (and a salvage leaves out): declined.
       let tag = hash & 0xFFFF_FFFF_0000_0000
       var slot = Int(truncatingIfNeeded: hash) & mask
       var probes = 1
@@ -133,7 +133,7 @@ extension BinaryPropertyListReader {
           let other = try? keyBytes(at: top.keyStart, index: Int(truncatingIfNeeded: found & 0xFFFF_FFFF) &- 1),
           Self.same(other, bytes)
         {
-          break
+          return nil
         }
         slot = (slot &+ 1) & mask
         probes &+= 1
@@ -189,7 +189,8 @@ extension BinaryPropertyListReader {
         open[topObject] = true
         topOpen = true
       }
-      guard (try? decode(object: Int(valueRef), depth: 1)) != nil else { return nil }
+      // A key given twice in a dictionary in it: refused by the full decode as well.
+      guard (try? decode(object: Int(valueRef), depth: 1)) != nil, repeated == nil else { return nil }
     }
     guard budget >= 0 else { return nil }
     return (distinct, keyHash)

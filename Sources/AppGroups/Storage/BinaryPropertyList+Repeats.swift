@@ -1,9 +1,10 @@
 internal import Foundation
 
-// A key a binary property list's dictionary holds twice, for a document whose repeats are
-// refused rather than resolved (the entitlement manifest). The decoder keeps a repeated key's
-// first value, as CoreFoundation does, which a preferences file needs; this check is apart from
-// it, so that a suite's read pays nothing for it.
+// A key a binary property list's dictionary holds twice. The decoder notes the first one it
+// meets (``BinaryPropertyListReader/repeated``), where it would otherwise keep one of the
+// values without a word, so that a suite's file is refused or read in part around it; this
+// walk is apart from it, for a document another parser reads (the entitlement manifest,
+// `groupctl import`'s check).
 
 extension BinaryPropertyList {
   /// A key that one dictionary holds twice: two of its keys decode to equal strings.
@@ -12,12 +13,26 @@ extension BinaryPropertyList {
     let key: String
     /// The top dictionary's key whose value holds the key; `nil` when the top dictionary
     /// holds it twice.
-    let entry: String?
+    var entry: String?
     /// The dictionary's object number.
     let object: Int
     /// The places (0 first) of the two keys in the dictionary.
     let first: Int
     let second: Int
+
+    /// Why a file holding it is not read as it stands: the key, the top-level key whose value
+    /// holds it, and both places.
+    var reason: String {
+      let entry = self.entry.map { " in the value of \($0.debugDescription)" } ?? ""
+      return "the key \(key.debugDescription) is given twice\(entry) (keys \(first) and \(second) of"
+        + " dictionary object \(object)); a dictionary holds each key once"
+    }
+  }
+
+  /// A ``RepeatedKey`` held by reference (see ``BinaryPropertyListReader/repeated``).
+  final class RepeatedKeyNote {
+    let repeated: RepeatedKey
+    init(_ repeated: RepeatedKey) { self.repeated = repeated }
   }
 
   /// The first key, in the order of the file, that the top dictionary of `data`, or one of the
@@ -37,6 +52,28 @@ extension BinaryPropertyList {
 }
 
 extension BinaryPropertyListReader {
+  /// Notes (in ``repeated``, unless a repeat is noted already) that dictionary `object`, whose
+  /// key references start at `start`, holds `key` again at its entry `place`; `entry` is the
+  /// top dictionary's key whose value holds it, when the decode started at the top. Out of
+  /// line: the decode's rare path.
+  @inline(never)
+  mutating func noteRepeat(of key: String, in object: Int, at start: Int, place: Int, entry: String?) {
+    guard repeated == nil else { return }
+    let first = firstPlace(of: key, in: object, at: start, before: place)
+    repeated = .init(key: key, entry: entry, object: object, first: first, second: place)
+  }
+
+  /// The place (0 first) of `key`'s first entry in dictionary `object`, whose key references
+  /// start at `start`, among its entries before `place` (which holds it again); `place` when
+  /// none of them can be read as it. Read by a copy of the reader: nothing is spent.
+  func firstPlace(of key: String, in object: Int, at start: Int, before place: Int) -> Int {
+    var reader = self
+    for index in 0..<place where (try? reader.key(in: object, at: start, index: index)) == key {
+      return index
+    }
+    return place
+  }
+
   /// ``BinaryPropertyList/repeatedKey(in:)`` of this file.
   mutating func repeatedKey() throws(AppGroupsError) -> BinaryPropertyList.RepeatedKey? {
     guard let top = try keys(of: topObject) else { return nil }

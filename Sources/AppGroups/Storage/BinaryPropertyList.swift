@@ -104,7 +104,8 @@ enum BinaryPropertyList {
   /// Decodes a binary property list.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason,
-  ///   for every malformed input.
+  ///   for every malformed input, and for a dictionary that holds a key twice (which value
+  ///   the file means is not said; CoreFoundation keeps one without a word).
   static func decode(_ data: Data) throws(AppGroupsError) -> PropertyListValue {
     let result = data.withUnsafeBytes { raw -> Result<PropertyListValue, AppGroupsError> in
       do throws(AppGroupsError) {
@@ -123,8 +124,8 @@ enum BinaryPropertyList {
   /// For a preferences file that another tool wrote with one value this package cannot
   /// hold (a keyed-archiver uid, a set, a 16-byte integer beyond 64 bits), or with one
   /// damaged value, the other keys stay readable instead of the whole file being
-  /// refused. A duplicate key's first entry decides, as in CoreFoundation: when it is
-  /// skipped, later entries of that key are ignored (and not read).
+  /// refused. A key given twice in the top dictionary is left out, and so is a key whose
+  /// value holds a dictionary that gives a key twice: which value the file means is not said.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason when nothing can
   ///   be salvaged: the header, trailer or offset table is malformed, the top object is not

@@ -16,10 +16,16 @@ extension PropertyListValue {
   /// too; anything else (another XML form, or the old
   /// OpenStep text format, as a hand-edited file may be) by Foundation.
   ///
+  /// Foundation's parser reads some XML its own way instead of refusing it: a `<data>` that
+  /// is not base64 as empty or partial bytes, a `<date>` out of range as another date, a key
+  /// given twice in one dictionary as one of its values. Such a document is refused, as is a
+  /// binary one whose dictionary gives a key twice: it is never read as if it said them.
+  ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
-  ///   when the bytes are empty, malformed, or hold something that is not a
+  ///   when the bytes are empty, malformed, hold something that is not a
   ///   property-list value here (such as a keyed-archiver uid, a set, or an
-  ///   integer beyond 64 bits).
+  ///   integer beyond 64 bits), or hold a value a parser would misread (the first one, by
+  ///   its line in XML: "the <data> on line 7 is not base64 …").
   public init(propertyListData data: Data) throws(AppGroupsError) {
     if data.starts(with: "bplist".utf8) {
       self = try BinaryPropertyList.decode(data)
@@ -30,6 +36,9 @@ extension PropertyListValue {
       return
     }
     let object = try Self.foundationObject(data)
+    // Only here, where Foundation read the document: the package's own readers refuse what
+    // they would misread.
+    if let problem = Self.misreadValues(in: data) { throw AppGroupsError(.corruptPreferences, problem) }
     guard let value = PropertyListValue(object) else {
       throw AppGroupsError(
         .corruptPreferences,
@@ -44,10 +53,11 @@ extension PropertyListValue {
   /// for one value.
   ///
   /// A binary property list is read by ``BinaryPropertyList/decodeSalvaging(_:)``; XML
-  /// and OpenStep text by Foundation, whose parser refuses a whole file for one bad value
-  /// (an `<integer>` beyond 64 bits included: "Integer overflow in <integer>"). Every value
-  /// that parser returns is one this package holds, so such a file is in practice kept or
-  /// refused whole; a value that did not convert would be left out on its own.
+  /// and OpenStep text by Foundation, whose parser refuses a whole file for some bad values
+  /// (an `<integer>` beyond 64 bits included: "Integer overflow in <integer>") and misreads
+  /// others (``misreadValuesByKey(in:)``): a top-level key whose value holds one of those,
+  /// or that is given twice, is left out with the reason, by line. A value that did not
+  /// convert would be left out on its own too.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason when nothing
   ///   can be salvaged: the bytes are empty or malformed as a whole, or the top object is
@@ -63,10 +73,18 @@ extension PropertyListValue {
         .corruptPreferences,
         "the \(data.count)-byte property list's root is \(what), not a dictionary, so it holds no keys to salvage")
     }
+    // The first reason for each top-level key.
+    var misread: [String: String] = [:]
+    for problem in misreadValuesByKey(in: data) {
+      guard let key = problem.key else { throw AppGroupsError(.corruptPreferences, problem.reason) }
+      if misread[key] == nil { misread[key] = problem.reason }
+    }
     var salvage = PropertyListSalvage()
     for (index, key) in dictionary.keys.sorted().enumerated() {
       guard let element = dictionary[key] else { continue }
-      if let value = PropertyListValue(element) {
+      if let reason = misread[key] {
+        salvage.skipped.append(.init(key: key, index: index, reason: reason))
+      } else if let value = PropertyListValue(element) {
         salvage.values[key] = value
       } else {
         salvage.skipped.append(

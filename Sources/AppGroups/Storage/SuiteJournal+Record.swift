@@ -8,8 +8,9 @@ extension SuiteJournal {
   /// a new process that opens a suite with a journal reads each record once, and the two
   /// dictionaries a record would be decoded into cost it their making and filling (and their
   /// types' first instantiation), for changes that are then applied one by one anyway.
-  /// What the decoded dictionaries would have given, it gives: a duplicate key's first entry
-  /// decides (the set keys are listed last to first, and the last applied wins); an entry
+  /// What the reader's decode of the dictionaries would have given, it gives: a duplicate
+  /// key's first entry decides (the set keys are listed last to first, and the last applied
+  /// wins; this package never writes a key twice); an entry
   /// other than `s` and `r` is decoded, so that a record that does not decode is refused
   /// whole.
   static func recordChanges(_ payload: ArraySlice<UInt8>) -> [Change]? {

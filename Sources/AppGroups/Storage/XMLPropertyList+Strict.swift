@@ -8,6 +8,16 @@ package import Foundation
 // file from outside (`groupctl import`) asks here first, and refuses the file rather than
 // store values the file does not hold.
 extension PropertyListValue {
+  /// A value of a property list that a parser would read as something the file does not say,
+  /// with the top-level key it sits under.
+  struct MisreadValue: Sendable, Equatable {
+    /// The top dictionary's key whose value holds it (anywhere inside), or that is given
+    /// twice; `nil` when it is under no top-level key (the root is not a dictionary).
+    let key: String?
+    /// Why, naming its place, as ``misreadValues(in:)`` words it.
+    let reason: String
+  }
+
   /// The first value of the property list `data` that a parser would read as something the
   /// file does not say, as a reason naming its place; `nil` when there is none. In XML: a
   /// `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
@@ -16,50 +26,80 @@ extension PropertyListValue {
   /// property list: a key given twice in the top dictionary or a dictionary that is its value.
   package static func misreadValues(in data: Data) -> String? {
     if data.starts(with: "bplist".utf8) {
-      guard let repeated = BinaryPropertyList.repeatedKey(in: data) else { return nil }
-      let entry = repeated.entry.map { " in the value of \($0.debugDescription)" } ?? ""
-      return "the key \(repeated.key.debugDescription) is given twice\(entry) (keys"
-        + " \(repeated.first) and \(repeated.second) of dictionary object \(repeated.object)); a"
-        + " dictionary holds each key once"
+      return BinaryPropertyList.repeatedKey(in: data)?.reason
     }
+    return misreadXMLValues(in: data, all: false).first?.reason
+  }
+
+  /// Every value of the XML property list `data` that ``misreadValues(in:)`` would name (a
+  /// key given a third time is named again), in the order of the file, each with the
+  /// top-level key it sits under: what a salvage of the file leaves out. Empty for a binary
+  /// property list, whose reader notes a key given twice itself
+  /// (``BinaryPropertyList/decodeSalvaging(_:)``).
+  static func misreadValuesByKey(in data: Data) -> [MisreadValue] {
+    if data.starts(with: "bplist".utf8) { return [] }
+    return misreadXMLValues(in: data, all: true)
+  }
+
+  /// The values of the XML document `data` that Foundation's parser misreads: the first, or
+  /// with `all` every one.
+  private static func misreadXMLValues(in data: Data, all: Bool) -> [MisreadValue] {
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
-    return XMLPropertyList.markup(text) { markup -> String? in
+    return XMLPropertyList.markup(text) { markup -> [MisreadValue] in
+      var found: [MisreadValue] = []
       // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their lines.
       var stack: [[String: Int]?] = []
+      // The top dictionary's key whose value is being walked.
+      var entry: String?
+      // Lines are counted on from the last one counted: each element's is needed for a key.
+      var counted = (offset: 0, line: 1)
+      func line(at offset: Int) -> Int {
+        counted = (offset, markup.line(at: offset, after: offset >= counted.offset ? counted : (0, 1)))
+        return counted.line
+      }
       while let element = markup.next() {
         guard !element.closing else {
           if element.tag == .dict || element.tag == .array, !stack.isEmpty { stack.removeLast() }
           continue
         }
-        let line = markup.line(at: element.start)
+        var reason: String?
         switch element.tag {
         case .dict? where !element.empty: stack.append([:])
         case .array? where !element.empty: stack.append(nil)
         case .key?:
-          guard let key = element.empty ? "" : markup.text(closing: .key) else { return nil }
+          guard let key = element.empty ? "" : markup.text(closing: .key) else { return found }
           guard let depth = stack.indices.last, stack[depth] != nil else { continue }
+          if depth == 0 { entry = key }
+          let here = line(at: element.start)
           if let earlier = stack[depth]?[key] {
-            return "the key \(key.debugDescription) is given twice in one dictionary (lines"
-              + " \(earlier) and \(line)); a dictionary holds each key once"
+            reason = "the key \(key.debugDescription) is given twice in one dictionary (lines"
+              + " \(earlier) and \(here)); a dictionary holds each key once"
+          } else {
+            stack[depth]?[key] = here
           }
-          stack[depth]?[key] = line
         case .data?:
           let content = element.empty ? "" : markup.text(closing: .data)
-          guard let content, XMLPropertyList.base64Data(content) != nil else {
-            return "the <data> on line \(line) is not base64 (letters, digits, + and /, then = padding)"
+          if content.flatMap(XMLPropertyList.base64Data) == nil {
+            reason = "the <data> on line \(line(at: element.start)) is not base64 (letters,"
+              + " digits, + and /, then = padding)"
           }
         case .date?:
           let content = element.empty ? "" : markup.text(closing: .date)
-          guard let content, isDate(content) else {
+          if !(content.map(isDate) ?? false) {
             let shown = content.map { " (\($0.debugDescription))" } ?? ""
-            return "the <date> on line \(line)\(shown) is not a date as YYYY-MM-DDTHH:MM:SSZ with"
-              + " a month of 1-12, a day of the month, an hour of 0-23 and minutes and seconds of 0-59"
+            reason = "the <date> on line \(line(at: element.start))\(shown) is not a date as"
+              + " YYYY-MM-DDTHH:MM:SSZ with a month of 1-12, a day of the month, an hour of 0-23"
+              + " and minutes and seconds of 0-59"
           }
         default: break
         }
+        if let reason {
+          found.append(MisreadValue(key: entry, reason: reason))
+          if !all { return found }
+        }
       }
-      return nil
+      return found
     }
   }
 

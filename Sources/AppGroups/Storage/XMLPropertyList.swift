@@ -115,10 +115,11 @@ enum XMLPropertyList {
 
     /// The line (the first is 1) of the document's byte at `offset`: lines end as XML ends
     /// them, at a line feed, a carriage return and line feed, or a carriage return alone.
-    func line(at offset: Int) -> Int {
+    /// `known` is a byte before it whose line is known, counted on from (the start by default).
+    func line(at offset: Int, after known: (offset: Int, line: Int) = (0, 1)) -> Int {
       let bytes = parser.bytes
-      var line = 1
-      for index in 0..<offset {
+      var line = known.line
+      for index in known.offset..<offset {
         if bytes[index] == UInt8(ascii: "\n")
           || (bytes[index] == UInt8(ascii: "\r") && (index + 1 == bytes.count || bytes[index + 1] != UInt8(ascii: "\n")))
         {
