@@ -61,6 +61,16 @@ public struct Keychain: Sendable {
     }
   }
 
+  /// The most bytes an item's data (`kSecValueData`) holds: 1 MiB (1,048,576 bytes).
+  ///
+  /// `SecItemAdd` and `SecItemUpdate` refuse longer data with `errSecDataTooLarge`, storing
+  /// nothing, and so does `groupctl keychain add-generic-password`. A keychain item is a
+  /// secret: a password, a token, a key or a certificate, a few kilobytes at most, so 1 MiB
+  /// holds any of them with room; and an access group's items are one file that every write
+  /// reads, seals and writes again whole, so the bound also bounds what one item costs the
+  /// group's other writers.
+  public static let maximumDataBytes = 1 << 20
+
   /// The items' service (`kSecAttrService`).
   public let service: String
   /// The access group items are added to and searched in; `nil`: added to the app's default

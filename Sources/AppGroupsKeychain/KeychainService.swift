@@ -174,6 +174,7 @@ final class KeychainService: Sendable {
 
   /// Adds an item; returns what the query asks for.
   func add(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject? {
+    try Self.refuseOversized(query.secret, .add)
     let groups = try accessGroups(for: caller)
     guard let group = query.accessGroup ?? (caller == .administrator ? nil : groups.first) else {
       throw KeychainError(
@@ -213,6 +214,18 @@ final class KeychainService: Sendable {
     guard query.returnsSomething else { return nil }
     return result(
       [Found(item: added, group: group, secret: secret)], query: query, limit: 1)
+  }
+
+  /// Refuses data longer than ``Keychain/maximumDataBytes`` with `errSecDataTooLarge`, before
+  /// anything is read or written; the message gives its length and the bound, never a byte.
+  private static func refuseOversized(_ secret: Data?, _ operation: Operation)
+    throws(KeychainError)
+  {
+    guard let secret, secret.count > Keychain.maximumDataBytes else { return }
+    throw KeychainError(
+      errSecDataTooLarge,
+      "\(operation.rawValue): kSecValueData holds \(secret.count) bytes, more than the"
+        + " \(Keychain.maximumDataBytes) bytes (1 MiB) an item's data may hold; nothing was stored")
   }
 
   private func randomIdentifier() throws(KeychainError) -> [UInt8] {
@@ -381,6 +394,7 @@ final class KeychainService: Sendable {
   func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller)
     throws(KeychainError)
   {
+    try Self.refuseOversized(changes.secret, .update)
     let groups = try searchedGroups(query.accessGroup, caller, .update)
     if let destination = changes.accessGroup {
       let held = try accessGroups(for: caller)
