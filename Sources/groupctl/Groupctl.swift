@@ -135,10 +135,13 @@ enum Groupctl {
       return text
     }
     let argv = CommandLine.unsafeArgv
+    let words = (0..<Int(CommandLine.argc)).map { argv[$0].map { String(cString: $0) } ?? "" }
     for index in 1..<Int(CommandLine.argc) {
       guard let argument = argv[index] else { continue }
       if String(validatingCString: argument) == nil {
-        return "argument \(index) (\"\(escaped(argument))\") is not valid UTF-8; names, keys, values and"
+        let shown =
+          mayBeSecret(words, at: index) ? "not shown: it may be a secret" : "\"\(escaped(argument))\""
+        return "argument \(index) (\(shown)) is not valid UTF-8; names, keys, values and"
           + " paths must be UTF-8 text"
       }
     }
@@ -146,6 +149,13 @@ enum Groupctl {
       return "APPGROUPS_ROOT (\"\(escaped(root))\") is not valid UTF-8; choose a root whose path is UTF-8 text"
     }
     return nil
+  }
+
+  /// Whether `words[index]` may be a secret, whose bytes no message shows: any argument after
+  /// the command word of `keychain` (a password, `-w`), `device` (a passcode), `run` or
+  /// `coordinate` (another program's arguments).
+  static func mayBeSecret(_ words: [String], at index: Int) -> Bool {
+    words[1..<index].contains { ["keychain", "device", "run", "coordinate"].contains($0) }
   }
 
   /// Runs `groupctl` with these arguments (without the program name) and

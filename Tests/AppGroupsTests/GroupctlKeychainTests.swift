@@ -152,6 +152,33 @@ struct GroupctlKeychainTests {
     #expect(found.stdout == String(decoding: fits, as: UTF8.self) + "\n", "the item changed")
   }
 
+  /// An argument that is not UTF-8 is refused by its place, its bytes never shown when it may
+  /// be a secret: a password after -w, a passcode. They were printed, escaped. Another
+  /// argument (a key) is still shown.
+  @Test func aPasswordOrPasscodeThatIsNotUTF8IsRefusedWithoutBeingShown() throws {
+    let secret = "\"$(printf 's3cr\\377et')\""
+    for (words, shown) in [
+      ("keychain add-generic-password -a a -s auth -w \(secret)", false),
+      ("keychain add-generic-password -a a -s auth -w=\(secret)", false),
+      ("device passcode set \(secret)", false),
+      ("device unlock --passcode=\(secret)", false),
+      ("read \(TestRoot.group) \(secret)", true),
+    ] {
+      let child = try ChildProcess(
+        executable: URL(fileURLWithPath: "/bin/sh"),
+        [
+          "-c", "exec \"$0\" --root \"$1\" --as \"$2\" \(words)", Product.url("groupctl").path,
+          k.path, KeychainRoot.app,
+        ], environment: k.environment())
+      #expect(child.wait(timeout: 20) == 64, "\(words)")
+      let stderr = child.standardError
+      #expect(stderr.contains("is not valid UTF-8"), "\(words): \(stderr)")
+      #expect(stderr.contains("s3cr\\xffet") == shown, "\(words): \(stderr)")
+      #expect(stderr.contains("not shown: it may be a secret") == !shown, "\(words): \(stderr)")
+    }
+    #expect(try run(["find-generic-password", "-a", "a"], as: KeychainRoot.app).status == 44)
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(
