@@ -179,6 +179,23 @@ struct GroupctlKeychainTests {
     #expect(try run(["find-generic-password", "-a", "a"], as: KeychainRoot.app).status == 44)
   }
 
+  /// A standard input that cannot be read (here a folder: `EISDIR`) is an error that says
+  /// so, exit 1, nothing stored. groupctl crashed (Foundation's `try!`, SIGILL).
+  @Test func aPasswordFromAStandardInputThatCannotBeReadIsAnError() throws {
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "exec \"$0\" \"$@\" < /", Product.url("groupctl").path, "--root", k.path, "--as",
+        KeychainRoot.app, "keychain", "add-generic-password", "-a", "dir", "-s", "auth", "-w",
+      ], environment: k.environment())
+    #expect(child.wait(timeout: 20) == 1)
+    let stderr = child.standardError
+    #expect(
+      stderr.contains("standard input could not be read (Is a directory); nothing was changed"),
+      "\(stderr)")
+    #expect(try run(["find-generic-password", "-a", "dir"], as: KeychainRoot.app).status == 44)
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

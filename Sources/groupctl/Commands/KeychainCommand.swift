@@ -310,7 +310,7 @@ struct KeychainCommand: ParsableCommand {
     }
     guard StandardInput.isTerminal else {
       // Two bytes more than the bound: a final "\r\n" that is not the password's.
-      var data = StandardInput.allBytes(atMost: limit + 2)
+      var data = try StandardInput.allBytes(atMost: limit + 2)
       if data.last == UInt8(ascii: "\n") { data.removeLast() }
       if data.last == UInt8(ascii: "\r") { data.removeLast() }
       try refuseOversized(data)
@@ -320,7 +320,8 @@ struct KeychainCommand: ParsableCommand {
     func prompt(_ text: String) throws -> [UInt8] {
       FileHandle.standardError.write(Data(text.utf8))
       defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      guard let line = StandardInput.withoutEcho({ StandardInput.lineBytes(atMost: limit) }) else {
+      guard let line = try StandardInput.withoutEcho({ try StandardInput.lineBytes(atMost: limit) })
+      else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       try refuseOversized(line)
