@@ -197,7 +197,7 @@ public struct Keychain: Sendable {
   ///
   /// - Throws: ``KeychainError`` (`interactionNotAllowed`: the class of the item is unavailable
   ///   now; `missingEntitlement`; `authFailed` for `whenPasscodeSetThisDeviceOnly` without a
-  ///   passcode).
+  ///   passcode; `dataTooLarge` for more than ``maximumDataBytes``).
   public func set(_ value: String, key: String) throws(KeychainError) {
     try set(Data(value.utf8), key: key)
   }
@@ -206,31 +206,22 @@ public struct Keychain: Sendable {
   ///
   /// - Throws: ``KeychainError``.
   public func set(_ value: Data, key: String) throws(KeychainError) {
-    // Update what is there, else add; an add that loses a race to another process's add
-    // updates what it added.
-    for _ in 0..<3 {
-      do {
+    var item = base(key)
+    item[SecKey.ValueData] = value
+    item[SecKey.AttrAccessible] = accessibilityValue.rawValue
+    try KeychainService.updateOrAdd(
+      KeychainService.quoted(key),
+      update: { () throws(KeychainError) in
         try perform { (service, caller) throws(KeychainError) in
           let changes = ItemChanges(accessibility: accessibilityValue, secret: value)
           try service.update(try ItemQuery.parse(base(key), for: .update), changes, caller: caller)
         }
-        return
-      } catch KeychainError.Code.itemNotFound {
-      }
-      var item = base(key)
-      item[SecKey.ValueData] = value
-      item[SecKey.AttrAccessible] = accessibilityValue.rawValue
-      do {
+      },
+      add: { () throws(KeychainError) in
         _ = try perform { (service, caller) throws(KeychainError) in
           try service.add(try ItemQuery.parse(item, for: .add), caller: caller)
         }
-        return
-      } catch KeychainError.Code.duplicateItem {
-      }
-    }
-    throw KeychainError(
-      errSecIO,
-      "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
+      })
   }
 
   /// Removes the item stored for `key`; nothing happens when there is none.

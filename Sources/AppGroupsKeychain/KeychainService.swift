@@ -216,6 +216,29 @@ final class KeychainService: Sendable {
       [Found(item: added, group: group, secret: secret)], query: query, limit: 1)
   }
 
+  /// Runs `update`, else (no item) `add`; an add that loses a race to another process's add
+  /// (a duplicate) updates what that one added. Three rounds, then `errSecIO` naming `item`:
+  /// other processes kept adding and deleting it.
+  static func updateOrAdd(
+    _ item: String, update: () throws(KeychainError) -> Void,
+    add: () throws(KeychainError) -> Void
+  ) throws(KeychainError) {
+    for _ in 0..<3 {
+      do {
+        try update()
+        return
+      } catch KeychainError.Code.itemNotFound {
+      }
+      do {
+        try add()
+        return
+      } catch KeychainError.Code.duplicateItem {
+      }
+    }
+    throw KeychainError(
+      errSecIO, "the item \(item) kept being added and removed by other processes")
+  }
+
   /// Refuses data longer than ``Keychain/maximumDataBytes`` with `errSecDataTooLarge`, before
   /// anything is read or written; the message gives its length and the bound, never a byte.
   private static func refuseOversized(_ secret: Data?, _ operation: Operation)

@@ -196,6 +196,34 @@ struct GroupctlKeychainTests {
     #expect(try run(["find-generic-password", "-a", "dir"], as: KeychainRoot.app).status == 44)
   }
 
+  /// Sixteen `add-generic-password -U` of one new item at once, beside two CPU-bound
+  /// processes: every one succeeds (an add that loses to another's add updates that item)
+  /// and the item holds one of their passwords. Some failed with errSecDuplicateItem.
+  @Test func sixteenWritersOfOneItemWithUAllSucceed() throws {
+    let load = try CPULoad()
+    defer { withExtendedLifetime(load) {} }
+    for round in 0..<3 {
+      let writers = try (0..<16).map { index in
+        try ChildProcess(
+          executable: URL(fileURLWithPath: "/bin/sh"),
+          [
+            "-c", "echo ready; read go; exec \"$0\" \"$@\"", Product.url("groupctl").path,
+            "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
+            "round-\(round)", "-s", "auth", "-U", "-w", "from-\(index)",
+          ], environment: k.environment())
+      }
+      for writer in writers { #expect(writer.waitFor("ready")) }
+      for writer in writers { writer.send("go") }
+      let statuses = writers.map { $0.wait(timeout: 60) }
+      #expect(
+        statuses.allSatisfy { $0 == 0 },
+        "round \(round): \(statuses) \(writers.map(\.standardError).filter { !$0.isEmpty })")
+      let found = try run(
+        ["find-generic-password", "-a", "round-\(round)", "-w"], as: KeychainRoot.app)
+      #expect(found.status == 0 && found.stdout.hasPrefix("from-"), "\(found)")
+    }
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

@@ -181,19 +181,10 @@ struct KeychainCommand: ParsableCommand {
     var changes: [String: Any] = [kSecValueData as String: secret]
     if let label { changes[kSecAttrLabel as String] = label }
     if let accessibility { changes[kSecAttrAccessible as String] = accessibility.rawValue }
-    if update, try Self.updated(session, query, changes) { return }
-    _ = try session.add(query.merging(changes) { $1 })
-  }
-
-  /// Whether `-U`'s update found the item.
-  private static func updated(
-    _ session: KeychainSession, _ query: [String: Any], _ changes: [String: Any]
-  ) throws(KeychainError) -> Bool {
-    do {
-      try session.update(query, changes)
-      return true
-    } catch  where error.code == .itemNotFound {
-      return false
+    if update {
+      try session.updateOrAdd(query, changes)
+    } else {
+      _ = try session.add(query.merging(changes) { $1 })
     }
   }
 
