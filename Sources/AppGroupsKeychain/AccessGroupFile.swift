@@ -236,10 +236,10 @@ final class AccessGroupFile: @unchecked Sendable {
     // folders on the way were checked when the lock was taken.
     let other = entry.flatMap { $0.isRegularFile ? nil : $0.kind }
     if other == nil, let contents = try readFile() { return contents }
-    let aside = path + ".unreadable-" + FileSystem.utcStamp()
+    // Under a name no earlier damaged file holds (two in one second were one name).
+    let aside: String
     do {
-      try FileSystem.rename(path, to: aside)
-      try FileSystem.syncDirectory(folder)
+      aside = try PropertyListFile.moveAside(path)
     } catch {
       throw ioError(error, "moving aside the unreadable")
     }
