@@ -92,7 +92,10 @@ final class AccessGroupFile: @unchecked Sendable {
   private func readFile() throws(KeychainError) -> GroupContents? {
     let read: (Data, FileIdentity)?
     do {
-      read = try FileSystem.readFile(path)
+      // A folder on the way that is a symbolic link (out of the root) is refused, as the
+      // writers' `makeDirectory` refuses it: the items where it leads are not this group's.
+      read =
+        try FileSystem.requireFolders(folder, within: rootPath) ? FileSystem.readFile(path) : nil
     } catch {
       throw ioError(error, "reading")
     }
@@ -236,10 +239,10 @@ final class AccessGroupFile: @unchecked Sendable {
     // folders on the way were checked when the lock was taken.
     let other = entry.flatMap { $0.isRegularFile ? nil : $0.kind }
     if other == nil, let contents = try readFile() { return contents }
-    let aside = path + ".unreadable-" + FileSystem.utcStamp()
+    // Under a name no earlier damaged file holds (two in one second were one name).
+    let aside: String
     do {
-      try FileSystem.rename(path, to: aside)
-      try FileSystem.syncDirectory(folder)
+      aside = try PropertyListFile.moveAside(path)
     } catch {
       throw ioError(error, "moving aside the unreadable")
     }
@@ -279,7 +282,12 @@ final class AccessGroupFile: @unchecked Sendable {
   }
 
   private func ioError(_ error: SystemCallError, _ doing: String) -> KeychainError {
-    KeychainError(errSecIO, "\(doing) the items of access group \(group) (\(path)): \(error)")
+    let reason =
+      error.code == .tooManySymbolicLinkLevels
+      ? "\(error.path ?? path) is a symbolic link; the keychain never reads or writes through one"
+      : "\(error)"
+    return KeychainError(
+      errSecIO, "\(doing) the items of access group \(group) (\(path)): \(reason)")
   }
 
   /// One line on stderr, `appgroups: …`, as the library says what it did on a person's behalf.

@@ -61,6 +61,16 @@ public struct Keychain: Sendable {
     }
   }
 
+  /// The most bytes an item's data (`kSecValueData`) holds: 1 MiB (1,048,576 bytes).
+  ///
+  /// `SecItemAdd` and `SecItemUpdate` refuse longer data with `errSecDataTooLarge`, storing
+  /// nothing, and so does `groupctl keychain add-generic-password`. A keychain item is a
+  /// secret: a password, a token, a key or a certificate, a few kilobytes at most, so 1 MiB
+  /// holds any of them with room; and an access group's items are one file that every write
+  /// reads, seals and writes again whole, so the bound also bounds what one item costs the
+  /// group's other writers.
+  public static let maximumDataBytes = 1 << 20
+
   /// The items' service (`kSecAttrService`).
   public let service: String
   /// The access group items are added to and searched in; `nil`: added to the app's default
@@ -187,7 +197,7 @@ public struct Keychain: Sendable {
   ///
   /// - Throws: ``KeychainError`` (`interactionNotAllowed`: the class of the item is unavailable
   ///   now; `missingEntitlement`; `authFailed` for `whenPasscodeSetThisDeviceOnly` without a
-  ///   passcode).
+  ///   passcode; `dataTooLarge` for more than ``maximumDataBytes``).
   public func set(_ value: String, key: String) throws(KeychainError) {
     try set(Data(value.utf8), key: key)
   }
@@ -196,31 +206,22 @@ public struct Keychain: Sendable {
   ///
   /// - Throws: ``KeychainError``.
   public func set(_ value: Data, key: String) throws(KeychainError) {
-    // Update what is there, else add; an add that loses a race to another process's add
-    // updates what it added.
-    for _ in 0..<3 {
-      do {
+    var item = base(key)
+    item[SecKey.ValueData] = value
+    item[SecKey.AttrAccessible] = accessibilityValue.rawValue
+    try KeychainService.updateOrAdd(
+      KeychainService.quoted(key),
+      update: { () throws(KeychainError) in
         try perform { (service, caller) throws(KeychainError) in
           let changes = ItemChanges(accessibility: accessibilityValue, secret: value)
           try service.update(try ItemQuery.parse(base(key), for: .update), changes, caller: caller)
         }
-        return
-      } catch KeychainError.Code.itemNotFound {
-      }
-      var item = base(key)
-      item[SecKey.ValueData] = value
-      item[SecKey.AttrAccessible] = accessibilityValue.rawValue
-      do {
+      },
+      add: { () throws(KeychainError) in
         _ = try perform { (service, caller) throws(KeychainError) in
           try service.add(try ItemQuery.parse(item, for: .add), caller: caller)
         }
-        return
-      } catch KeychainError.Code.duplicateItem {
-      }
-    }
-    throw KeychainError(
-      errSecIO,
-      "the item \(KeychainService.quoted(key)) kept being added and removed by other processes")
+      })
   }
 
   /// Removes the item stored for `key`; nothing happens when there is none.

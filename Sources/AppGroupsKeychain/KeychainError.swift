@@ -47,6 +47,8 @@ public struct KeychainError: Error, Sendable, Equatable, CustomStringConvertible
     public static let io = Code(errSecIO)
     /// `errSecNotAvailable` (-25291).
     public static let notAvailable = Code(errSecNotAvailable)
+    /// `errSecDataTooLarge` (-25302).
+    public static let dataTooLarge = Code(errSecDataTooLarge)
     /// `errSecDecode` (-26275).
     public static let decode = Code(errSecDecode)
 

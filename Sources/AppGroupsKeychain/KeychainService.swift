@@ -174,6 +174,7 @@ final class KeychainService: Sendable {
 
   /// Adds an item; returns what the query asks for.
   func add(_ query: ItemQuery, caller: KeychainCaller) throws(KeychainError) -> AnyObject? {
+    try Self.refuseOversized(query.secret, .add)
     let groups = try accessGroups(for: caller)
     guard let group = query.accessGroup ?? (caller == .administrator ? nil : groups.first) else {
       throw KeychainError(
@@ -213,6 +214,41 @@ final class KeychainService: Sendable {
     guard query.returnsSomething else { return nil }
     return result(
       [Found(item: added, group: group, secret: secret)], query: query, limit: 1)
+  }
+
+  /// Runs `update`, else (no item) `add`; an add that loses a race to another process's add
+  /// (a duplicate) updates what that one added. Three rounds, then `errSecIO` naming `item`:
+  /// other processes kept adding and deleting it.
+  static func updateOrAdd(
+    _ item: String, update: () throws(KeychainError) -> Void,
+    add: () throws(KeychainError) -> Void
+  ) throws(KeychainError) {
+    for _ in 0..<3 {
+      do {
+        try update()
+        return
+      } catch KeychainError.Code.itemNotFound {
+      }
+      do {
+        try add()
+        return
+      } catch KeychainError.Code.duplicateItem {
+      }
+    }
+    throw KeychainError(
+      errSecIO, "the item \(item) kept being added and removed by other processes")
+  }
+
+  /// Refuses data longer than ``Keychain/maximumDataBytes`` with `errSecDataTooLarge`, before
+  /// anything is read or written; the message gives its length and the bound, never a byte.
+  private static func refuseOversized(_ secret: Data?, _ operation: Operation)
+    throws(KeychainError)
+  {
+    guard let secret, secret.count > Keychain.maximumDataBytes else { return }
+    throw KeychainError(
+      errSecDataTooLarge,
+      "\(operation.rawValue): kSecValueData holds \(secret.count) bytes, more than the"
+        + " \(Keychain.maximumDataBytes) bytes (1 MiB) an item's data may hold; nothing was stored")
   }
 
   private func randomIdentifier() throws(KeychainError) -> [UInt8] {
@@ -381,6 +417,7 @@ final class KeychainService: Sendable {
   func update(_ query: ItemQuery, _ changes: ItemChanges, caller: KeychainCaller)
     throws(KeychainError)
   {
+    try Self.refuseOversized(changes.secret, .update)
     let groups = try searchedGroups(query.accessGroup, caller, .update)
     if let destination = changes.accessGroup {
       let held = try accessGroups(for: caller)

@@ -39,6 +39,19 @@ package struct KeychainSession: Sendable {
       parsed, try ItemChanges.parse(changes, itemClass: parsed.itemClass), caller: caller)
   }
 
+  /// `SecItemUpdate` of the items `query` matches with `changes`, else (none) `SecItemAdd` of
+  /// `query` and `changes` together; an add that loses a race to another process's add
+  /// updates what that one added, as `security add-generic-password -U` must for writers of
+  /// one item at once.
+  package func updateOrAdd(_ query: [String: Any], _ changes: [String: Any])
+    throws(KeychainError)
+  {
+    let name = (query[kSecAttrAccount as String] as? String).map(KeychainService.quoted) ?? "?"
+    try KeychainService.updateOrAdd(
+      name, update: { () throws(KeychainError) in try update(query, changes) },
+      add: { () throws(KeychainError) in _ = try add(query.merging(changes) { $1 }) })
+  }
+
   /// The first item `query` (a `SecItemCopyMatching` query) matches, found without opening
   /// its secret, for a deletion: an item changed on disk, or one the device's state keeps
   /// closed, is found too. Only attributes and a persistent reference can be returned.

@@ -27,7 +27,9 @@ internal import Synchronization
 ///   the same primary key; `errSecMissingEntitlement` for a group the app does not hold, or an
 ///   app that holds none; `errSecInteractionNotAllowed` when the device's state makes the
 ///   item's class unavailable (a `WhenUnlocked` item while locked); `errSecAuthFailed` for a
-///   `WhenPasscodeSetThisDeviceOnly` item on a device without a passcode; `errSecParam` for a
+///   `WhenPasscodeSetThisDeviceOnly` item on a device without a passcode;
+///   `errSecDataTooLarge` for data longer than ``Keychain/maximumDataBytes`` (1 MiB);
+///   `errSecParam` for a
 ///   dictionary it cannot take.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?)
@@ -78,6 +80,7 @@ public func SecItemCopyMatching(
 ///
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecDuplicateItem` when a changed item
 ///   would equal another; `errSecMissingEntitlement`; `errSecInteractionNotAllowed`;
+///   `errSecDataTooLarge` for new data longer than ``Keychain/maximumDataBytes`` (1 MiB);
 ///   `errSecParam` (a return key in the query, a search key among the changes).
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {

@@ -28,6 +28,9 @@ public let errSecAuthFailed: OSStatus = -25293
 public let errSecDuplicateItem: OSStatus = -25299
 /// The specified item could not be found in the keychain.
 public let errSecItemNotFound: OSStatus = -25300
+/// This item contains information which is too large: its data (`kSecValueData`) is longer
+/// than ``Keychain/maximumDataBytes``.
+public let errSecDataTooLarge: OSStatus = -25302
 /// The specified attribute does not exist.
 public let errSecNoSuchAttr: OSStatus = -25303
 /// The specified item does not appear to be a valid keychain item: an unknown `kSecClass`.
@@ -63,7 +66,7 @@ let statusMessages: [OSStatus: String] = [
   errSecDuplicateItem: "The specified item already exists in the keychain.",
   errSecItemNotFound: "The specified item could not be found in the keychain.",
   -25301: "There is not enough memory available to use the specified item.",
-  -25302: "This item contains information which is too large or in a format that cannot be"
+  errSecDataTooLarge: "This item contains information which is too large or in a format that cannot be"
     + " displayed.",
   errSecNoSuchAttr: "The specified attribute does not exist.",
   -25304: "The specified item is no longer valid. It may have been deleted from the keychain.",
@@ -97,7 +100,8 @@ let statusNames: [OSStatus: String] = [
   errSecParam: "errSecParam", errSecAllocate: "errSecAllocate",
   errSecInternalComponent: "errSecInternalComponent", errSecNotAvailable: "errSecNotAvailable",
   errSecAuthFailed: "errSecAuthFailed", errSecDuplicateItem: "errSecDuplicateItem",
-  errSecItemNotFound: "errSecItemNotFound", errSecNoSuchAttr: "errSecNoSuchAttr",
+  errSecItemNotFound: "errSecItemNotFound", errSecDataTooLarge: "errSecDataTooLarge",
+  errSecNoSuchAttr: "errSecNoSuchAttr",
   errSecNoSuchClass: "errSecNoSuchClass",
   errSecInteractionNotAllowed: "errSecInteractionNotAllowed",
   errSecReadOnlyAttr: "errSecReadOnlyAttr", errSecDataNotAvailable: "errSecDataNotAvailable",

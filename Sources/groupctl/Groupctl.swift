@@ -101,7 +101,9 @@ enum Groupctl {
     Processes.unblockAllSignals()
     // Swift replaces bytes that are not UTF-8 with U+FFFD when it makes CommandLine.arguments,
     // so two different byte strings could name one key: refuse them before that.
-    if let problem = CommandLineText.nonUTF8Input(environment: [ContainerRoot.environmentVariable]) {
+    if let problem = CommandLineText.nonUTF8Input(
+      environment: [ContainerRoot.environmentVariable], mayBeSecret: mayBeSecret)
+    {
       printError("groupctl: \(problem)")
       exit(ExitCode.validationFailure.code)
     }
@@ -120,6 +122,13 @@ enum Groupctl {
     guard let failure, failure != .brokenPipe else { return status }
     printError("groupctl: writing to standard output: \(failure); what was printed is incomplete")
     return status == 0 ? ExitCode.failure.code : status
+  }
+
+  /// Whether `words[index]` may be a secret, whose bytes no message shows: any argument after
+  /// the command word of `keychain` (a password, `-w`), `device` (a passcode), `run` or
+  /// `coordinate` (another program's arguments).
+  static func mayBeSecret(_ words: [String], at index: Int) -> Bool {
+    words[1..<index].contains { ["keychain", "device", "run", "coordinate"].contains($0) }
   }
 
   /// Runs `groupctl` with these arguments (without the program name) and

@@ -280,6 +280,21 @@ struct FileCoordinationTests {
     }
   }
 
+  /// An item whose name holds a newline is printed in quotes, the newline escaped: one line,
+  /// one callback. Printed raw, "evil\ndid-move x" made a second line, a move that never was.
+  @Test func aNameWithANewlineCannotForgeACallbackLine() throws {
+    let t = try CoordinationRoot()
+    let folder = try t.present(t.folder)
+    let item = t.file("evil\ndid-move x")
+    let create = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo x > \"$0\"", item])
+    #expect(create.status == 0, "\(create)")
+    let expected = "subitem-did-appear \"\(t.folder)/evil\\ndid-move x\""
+    let lines = t.lines(folder, through: expected)
+    #expect(lines.last == expected && !lines.contains("did-move x"), "\(lines)")
+    folder.signal(SIGTERM)
+    #expect(folder.wait() == 0)
+  }
+
   /// A presenter in a suspended app cannot answer: the writer gets an error naming the app
   /// and the item after its bound, reported in the lifecycle log, and is not hung; nothing
   /// was written. The fixed presenter removes itself for the suspension.

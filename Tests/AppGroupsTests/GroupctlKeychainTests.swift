@@ -1,4 +1,5 @@
 import AppGroups
+import AppGroupsKeychain
 import AppGroupsTestSupport
 import Foundation
 import Glibc
@@ -101,6 +102,126 @@ struct GroupctlKeychainTests {
     #expect(bad.status == 64)
     #expect(
       bad.stderr.contains("unknown class 'sometimes'; use one of whenUnlocked, afterFirstUnlock"))
+  }
+
+  /// A standard input with no end (`/dev/zero`) is read no further than the most an item
+  /// holds: the add ends at once, names the bound and the input, and stores nothing. It was
+  /// read to its end, for ever, into memory.
+  @Test func aPasswordFromAStandardInputWithNoEndIsRefusedWithoutReadingItAll() throws {
+    // At most 2 GiB of address space: a bound that does not hold fails the test, not the host.
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "ulimit -v 2097152; exec \"$0\" \"$@\" < /dev/zero", Product.url("groupctl").path,
+        "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
+        "zero", "-s", "auth", "-w",
+      ], environment: k.environment())
+    #expect(child.wait(timeout: 20) == 1)
+    let stderr = child.standardError
+    #expect(
+      stderr.contains(
+        "keychain: the password read from standard input is longer than 1048576 bytes (1 MiB),"
+          + " the most a keychain item's data holds; nothing was stored"), "\(stderr)")
+    #expect(try run(["find-generic-password", "-a", "zero"], as: KeychainRoot.app).status == 44)
+  }
+
+  /// The CLI's bound is the store's: a password of exactly the most an item holds (and its
+  /// final newline) is stored whole; one byte more is refused, by add and by -U's update,
+  /// with the bound named, no byte of it printed, and the item as it was.
+  @Test func aPasswordOfTheMostAnItemHoldsIsStoredAndOneByteMoreIsNot() throws {
+    let most = Keychain.maximumDataBytes
+    #expect(most == 1_048_576)
+    let fits = Data(repeating: UInt8(ascii: "a"), count: most)
+    var result = try run(
+      ["add-generic-password", "-a", "big", "-s", "auth", "-w"], as: KeychainRoot.app,
+      stdin: fits + Data("\n".utf8))
+    #expect(result.status == 0, "\(result.stderr)")
+    let over = Data(repeating: UInt8(ascii: "b"), count: most + 1)
+    for (account, update) in [("other", false), ("big", true)] {
+      result = try run(
+        ["add-generic-password", "-a", account, "-s", "auth"] + (update ? ["-U"] : []) + ["-w"],
+        as: KeychainRoot.app, stdin: over)
+      #expect(result.status == 1, "\(account): \(result.stderr)")
+      #expect(
+        result.stderr.contains("is longer than 1048576 bytes (1 MiB), the most a keychain item's"),
+        "\(result.stderr)")
+      #expect(!result.stderr.contains("bbbb") && !result.stdout.contains("bbbb"))
+    }
+    #expect(try run(["find-generic-password", "-a", "other"], as: KeychainRoot.app).status == 44)
+    let found = try run(["find-generic-password", "-a", "big", "-w"], as: KeychainRoot.app)
+    #expect(found.stdout == String(decoding: fits, as: UTF8.self) + "\n", "the item changed")
+  }
+
+  /// An argument that is not UTF-8 is refused by its place, its bytes never shown when it may
+  /// be a secret: a password after -w, a passcode. They were printed, escaped. Another
+  /// argument (a key) is still shown.
+  @Test func aPasswordOrPasscodeThatIsNotUTF8IsRefusedWithoutBeingShown() throws {
+    let secret = "\"$(printf 's3cr\\377et')\""
+    for (words, shown) in [
+      ("keychain add-generic-password -a a -s auth -w \(secret)", false),
+      ("keychain add-generic-password -a a -s auth -w=\(secret)", false),
+      ("device passcode set \(secret)", false),
+      ("device unlock --passcode=\(secret)", false),
+      ("read \(TestRoot.group) \(secret)", true),
+    ] {
+      let child = try ChildProcess(
+        executable: URL(fileURLWithPath: "/bin/sh"),
+        [
+          "-c", "exec \"$0\" --root \"$1\" --as \"$2\" \(words)", Product.url("groupctl").path,
+          k.path, KeychainRoot.app,
+        ], environment: k.environment())
+      #expect(child.wait(timeout: 20) == 64, "\(words)")
+      let stderr = child.standardError
+      #expect(stderr.contains("is not valid UTF-8"), "\(words): \(stderr)")
+      #expect(stderr.contains("s3cr\\xffet") == shown, "\(words): \(stderr)")
+      #expect(stderr.contains("not shown: it may be a secret") == !shown, "\(words): \(stderr)")
+    }
+    #expect(try run(["find-generic-password", "-a", "a"], as: KeychainRoot.app).status == 44)
+  }
+
+  /// A standard input that cannot be read (here a folder: `EISDIR`) is an error that says
+  /// so, exit 1, nothing stored. groupctl crashed (Foundation's `try!`, SIGILL).
+  @Test func aPasswordFromAStandardInputThatCannotBeReadIsAnError() throws {
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "exec \"$0\" \"$@\" < /", Product.url("groupctl").path, "--root", k.path, "--as",
+        KeychainRoot.app, "keychain", "add-generic-password", "-a", "dir", "-s", "auth", "-w",
+      ], environment: k.environment())
+    #expect(child.wait(timeout: 20) == 1)
+    let stderr = child.standardError
+    #expect(
+      stderr.contains("standard input could not be read (Is a directory); nothing was changed"),
+      "\(stderr)")
+    #expect(try run(["find-generic-password", "-a", "dir"], as: KeychainRoot.app).status == 44)
+  }
+
+  /// Sixteen `add-generic-password -U` of one new item at once, beside two CPU-bound
+  /// processes: every one succeeds (an add that loses to another's add updates that item)
+  /// and the item holds one of their passwords. Some failed with errSecDuplicateItem.
+  @Test func sixteenWritersOfOneItemWithUAllSucceed() throws {
+    let load = try CPULoad()
+    defer { withExtendedLifetime(load) {} }
+    for round in 0..<3 {
+      let writers = try (0..<16).map { index in
+        try ChildProcess(
+          executable: URL(fileURLWithPath: "/bin/sh"),
+          [
+            "-c", "echo ready; read go; exec \"$0\" \"$@\"", Product.url("groupctl").path,
+            "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
+            "round-\(round)", "-s", "auth", "-U", "-w", "from-\(index)",
+          ], environment: k.environment())
+      }
+      for writer in writers { #expect(writer.waitFor("ready")) }
+      for writer in writers { writer.send("go") }
+      let statuses = writers.map { $0.wait(timeout: 60) }
+      #expect(
+        statuses.allSatisfy { $0 == 0 },
+        "round \(round): \(statuses) \(writers.map(\.standardError).filter { !$0.isEmpty })")
+      let found = try run(
+        ["find-generic-password", "-a", "round-\(round)", "-w"], as: KeychainRoot.app)
+      #expect(found.status == 0 && found.stdout.hasPrefix("from-"), "\(found)")
+    }
   }
 
   @Test func dumpNeverPrintsASecretWithoutW() throws {

@@ -54,4 +54,22 @@ struct GroupctlPasscodeInputTests {
     #expect(shown.contains("state: locked"), "\(shown)")
     #expect(!shown.contains("wrong passcodes"), "\(shown)")
   }
+
+  /// A standard input that cannot be read (a folder) is an error that says so, and nothing
+  /// changes. groupctl crashed (Foundation's `try!`, SIGILL).
+  @Test func aStdinThatCannotBeReadIsAnError() throws {
+    let g = try GroupctlRoot()
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "exec \"$0\" \"$@\" < /", Product.url("groupctl").path, "--root", g.path,
+        "device", "passcode", "set", "-",
+      ], environment: ["APPGROUPS_ROOT": g.path])
+    #expect(child.wait(timeout: 20) == 1)
+    let stderr = child.standardError
+    #expect(
+      stderr.contains("standard input could not be read (Is a directory); nothing was changed"),
+      "\(stderr)")
+    #expect(try g.ok(["device"]).contains("passcode: none"))
+  }
 }

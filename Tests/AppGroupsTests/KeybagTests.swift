@@ -292,6 +292,43 @@ struct KeybagTests {
     #expect(Passcode.delay(afterFailures: 9) == 3600 && Passcode.delay(afterFailures: 4) == 0)
   }
 
+  /// The `Keybag` folder replaced by a symbolic link to a folder outside the root that holds
+  /// a valid keybag (another device's, with another passcode): reading it is refused as writing
+  /// through it is, in the same words, naming the link; the outside keybag is never taken as the
+  /// device's (it was: its passcode unlocked the device). Nothing outside changes.
+  @Test func aKeybagFolderLinkedOutOfTheRootIsRefusedByReadsAsByWrites() throws {
+    let r = try KeybagRoot()
+    try r.keybag.setPasscode("1234")
+    try r.device.lock(grace: .zero)
+    let other = try KeybagRoot("other device")
+    try other.keybag.setPasscode("9999")
+    let folder = r.root.path + "/Keybag"
+    try FileManager.default.moveItem(atPath: folder, toPath: folder + ".kept")
+    try FileManager.default.createSymbolicLink(
+      atPath: folder, withDestinationPath: other.root.path + "/Keybag")
+    let outsideBefore = other.files().map { "\($0.path) \($0.bytes)" }
+    let refusal = "\(folder) is a symbolic link; the keybag is never read or written through one"
+    for (what, call) in [
+      ("unlock", { try r.keybag.unlock(passcode: "9999") }),
+      ("attempts", { _ = try r.keybag.attempts() }),
+    ] as [(String, () throws -> Void)] {
+      do {
+        try call()
+        Issue.record("\(what) went through the linked keybag folder")
+      } catch let error as KeybagError {
+        #expect(error.message.contains(refusal), "\(what): \(error.message)")
+      }
+    }
+    let cli = try r.groupctl(["unlock", "--passcode", "9999"])
+    #expect(cli.status == 1 && cli.stderr.contains(refusal), "\(cli)")
+    #expect(r.state.lockState == .locked && r.state.hasPasscode)
+    #expect(other.files().map { "\($0.path) \($0.bytes)" } == outsideBefore)
+    // The device's own keybag, back in its place, is as it was.
+    try FileManager.default.removeItem(atPath: folder)
+    try FileManager.default.moveItem(atPath: folder + ".kept", toPath: folder)
+    try r.keybag.unlock(passcode: "1234")
+  }
+
   @Test func noUnsealedKeyOrPasscodeIsInAnyFileOfTheRoot() throws {
     let r = try KeybagRoot()
     let passcode = "correct-horse-7"

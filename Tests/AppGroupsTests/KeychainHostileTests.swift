@@ -262,6 +262,25 @@ struct KeychainHostileTests {
     #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
   }
 
+  /// Two damaged files in a row (within one second) are both kept, each moved aside under a
+  /// name of its own: the second was renamed over the first, which was lost.
+  @Test func twoDamagedFilesInOneSecondAreBothKept() throws {
+    let k = try KeychainRoot()
+    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let file = folder.appendingPathComponent("keychain.plist")
+    let damaged = (0..<3).map { Data("damaged copy \($0)".utf8) }
+    for bytes in damaged {
+      try bytes.write(to: file)
+      try asApp(k, KeychainRoot.app) { #expect(copy(genp("s")).0 == errSecItemNotFound) }
+    }
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+    let kept = try names.filter { $0.hasPrefix("keychain.plist.unreadable-") }.map {
+      try Data(contentsOf: folder.appendingPathComponent($0))
+    }
+    #expect(Set(kept) == Set(damaged), "\(names)")
+  }
+
   /// A file that is not a keychain file is moved aside, never deleted, and the group starts
   /// over; an entry this version cannot read is kept through writes.
   @Test func anUnreadableFileIsMovedAside() throws {

@@ -58,4 +58,39 @@ struct KeychainLinkedFileTests {
     try plantThenAdd(leadingTo: target)
     #expect(try Data(contentsOf: target) == Data("not yours\n".utf8))
   }
+
+  /// The group's folder replaced by a symbolic link to a folder outside the root holding a
+  /// valid copy of its items: a read refuses it as a write does, saying which folder is a
+  /// link, and nothing there is read or changed. Reads followed it (and printed the copy's
+  /// secret); writes said "Too many levels of symbolic links".
+  @Test func aGroupFolderLinkedOutOfTheRootIsNeitherReadNorWrittenThrough() throws {
+    let add = try groupctl(
+      ["keychain", "add-generic-password", "-a", "alice", "-s", "svc", "-w", "pw-alice"])
+    #expect(add.status == 0, "\(add)")
+    let outside = FileManager.default.temporaryDirectory
+      .appendingPathComponent("keychain-outside-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: outside) }
+    try FileManager.default.moveItem(at: folder, to: outside)
+    try FileManager.default.createSymbolicLink(at: folder, withDestinationURL: outside)
+    func listing() throws -> [String: Data] {
+      var files: [String: Data] = [:]
+      for name in try FileManager.default.contentsOfDirectory(atPath: outside.path) {
+        files[name] = try Data(contentsOf: outside.appendingPathComponent(name))
+      }
+      return files
+    }
+    let before = try listing()
+    let refusal =
+      "\(folder.path) is a symbolic link; the keychain never reads or writes through one"
+    for args in [
+      ["find-generic-password", "-a", "alice", "-w"],
+      ["add-generic-password", "-a", "bob", "-s", "svc", "-w", "pw-bob"],
+    ] {
+      let result = try groupctl(["keychain"] + args)
+      #expect(result.status == 1, "\(args): \(result)")
+      #expect(result.stderr.contains(refusal), "\(args): \(result.stderr)")
+      #expect(!result.stdout.contains("pw-alice") && !result.stderr.contains("pw-"))
+    }
+    #expect(try listing() == before, "what the link leads to changed")
+  }
 }

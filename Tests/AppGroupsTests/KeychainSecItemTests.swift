@@ -421,6 +421,50 @@ struct KeychainSecItemTests {
     }
   }
 
+  /// Data longer than an item holds (1 MiB) is refused by SecItemAdd, SecItemUpdate and the
+  /// Swift layer with errSecDataTooLarge, before anything is written: no item is added, the
+  /// item updated keeps its data, and the message gives the sizes, never a byte of the data.
+  @Test func dataLongerThanAnItemHoldsIsRefusedAndNothingIsStored() throws {
+    let k = try KeychainRoot()
+    let most = Keychain.maximumDataBytes
+    let over = Data(repeating: UInt8(ascii: "Z"), count: most + 1)
+    let fits = Data(repeating: UInt8(ascii: "y"), count: most)
+    try asApp(k, KeychainRoot.app) {
+      #expect(
+        SecItemAdd(
+          genp("big", [kSecAttrAccount as String: "a", kSecValueData as String: over])
+            as CFDictionary, nil) == errSecDataTooLarge)
+      #expect(copy(genp("big")).0 == errSecItemNotFound)
+      #expect(
+        SecItemAdd(
+          genp("big", [kSecAttrAccount as String: "a", kSecValueData as String: fits])
+            as CFDictionary, nil) == errSecSuccess)
+      #expect(
+        SecItemUpdate(genp("big") as CFDictionary, [kSecValueData as String: over] as CFDictionary)
+          == errSecDataTooLarge)
+      #expect(copy(genp("big", [kSecReturnData as String: true])).1 as? Data == fits)
+    }
+    let keychain = Keychain(
+      service: "swift", accessGroup: KeychainRoot.shared,
+      identity: try AppIdentity(bundleIdentifier: KeychainRoot.app), root: k.root)
+    do {
+      try keychain.set(over, key: "k")
+      Issue.record("data of \(over.count) bytes was stored")
+    } catch {
+      #expect(error.code == .dataTooLarge, "\(error)")
+      #expect(
+        error.description.hasPrefix(
+          "errSecDataTooLarge (-25302): This item contains information which is too large"),
+        "\(error)")
+      #expect(
+        error.message.contains(
+          "kSecValueData holds 1048577 bytes, more than the 1048576 bytes (1 MiB) an item's data"
+            + " may hold; nothing was stored"), "\(error)")
+      #expect(!error.description.contains("ZZZZ"))
+    }
+    #expect(try keychain.getData("k") == nil)
+  }
+
   @Test func internetPasswords() throws {
     let k = try KeychainRoot()
     try asApp(k, KeychainRoot.app) {

@@ -19,15 +19,17 @@ package struct KeybagStorage: Sendable {
 
   /// The keybag's bytes; `nil` when there is none.
   ///
-  /// - Throws: `.outsideRoot` when it is a symbolic link; `.io` when it cannot be read (a
-  ///   folder, a fifo, no permission).
+  /// - Throws: `.outsideRoot` when it, or a folder on the way from the root, is a symbolic
+  ///   link (as ``write(_:)`` refuses one: nothing is read through it); `.io` when it cannot
+  ///   be read (a folder, a fifo, no permission).
   package func read() throws(AppGroupsError) -> [UInt8]? {
-    do {
-      guard let (data, _) = try FileSystem.read(path, followLinks: false) else { return nil }
+    do throws(SystemCallError) {
+      guard try FileSystem.requireFolders(folder, within: root.path),
+        let (data, _) = try FileSystem.read(path, followLinks: false)
+      else { return nil }
       return [UInt8](data)
     } catch where error.code == .tooManySymbolicLinkLevels {
-      throw AppGroupsError(
-        .outsideRoot, "\(path) is a symbolic link; the keybag must be a regular file", cause: error)
+      throw linkRefused(error)
     } catch {
       throw AppGroupsError(io: error, "reading the keybag")
     }
@@ -45,12 +47,19 @@ package struct KeybagStorage: Sendable {
       _ = FileSystem.removeLeftoverTemporaries(for: "Keybag.plist", in: folder)
       try FileSystem.writeAtomically(Data(bytes), to: path, mode: 0o600)
     } catch where error.code == .tooManySymbolicLinkLevels {
-      throw AppGroupsError(
-        .outsideRoot, "\(error.path ?? folder) is a symbolic link; nothing was written through it",
-        cause: error)
+      throw linkRefused(error)
     } catch {
       throw AppGroupsError(io: error, "writing the keybag")
     }
+  }
+
+  /// The refusal of a symbolic link where the keybag or its folder should be, the same for a
+  /// read and a write: a link may lead out of the root, to a keybag that is not the device's.
+  private func linkRefused(_ error: SystemCallError) -> AppGroupsError {
+    AppGroupsError(
+      .outsideRoot,
+      "\(error.path ?? path) is a symbolic link; the keybag is never read or written through one",
+      cause: error)
   }
 
   /// Moves a keybag that cannot be read aside (never deleted), beside it with a time stamp.

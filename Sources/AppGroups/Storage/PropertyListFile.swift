@@ -6,7 +6,7 @@ import Foundation
 /// It is the one place that turns bytes on disk into a domain's values and back; the locking
 /// around it is ``LockedFile``'s. Nothing here ever deletes or overwrites a file it could not
 /// read: such a file is moved aside to `<file>.unreadable-<time>`.
-enum PropertyListFile {
+package enum PropertyListFile {
   /// What was found at a path.
   enum Contents {
     /// No file.
@@ -123,7 +123,7 @@ enum PropertyListFile {
   /// file) and makes the rename durable. Call holding the file's lock.
   /// - Returns: where the file went.
   /// - Throws: the failed `rename(2)` (or the folder's `fsync(2)`).
-  static func moveAside(_ path: String) throws(SystemCallError) -> String {
+  package static func moveAside(_ path: String) throws(SystemCallError) -> String {
     let aside = asidePath(for: path)
     try FileSystem.rename(path, to: aside)
     try FileSystem.syncDirectory(FileSystem.folder(of: path))

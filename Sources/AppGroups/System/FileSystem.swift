@@ -484,11 +484,7 @@ package enum FileSystem {
   package static func makeDirectory(_ path: String, within root: String) throws(SystemCallError) {
     // The common shape (an ASCII root, then plain components) is walked on the path's bytes.
     if try makeDirectoryInPlace(path, within: root) { return }
-    var current = root
-    let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
-    for component in relative.utf8.split(separator: UInt8(ascii: "/")) {
-      current.append("/")
-      current.append(contentsOf: Substring(component))
+    for current in levels(of: path, within: root) {
       if let s = try linkStatus(current) {
         try requireFolder(s, current)
         continue
@@ -502,6 +498,33 @@ package enum FileSystem {
         throw SystemCallError(call: "mkdir", path: current, errno: ENOENT)
       }
       try requireFolder(s, current)
+    }
+  }
+
+  /// Looks at the folders from `root` down to `path` as ``makeDirectory(_:within:)`` does,
+  /// making none, for a reader of a file in `path`: a symbolic link on the way (never followed)
+  /// or anything but a folder is refused with the error `makeDirectory` throws for it (`ELOOP`,
+  /// `ENOTDIR`, naming it). The corresponding system call is `lstat(2)`, once a level.
+  ///
+  /// - Returns: `false` when a folder on the way is missing: nothing below it can be read.
+  package static func requireFolders(_ path: String, within root: String) throws(SystemCallError)
+    -> Bool
+  {
+    for current in levels(of: path, within: root) {
+      guard let s = try linkStatus(current) else { return false }
+      try requireFolder(s, current)
+    }
+    return true
+  }
+
+  /// The folders from `root` (excluded) down to `path`, one component more each.
+  private static func levels(of path: String, within root: String) -> [String] {
+    var current = root
+    let relative = path.hasPrefix(root) ? path.dropFirst(root.count) : path[...]
+    return relative.utf8.split(separator: UInt8(ascii: "/")).map { component in
+      current.append("/")
+      current.append(contentsOf: Substring(component))
+      return current
     }
   }
 

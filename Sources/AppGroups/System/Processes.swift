@@ -334,8 +334,30 @@ package enum StandardOutput {
   }
 }
 
-/// This process's standard input, when it is a terminal.
+/// This process's standard input.
 package enum StandardInput {
+  /// Up to `count` bytes of standard input, as one `read(2)` returns them: fewer when fewer
+  /// are there, none at its end. Unlike `FileHandle`'s reads, a failure is an error to report,
+  /// not a crash of the process.
+  ///
+  /// The corresponding system call is `read(2)`.
+  /// - Throws: the failed call: `EISDIR` when standard input is a folder, `EBADF` when it is
+  ///   closed, `EIO`.
+  package static func read(upTo count: Int) throws(SystemCallError) -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: count)
+    let result: Result<Int, SystemCallError> = buffer.withUnsafeMutableBytes { space in
+      Result { () throws(SystemCallError) in
+        // A closed standard input (EBADF) is the caller's to report, not a bug here.
+        try valueOrErrno("read", path: "standard input", closedDescriptorIsBug: false) {
+          Glibc.read(STDIN_FILENO, space.baseAddress, count)
+        }
+      }
+    }
+    buffer.removeSubrange(try result.get()...)
+    return buffer
+  }
+
+
   /// Whether standard input is a terminal. The corresponding C function is `isatty(3)`.
   package static var isTerminal: Bool { isatty(STDIN_FILENO) == 1 }
 

@@ -258,7 +258,7 @@ struct PasscodeInput {
   mutating func resolve(_ value: String, what: String) throws -> String {
     guard value == "-" else { return value }
     let limit = Keybag.maximumPasscodeBytes
-    guard let line = StandardInput.lineBytes(atMost: limit) else {
+    guard let line = try StandardInput.lineBytes(atMost: limit) else {
       throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
     }
     guard line.count <= limit else {

@@ -25,8 +25,12 @@ struct KeychainCommand: ParsableCommand {
 
       -w with a value is the password to add; -w last, with no value, reads it from \
       standard input (prompting, without echo, on a terminal), so that it never sits in \
-      the command line. find prints the item's attributes, or with -w its password only. \
-      dump prints every item, never a password unless -w is given.
+      the command line. A password holds at most 1 MiB (1048576 bytes), the most the \
+      keychain stores in an item (its SecItemAdd and SecItemUpdate refuse more with \
+      errSecDataTooLarge): a secret is a few kilobytes at most, and an access group's items \
+      are written again whole at each change. A longer standard input is refused without \
+      being read to its end, and nothing is stored. find prints the item's attributes, or \
+      with -w its password only. dump prints every item, never a password unless -w is given.
 
       Exits with 44 when no item matches, as security does; any other failure exits with 1 \
       and names the OSStatus and its message.
@@ -177,19 +181,10 @@ struct KeychainCommand: ParsableCommand {
     var changes: [String: Any] = [kSecValueData as String: secret]
     if let label { changes[kSecAttrLabel as String] = label }
     if let accessibility { changes[kSecAttrAccessible as String] = accessibility.rawValue }
-    if update, try Self.updated(session, query, changes) { return }
-    _ = try session.add(query.merging(changes) { $1 })
-  }
-
-  /// Whether `-U`'s update found the item.
-  private static func updated(
-    _ session: KeychainSession, _ query: [String: Any], _ changes: [String: Any]
-  ) throws(KeychainError) -> Bool {
-    do {
-      try session.update(query, changes)
-      return true
-    } catch  where error.code == .itemNotFound {
-      return false
+    if update {
+      try session.updateOrAdd(query, changes)
+    } else {
+      _ = try session.add(query.merging(changes) { $1 })
     }
   }
 
@@ -293,21 +288,34 @@ struct KeychainCommand: ParsableCommand {
   }
 
   /// The password from standard input: on a terminal, prompted twice without echo, as
-  /// `security` prompts; otherwise everything read, less one final newline.
+  /// `security` prompts; otherwise everything read, less one final newline. Never more than
+  /// ``Keychain/maximumDataBytes`` (what the keychain stores): a longer input is refused
+  /// without being read to its end (`/dev/zero` has none), and nothing is stored.
   static func readPassword() throws -> Data {
+    let limit = Keychain.maximumDataBytes
+    func refuseOversized(_ bytes: some Collection<UInt8>) throws {
+      guard bytes.count > limit else { return }
+      throw CommandFailure(
+        "keychain: the password read from standard input is longer than \(limit) bytes (1 MiB),"
+          + " the most a keychain item's data holds; nothing was stored")
+    }
     guard StandardInput.isTerminal else {
-      var data = FileHandle.standardInput.readDataToEndOfFile()
+      // Two bytes more than the bound: a final "\r\n" that is not the password's.
+      var data = try StandardInput.allBytes(atMost: limit + 2)
       if data.last == UInt8(ascii: "\n") { data.removeLast() }
       if data.last == UInt8(ascii: "\r") { data.removeLast() }
-      return data
+      try refuseOversized(data)
+      return Data(data)
     }
     // The bytes typed, as the non-terminal path keeps them (not readLine's U+FFFD).
     func prompt(_ text: String) throws -> [UInt8] {
       FileHandle.standardError.write(Data(text.utf8))
       defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      guard let line = StandardInput.withoutEcho({ StandardInput.lineBytes() }) else {
+      guard let line = try StandardInput.withoutEcho({ try StandardInput.lineBytes(atMost: limit) })
+      else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
+      try refuseOversized(line)
       return line
     }
     let first = try prompt("password data for new item: ")

@@ -36,6 +36,9 @@ struct PresentCommand: ParsableCommand {
         subitem-did-change PATH       an item in the presented folder was written
         subitem-did-move OLD NEW      an item in the presented folder moved
 
+      A path with a control character or a backslash in it is printed in quotes, those \
+      escaped (\\n, \\t, \\\\, \\U001B), so that every line is one callback.
+
       Standard error says "presenting PATH as BUNDLE-ID (Ctrl-C to stop)" once the \
       presenter is registered. A change made without coordination is heard too \
       (did-change, accommodate-deletion).
@@ -172,23 +175,38 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 
   func presentedItemDidMove(to newURL: URL) {
     url.withLock { $0 = newURL }
-    output.write("did-move \(newURL.path)")
+    output.write("did-move \(Self.shown(newURL))")
   }
 
   func presentedItemDidChange() { output.write("did-change") }
 
+  /// A path as a callback's line shows it: as it is, or, when it holds a control character
+  /// (a newline would start a line of its own, a callback that never happened) or a
+  /// backslash, in quotes with those escaped, as `read` prints such a string.
+  static func shown(_ url: URL) -> String {
+    let path = url.path
+    let plain = path.unicodeScalars.allSatisfy {
+      $0.value >= 0x20 && $0.value != 0x7F && $0 != "\\"
+    }
+    return plain ? path : quotedIfNeeded(path)
+  }
+
   func accommodatePresentedSubitemDeletion(
     at url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void
   ) {
-    answer("accommodate-subitem-deletion \(url.path)", completionHandler)
+    answer("accommodate-subitem-deletion \(Self.shown(url))", completionHandler)
   }
 
-  func presentedSubitemDidAppear(at url: URL) { output.write("subitem-did-appear \(url.path)") }
+  func presentedSubitemDidAppear(at url: URL) {
+    output.write("subitem-did-appear \(Self.shown(url))")
+  }
 
-  func presentedSubitemDidChange(at url: URL) { output.write("subitem-did-change \(url.path)") }
+  func presentedSubitemDidChange(at url: URL) {
+    output.write("subitem-did-change \(Self.shown(url))")
+  }
 
   func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
-    output.write("subitem-did-move \(oldURL.path) \(newURL.path)")
+    output.write("subitem-did-move \(Self.shown(oldURL)) \(Self.shown(newURL))")
   }
 }
 
