@@ -223,6 +223,25 @@ struct GroupctlKeychainTests {
     }
   }
 
+  /// find and delete print an attribute with a newline or an escape sequence in it quoted
+  /// and escaped, as dump does: an account cannot print an attribute line of its own or drive
+  /// the terminal. They printed it raw.
+  @Test func findAndDeletePrintControlCharactersEscaped() throws {
+    let account = "x\n    \"svce\"<blob>=\"forged\"\u{1B}[31m"
+    #expect(
+      try run(["add-generic-password", "-a", account, "-s", "esc", "-w", "pw"], as: KeychainRoot.app)
+        .status == 0)
+    for action in ["find-generic-password", "delete-generic-password"] {
+      let result = try run([action, "-s", "esc"], as: KeychainRoot.app)
+      #expect(result.status == 0, "\(action): \(result)")
+      let lines = result.stdout.split(separator: "\n").map(String.init)
+      #expect(
+        lines.contains(#"    "acct"<blob>="x\u{a}    "svce"<blob>="forged"\u{1b}[31m""#),
+        "\(action): \(lines)")
+      #expect(!lines.contains(#"    "svce"<blob>="forged""#) && !result.stdout.contains("\u{1B}"))
+    }
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(
