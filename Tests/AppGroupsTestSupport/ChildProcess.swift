@@ -256,3 +256,19 @@ public enum Spawn {
     thread.start()
   }
 }
+extension ChildProcess {
+  /// Starts the built product `name` with standard input opened by the shell from `path`:
+  /// what a test's pipe cannot be (`/dev/zero`, a folder). With `addressSpaceKiB`, the product
+  /// runs under that bound (`ulimit -v`): a test of a bound on reading never fills the host's
+  /// memory when the bound does not hold.
+  public static func withStandardInput(
+    from path: String, _ name: String, _ arguments: [String],
+    addressSpaceKiB: Int? = nil, environment: [String: String] = [:]
+  ) throws -> ChildProcess {
+    let limit = addressSpaceKiB.map { "ulimit -v \($0); " } ?? ""
+    return try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", limit + "exec \"$0\" \"$@\" < '\(path)'", Product.url(name).path] + arguments,
+      environment: environment)
+  }
+}

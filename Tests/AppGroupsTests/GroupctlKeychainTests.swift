@@ -109,13 +109,12 @@ struct GroupctlKeychainTests {
   /// read to its end, for ever, into memory.
   @Test func aPasswordFromAStandardInputWithNoEndIsRefusedWithoutReadingItAll() throws {
     // At most 2 GiB of address space: a bound that does not hold fails the test, not the host.
-    let child = try ChildProcess(
-      executable: URL(fileURLWithPath: "/bin/sh"),
+    let child = try ChildProcess.withStandardInput(
+      from: "/dev/zero", "groupctl",
       [
-        "-c", "ulimit -v 2097152; exec \"$0\" \"$@\" < /dev/zero", Product.url("groupctl").path,
         "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
         "zero", "-s", "auth", "-w",
-      ], environment: k.environment())
+      ], addressSpaceKiB: 2_097_152, environment: k.environment())
     #expect(child.wait(timeout: 20) == 1)
     let stderr = child.standardError
     #expect(
@@ -182,11 +181,11 @@ struct GroupctlKeychainTests {
   /// A standard input that cannot be read (here a folder: `EISDIR`) is an error that says
   /// so, exit 1, nothing stored. groupctl crashed (Foundation's `try!`, SIGILL).
   @Test func aPasswordFromAStandardInputThatCannotBeReadIsAnError() throws {
-    let child = try ChildProcess(
-      executable: URL(fileURLWithPath: "/bin/sh"),
+    let child = try ChildProcess.withStandardInput(
+      from: "/", "groupctl",
       [
-        "-c", "exec \"$0\" \"$@\" < /", Product.url("groupctl").path, "--root", k.path, "--as",
-        KeychainRoot.app, "keychain", "add-generic-password", "-a", "dir", "-s", "auth", "-w",
+        "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
+        "dir", "-s", "auth", "-w",
       ], environment: k.environment())
     #expect(child.wait(timeout: 20) == 1)
     let stderr = child.standardError
@@ -221,6 +220,25 @@ struct GroupctlKeychainTests {
       let found = try run(
         ["find-generic-password", "-a", "round-\(round)", "-w"], as: KeychainRoot.app)
       #expect(found.status == 0 && found.stdout.hasPrefix("from-"), "\(found)")
+    }
+  }
+
+  /// find and delete print an attribute with a newline or an escape sequence in it quoted
+  /// and escaped, as dump does: an account cannot print an attribute line of its own or drive
+  /// the terminal. They printed it raw.
+  @Test func findAndDeletePrintControlCharactersEscaped() throws {
+    let account = "x\n    \"svce\"<blob>=\"forged\"\u{1B}[31m"
+    #expect(
+      try run(["add-generic-password", "-a", account, "-s", "esc", "-w", "pw"], as: KeychainRoot.app)
+        .status == 0)
+    for action in ["find-generic-password", "delete-generic-password"] {
+      let result = try run([action, "-s", "esc"], as: KeychainRoot.app)
+      #expect(result.status == 0, "\(action): \(result)")
+      let lines = result.stdout.split(separator: "\n").map(String.init)
+      #expect(
+        lines.contains(#"    "acct"<blob>="x\u{a}    "svce"<blob>="forged"\u{1b}[31m""#),
+        "\(action): \(lines)")
+      #expect(!lines.contains(#"    "svce"<blob>="forged""#) && !result.stdout.contains("\u{1B}"))
     }
   }
 

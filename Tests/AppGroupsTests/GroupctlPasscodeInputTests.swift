@@ -7,6 +7,16 @@ import Testing
 /// are refused, not made into U+FFFD, which made different passcodes one.
 @Suite("groupctl device: passcodes read from stdin", .processBound)
 struct GroupctlPasscodeInputTests {
+  /// The stderr of `groupctl ARGUMENTS` in `g` with standard input from `path`, which is to
+  /// end at once with 1.
+  func refusal(_ g: GroupctlRoot, stdinFrom path: String, _ arguments: [String]) throws -> String {
+    let child = try ChildProcess.withStandardInput(
+      from: path, "groupctl", ["--root", g.path] + arguments,
+      environment: ["APPGROUPS_ROOT": g.path])
+    #expect(child.wait(timeout: 20) == 1, "\(arguments)")
+    return child.standardError
+  }
+
   @Test func aPasscodeThatIsNotUTF8IsRefusedAndNothingChanges() throws {
     let g = try GroupctlRoot()
     let refused = try g.run(["device", "passcode", "set", "-"], stdin: Data([0x70, 0x69, 0x6E, 0xFF, 0x0A]))
@@ -39,14 +49,7 @@ struct GroupctlPasscodeInputTests {
     let g = try GroupctlRoot()
     try g.ok(["device", "passcode", "set", "1234"])
     try g.ok(["device", "lock", "--grace", "0"])
-    let child = try ChildProcess(
-      executable: URL(fileURLWithPath: "/bin/sh"),
-      [
-        "-c", "exec \"$0\" \"$@\" < /dev/zero", Product.url("groupctl").path, "--root", g.path,
-        "device", "unlock", "--passcode", "-",
-      ], environment: ["APPGROUPS_ROOT": g.path])
-    #expect(child.wait(timeout: 20) == 1)
-    let stderr = child.standardError
+    let stderr = try refusal(g, stdinFrom: "/dev/zero", ["device", "unlock", "--passcode", "-"])
     #expect(
       stderr.contains("the passcode read from stdin is longer than 128 bytes, the most a passcode"
         + " holds; nothing was changed"), "\(stderr)")
@@ -59,14 +62,7 @@ struct GroupctlPasscodeInputTests {
   /// changes. groupctl crashed (Foundation's `try!`, SIGILL).
   @Test func aStdinThatCannotBeReadIsAnError() throws {
     let g = try GroupctlRoot()
-    let child = try ChildProcess(
-      executable: URL(fileURLWithPath: "/bin/sh"),
-      [
-        "-c", "exec \"$0\" \"$@\" < /", Product.url("groupctl").path, "--root", g.path,
-        "device", "passcode", "set", "-",
-      ], environment: ["APPGROUPS_ROOT": g.path])
-    #expect(child.wait(timeout: 20) == 1)
-    let stderr = child.standardError
+    let stderr = try refusal(g, stdinFrom: "/", ["device", "passcode", "set", "-"])
     #expect(
       stderr.contains("standard input could not be read (Is a directory); nothing was changed"),
       "\(stderr)")

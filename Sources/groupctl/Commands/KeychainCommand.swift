@@ -270,7 +270,9 @@ struct KeychainCommand: ParsableCommand {
       let value = attributes[key]
       let text: String
       switch value {
-      case let string as String: text = "<blob>=\"\(string)\""
+      // Quoted and escaped as dump prints it: a newline or an escape sequence in an account
+      // would print a line of its own, or drive the terminal.
+      case let string as String: text = "<blob>=" + KeychainSession.quoted(string)
       case let date as Date: text = "<timedate>=\"\(date)\""
       case let number as NSNumber: text = "<sint32>=\(number.intValue)"
       case let data as Data: text = "<blob>=0x" + data.map { String(format: "%02X", $0) }.joined()
