@@ -14,6 +14,8 @@ public final class ChildProcess: @unchecked Sendable {
   private var closed = false
   private var errorData = Data()
   private var errorClosed = false
+  /// Guards the write end of the child's stdin, which is closed when the child exits.
+  private let inputLock = NSLock()
 
   /// Starts the built product `name` (see ``Product/url(_:)``).
   public convenience init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
@@ -30,7 +32,13 @@ public final class ChildProcess: @unchecked Sendable {
     process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
-    exit = try process.startWatchingExit()
+    // The write end of the child's stdin is closed when the child exits, not when this object
+    // goes: one test process runs hundreds of children (see `Spawn.drain`).
+    exit = try process.startWatchingExit { [input, inputLock] in
+      inputLock.lock()
+      try? input.fileHandleForWriting.close()
+      inputLock.unlock()
+    }
     // Each pipe is read by a thread of its own with blocking reads until its end. Not a
     // Dispatch readability handler: a handler's source is cancelled asynchronously, and
     // closing its descriptor meanwhile (a child's pipes are closed when the child's object
@@ -116,6 +124,8 @@ public final class ChildProcess: @unchecked Sendable {
   /// Writes one line to the child's stdin.
   public func send(_ line: String) {
     // A child that has exited cannot read it; that shows in what the test waits for next.
+    inputLock.lock()
+    defer { inputLock.unlock() }
     try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
   }
 
@@ -196,9 +206,13 @@ extension Process {
   /// Dispatch queue held one of the few threads of the global pool for the
   /// child's whole life, and with enough long-lived children the pool had
   /// none left for the exits and the pipe handlers of the others.
-  public func startWatchingExit() throws -> ExitSignal {
+  /// - Parameter exited: Called once the process has exited, before the signal is given.
+  public func startWatchingExit(_ exited: (@Sendable () -> Void)? = nil) throws -> ExitSignal {
     let exit = ExitSignal()
-    terminationHandler = { _ in exit.signal() }
+    terminationHandler = { _ in
+      exited?()
+      exit.signal()
+    }
     try Spawn.run(self)
     return exit
   }
@@ -239,7 +253,8 @@ public enum Spawn {
   }
 
   /// Reads `handle` to its end on a new thread, passing each chunk and then an empty one.
-  /// The thread keeps the handle (and so its descriptor) open until the end is read.
+  /// The thread keeps the handle (and so its descriptor) open until the end is read, and
+  /// then closes it.
   public static func drain(_ handle: FileHandle, _ deliver: @escaping @Sendable (Data) -> Void) {
     let thread = Thread {
       var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -247,6 +262,12 @@ public enum Spawn {
         let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
         if count < 0 && errno == EINTR { continue }
         if count <= 0 {
+          // Closed here, at its end, not when the last object holding it goes: a test
+          // process that ran hundreds of children kept their pipes' read ends open (over
+          // 1,300 in a whole run), and with that many Foundation's `Process.run()` on this
+          // toolchain reads past the end of its listing of /proc/self/fd and crashes
+          // (swift-corelibs-foundation #5472).
+          try? handle.close()
           deliver(Data())
           return
         }

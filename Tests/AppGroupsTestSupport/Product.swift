@@ -58,13 +58,18 @@ public enum Product {
     // Standard input from a file, not a pipe: nothing to write while the
     // child runs, and no SIGPIPE when the child does not read it all.
     var inputFile: URL?
-    defer { if let inputFile { try? FileManager.default.removeItem(at: inputFile) } }
+    var input: FileHandle?
+    defer {
+      try? input?.close()
+      if let inputFile { try? FileManager.default.removeItem(at: inputFile) }
+    }
     if let stdin {
       let file = FileManager.default.temporaryDirectory
         .appendingPathComponent("product-stdin-\(UUID().uuidString)")
       try stdin.write(to: file)
       inputFile = file
-      process.standardInput = try FileHandle(forReadingFrom: file)
+      input = try FileHandle(forReadingFrom: file)
+      process.standardInput = input
     } else {
       process.standardInput = FileHandle.nullDevice
     }
