@@ -45,21 +45,25 @@ groupctl --as "$app" write "$suite" seed 1
 # Callgrind, collecting inside the functions given; the dumps go to $1.*.
 trace() {
   local out=$1; shift
-  valgrind --tool=callgrind --callgrind-out-file="$out.%p" --compress-strings=no --compress-pos=no --separate-callers=6 \
+  exec valgrind --tool=callgrind --callgrind-out-file="$out.%p" --compress-strings=no --compress-pos=no --separate-callers=6 \
     --collect-atstart=no "$@"
 }
 # The first dump of $1 (before the first call of --dump-before's function), when it holds $2.
 dump_with() { local dump; dump=$(ls "$1".*.1) && grep -q -F "fn=$2" "$dump" && echo "$dump"; }
 
 # Walk 1.
-trace "$work/walk1" \
+( trace "$work/walk1" \
   --toggle-collect='$s9AppGroups13GroupDefaultsC5stage_6forKey*' \
   --toggle-collect='$s9AppGroups10SuiteStoreC13commitPending7timeout*' \
   --dump-before=fsync \
-  "$work/groupctl" --root "$root" --as "$app" write "$suite" greeting -string hello 2> "$work/walk1.err" \
+  "$work/groupctl" --root "$root" --as "$app" write "$suite" greeting -string hello ) 2> "$work/walk1.err" \
   || { cat "$work/walk1.err" >&2; exit 1; }
 dump1=$(dump_with "$work/walk1" '$s9AppGroups10SuiteStoreC13commitPending7timeout' || true)
 [ -n "$dump1" ] || { echo "trace-walks: walk 1 left no dump with the commit" >&2; exit 1; }
+# The cut: the first fsync is the temporary file's, in FileSystem.writeUnnamed (the next dump
+# starts in it).
+grep -q -F "fn=fsync'\$s9AppGroups10FileSystemO12writeUnnamed" "${dump1%.1}.2" \
+  || { echo "trace-walks: walk 1's first fsync is not the temporary file's" >&2; exit 1; }
 
 # Walk 2: the watcher under callgrind, told of one commit by another process.
 coproc WATCH {
@@ -83,6 +87,17 @@ dump2=$(dump_with "$work/walk2" '$s9AppGroups13WatcherEngineC3run' || true)
 [ -n "$dump2" ] || { echo "trace-walks: walk 2 left no dump with the watcher" >&2; exit 1; }
 
 post=$here/Benchmarks/trace-walks.py
+cat <<'HEADER'
+# Issue 23's two walks, traced by Benchmarks/trace-walks.sh (callgrind, debug build).
+# A crossing is a distinct caller-type -> callee-type pair of hand-written code (the queue hop
+# counts as one); the standard library, Foundation, Dispatch, compiler-made members,
+# constants, once-per-process set-up and the Mutex stand-in are left out, and a closure is
+# its enclosing function's type. Files: the distinct source files of the code the walk ran.
+# Each crossing: caller -> callee [caller's files -> callee's files], one call for example.
+# (What a walk meets depends a little on timing: whether a notification is already waiting,
+# which events one wake-up reads; a run can differ from another by a crossing or two.)
+
+HEADER
 python3 "$post" "Walk 1: a set to fsync" "$here/Sources/AppGroups" "$bin/groupctl" "$dump1" \
   '$s9AppGroups13GroupDefaultsC5stage_6forKey,$s9AppGroups10SuiteStoreC13commitPending7timeout' \
   "SuiteStore>SuiteStore"
