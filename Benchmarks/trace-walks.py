@@ -146,6 +146,9 @@ def classify(fn):
     # A memberwise initializer (its first line is the type's, not an `init`) is compiler-made.
     if parts[-1] in ("init", "__allocating_init") and not in_closure and "init" not in source_line(base(fn)):
         return ("drop", None, d)
+    # So is a deinitializer that was not written.
+    if parts[-1] in ("deinit", "__deallocating_deinit") and not in_closure and "deinit" not in source_line(base(fn)):
+        return ("drop", None, d)
     # Type: everything before the member's name (a free function: its own name).
     if any(o in head for o in once):
         return ("drop", None, d)
