@@ -45,7 +45,7 @@ struct GroupctlImportEncodingTests {
   }
 
   /// A key given twice in one dictionary (one value would be dropped) is refused whole, in XML
-  /// by its lines, in a binary property list by its places.
+  /// and OpenStep text by its lines, in a binary property list by its places.
   @Test func aKeyGivenTwiceIsRefusedWhole() throws {
     let g = try GroupctlRoot()
     try g.ok(["write", Self.app, "keep", "me"])
@@ -56,8 +56,11 @@ struct GroupctlImportEncodingTests {
     var binary = try PropertyListValue.dictionary(["a": .string("1"), "b": .string("2")]).propertyListData()
     let b = try #require(binary.firstRange(of: Data([0x51, UInt8(ascii: "b")])))
     binary[b.upperBound - 1] = UInt8(ascii: "a")
+    // OpenStep text, which Foundation reads keeping the last value of a key.
+    let openStep = "{\n  a = 1;\n  d = { \"x\" = 1; x = 2; };\n}\n"
     let cases: [(Data, String)] = [
       (Data(top.utf8), #"the key "a" is given twice in one dictionary (lines 5 and 7)"#),
+      (Data(openStep.utf8), #"the key "x" is given twice in one dictionary (lines 3 and 3)"#),
       (Data(nested.utf8), #"the key "x" is given twice in one dictionary (lines 5 and 6)"#),
       (binary, #"the key "a" is given twice (keys 0 and 1 of dictionary object 0)"#),
     ]

@@ -185,7 +185,7 @@ extension BinaryPropertyListReader {
       guard let scalar = try? checkScalar(Int(valueRef)) else { return nil }
       if scalar { continue }
       if !topOpen {
-        if open.isEmpty { open = [Bool](repeating: false, count: objectCount) }
+        if open.isEmpty { allocateOpen() }
         open[topObject] = true
         topOpen = true
       }

@@ -4,7 +4,8 @@ package import Foundation
 // `<data>` whose text is not base64 (it skips the characters it does not know, so
 // `<data>@@@</data>` reads as no bytes), a `<date>` whose fields are out of range (it
 // normalises them, so month 13 is next year's January), and a key given twice in one
-// dictionary (it keeps one of the values; so does the binary reader). A tool that takes a
+// dictionary (it keeps one of the values; so do the binary reader and Foundation's reader of
+// OpenStep text, ``OpenStepPropertyList``). A tool that takes a
 // file from outside (`groupctl import`) asks here first, and refuses the file rather than
 // store values the file does not hold.
 extension PropertyListValue {
@@ -22,7 +23,8 @@ extension PropertyListValue {
   /// file does not say, as a reason naming its place; `nil` when there is none. In XML: a
   /// `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
   /// twice in a dictionary, by line; a document in UTF-16 (with its byte order mark, or
-  /// without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text. In a binary
+  /// without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text. In OpenStep
+  /// text: a key given twice in a dictionary, by line (``OpenStepPropertyList``). In a binary
   /// property list: a key given twice in the top dictionary or a dictionary that is its value.
   package static func misreadValues(in data: Data) -> String? {
     if data.starts(with: "bplist".utf8) {
@@ -31,7 +33,7 @@ extension PropertyListValue {
     return misreadXMLValues(in: data, all: false).first?.reason
   }
 
-  /// Every value of the XML property list `data` that ``misreadValues(in:)`` would name (a
+  /// Every value of the XML or OpenStep-text property list `data` that ``misreadValues(in:)`` would name (a
   /// key given a third time is named again), in the order of the file, each with the
   /// top-level key it sits under: what a salvage of the file leaves out. Empty for a binary
   /// property list, whose reader notes a key given twice itself
@@ -41,11 +43,12 @@ extension PropertyListValue {
     return misreadXMLValues(in: data, all: true)
   }
 
-  /// The values of the XML document `data` that Foundation's parser misreads: the first, or
-  /// with `all` every one.
+  /// The values of the XML document (or OpenStep text) `data` that Foundation's parser
+  /// misreads: the first, or with `all` every one.
   private static func misreadXMLValues(in data: Data, all: Bool) -> [MisreadValue] {
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
+    if let repeated = OpenStepPropertyList.repeatedKeys(in: text, all: all) { return repeated }
     return XMLPropertyList.markup(text) { markup -> [MisreadValue] in
       var found: [MisreadValue] = []
       // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their lines.
