@@ -122,10 +122,30 @@ public final class TemporaryAppGroup: Sendable {
   /// Removes the root and everything in it, and the device's keys in the kernel's keyring.
   /// Called when the object goes away; call it sooner to check that the code under test
   /// holds nothing open in it.
+  ///
+  /// Changes this process's suites in the root have not yet written land first (a test may
+  /// end without `synchronize()`): a commit running as the folder goes made the removal fail
+  /// on a folder no longer empty, and left the root behind. A file another thread or process
+  /// creates in it meanwhile has the removal tried again, a few times.
   public func remove() {
     // The device's keys in the kernel's keyring go with it: they count against the user's
     // key quota until the machine restarts.
     DeviceKeyring.removeKeys(ofRoot: root)
-    try? FileManager.default.removeItem(at: root.url)
+    Self.removeFolder(atPath: root.path)
+  }
+
+  /// Removes a test's folder of roots: the changes this process's suites in it have not yet
+  /// written land first, and a file created in it meanwhile has the removal tried again, a
+  /// few times (see ``remove()``).
+  package static func removeFolder(atPath folder: String) {
+    GroupDefaults.synchronizeAll(in: ContainerRoot(url: URL(fileURLWithPath: folder, isDirectory: true)))
+    for _ in 0..<5 {
+      do {
+        try FileManager.default.removeItem(atPath: folder)
+        return
+      } catch {
+        if !FileManager.default.fileExists(atPath: folder) { return }
+      }
+    }
   }
 }

@@ -1,3 +1,4 @@
+import AppGroupsTesting
 public import Foundation
 
 /// A unique temporary root for one test, deleted when the test ends.
@@ -13,5 +14,6 @@ public final class Sandbox: Sendable {
 
   public var path: String { url.path }
 
-  deinit { try? FileManager.default.removeItem(at: url) }
+  /// Removed as a ``TemporaryAppGroup``'s root is: changes a test left pending land first.
+  deinit { TemporaryAppGroup.removeFolder(atPath: url.path) }
 }

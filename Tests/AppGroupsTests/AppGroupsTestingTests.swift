@@ -70,6 +70,23 @@ struct AppGroupsTestingTests {
     #expect(!FileManager.default.fileExists(atPath: path))
   }
 
+  /// Changes not yet on disk when the root is removed land first, and do not bring parts of
+  /// the root back afterwards: a test that ends without `synchronize()` leaves nothing behind.
+  @Test func theRootIsRemovedWithChangesPending() throws {
+    let device = try TemporaryAppGroup(groups: [Self.group])
+    let shared = try device.defaults(suiteName: Self.group)
+    let own = try device.defaults(suiteName: nil)
+    for i in 0..<20 {
+      shared.set(i, forKey: "k\(i)")
+      own.set(i, forKey: "k\(i)")
+    }
+    device.remove()
+    #expect(!FileManager.default.fileExists(atPath: device.root.path))
+    // Nothing is left pending that would write into the removed root.
+    #expect(shared.synchronize() && own.synchronize())
+    #expect(!FileManager.default.fileExists(atPath: device.root.path))
+  }
+
   @Test func aTemporaryAppGroupWithoutGroupsHasNoManifest() throws {
     let device = try TemporaryAppGroup(groups: [])
     #expect(!FileManager.default.fileExists(atPath: device.root.manifestURL.path))

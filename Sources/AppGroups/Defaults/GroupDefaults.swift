@@ -462,6 +462,16 @@ public final class GroupDefaults: Sendable {
   @discardableResult
   public static func synchronizeAll() -> Bool { SuiteStore.flushAll() }
 
+  /// Waits until every suite open in this process whose file is in `root` has landed its
+  /// changes: what the removal of a test's temporary root does first, so that no commit
+  /// writes into the root as it goes.
+  /// - Returns: `true` when every such change is on disk.
+  @discardableResult
+  package static func synchronizeAll(in root: ContainerRoot) -> Bool {
+    let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
+    return SuiteStore.flushAll { $0.hasPrefix(prefix) }
+  }
+
   // MARK: Domains
 
   private func store(forDomain name: String) throws(AppGroupsError) -> SuiteStore {

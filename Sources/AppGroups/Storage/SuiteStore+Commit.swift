@@ -556,11 +556,12 @@ extension SuiteStore {
     }
   }
 
-  /// Commits every open store's pending changes on the calling thread.
+  /// Commits every open store's pending changes on the calling thread: of the stores whose
+  /// file's path `include` accepts, by default all.
   @discardableResult
-  static func flushAll() -> Bool {
+  static func flushAll(including include: (String) -> Bool = { _ in true }) -> Bool {
     var allLanded = true
-    for store in openStores() where store.hasPendingChanges {
+    for store in openStores() where store.hasPendingChanges && include(store.path) {
       if !store.flush() { allLanded = false }
     }
     return allLanded
