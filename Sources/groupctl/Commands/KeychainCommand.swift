@@ -29,8 +29,12 @@ struct KeychainCommand: ParsableCommand {
       keychain stores in an item (its SecItemAdd and SecItemUpdate refuse more with \
       errSecDataTooLarge): a secret is a few kilobytes at most, and an access group's items \
       are written again whole at each change. A longer standard input is refused without \
-      being read to its end, and nothing is stored. find prints the item's attributes, or \
-      with -w its password only. dump prints every item, never a password unless -w is given.
+      being read to its end, and nothing is stored. An attribute (-a, -s, -l) holds at most \
+      16 KiB (errSecParam), and an access group's file at most 16 MiB: an add that would \
+      grow it past that fails with errSecDiskFull, and a file already larger is not read \
+      (errSecAllocate) and left as it is; dump then exits with 1 naming it. find prints the \
+      item's attributes, or with -w its password only. dump prints every item, never a \
+      password unless -w is given.
 
       Exits with 44 when no item matches, as security does; any other failure exits with 1 \
       and names the OSStatus and its message.
@@ -255,6 +259,13 @@ struct KeychainCommand: ParsableCommand {
         case .keyGone: printOut("note: its class key is gone (the passcode was removed)")
         }
       }
+    }
+    // Every readable group printed; a group whose file could not be read makes the exit say so.
+    let unread = reports.filter { $0.problem != nil }.map(\.accessGroup)
+    guard unread.isEmpty else {
+      throw CommandFailure(
+        "keychain: the items of access \(unread.count == 1 ? "group" : "groups")"
+          + " \(unread.joined(separator: ", ")) could not be read (said above)")
     }
   }
 
