@@ -5,7 +5,8 @@ import Foundation
 import Glibc
 import Testing
 
-/// The keychain's bounds: an access group's file and an attribute.
+/// The keychain's bounds: an access group's file, an attribute, and the quoting of what
+/// `groupctl keychain` prints.
 @Suite("Keychain: bounds on a group's file and an attribute", .processBound)
 struct KeychainBoundsTests {
   let k: KeychainRoot
@@ -188,5 +189,24 @@ struct KeychainBoundsTests {
     #expect(add.stderr.contains("\(bound) bytes (16 KiB)"), "\(add.stderr)")
     #expect(!add.stderr.contains(String(repeating: "q", count: 40)) && !add.stderr.contains(secret))
     #expect(!add.stdout.contains(secret))
+  }
+
+  /// find, delete and dump print a value holding `"` or `\` escaped: it cannot end its quotes
+  /// early and read as another attribute. They printed `"` and `\` as they are.
+  @Test func quotesAndBackslashesPrintEscaped() throws {
+    let account = #"x" "svce"<blob>="forged\"#
+    let escaped = #"    "acct"<blob>="x\" \"svce\"<blob>=\"forged\\""#
+    #expect(
+      try run(["add-generic-password", "-a", account, "-s", "q", "-w", "pw"], as: KeychainRoot.app)
+        .status == 0)
+    let actions = [
+      ["dump"], ["find-generic-password", "-s", "q"], ["delete-generic-password", "-s", "q"],
+    ]
+    for action in actions {
+      let result = try run(action, as: KeychainRoot.app)
+      #expect(result.status == 0, "\(action): \(result)")
+      let lines = result.stdout.split(separator: "\n").map(String.init)
+      #expect(lines.contains(escaped), "\(action): \(lines)")
+    }
   }
 }

@@ -245,7 +245,8 @@ struct KeychainCommand: ParsableCommand {
         printOut("class: \"\(entry.itemClass)\"")
         printOut("attributes:")
         var attributes = entry.attributes
-        attributes[kSecAttrAccessGroup as String] = "<blob>=\"\(entry.accessGroup)\""
+        attributes[kSecAttrAccessGroup as String] =
+          "<blob>=" + KeychainSession.quoted(entry.accessGroup)
         attributes[kSecAttrAccessible as String] = "<blob>=\"\(entry.accessibility)\""
         attributes[kSecAttrSynchronizable as String] = "<sint32>=\(entry.synchronizable ? 1 : 0)"
         for key in attributes.keys.sorted() { printOut("    \"\(key)\"\(attributes[key] ?? "")") }
