@@ -18,6 +18,9 @@ internal import Synchronization
 ///   serialised: the second finds the first's item.
 /// - A file that is not this format is moved aside (`keychain.plist.unreadable-<time>`),
 ///   never deleted or overwritten, and the keychain says so on stderr.
+/// - A file larger than ``Keychain/maximumAccessGroupBytes`` is refused before a byte is read
+///   (`errSecAllocate`) and left where it is; a write that would make it larger is refused
+///   (`errSecDiskFull`) before anything is written.
 final class AccessGroupFile: @unchecked Sendable {
   let group: String
   let folder: String
@@ -95,7 +98,14 @@ final class AccessGroupFile: @unchecked Sendable {
       // A folder on the way that is a symbolic link (out of the root) is refused, as the
       // writers' `makeDirectory` refuses it: the items where it leads are not this group's.
       read =
-        try FileSystem.requireFolders(folder, within: rootPath) ? FileSystem.readFile(path) : nil
+        try FileSystem.requireFolders(folder, within: rootPath)
+        ? FileSystem.readFile(path, atMost: Keychain.maximumAccessGroupBytes) : nil
+    } catch where error.errno == EFBIG {
+      // Left where it is: moving it aside would hide items nothing else shows.
+      throw KeychainError(
+        errSecAllocate,
+        "access group \(group): \(error): an access group's file holds at most 16 MiB"
+          + " (Keychain.maximumAccessGroupBytes); it was not read, and it is left as it is")
     } catch {
       throw ioError(error, "reading")
     }
@@ -164,8 +174,14 @@ final class AccessGroupFile: @unchecked Sendable {
     let gaining = changed.filter { index in
       !Set(after[index].items.map(\.identifier)).isSubset(of: before[index].items.map(\.identifier))
     }
+    // Every file encoded and measured before the first is written: a change that one group's
+    // bound refuses writes none.
+    var encoded: [(index: Int, data: Data)] = []
     for index in gaining + changed.filter({ !gaining.contains($0) }) {
-      guard try files[index].write(after[index]) else { return false }
+      encoded.append((index, try files[index].encodeWithinBound(after[index])))
+    }
+    for (index, data) in encoded {
+      guard try files[index].write(after[index], data) else { return false }
     }
     return true
   }
@@ -253,12 +269,24 @@ final class AccessGroupFile: @unchecked Sendable {
     return GroupContents()
   }
 
-  /// Writes `contents` durably in place of the file, and keeps them as the last version read.
+  /// `contents`' bytes, refused with `errSecDiskFull` when they are more than
+  /// ``Keychain/maximumAccessGroupBytes``.
+  private func encodeWithinBound(_ contents: GroupContents) throws(KeychainError) -> Data {
+    let data = try contents.encode()
+    guard data.count > Keychain.maximumAccessGroupBytes else { return data }
+    throw KeychainError(
+      errSecDiskFull,
+      "access group \(group) (\(path)) would hold \(data.count) bytes, more than the"
+        + " \(Keychain.maximumAccessGroupBytes) bytes (16 MiB) an access group's file may hold;"
+        + " nothing was written: delete items of the group to make room")
+  }
+
+  /// Writes `data`, the bytes of `contents`, durably in place of the file, and keeps
+  /// `contents` as the last version read.
   ///
   /// - Returns: `false`, having written nothing, when the lock file at the path is no longer
   ///   the one locked (checked just before the commit point).
-  private func write(_ contents: GroupContents) throws(KeychainError) -> Bool {
-    let data = try contents.encode()
+  private func write(_ contents: GroupContents, _ data: Data) throws(KeychainError) -> Bool {
     FileSystem.removeLeftoverTemporaries(for: Self.fileName, in: folder)
     let previous = cache.withLock { $0?.identity }
     let lockedFile = self.lockedFile

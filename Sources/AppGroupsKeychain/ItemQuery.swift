@@ -337,7 +337,8 @@ extension ItemQuery {
             "\(operation.rawValue): \(ItemAttribute.name(key)) is set by the keychain, not by the caller"
           )
         }
-        query.attributes[key] = try attribute(key, value, itemClass, operation)
+        query.attributes[key] = try attribute(
+          key, value, itemClass, operation, stored: operation == .add)
       case SecKey.AttrAccessControl:
         throw KeychainError(
           errSecUnimplemented,
@@ -466,8 +467,28 @@ extension ItemQuery {
     }
   }
 
-  /// One attribute's value, checked against its kind and the class.
+  /// One attribute's value, checked against its kind and the class, and, when it is to be
+  /// `stored` (not searched for), against ``Keychain/maximumAttributeBytes``.
   fileprivate static func attribute(
+    _ key: String, _ value: Any, _ itemClass: ItemClass, _ operation: Operation, stored: Bool
+  ) throws(KeychainError) -> AttributeValue {
+    let typed = try typedAttribute(key, value, itemClass, operation)
+    let length: Int
+    switch typed {
+    case .string(let string): length = string.utf8.count
+    case .data(let data): length = data.count
+    default: length = 0
+    }
+    guard stored, length > Keychain.maximumAttributeBytes else { return typed }
+    // Its length, never its value: an attribute may be as private as the secret it names.
+    throw KeychainError(
+      errSecParam,
+      "\(operation.rawValue): \(ItemAttribute.name(key)) holds \(length) bytes, more than the"
+        + " \(Keychain.maximumAttributeBytes) bytes (16 KiB) an attribute may hold; nothing was"
+        + " stored")
+  }
+
+  private static func typedAttribute(
     _ key: String, _ value: Any, _ itemClass: ItemClass, _ operation: Operation
   ) throws(KeychainError) -> AttributeValue {
     guard itemClass.has(key) else {
@@ -532,7 +553,8 @@ extension ItemChanges {
           errSecReadOnlyAttr,
           "SecItemUpdate: \(ItemAttribute.name(key)) is set by the keychain, not by the caller")
       case _ where ItemAttribute.kinds[key] != nil:
-        changes.attributes[key] = try ItemQuery.attribute(key, value, itemClass, .update)
+        changes.attributes[key] = try ItemQuery.attribute(
+          key, value, itemClass, .update, stored: true)
       case SecKey.ValueData:
         guard let data = value as? Data else {
           throw param("\(ItemAttribute.name(key)) must be data, found \(Scalar(value).kindName)")

@@ -71,6 +71,34 @@ public struct Keychain: Sendable {
   /// group's other writers.
   public static let maximumDataBytes = 1 << 20
 
+  /// The most bytes one attribute's value holds: 16 KiB (16,384 bytes), a string's in UTF-8,
+  /// `kSecAttrGeneric`'s data as they are.
+  ///
+  /// `SecItemAdd` and `SecItemUpdate` refuse a longer account, service, label, description,
+  /// comment, server, path, generic data or other attribute with `errSecParam`, storing
+  /// nothing; the message names the attribute, its length and the bound, never its value. An
+  /// attribute names or describes a secret (an account, a host, a label a person reads), tens
+  /// or hundreds of bytes: 16 KiB holds any of them with room, and keeps every attribute of an
+  /// item together (nine at most) under a seventh of ``maximumDataBytes``. A search is not
+  /// bounded: an item stored before the bound is still found, and deleted, by its attributes.
+  public static let maximumAttributeBytes = 16 << 10
+
+  /// The most bytes an access group's file (`keychain.plist`) holds: 16 MiB (16,777,216 bytes).
+  ///
+  /// Every call reads the file whole when it changed, and every write writes it again whole,
+  /// so the bound is what a call may cost in memory and time. 16 MiB holds at least twelve
+  /// items each at every bound at once (``maximumDataBytes`` of data and every attribute at
+  /// ``maximumAttributeBytes``), and tens of thousands of ordinary ones (a password with its
+  /// attributes takes a few hundred bytes).
+  ///
+  /// - A file larger than this (written by hand, or by another tool) is not read: its size is
+  ///   taken from the open file before a byte is read, and every call on the group fails with
+  ///   `errSecAllocate`, naming the file and the bound. It is left where it is, never moved
+  ///   aside or changed: nothing in it is lost, and moving it aside is a person's decision.
+  /// - `SecItemAdd` and `SecItemUpdate` that would grow the file past it fail with
+  ///   `errSecDiskFull` and leave the file as it was: delete items to make room.
+  public static let maximumAccessGroupBytes = 16 << 20
+
   /// The items' service (`kSecAttrService`).
   public let service: String
   /// The access group items are added to and searched in; `nil`: added to the app's default
@@ -197,14 +225,17 @@ public struct Keychain: Sendable {
   ///
   /// - Throws: ``KeychainError`` (`interactionNotAllowed`: the class of the item is unavailable
   ///   now; `missingEntitlement`; `authFailed` for `whenPasscodeSetThisDeviceOnly` without a
-  ///   passcode; `dataTooLarge` for more than ``maximumDataBytes``).
+  ///   passcode; `dataTooLarge` for more than ``maximumDataBytes``; `param` for a key or
+  ///   service longer than ``maximumAttributeBytes``; `diskFull` when the group's file would
+  ///   grow past ``maximumAccessGroupBytes``, storing nothing; `allocate` when it is already
+  ///   larger).
   public func set(_ value: String, key: String) throws(KeychainError) {
     try set(Data(value.utf8), key: key)
   }
 
   /// Stores `value` for `key`, replacing what was there, durably.
   ///
-  /// - Throws: ``KeychainError``.
+  /// - Throws: ``KeychainError``, as ``set(_:key:)-(String,_)`` throws it.
   public func set(_ value: Data, key: String) throws(KeychainError) {
     var item = base(key)
     item[SecKey.ValueData] = value

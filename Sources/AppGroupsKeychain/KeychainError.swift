@@ -49,6 +49,12 @@ public struct KeychainError: Error, Sendable, Equatable, CustomStringConvertible
     public static let notAvailable = Code(errSecNotAvailable)
     /// `errSecDataTooLarge` (-25302).
     public static let dataTooLarge = Code(errSecDataTooLarge)
+    /// `errSecDiskFull` (-34): an access group's file would grow past
+    /// ``Keychain/maximumAccessGroupBytes``.
+    public static let diskFull = Code(errSecDiskFull)
+    /// `errSecAllocate` (-108): an access group's file is larger than
+    /// ``Keychain/maximumAccessGroupBytes`` and is not read.
+    public static let allocate = Code(errSecAllocate)
     /// `errSecDecode` (-26275).
     public static let decode = Code(errSecDecode)
 

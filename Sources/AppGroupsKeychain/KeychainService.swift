@@ -133,10 +133,18 @@ final class KeychainService: Sendable {
         + " to \(groups.joined(separator: ", ")) (manifest: \(root.manifestURL.path))")
   }
 
+  /// `text` in double quotes, unambiguous on one line: `\` and `"` escaped with a backslash,
+  /// control and non-ASCII characters as `\u{…}`. A value cannot end its quotes early, print
+  /// a line of its own or drive a terminal: the one quoting of the keychain's messages and of
+  /// `groupctl keychain`'s listings.
   static func quoted(_ text: String) -> String {
     "\""
-      + text.unicodeScalars.map {
-        $0.value >= 0x20 && $0.value < 0x7F ? String($0) : "\\u{\(String($0.value, radix: 16))}"
+      + text.unicodeScalars.map { scalar -> String in
+        switch scalar {
+        case "\\", "\"": "\\" + String(scalar)
+        case _ where scalar.value >= 0x20 && scalar.value < 0x7F: String(scalar)
+        default: "\\u{\(String(scalar.value, radix: 16))}"
+        }
       }.joined() + "\""
   }
 

@@ -14,7 +14,8 @@ package struct KeychainSession: Sendable {
     caller = identity.map { .app($0) } ?? .administrator
   }
 
-  /// `text` in quotes, control and non-ASCII characters escaped, for a tool's listing.
+  /// `text` in quotes, `\` and `"` escaped with a backslash, control and non-ASCII characters
+  /// as `\u{…}`, for a tool's listing.
   package static func quoted(_ text: String) -> String { KeychainService.quoted(text) }
 
   /// The caller's access groups, in order (every group of the root for the administrator).

@@ -29,8 +29,10 @@ internal import Synchronization
 ///   item's class unavailable (a `WhenUnlocked` item while locked); `errSecAuthFailed` for a
 ///   `WhenPasscodeSetThisDeviceOnly` item on a device without a passcode;
 ///   `errSecDataTooLarge` for data longer than ``Keychain/maximumDataBytes`` (1 MiB);
-///   `errSecParam` for a
-///   dictionary it cannot take.
+///   `errSecParam` for a dictionary it cannot take, or an attribute longer than
+///   ``Keychain/maximumAttributeBytes`` (16 KiB); `errSecDiskFull` when the group's file would
+///   grow past ``Keychain/maximumAccessGroupBytes`` (16 MiB), and `errSecAllocate` when it is
+///   already larger (it is not read); nothing is stored then.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?)
   -> OSStatus
@@ -57,7 +59,9 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when nothing matches (in the app's own
 ///   groups: another app's items are not seen); `errSecMissingEntitlement` for a group the
 ///   app does not hold; `errSecInteractionNotAllowed` when a matching item's class is
-///   unavailable, even when only attributes are asked for, as on a device; `errSecParam`.
+///   unavailable, even when only attributes are asked for, as on a device; `errSecAllocate`
+///   for a group whose file is larger than ``Keychain/maximumAccessGroupBytes`` (it is not
+///   read, and left as it is); `errSecParam`.
 @discardableResult
 public func SecItemCopyMatching(
   _ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?
@@ -81,7 +85,10 @@ public func SecItemCopyMatching(
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecDuplicateItem` when a changed item
 ///   would equal another; `errSecMissingEntitlement`; `errSecInteractionNotAllowed`;
 ///   `errSecDataTooLarge` for new data longer than ``Keychain/maximumDataBytes`` (1 MiB);
-///   `errSecParam` (a return key in the query, a search key among the changes).
+///   `errSecParam` (a return key in the query, a search key among the changes, a new attribute
+///   longer than ``Keychain/maximumAttributeBytes``); `errSecDiskFull` when a group's file
+///   would grow past ``Keychain/maximumAccessGroupBytes``, changing nothing; `errSecAllocate`
+///   for a group whose file is already larger.
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
   KeychainCall.run(.update) { (service, caller) throws(KeychainError) in
@@ -95,6 +102,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 /// Deletes every item a query matches, whatever the device's state.
 ///
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecMissingEntitlement`;
+///   `errSecAllocate` for a group whose file is larger than
+///   ``Keychain/maximumAccessGroupBytes`` (it is not read, and left as it is);
 ///   `errSecParam` (`kSecMatchLimitOne`: a delete takes every match).
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {

@@ -9,13 +9,17 @@ public let noErr: OSStatus = 0
 /// Function or operation not implemented: certificates, keys, identities, access-control
 /// objects and item references are not kept by this keychain.
 public let errSecUnimplemented: OSStatus = -4
+/// The disk is full: an `SecItemAdd` or `SecItemUpdate` that would grow an access group's file
+/// past ``Keychain/maximumAccessGroupBytes``; nothing was written.
+public let errSecDiskFull: OSStatus = -34
 /// I/O error: a file of the keychain could not be read or written (the message of the
 /// Swift-shaped ``KeychainError`` names it), or another process held its lock past the bound.
 public let errSecIO: OSStatus = -36
 /// One or more parameters passed to a function were not valid: an unknown key, a value of the
 /// wrong type, a key the call does not take.
 public let errSecParam: OSStatus = -50
-/// Failed to allocate memory.
+/// Failed to allocate memory: an access group's file is larger than
+/// ``Keychain/maximumAccessGroupBytes``, and is refused rather than read into memory.
 public let errSecAllocate: OSStatus = -108
 /// An internal component failed.
 public let errSecInternalComponent: OSStatus = -2070
@@ -52,6 +56,7 @@ public let errSecMissingEntitlement: OSStatus = -34018
 let statusMessages: [OSStatus: String] = [
   errSecSuccess: "No error.",
   errSecUnimplemented: "Function or operation not implemented.",
+  errSecDiskFull: "The disk is full.",
   errSecIO: "I/O error.",
   errSecParam: "One or more parameters passed to a function were not valid.",
   errSecAllocate: "Failed to allocate memory.",
@@ -96,7 +101,8 @@ public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMuta
 
 /// The constant's name of each status this keychain returns (`errSecItemNotFound`).
 let statusNames: [OSStatus: String] = [
-  errSecSuccess: "errSecSuccess", errSecUnimplemented: "errSecUnimplemented", errSecIO: "errSecIO",
+  errSecSuccess: "errSecSuccess", errSecUnimplemented: "errSecUnimplemented", errSecDiskFull: "errSecDiskFull",
+  errSecIO: "errSecIO",
   errSecParam: "errSecParam", errSecAllocate: "errSecAllocate",
   errSecInternalComponent: "errSecInternalComponent", errSecNotAvailable: "errSecNotAvailable",
   errSecAuthFailed: "errSecAuthFailed", errSecDuplicateItem: "errSecDuplicateItem",

@@ -236,7 +236,7 @@ struct GroupctlKeychainTests {
       #expect(result.status == 0, "\(action): \(result)")
       let lines = result.stdout.split(separator: "\n").map(String.init)
       #expect(
-        lines.contains(#"    "acct"<blob>="x\u{a}    "svce"<blob>="forged"\u{1b}[31m""#),
+        lines.contains(#"    "acct"<blob>="x\u{a}    \"svce\"<blob>=\"forged\"\u{1b}[31m""#),
         "\(action): \(lines)")
       #expect(!lines.contains(#"    "svce"<blob>="forged""#) && !result.stdout.contains("\u{1B}"))
     }

@@ -3,9 +3,14 @@ package import Foundation
 /// The file calls of the package's other modules (the keychain): a whole file read, and a
 /// durable atomic replacement, as the stores make them.
 extension FileSystem {
-  /// ``read(_:followLinks:)``, never following a symbolic link.
-  package static func readFile(_ path: String) throws(SystemCallError) -> (Data, FileIdentity)? {
-    try read(path, followLinks: false)
+  /// ``read(_:followLinks:)``, never following a symbolic link, and refusing a file of more
+  /// than `atMost` bytes (`EFBIG`, the size it has in the reason) before a byte is read: its
+  /// size is taken from the descriptor opened (`fstat(2)`), and one that grows while it is
+  /// read is refused as soon as it passes the bound.
+  package static func readFile(_ path: String, atMost: Int) throws(SystemCallError) -> (
+    Data, FileIdentity
+  )? {
+    try readWhole(path, followLinks: false, atMost: atMost).map { ($0.data, $0.identity) }
   }
 
   /// ``writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)`` with mode 0600.

@@ -157,8 +157,12 @@ package enum FileSystem {
     }
   }
 
-  /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest).
-  static func readWhole(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> WholeFile? {
+  /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest). A file
+  /// of more than `atMost` bytes is refused (`EFBIG`) before a byte is read, or as soon as one
+  /// that grows while it is read passes the bound.
+  static func readWhole(
+    _ path: String, followLinks: Bool = true, atMost: Int = .max
+  ) throws(SystemCallError) -> WholeFile? {
     let fd: CInt
     do {
       // O_NONBLOCK: opening a fifo with no writer must not wait (a regular file ignores it);
@@ -174,6 +178,13 @@ package enum FileSystem {
       throw SystemCallError(
         call: "read", path: path, errno: EINVAL, reason: "it is \(kind(of: s)), not a regular file")
     }
+    func refuseOver(_ size: Int64) throws(SystemCallError) {
+      guard size > atMost else { return }
+      throw SystemCallError(
+        call: "read", path: path, errno: EFBIG,
+        reason: "it holds \(size) bytes, more than the \(atMost) bytes it may hold")
+    }
+    try refuseOver(Int64(s.st_size))
     let identity = FileIdentity(s)
     // Read into memory of its own that the `Data` then owns: not a `Data(count:)` zeroed first
     // and cut to size after, whose first use in a process runs Foundation's set-up of its
@@ -198,6 +209,7 @@ package enum FileSystem {
         }
         if n == 0 { break }
         used += n
+        try refuseOver(Int64(used))
         // The size `fstat(2)` gave, read whole and short of the byte more asked for: the end of
         // the file, without a read of 0 bytes to say so. (A file of /proc says 0 bytes, and is
         // read until a read returns none.)

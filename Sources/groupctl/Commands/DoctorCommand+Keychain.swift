@@ -48,7 +48,10 @@ extension Doctor {
           "remove the folder if its items are no longer needed")
       }
       if let problem = report.problem {
-        add(.problem, problem, "move it aside yourself, or let the next keychain call do it")
+        add(
+          .problem, problem,
+          "move it aside yourself (a keychain call moves aside a file of another format, never"
+            + " one over the size bound)")
       }
       let damaged = report.entries.filter { $0.state == .damaged }.count
       if damaged > 0 {

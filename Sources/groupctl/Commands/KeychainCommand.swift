@@ -29,8 +29,12 @@ struct KeychainCommand: ParsableCommand {
       keychain stores in an item (its SecItemAdd and SecItemUpdate refuse more with \
       errSecDataTooLarge): a secret is a few kilobytes at most, and an access group's items \
       are written again whole at each change. A longer standard input is refused without \
-      being read to its end, and nothing is stored. find prints the item's attributes, or \
-      with -w its password only. dump prints every item, never a password unless -w is given.
+      being read to its end, and nothing is stored. An attribute (-a, -s, -l) holds at most \
+      16 KiB (errSecParam), and an access group's file at most 16 MiB: an add that would \
+      grow it past that fails with errSecDiskFull, and a file already larger is not read \
+      (errSecAllocate) and left as it is; dump then exits with 1 naming it. find prints the \
+      item's attributes, or with -w its password only. dump prints every item, never a \
+      password unless -w is given.
 
       Exits with 44 when no item matches, as security does; any other failure exits with 1 \
       and names the OSStatus and its message.
@@ -241,7 +245,8 @@ struct KeychainCommand: ParsableCommand {
         printOut("class: \"\(entry.itemClass)\"")
         printOut("attributes:")
         var attributes = entry.attributes
-        attributes[kSecAttrAccessGroup as String] = "<blob>=\"\(entry.accessGroup)\""
+        attributes[kSecAttrAccessGroup as String] =
+          "<blob>=" + KeychainSession.quoted(entry.accessGroup)
         attributes[kSecAttrAccessible as String] = "<blob>=\"\(entry.accessibility)\""
         attributes[kSecAttrSynchronizable as String] = "<sint32>=\(entry.synchronizable ? 1 : 0)"
         for key in attributes.keys.sorted() { printOut("    \"\(key)\"\(attributes[key] ?? "")") }
@@ -255,6 +260,13 @@ struct KeychainCommand: ParsableCommand {
         case .keyGone: printOut("note: its class key is gone (the passcode was removed)")
         }
       }
+    }
+    // Every readable group printed; a group whose file could not be read makes the exit say so.
+    let unread = reports.filter { $0.problem != nil }.map(\.accessGroup)
+    guard unread.isEmpty else {
+      throw CommandFailure(
+        "keychain: the items of access \(unread.count == 1 ? "group" : "groups")"
+          + " \(unread.joined(separator: ", ")) could not be read (said above)")
     }
   }
 
@@ -311,10 +323,14 @@ struct KeychainCommand: ParsableCommand {
     }
     // The bytes typed, as the non-terminal path keeps them (not readLine's U+FFFD).
     func prompt(_ text: String) throws -> [UInt8] {
-      FileHandle.standardError.write(Data(text.utf8))
       defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      guard let line = try StandardInput.withoutEcho({ try StandardInput.lineBytes(atMost: limit) })
-      else {
+      // The prompt once echo is off, as readpassphrase(3) orders it: a password typed as soon
+      // as the prompt shows is neither echoed nor flushed by the change of settings.
+      let typed = try StandardInput.withoutEcho {
+        FileHandle.standardError.write(Data(text.utf8))
+        return try StandardInput.lineBytes(atMost: limit)
+      }
+      guard let line = typed else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       try refuseOversized(line)
