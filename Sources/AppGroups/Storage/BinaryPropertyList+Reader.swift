@@ -23,6 +23,11 @@ struct BinaryPropertyListReader {
   var onlyOpen = -1
   /// How many more objects may be decoded (counting shared ones each time).
   var budget: Int
+  /// How many more bytes of strings and data may be decoded (counting shared ones each
+  /// time): the objects' budget alone let a file of 1 MB whose one data object of 1 MiB is
+  /// shared 20,000 times be decoded into 20 GB. 64 MiB, and 16 for each byte of the file:
+  /// what sharing saves in a file this package or Foundation writes is far below it.
+  var bytesLeft: Int
   /// The first key a dictionary decoded so far holds twice (its first value is the one kept):
   /// ``decodeTop()`` refuses such a file and ``salvageTop()`` leaves out its top-level key, as
   /// nothing says which of the values the file means. Noted where the decode meets the repeat,
@@ -99,6 +104,7 @@ struct BinaryPropertyListReader {
     self.tableOffset = Int(tableOffset)
     let (budget, budgetOverflow) = size.multipliedReportingOverflow(by: 16)
     self.budget = budgetOverflow ? Int.max : budget
+    self.bytesLeft = budgetOverflow ? Int.max : budget &+ BinaryPropertyList.decodedBytesFloor
   }
 
   /// Reads `width` (1 to 8) bytes at `offset` as a big-endian unsigned integer.
@@ -155,7 +161,7 @@ struct BinaryPropertyListReader {
       do throws(AppGroupsError) {
         key = try self.key(in: topObject, at: top.refStart, index: index)
       } catch {
-        if budget < 0 { throw error }
+        if budget < 0 || bytesLeft < 0 { throw error }
         salvage.skipped.append(.init(key: nil, index: index, reason: error.message))
         continue
       }
@@ -180,7 +186,7 @@ struct BinaryPropertyListReader {
         salvage.values[key] = value
       } catch {
         // Past the budget the file is built to explode: nothing more is decoded.
-        if budget < 0 { throw error }
+        if budget < 0 || bytesLeft < 0 { throw error }
         skippedKeys.insert(key)
         salvage.skipped.append(.init(key: key, index: index, reason: error.message))
       }
@@ -360,6 +366,16 @@ struct BinaryPropertyListReader {
     }
   }
 
+  /// Spends `count` bytes (a string's units, a data object's bytes) of ``bytesLeft``.
+  @inline(__always)
+  mutating func spendBytes(_ count: Int, object: Int) throws(AppGroupsError) {
+    bytesLeft &-= count
+    guard bytesLeft >= 0 else {
+      throw BinaryPropertyList.corrupt(
+        "the strings and data expand to more than \(BinaryPropertyList.decodedBytesFloor) bytes and 16 for each byte of the \(size)-byte file (objects shared many times over), at object \(object)")
+    }
+  }
+
   /// A decoded object: a value, or a container opened to be filled.
   fileprivate enum Begun {
     case value(PropertyListValue)
@@ -408,6 +424,7 @@ struct BinaryPropertyListReader {
     case 0x4:
       let (count, start) = try header(object: object, at: offset)
       try checkRange(object: object, start: start, count: count, what: "data")
+      try spendBytes(count, object: object)
       return .value(.data(Data(bytes: base.advanced(by: start), count: count)))
     case 0x5, 0x6:
       return .value(.string(try string(object: object, at: offset)))
@@ -459,9 +476,10 @@ struct BinaryPropertyListReader {
   }
 
   @inline(__always)
-  func string(object: Int, at offset: Int) throws(AppGroupsError) -> String {
+  mutating func string(object: Int, at offset: Int) throws(AppGroupsError) -> String {
     let marker = byte(at: offset)
     let (count, start) = try header(object: object, at: offset)
+    try spendBytes(count, object: object)
     let bytes = base.advanced(by: start)
     if marker &>> 4 == 0x5 {
       try checkRange(object: object, start: start, count: count, what: "ASCII string")

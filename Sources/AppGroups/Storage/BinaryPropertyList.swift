@@ -57,8 +57,9 @@ struct PropertyListSalvage: Sendable, Equatable {
 /// traps. Every length is checked against the file before it is used,
 /// containers may nest at most ``maximumDepth`` deep, a container that
 /// contains itself is refused, and a file whose shared containers would
-/// expand to more than 16 objects for each byte is refused, so that a small
-/// file cannot make a huge value. Its policies:
+/// expand to more than 16 objects for each byte, or whose shared strings and
+/// data would expand to more than ``decodedBytesFloor`` bytes and 16 for each
+/// byte, is refused, so that a small file cannot make a huge value. Its policies:
 /// - null (0x00), uids (0x8n), sets and ordered sets are refused: they are not
 ///   property-list values here (uids come from `NSKeyedArchiver` archives).
 /// - 1-, 2- and 4-byte integers are unsigned, 8-byte ones signed; a 16-byte
@@ -79,6 +80,9 @@ struct PropertyListSalvage: Sendable, Equatable {
 enum BinaryPropertyList {
   /// The deepest nesting of arrays and dictionaries the reader accepts.
   static let maximumDepth = 512
+  /// The bytes of strings and data any file may decode to, over 16 for each of its bytes
+  /// (shared objects counted each time they are met): 64 MiB.
+  static let decodedBytesFloor = 64 << 20
 
   /// Encodes any value (a dictionary in the common case) as a binary property list.
   static func encode(_ value: PropertyListValue) -> Data {
