@@ -87,10 +87,17 @@ struct OpenStepRepeatTests {
     #expect(PropertyListValue.misreadValues(in: data)?.contains("is given twice in one dictionary (lines 1 and 1)") == true)
   }
 
-  @Test func textThatIsNotOpenStepIsLeftToTheOtherReaders() {
+  @Test func textThatIsNotOpenStepIsLeftToTheOtherReaders() throws {
     #expect(OpenStepPropertyList.repeatedKeys(in: Data("(a, a)".utf8), all: true) == nil)
     #expect(OpenStepPropertyList.repeatedKeys(in: Data("<?xml version=\"1.0\"?>".utf8), all: true) == nil)
     #expect(OpenStepPropertyList.repeatedKeys(in: Data("  /* x */ { a = 1; a = 2; }".utf8), all: true)?.count == 1)
+    #expect(OpenStepPropertyList.repeatedKeys(in: Data("\"just a string\"".utf8), all: true) == nil)
+    // A strings file: pairs with no braces, which Foundation reads as a dictionary.
+    let strings = Data("a = 1;\nb = 2;\n\"a\" = 3;\n".utf8)
+    #expect(
+      PropertyListValue.misreadValues(in: strings)
+        == #"the key "a" is given twice in one dictionary (lines 1 and 3); a dictionary holds each key once"#)
+    #expect(try PropertyListValue.salvaging(propertyListData: strings).values == ["b": .string("2")])
     // A key given a third time is named again; a quoted and an unquoted spelling are one key.
     let thrice = OpenStepPropertyList.repeatedKeys(in: Data("{ a = 1; \"a\" = 2;\n a = 3; }".utf8), all: true)
     #expect(thrice?.map(\.reason) == [

@@ -10,8 +10,9 @@ internal import Foundation
 enum OpenStepPropertyList {
   /// Every key `text` gives a second (or third…) time in one dictionary, in the order of the
   /// file, with the top-level key it sits under; the first only, unless `all`. `nil` when
-  /// `text` is not OpenStep text whose top object is a dictionary (its first character,
-  /// past white space and comments, is not `{`).
+  /// `text` is not OpenStep text whose top object is a dictionary: its first character, past
+  /// white space and comments, is not `{`, and it is not a strings file (`key = value;`
+  /// pairs with no braces around them).
   ///
   /// Escapes are read as Foundation reads them (`\101` is `A`, `\U00e9` is `é`); a key with
   /// one whose character is not known exactly (an octal escape past ASCII, half of a UTF-16
@@ -22,14 +23,26 @@ enum OpenStepPropertyList {
   /// file, so that is a form the scanner does not know), it stops and names what it found.
   static func repeatedKeys(in text: Data, all: Bool) -> [PropertyListValue.MisreadValue]? {
     var scanner = Scanner(Array(text))
-    guard scanner.nextToken() == .open(dictionary: true) else { return nil }
+    var pending: Token?
+    switch scanner.nextToken() {
+    case .open(dictionary: true)?:
+      break
+    case .string(let bytes, let line)?:
+      // A strings file, `key = value;` with no braces, which Foundation reads as a dictionary.
+      var ahead = scanner
+      guard ahead.nextToken() == .equals else { return nil }
+      pending = .string(bytes, line: line)
+    default:
+      return nil
+    }
     // The open containers: a dictionary's keys so far with their lines, and whether a key
     // comes next (after `{` or `;`); `nil` for an array.
     var stack: [(keys: [String: Int], keyNext: Bool)?] = [([:], true)]
     // The top dictionary's key whose value is being read.
     var entry: String?
     var found: [PropertyListValue.MisreadValue] = []
-    while !stack.isEmpty, let token = scanner.nextToken() {
+    while !stack.isEmpty, let token = pending ?? scanner.nextToken() {
+      pending = nil
       let depth = stack.count - 1
       switch token {
       case .open(let dictionary):
