@@ -128,17 +128,20 @@ public final class TemporaryAppGroup: Sendable {
   /// on a folder no longer empty, and left the root behind. A file another thread or process
   /// creates in it meanwhile has the removal tried again, a few times.
   public func remove() {
-    // The device's keys in the kernel's keyring go with it: they count against the user's
-    // key quota until the machine restarts.
-    DeviceKeyring.removeKeys(ofRoot: root)
-    Self.removeFolder(atPath: root.path)
+    Self.removeFolder(atPath: root.path) { [root] in
+      // The device's keys in the kernel's keyring go with it: they count against the user's
+      // key quota until the machine restarts. After the changes landed, which may need the
+      // device as it was; before the folder goes, whose device state names them.
+      DeviceKeyring.removeKeys(ofRoot: root)
+    }
   }
 
   /// Removes a test's folder of roots: the changes this process's suites in it have not yet
-  /// written land first, and a file created in it meanwhile has the removal tried again, a
-  /// few times (see ``remove()``).
-  package static func removeFolder(atPath folder: String) {
+  /// written land first, then `afterLanding` runs, and a file created in the folder
+  /// meanwhile has the removal tried again, a few times (see ``remove()``).
+  package static func removeFolder(atPath folder: String, afterLanding: () -> Void = {}) {
     GroupDefaults.synchronizeAll(in: ContainerRoot(url: URL(fileURLWithPath: folder, isDirectory: true)))
+    afterLanding()
     for _ in 0..<5 {
       do {
         try FileManager.default.removeItem(atPath: folder)
