@@ -14,6 +14,11 @@
 # (`WatcherEngine.run`: the wake, inotify's events read, their handling) up to the call of
 # the observer's closure (callgrind dumps before it).
 # Everything runs in a temporary root, with HOME in it.
+#
+# The same script traces the code as it stood before the storage wing was rebuilt (45ce154,
+# where the temporary file is written by FileSystem.writeAtomically and WatcherEngine is a
+# private class): check that commit out in a worktree of its own, build groupctl there, and
+# run this script with BIN naming that build and SOURCES its Sources/AppGroups.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$here/.build/x86_64-unknown-linux-gnu/debug}
@@ -62,13 +67,13 @@ dump1=$(dump_with "$work/walk1" '$s9AppGroups10SuiteStoreC13commitPending7timeou
 [ -n "$dump1" ] || { echo "trace-walks: walk 1 left no dump with the commit" >&2; exit 1; }
 # The cut: the first fsync is the temporary file's, in FileSystem.writeUnnamed (the next dump
 # starts in it).
-grep -q -F "fn=fsync'\$s9AppGroups10FileSystemO12writeUnnamed" "${dump1%.1}.2" \
+grep -q -E "fn=fsync'\\\$s9AppGroups10FileSystemO(12writeUnnamed|15writeAtomically)" "${dump1%.1}.2" \
   || { echo "trace-walks: walk 1's first fsync is not the temporary file's" >&2; exit 1; }
 
 # Walk 2: the watcher under callgrind, told of one commit by another process.
 coproc WATCH {
   trace "$work/walk2" \
-    --toggle-collect='$s9AppGroups13WatcherEngineC3run*' \
+    --toggle-collect='$s9AppGroups13WatcherEngine*C3run*' \
     --dump-before='$s8groupctl12WatchCommandV3runyyKFySay9AppGroups13GroupDefaultsC6ChangeVGYbcfU0_' \
     "$work/groupctl" --root "$root" --as com.example.widget watch "$suite" greeting 2>&1
 }
@@ -83,10 +88,11 @@ for _ in $(seq 600); do
   case $line in *goodbye*) break ;; esac
 done
 kill "$watcher"; wait "$watcher" 2>/dev/null || true; watcher=
-dump2=$(dump_with "$work/walk2" '$s9AppGroups13WatcherEngineC3run' || true)
+dump2=$(dump_with "$work/walk2" '$s9AppGroups13WatcherEngine' || true)
 [ -n "$dump2" ] || { echo "trace-walks: walk 2 left no dump with the watcher" >&2; exit 1; }
 
 post=$here/Benchmarks/trace-walks.py
+sources=${SOURCES:-$here/Sources/AppGroups}
 cat <<'HEADER'
 # Issue 23's two walks, traced by Benchmarks/trace-walks.sh (callgrind, debug build).
 # A crossing is a distinct caller-type -> callee-type pair of hand-written code (the queue hop
@@ -98,9 +104,9 @@ cat <<'HEADER'
 # which events one wake-up reads; a run can differ from another by a crossing or two.)
 
 HEADER
-python3 "$post" "Walk 1: a set to fsync" "$here/Sources/AppGroups" "$bin/groupctl" "$dump1" \
+python3 "$post" "Walk 1: a set to fsync" "$sources" "$bin/groupctl" "$dump1" \
   '$s9AppGroups13GroupDefaultsC5stage_6forKey,$s9AppGroups10SuiteStoreC13commitPending7timeout' \
   "SuiteStore>SuiteStore"
 echo
-python3 "$post" "Walk 2: another process's commit to an observer" "$here/Sources/AppGroups" "$bin/groupctl" "$dump2" \
-  '$s9AppGroups13WatcherEngineC3run'
+python3 "$post" "Walk 2: another process's commit to an observer" "$sources" "$bin/groupctl" "$dump2" \
+  '$s9AppGroups13WatcherEngine*C3run'
