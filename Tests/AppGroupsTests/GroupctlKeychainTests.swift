@@ -344,6 +344,62 @@ struct GroupctlKeychainTests {
       "\(doctor.stdout)")
   }
 
+  /// An access group's file that is not a keychain file, one moved aside, and one over the size
+  /// bound are each said once, in the keychain's words: never read as a preferences file, whose
+  /// advice (groupctl import, "the suite reads as empty") would be wrong for it.
+  @Test func doctorSpeaksOfAccessGroupFilesAsTheKeychainDoes() throws {
+    #expect(
+      try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"], as: KeychainRoot.app)
+        .status == 0)
+    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    let file = folder.appendingPathComponent("keychain.plist")
+    let doctor = {
+      try Product.run("groupctl", ["--root", k.path, "doctor"], environment: k.environment())
+    }
+    func expectNoPreferencesWords(_ output: String) {
+      for words in ["the suite reads as empty", "preferences file", "groupctl import"] {
+        #expect(!output.contains(words), "\(output)")
+      }
+    }
+
+    try Data("not a property list".utf8).write(to: file)
+    var report = try doctor()
+    #expect(report.status == 1)
+    #expect(report.stdout.contains("\(file.path) is not a keychain file"), "\(report.stdout)")
+    #expect(report.stdout.contains("(1 not read, said above)"), "\(report.stdout)")
+    #expect(report.stdout.contains("1 problem found"), "\(report.stdout)")
+    expectNoPreferencesWords(report.stdout)
+
+    // A keychain call moves it aside; doctor names the copy and how to add its items again.
+    #expect(
+      try run(["add-generic-password", "-a", "b", "-s", "s", "-w", "y"], as: KeychainRoot.app)
+        .status == 0)
+    report = try doctor()
+    #expect(report.status == 1)
+    #expect(
+      report.stdout.contains(
+        "was moved aside by a keychain call: it was not a keychain file, and access group"
+          + " \(KeychainRoot.shared) started again empty"), "\(report.stdout)")
+    #expect(report.stdout.contains("groupctl keychain add-generic-password"), "\(report.stdout)")
+    #expect(report.stdout.contains("1 problem found"), "\(report.stdout)")
+    expectNoPreferencesWords(report.stdout)
+
+    // Over the bound: said once, the file not read and left as it is.
+    let handle = try FileHandle(forWritingTo: file)
+    try handle.truncate(atOffset: UInt64(Keychain.maximumAccessGroupBytes) + 1)
+    try handle.close()
+    report = try doctor()
+    #expect(report.status == 1)
+    #expect(
+      report.stdout.contains("more than the \(Keychain.maximumAccessGroupBytes) bytes it may hold"),
+      "\(report.stdout)")
+    #expect(report.stdout.contains("2 problems found"), "\(report.stdout)")
+    expectNoPreferencesWords(report.stdout)
+    #expect(
+      try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? UInt64
+        == UInt64(Keychain.maximumAccessGroupBytes) + 1)
+  }
+
   @Test(arguments: [
     (["frobnicate"], "unknown keychain subcommand 'frobnicate'"),
     ([], "missing subcommand"),

@@ -70,11 +70,13 @@ extension Doctor {
       }
     }
     let locked = reports.flatMap(\.entries).filter { $0.state == .locked }.count
+    let unread = reports.filter { $0.problem != nil }.count
     add(
       .ok,
       "keychain: \(items) \(items == 1 ? "item" : "items") in \(reports.count) access"
         + " \(reports.count == 1 ? "group" : "groups")"
+        + (unread > 0 ? " (\(unread) not read, said above)" : "")
         + (locked > 0 ? " (\(locked) closed by the device's state, not checked)" : ""))
-    _ = walk([keychains])
+    _ = walk([keychains], keychain: true)
   }
 }

@@ -303,8 +303,11 @@ struct Doctor {
     return ["Data", "Shared", "Global", "Managed"].map { root.path + "/" + $0 }
   }
 
-  /// Walks each folder that exists; returns the files and folders seen.
-  mutating func walk(_ tops: [String]) -> (files: Int, folders: Int) {
+  /// Walks each folder that exists; returns the files and folders seen. In the keychain's
+  /// folders (`keychain`), files are checked for their mode and leftovers only: the items file
+  /// is the keychain's, read by ``checkKeychain(manifest:)`` as a keychain call reads it, not a
+  /// preferences file.
+  mutating func walk(_ tops: [String], keychain: Bool = false) -> (files: Int, folders: Int) {
     var files = 0
     var folders = 0
     var stack = tops.filter { FileStatus(atPath: $0) != nil }.reversed().map { $0 }
@@ -326,7 +329,7 @@ struct Doctor {
             "chmod 700 '\(path)'")
         }
         let names = Self.folderEntries(path)
-        checkLeftovers(in: path, names: names)
+        checkLeftovers(in: path, names: names, keychain: keychain)
         for name in names.sorted().reversed() { stack.append(path + "/" + name) }
         continue
       }
@@ -336,7 +339,7 @@ struct Doctor {
           .problem, "\(path) has mode \(Self.octal(mode)), not 0600: other users can read it",
           "chmod 600 '\(path)'")
       }
-      if path.hasSuffix(".plist") { checkPreferencesFile(path) }
+      if path.hasSuffix(".plist") && !keychain { checkPreferencesFile(path) }
     }
     return (files, folders)
   }
@@ -417,12 +420,15 @@ struct Doctor {
   }
 
   /// Lock files whose preferences file is gone, temporary files of stopped
-  /// writers, and files moved aside because they could not be read.
-  mutating func checkLeftovers(in folder: String, names: [String]) {
+  /// writers, and files moved aside because they could not be read. In a keychain access
+  /// group's folder (`keychain`), what is left is said in the keychain's words.
+  mutating func checkLeftovers(in folder: String, names: [String], keychain: Bool = false) {
     let present = Set(names)
     for name in names.sorted() {
       let path = folder + "/" + name
       if name.hasSuffix(".plist" + SuiteLockFile.suffix) {
+        // An access group's lock file records nothing: alone, it is an empty file.
+        guard !keychain else { continue }
         let plist = String(name.dropLast(SuiteLockFile.suffix.count))
         guard !present.contains(plist) else { continue }
         // A suite's lock file is made when the suite is opened, and stays a
@@ -456,7 +462,7 @@ struct Doctor {
           .problem,
           "\(path) is a temporary file left by a writer that was stopped mid-write;"
             + " \(name.dropFirst().prefix(upTo: range.lowerBound)).plist itself is intact",
-          "rm '\(path)' (the next write to the suite removes it too)")
+          "rm '\(path)' (the next write to the \(keychain ? "access group" : "suite") removes it too)")
       } else if let range = name.range(of: ".plist.journal.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
         guard FileStatus(atPath: path)?.kind == .regularFile else {
@@ -474,6 +480,16 @@ struct Doctor {
             + " what you need with groupctl write, then delete it")
       } else if let range = name.range(of: ".plist.unreadable-") {
         let original = folder + "/" + name[..<range.lowerBound] + ".plist"
+        if keychain {
+          let group = URL(fileURLWithPath: folder).lastPathComponent
+          add(
+            .problem,
+            "\(path) was moved aside by a keychain call: it was not a keychain file, and"
+              + " access group \(group) started again empty",
+            "look at it (plutil -p '\(path)'), add again the items you need with groupctl"
+              + " keychain add-generic-password, then delete it")
+          continue
+        }
         // Read as the library reads it: a copy of a file read in part is not one that
         // started the suite again.
         if let copy = try? StoredSuite.read(plistAt: path), !copy.skipped.isEmpty {
