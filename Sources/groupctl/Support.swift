@@ -284,25 +284,41 @@ func describeFileError(_ error: any Error) -> String {
   }
 }
 
-/// Reads a whole file, or standard input for `-`.
+/// The most ``readInput(_:)`` reads: a property list to import (a domain holds at most 4 MiB)
+/// or an entitlements file is far smaller, and a file or standard input that goes on past it
+/// (`/dev/zero`, `yes |`, a sparse file) is refused, not read until memory runs out.
+let maximumInputBytes = 64 << 20
+
+/// Reads a whole file, or standard input for `-`, of ``maximumInputBytes`` at most.
 ///
 /// - Throws: ``CommandFailure`` naming the path and the reason.
 func readInput(_ path: String) throws -> Data {
-  if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-  var isDirectory: ObjCBool = false
-  if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue
-  {
-    throw CommandFailure("cannot read \(path): it is a folder")
+  let data: Data
+  if path == "-" {
+    data = Data(try StandardInput.allBytes(atMost: maximumInputBytes))
+  } else {
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+      isDirectory.boolValue
+    {
+      throw CommandFailure("cannot read \(path): it is a folder")
+    }
+    // Read through a handle: Data(contentsOf:) refuses a character device or a pipe
+    // (/dev/null, <(…)) with a misleading "Permission denied".
+    do {
+      let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+      defer { try? handle.close() }
+      data = try handle.read(upToCount: maximumInputBytes + 1) ?? Data()
+    } catch {
+      throw CommandFailure("cannot read \(path): \(describeFileError(error))")
+    }
   }
-  // Read through a handle: Data(contentsOf:) refuses a character device or a pipe
-  // (/dev/null, <(…)) with a misleading "Permission denied".
-  do {
-    let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-    defer { try? handle.close() }
-    return try handle.readToEnd() ?? Data()
-  } catch {
-    throw CommandFailure("cannot read \(path): \(describeFileError(error))")
+  guard data.count <= maximumInputBytes else {
+    throw CommandFailure(
+      "cannot read \(path == "-" ? "standard input" : path): it holds more than"
+        + " \(maximumInputBytes) bytes (64 MiB), the most a property list read here may hold")
   }
+  return data
 }
 
 /// Writes data to standard output as it is (for binary property lists).

@@ -523,6 +523,9 @@ struct GroupctlPreferencesTests {
     let array = g.t.sandbox.url.appendingPathComponent("array.plist")
     try PropertyListSerialization.data(fromPropertyList: ["a"], format: .xml, options: 0)
       .write(to: array)
+    let sparse = g.t.sandbox.url.appendingPathComponent("sparse.plist")
+    #expect(FileManager.default.createFile(atPath: sparse.path, contents: nil))
+    #expect(truncate(sparse.path, 1 << 40) == 0)
     let cases: [([String], String)] = [
       (["import", Self.app, bad.path], "cannot import \(bad.path): the 40-byte property list is neither binary nor valid XML"),
       (["import", Self.app, array.path], "its root is an array, not a dictionary"),
@@ -530,6 +533,10 @@ struct GroupctlPreferencesTests {
       (["import", Self.app, g.path], "it is a folder"),
       (["import", Self.app, "-"], "cannot import standard input: it is empty (0 bytes), not a property list"),
       (["import", Self.app, "/dev/null"], "cannot import /dev/null: it is empty (0 bytes), not a property list; \(Self.app) was not changed"),
+      // An input that never ends is refused at 64 MiB, not read until memory runs out.
+      (["import", Self.app, "/dev/zero"], "cannot read /dev/zero: it holds more than 67108864 bytes (64 MiB)"),
+      (["import", Self.app, sparse.path], "cannot read \(sparse.path): it holds more than 67108864 bytes"),
+      (["import-entitlements", Self.app, "/dev/zero"], "cannot read /dev/zero: it holds more than 67108864 bytes"),
     ]
     for (args, message) in cases {
       let result = try g.run(args, stdin: Data())
