@@ -300,7 +300,21 @@ struct FaultHostileInputTests {
     try FileManager.default.removeItem(at: world.root.manifestURL)
     try FileManager.default.createDirectory(at: world.root.manifestURL, withIntermediateDirectories: false)
     #expect(throws: AppGroupsError.self) { _ = try world.defaults(TestRoot.group) }
+    // Nor does a sparse terabyte: refused by its size, unread, in this process and another.
+    try FileManager.default.removeItem(at: world.root.manifestURL)
+    #expect(FileManager.default.createFile(atPath: world.root.manifestURL.path, contents: nil))
+    #expect(truncate(world.root.manifestURL.path, 1 << 40) == 0)
+    do {
+      _ = try world.defaults(TestRoot.group)
+      Issue.record("a suite opened under a manifest of a terabyte")
+    } catch let error as AppGroupsError {
+      #expect(error.code == .invalidManifest)
+      #expect(error.message.contains("more than the \(16 << 20) bytes it may hold"), "\(error.message)")
+    }
+    let (answer, diagnostics) = try prober.ask(
+      "manifest \(world.root.manifestURL.path)", answer: ["manifest "], timeout: 20)
+    #expect(answer?.hasPrefix("manifest refused invalidManifest") == true, "\(answer ?? "no answer") \(diagnostics)")
     #expect(snapshot(of: world.outside) == outsideBefore)
-    print("bad manifests: \(Self.badManifests.count + 2) refused")
+    print("bad manifests: \(Self.badManifests.count + 3) refused")
   }
 }

@@ -215,6 +215,31 @@ struct FaultUnreadableFileTests {
     }
   }
 
+  /// A file too large to read (here a sparse terabyte) is moved aside unread, by a process that
+  /// opens the suite: read whole, it would end every member for want of memory.
+  @Test func aFileOverTheSizeBoundIsMovedAsideUnread() throws {
+    let t = try TestRoot()
+    let prober = try Prober(t)
+    defer { prober.close() }
+    try FileManager.default.createDirectory(at: prober.preferences, withIntermediateDirectories: true)
+    let file = prober.file(ofSuite: "huge")
+    #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+    #expect(truncate(file.path, 1 << 40) == 0)
+    let (outcome, diagnostics) = try prober.open("huge", timeout: 10)
+    #expect(outcome == .values([:]), "\(outcome) \(diagnostics)")
+    #expect(
+      diagnostics.contains {
+        $0.contains("more than the \(PropertyListFile.maximumBytes) bytes") && $0.contains("moved it to")
+      }, "\(diagnostics)")
+    let aside = entries(of: prober.preferences).filter { $0.hasPrefix("huge.plist.unreadable-") }
+    #expect(aside.count == 1, "\(aside)")
+    let size = try aside.first.map {
+      try FileManager.default.attributesOfItem(
+        atPath: prober.preferences.appendingPathComponent($0).path)[.size] as? Int
+    }
+    #expect(size == 1 << 40)
+  }
+
   /// A worker, its diagnostics on stdout, that wrote `kept` = `yes` and synchronized it.
   private func readerThatKeptAValue(_ t: TestRoot) throws -> ChildProcess {
     let environment = t.environment().merging(["APPGROUPS_WORKER_DIAGNOSTICS": "stdout"]) { $1 }

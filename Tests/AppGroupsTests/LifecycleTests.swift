@@ -282,7 +282,12 @@ struct LifecycleTests {
 
     me.bundleIdentifier = TestRoot.widget
     try device.record(me)
+    // A record of a terabyte (sparse) is not one, and is not read: ps still answers.
+    let huge = device.runFolderURL.appendingPathComponent("999999.plist").path
+    #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+    #expect(truncate(huge, 1 << 40) == 0)
     #expect(try t.g.ok(["ps"]).contains("\(getpid())\trunning\t\(TestRoot.widget)\t/bin/me"))
+    #expect(device.allRecords().map(\.pid) == [getpid()])
     device.removeRecord(pid: getpid())
   }
 

@@ -68,6 +68,28 @@ struct PropertyListFileReadTests {
     try expectUnreadable(path, "it is a folder, not a regular file")
   }
 
+  @Test func aFileOverTheBoundIsUnreadableAndNotRead() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/suite.plist"
+    // Sparse: a read of it whole would take a terabyte of memory.
+    #expect(FileManager.default.createFile(atPath: path, contents: nil))
+    #expect(truncate(path, 1 << 40) == 0)
+    try expectUnreadable(
+      path, "it holds \(1 << 40) bytes, more than the \(PropertyListFile.maximumBytes) bytes it may hold")
+  }
+
+  @Test func aFileOfTheBoundIsReadAndOneByteMoreIsNot() throws {
+    let sandbox = try Sandbox()
+    let path = sandbox.path + "/bytes"
+    try Data(repeating: 7, count: 10).write(to: URL(fileURLWithPath: path))
+    #expect(try FileSystem.readFile(path, atMost: 10)?.0 == Data(repeating: 7, count: 10))
+    #expect {
+      _ = try FileSystem.readFile(path, atMost: 9)
+    } throws: { error in
+      (error as? SystemCallError)?.reason == "it holds 10 bytes, more than the 9 bytes it may hold"
+    }
+  }
+
   @Test func nothingAtThePathIsMissingAndARegularFileIsRead() throws {
     let sandbox = try Sandbox()
     let path = sandbox.path + "/suite.plist"

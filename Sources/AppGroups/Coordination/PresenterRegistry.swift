@@ -105,9 +105,10 @@ final class PresenterRegistry: @unchecked Sendable {
   }
 
   /// The registration `name` as it reads now; `nil` when it is missing or is not one (a
-  /// folder, a link, bytes that are not its property list).
+  /// folder, a link, bytes that are not its property list, more than the 64 KiB no
+  /// registration comes near).
   func record(named name: String) -> Record? {
-    guard let data = try? FileSystem.read(folder + "/" + name, followLinks: false)?.0,
+    guard let data = try? FileSystem.readFile(folder + "/" + name, atMost: 1 << 16)?.0,
       let list = try? PropertyListSerialization.propertyList(from: data, format: nil)
     else { return nil }
     return Record(name: name, propertyList: list)

@@ -188,12 +188,16 @@ public struct EntitlementManifest: Sendable, Equatable {
     return try decode(data, path: path)
   }
 
+  /// The most bytes a manifest is read for, 16 MiB: thousands of apps' entries fit in one.
+  /// A larger file is refused unread: every process reads the manifest.
+  static let maximumBytes = 16 << 20
+
   /// The bytes of the manifest's file at `path`, or `nil` when there is no file; refused when
-  /// they hold what a property list of entitlements cannot.
+  /// they hold what a property list of entitlements cannot, or more than ``maximumBytes``.
   private static func readData(atPath path: String) throws(AppGroupsError) -> Data? {
     let data: Data
     do {
-      guard let read = try FileSystem.readWhole(path) else { return nil }
+      guard let read = try FileSystem.readWhole(path, atMost: maximumBytes) else { return nil }
       data = read.data
     } catch {
       throw AppGroupsError(.invalidManifest, "\(path): cannot be read: \(error)", cause: error)

@@ -196,7 +196,8 @@ public struct Device: Sendable {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: runFolderURL.path)) ?? []
     return names.compactMap { name -> RunRecord? in
       guard name.hasSuffix(".plist"), let pid = Int32(name.dropLast(6)),
-        let data = try? FileSystem.read(recordPath(pid))?.0,
+        // A record is a few hundred bytes: one of more than 64 KiB is not one, and not read.
+        let data = try? FileSystem.readWhole(recordPath(pid), atMost: 1 << 16)?.data,
         let list = try? PropertyListSerialization.propertyList(from: data, format: nil),
         let record = RunRecord(propertyList: list), record.pid == pid
       else { return nil }

@@ -24,6 +24,12 @@ package enum PropertyListFile {
     case unreadable(reason: String, FileIdentity)
   }
 
+  /// The most bytes a preferences file is read for, 256 MiB: 64 times a domain's default size
+  /// limit (``GroupDefaults/Options/sizeLimit``). A larger file (a sparse one, a file some
+  /// other tool grew) is unreadable, as a damaged one is, without a byte of it read: read whole,
+  /// it would end every member that opens the suite for want of memory.
+  package static let maximumBytes = 256 << 20
+
   /// Reads the file at `path`.
   ///
   /// Only a regular file is read. A symbolic link (which could lead out of the container), a
@@ -43,6 +49,8 @@ package enum PropertyListFile {
   /// (``FileSystem/linkEntry(_:)``): the kind it says is the one screened, before anything is
   /// opened, and the path is not looked at again (what the open finds is the identity
   /// returned).
+  ///
+  /// A regular file of more than ``maximumBytes`` is unreadable, and not read.
   /// - Throws: a ``SystemCallError`` when the file exists but cannot be read (`EACCES`, `EIO`).
   static func read(
     _ path: String, indexing: Bool = false, looked: FileSystem.LinkEntry? = nil
@@ -54,8 +62,15 @@ package enum PropertyListFile {
     do {
       // Nothing there: no look to be told so again (a file made since is as one made after
       // the read; the watch's look after the load sees it).
-      guard let whole = try FileSystem.readWhole(path, followLinks: false) else { return .missing }
+      guard let whole = try FileSystem.readWhole(path, followLinks: false, atMost: maximumBytes)
+      else { return .missing }
       read = whole
+    } catch where error.isTooLarge {
+      // Over the bound (said by its size, before the read): what is there is a regular file.
+      var entry = looked
+      if entry == nil { entry = try FileSystem.linkEntry(path) }
+      guard let entry else { return .missing }
+      return .unreadable(reason: error.reason ?? "\(error)", entry.identity)
     } catch {
       // The open or the check refused what is there (a link: `ELOOP`; a fifo, a folder: not
       // a regular file), or the read failed: what is at the path says which.

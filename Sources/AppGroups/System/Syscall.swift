@@ -26,6 +26,8 @@ package struct SystemCallError: Error, Sendable, CustomStringConvertible {
   }
 
   var isNotFound: Bool { errno == ENOENT }
+  /// A read refused for the file's size (``FileSystem/readWhole(_:followLinks:atMost:)``).
+  var isTooLarge: Bool { errno == EFBIG }
 }
 
 /// Runs a system call that returns -1 and sets `errno` on failure, retrying
