@@ -264,6 +264,23 @@ struct GroupDefaultsTests {
     #expect(posted.lines.count == 2)
   }
 
+  /// A limit above the largest is taken as the largest: no domain is written that its readers
+  /// would find too large to read (a file over 256 MiB is moved aside unread).
+  @Test func aSizeLimitAboveTheLargestIsTakenAsTheLargest() throws {
+    let t = try TestRoot()
+    let d = try GroupDefaults(
+      suiteName: TestRoot.group, identity: AppIdentity(bundleIdentifier: TestRoot.app), root: t.root,
+      options: .init(sizeLimit: .max))
+    #expect {
+      try d.stage(.data(Data(count: GroupDefaults.Options.maximumSizeLimit + 1)), forKey: "huge")
+    } throws: { error in
+      (error as? AppGroupsError)?.code == .sizeLimitExceeded
+        && (error as? AppGroupsError)?.message.contains(
+          "over its limit of \(GroupDefaults.Options.maximumSizeLimit) bytes") == true
+    }
+    #expect(d.object(forKey: "huge") == nil)
+  }
+
   @Test func persistentAndVolatileDomains() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group)

@@ -164,8 +164,13 @@ public final class GroupDefaults: Sendable {
     /// pending and retries (default 1 s). A holder that is running or writing to disk is
     /// waited for, up to 30 s.
     public var lockTimeout: Duration = .seconds(1)
-    /// The largest size of the domain in bytes (default 4 MiB, as iOS).
+    /// The largest size of the domain in bytes (default 4 MiB, as iOS), at most
+    /// ``maximumSizeLimit``: a larger value is taken as that one.
     public var sizeLimit: Int = 4 * 1024 * 1024
+    /// The most ``sizeLimit`` can be, 64 MiB: a quarter of the 256 MiB a preferences file is
+    /// read for (a larger file is unreadable, and moved aside unread), so that no domain this
+    /// package writes is one it will not read back.
+    public static let maximumSizeLimit = 64 << 20
     public init(lockTimeout: Duration = .seconds(1), sizeLimit: Int = 4 * 1024 * 1024) {
       self.lockTimeout = lockTimeout
       self.sizeLimit = sizeLimit
@@ -211,7 +216,8 @@ public final class GroupDefaults: Sendable {
     let managedPath = root.managedPreferencesPath(forDomain: location.domain)
     // A suite's folder removed under a running process is made again, inside the root only.
     var storeOptions = SuiteStore.Options(
-      lockTimeout: options.lockTimeout, sizeLimit: options.sizeLimit, makeFolder: root.path)
+      lockTimeout: options.lockTimeout, sizeLimit: min(options.sizeLimit, Options.maximumSizeLimit),
+      makeFolder: root.path)
     // An app's suites follow the device's data protection; an administrator reads the files.
     // The device's monitor starts first: the store's gate reads the page it maps.
     var monitor: DeviceMonitor? = nil

@@ -25,7 +25,7 @@ package enum PropertyListFile {
   }
 
   /// The most bytes a preferences file is read for, 256 MiB: 64 times a domain's default size
-  /// limit (``GroupDefaults/Options/sizeLimit``). A larger file (a sparse one, a file some
+  /// limit, 4 times the largest (``GroupDefaults/Options/maximumSizeLimit``). A larger file (a sparse one, a file some
   /// other tool grew) is unreadable, as a damaged one is, without a byte of it read: read whole,
   /// it would end every member that opens the suite for want of memory.
   package static let maximumBytes = 256 << 20
