@@ -183,6 +183,30 @@ struct JournalDamageTests {
     #expect(!FileManager.default.fileExists(atPath: journalPath(t)), "the commit rewrote the plist")
   }
 
+  /// A sparse terabyte where the journal belongs, with no journal published: the commit that
+  /// starts one looks at it, and keeps it aside unread instead of reading it whole for its
+  /// header.
+  @Test func aFileTooLargeWhereTheJournalBelongsIsKeptAsideUnread() throws {
+    let t = try TestRoot()
+    try t.writeLargeSuitePlist()
+    #expect(FileManager.default.createFile(atPath: journalPath(t), contents: nil))
+    #expect(truncate(journalPath(t), 1 << 40) == 0)
+    let said = MessageLog()
+    try Diagnostics.withHandler({ said.append($0) }) {
+      let d = try t.defaults(TestRoot.group)
+      d.set("landed", forKey: "after")
+      #expect(d.synchronize())
+    }
+    let aside = try keptAside(t)
+    #expect(aside.count == 1)
+    #expect(
+      try aside.first.map { try FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int } == 1 << 40)
+    #expect(
+      said.lines.contains { $0.contains("more than the \(PropertyListFile.maximumBytes) bytes a journal is read for") },
+      "\(said.lines)")
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["after"] as? String == "landed")
+  }
+
   @Test(arguments: [true, false])
   func aFolderWhereTheJournalBelongsIsMovedAsideAndWritesGoOn(largeSuite: Bool) throws {
     let t = try TestRoot()

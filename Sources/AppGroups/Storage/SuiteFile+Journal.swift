@@ -97,7 +97,7 @@ extension SuiteFile {
     guard !damage.isEmpty || aside != nil else { return }
     let readable = damage.allSatisfy {
       switch $0 {
-      case .notARegularFile, .notAJournal, .missing, .replaced: return false
+      case .notARegularFile, .notAJournal, .missing, .replaced, .tooLarge: return false
       default: return true
       }
     }

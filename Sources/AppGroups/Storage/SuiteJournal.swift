@@ -100,6 +100,9 @@ package enum SuiteJournal {
     case header
     /// Bytes from `offset` to `end` are not whole records: the reader stopped at `offset`.
     case unparsed(offset: Int, end: Int)
+    /// More is to be read than ``PropertyListFile/maximumBytes``, which no journal comes near
+    /// (a large one is folded into the plist long before): nothing of it was read.
+    case tooLarge(size: Int)
 
     /// Whether a reader that does not hold the suite's lock may see this while a commit is in
     /// flight: a new journal's length is published just before it is renamed into place.
@@ -129,6 +132,8 @@ package enum SuiteJournal {
         return "its header is damaged (it does not name the plist it belongs to)"
       case .unparsed(let offset, let end):
         return "bytes \(offset) to \(end) of its durable length are not whole records"
+      case .tooLarge(let size):
+        return "it holds \(size) bytes, more than the \(PropertyListFile.maximumBytes) bytes a journal is read for"
       }
     }
   }
@@ -248,6 +253,9 @@ package enum SuiteJournal {
     // From the start, the header is read even when nothing is durable: it tells a journal of
     // another version (left by a compaction that crashed) from a file that is none.
     let count = start == 0 ? max(end, min(status.size, headerSize)) : end - start
+    guard count <= PropertyListFile.maximumBytes else {
+      return Tail(position: Position(inode: inode, end: 0), damage: [.tooLarge(size: status.size)])
+    }
     let bytes = try file.read(at: start, count: count)
     var offset = 0
     if start == 0 {
