@@ -317,7 +317,13 @@ struct LifecycleTests {
     #expect(notRunning.stderr.contains("\(TestRoot.app) is not running on \(t.path)"))
     let noProcess = try t.g.run(["resume", "2147483647"])
     #expect(noProcess.status == 1)
-    #expect(noProcess.stderr.contains("resuming 2147483647"))
-    #expect(noProcess.stderr.contains("No such process"))
+    #expect(
+      noProcess.stderr.contains("resuming 2147483647: there is no process 2147483647: it has ended, or never ran"),
+      "\(noProcess.stderr)")
+    #expect(!noProcess.stderr.contains("kill("), "\(noProcess.stderr)")
+    let noneToSuspend = try t.g.run(["suspend", "2147483647"])
+    #expect(noneToSuspend.status == 1)
+    #expect(
+      noneToSuspend.stderr.contains("suspending 2147483647: there is no process 2147483647"), "\(noneToSuspend.stderr)")
   }
 }

@@ -473,8 +473,8 @@ public struct Device: Sendable {
     }
   }
 
+  /// Said in the user's words, not the probe's (`kill(/proc/N): No such process`).
   private func noSuchProcess(_ pid: Int32, _ what: String) -> AppGroupsError {
-    AppGroupsError(
-      io: SystemCallError(call: "kill", path: "/proc/\(pid)", .noSuchProcess), "\(what) \(pid)")
+    AppGroupsError(.io, "\(what) \(pid): there is no process \(pid): it has ended, or never ran")
   }
 }
