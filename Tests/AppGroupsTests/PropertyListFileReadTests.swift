@@ -88,6 +88,13 @@ struct PropertyListFileReadTests {
     } throws: { error in
       (error as? SystemCallError)?.reason == "it holds 10 bytes, more than the 9 bytes it may hold"
     }
+    // Told no bound, a read takes the package's: a sparse terabyte is refused, unread.
+    #expect(truncate(path, 1 << 40) == 0)
+    #expect {
+      _ = try FileSystem.read(path)
+    } throws: { error in
+      (error as? SystemCallError)?.isTooLarge == true
+    }
   }
 
   @Test func nothingAtThePathIsMissingAndARegularFileIsRead() throws {

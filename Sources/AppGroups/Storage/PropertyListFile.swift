@@ -24,11 +24,12 @@ package enum PropertyListFile {
     case unreadable(reason: String, FileIdentity)
   }
 
-  /// The most bytes a preferences file is read for, 256 MiB: 64 times a domain's default size
-  /// limit, 4 times the largest (``GroupDefaults/Options/maximumSizeLimit``). A larger file (a sparse one, a file some
-  /// other tool grew) is unreadable, as a damaged one is, without a byte of it read: read whole,
-  /// it would end every member that opens the suite for want of memory.
-  package static let maximumBytes = 256 << 20
+  /// The most bytes a preferences file is read for, 256 MiB (``FileSystem/readBound``): 64
+  /// times a domain's default size limit, 4 times the largest
+  /// (``GroupDefaults/Options/maximumSizeLimit``). A larger file (a sparse one, a file some other
+  /// tool grew) is unreadable, as a damaged one is, without a byte of it read: read whole, it
+  /// would end every member that opens the suite for want of memory.
+  package static let maximumBytes = FileSystem.readBound
 
   /// Reads the file at `path`.
   ///

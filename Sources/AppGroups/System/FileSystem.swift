@@ -138,7 +138,8 @@ package enum FileSystem {
   ///
   /// Only a regular file is read: a fifo (which would block the reader for ever), a folder,
   /// a socket or a device is refused with a `SystemCallError` whose ``SystemCallError/reason``
-  /// says what it is. With `followLinks: false`, a symbolic link is refused too (`ELOOP`).
+  /// says what it is. With `followLinks: false`, a symbolic link is refused too (`ELOOP`). A
+  /// file of more than ``readBound`` bytes is refused (`EFBIG`) before a byte is read.
   static func read(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> (Data, FileIdentity)? {
     try readWhole(path, followLinks: followLinks).map { ($0.data, $0.identity) }
   }
@@ -157,11 +158,16 @@ package enum FileSystem {
     }
   }
 
+  /// The most a whole-file read takes when not told a bound of its own, 256 MiB: no file
+  /// this package reads whole comes near it, and a sparse file of a terabyte (or a log grown
+  /// without end) must not end the process that reads it for want of memory.
+  static let readBound = 256 << 20
+
   /// ``read(_:followLinks:)``, for the reads of a suite's open (its plist, the manifest). A file
   /// of more than `atMost` bytes is refused (`EFBIG`) before a byte is read, or as soon as one
   /// that grows while it is read passes the bound.
   static func readWhole(
-    _ path: String, followLinks: Bool = true, atMost: Int = .max
+    _ path: String, followLinks: Bool = true, atMost: Int = readBound
   ) throws(SystemCallError) -> WholeFile? {
     let fd: CInt
     do {
