@@ -291,6 +291,28 @@ struct LifecycleTests {
     device.removeRecord(pid: getpid())
   }
 
+  @Test func aLogGrownPastItsBoundIsReadForItsNewestLines() throws {
+    let t = try LifecycleRoot()
+    let device = t.device
+    try FileManager.default.createDirectory(at: device.runFolderURL, withIntermediateDirectories: true)
+    // A log of 300 MiB (sparse: a line of zeros), its oldest report at the start and its
+    // newest at the end.
+    let old = "2026-01-01T00:00:00Z terminated: \(LifecycleRoot.writer) (1) the oldest\n"
+    let new = "2026-12-01T00:00:00Z terminated: \(LifecycleRoot.writer) (2) the newest\n"
+    let log = device.logURL.path
+    #expect(FileManager.default.createFile(atPath: log, contents: Data(old.utf8)))
+    #expect(truncate(log, 300 << 20) == 0)
+    let handle = try FileHandle(forWritingTo: device.logURL)
+    try handle.seekToEnd()
+    try handle.write(contentsOf: Data(("\n" + new).utf8))
+    try handle.close()
+
+    #expect(device.logLines() == [String(new.dropLast())])
+    let ps = try t.g.ok(["ps"])
+    #expect(ps.contains("  " + new), "\(ps)")
+    #expect(!ps.contains("the oldest"))
+  }
+
   // MARK: Command lines
 
   @Test func suspendAndResumeRefuseBadInput() throws {

@@ -112,14 +112,13 @@ public enum CoordinationStatus {
   }
 
   /// The unanswered presenters and terminations reported in `root` (the lifecycle log and
-  /// the containers' coordination logs), oldest first.
+  /// the containers' coordination logs), oldest first; a log grown past 4 MiB is read for its
+  /// newest lines.
   public static func reports(root: ContainerRoot) -> [String] {
     var lines = Device(root: root).logLines().filter { $0.contains(" unanswered: ") }
     for (container, _) in folders(root: root) {
       let log = container + "/" + CoordinationLayout.folder + "/" + CoordinationLayout.logFile
-      if let data = try? FileSystem.read(log)?.0 {
-        lines += String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-      }
+      lines += FileSystem.logLines(log).map(String.init)
     }
     return lines.sorted()
   }

@@ -434,10 +434,10 @@ public struct Device: Sendable {
     if let bundle { post(AppLifecycle.didResumeNotification, bundle: bundle, pid: pid) }
   }
 
-  /// The log's lines, oldest first; empty when there is none.
+  /// The log's lines, oldest first; empty when there is none. A log grown past 4 MiB is read
+  /// for its newest lines.
   public func logLines() -> [String] {
-    guard let data = try? FileSystem.read(logURL.path)?.0 else { return [] }
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    FileSystem.logLines(logURL.path).map(String.init)
   }
 
   // MARK: Helpers

@@ -17,6 +17,28 @@ extension FileSystem {
     return Array(bytes.prefix(read))
   }
 
+  /// The most of a log that is read, its last 4 MiB: tens of thousands of lines, when a
+  /// reader wants the newest few.
+  static let logTailBytes = 4 << 20
+
+  /// The last lines of the log at `path`, oldest first, from its last `atMost` bytes: a log
+  /// that has grown past them is read for its newest lines, the cut line dropped, rather than
+  /// whole or not at all. Empty when there is no log; a log that cannot be read (a folder, a
+  /// fifo, refused) reads as empty too. Bytes that are not UTF-8 read as U+FFFD.
+  ///
+  /// The corresponding system calls are `open(2)`, `fstat(2)` and `pread(2)`.
+  static func logLines(_ path: String, atMost: Int = logTailBytes) -> [Substring] {
+    guard let file = try? OpenFile(existing: path, for: .reading, followingLinks: true),
+      let status = try? file.status(), status.isRegularFile
+    else { return [] }
+    let start = max(status.size - atMost, 0)
+    guard var bytes = try? file.read(at: start, count: status.size - start) else { return [] }
+    if start > 0, let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
+      bytes.removeSubrange(...newline)
+    }
+    return String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+  }
+
   /// Replaces the file at `path` with `bytes` atomically but not durably: a temporary file
   /// in the same folder (``temporaryPrefix(for:)``, mode `mode`), one `write(2)`, then
   /// `rename(2)` over `path`, which a folder's watchers hear as `IN_MOVED_TO`. Nothing is
