@@ -105,6 +105,33 @@ struct LifecycleTreeTests {
     #expect(try t.g.run(["doctor", "--locks"]).status == 0)
   }
 
+  @Test func anInheritedLockIsOneLockWithBothHolders() throws {
+    let t = try LifecycleRoot()
+    try FileManager.default.createDirectory(
+      atPath: (t.cachePath as NSString).deletingLastPathComponent,
+      withIntermediateDirectories: true)
+    // The shell takes the flock and starts a child that inherits the descriptor: one lock,
+    // one open file description, held by both.
+    let app = try t.launch(
+      LifecycleRoot.writer,
+      [
+        "/bin/sh", "-c",
+        "exec 9>\"$0\"; flock -x 9; sleep 600 & echo \"locked $!\"; wait", t.cachePath,
+      ], waitsForReady: false)
+    defer { app.signal(SIGKILL) }
+    let pid = app.process.processIdentifier
+    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
+    let child = try #require(Int32(locked.dropFirst(7)))
+
+    let ps = try t.g.ok(["ps"])
+    let lines = ps.split(separator: "\n").filter { $0.hasPrefix("  lock: ") }
+    #expect(
+      lines == [
+        "  lock: flock WRITE \(t.cachePath) (\(TestRoot.group)), held by processes \(pid) (sh)"
+          + " and \(child) (sleep)"
+      ], "\(ps)")
+  }
+
   @Test func aChildThatListensIsToldAndWaitedFor() throws {
     let t = try LifecycleRoot()
     try t.g.ok(["write", TestRoot.group, "shared", "yes"])

@@ -84,23 +84,32 @@ extension Device {
   static func locks(
     heldBy processes: [AppProcess], root: ContainerRoot
   ) -> [(lock: HeldLock, holders: [AppProcess])] {
+    merge(processes.flatMap { HeldLock.locks(heldBy: $0.pid, root: root) }, processes: processes)
+  }
+
+  /// `locks` with each lock once (the same kind, mode and first byte of the same file), with
+  /// the processes of `processes` that hold it, in the order `locks` first names each.
+  static func merge(
+    _ locks: [HeldLock], processes: [AppProcess]
+  ) -> [(lock: HeldLock, holders: [AppProcess])] {
     var result: [(lock: HeldLock, holders: [AppProcess])] = []
-    for process in processes {
-      for lock in HeldLock.locks(heldBy: process.pid, root: root) {
-        if let index = result.firstIndex(where: {
-          $0.lock.path == lock.path && $0.lock.kind == lock.kind
-        }) {
-          result[index].holders.append(process)
-        } else {
-          result.append((lock, [process]))
-        }
+    for lock in locks {
+      let holder = processes.first { $0.pid == lock.pid }
+      if let index = result.firstIndex(where: {
+        $0.lock.path == lock.path && $0.lock.kind == lock.kind && $0.lock.start == lock.start
+          && $0.lock.isExclusive == lock.isExclusive
+      }) {
+        if let holder { result[index].holders.append(holder) }
+      } else {
+        result.append((lock, holder.map { [$0] } ?? []))
       }
     }
     return result
   }
 
-  /// `process 4054 (sqlite3)`, or `processes 4053 (sh) and 4054 (sqlite3)`.
-  static func describe(_ holders: [AppProcess]) -> String {
+  /// How a report names the processes holding a lock: `process 4054 (sqlite3)`, or
+  /// `processes 4053 (sh) and 4054 (sqlite3)`.
+  public static func describe(_ holders: [AppProcess]) -> String {
     let names = holders.map(\.description)
     guard names.count > 1 else { return "process " + (names.first ?? "?") }
     return "processes " + names.dropLast().joined(separator: ", ") + " and " + (names.last ?? "")

@@ -71,8 +71,13 @@ public struct RunningApp: Sendable {
   /// The process's state now.
   public let state: State
   /// The locks its processes hold on files in group containers (each with the process that
-  /// holds it, ``HeldLock/pid``).
+  /// holds it, ``HeldLock/pid``): a lock held by two processes is here twice.
   public let locks: [HeldLock]
+  /// Each of ``locks`` once, with every process of the app that holds it: an `flock` or OFD
+  /// lock passed on through `fork` is one lock, held by each process that has the file open.
+  public var distinctLocks: [(lock: HeldLock, holders: [AppProcess])] {
+    Device.merge(locks, processes: processes)
+  }
   /// Its processes: the one `groupctl run` started, then its descendants
   /// (``Device/processes(ofApp:)``).
   public let processes: [AppProcess]

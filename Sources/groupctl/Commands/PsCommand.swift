@@ -65,13 +65,12 @@ struct PsCommand: ParsableCommand {
         let state = process.isStopped ? "stopped" : "running"
         printOut("  process: \(process.pid)\t\(state)\t\(process.command)")
       }
-      for lock in app.locks {
-        guard lock.pid != record.pid else {
+      for (lock, holders) in app.distinctLocks {
+        guard holders.map(\.pid) != [record.pid] else {
           printOut("  lock: \(lock)")
           continue
         }
-        let holder = app.processes.first { $0.pid == lock.pid }.map(\.description) ?? "\(lock.pid)"
-        printOut("  lock: \(lock), held by process \(holder)")
+        printOut("  lock: \(lock), held by \(holders.isEmpty ? "process \(lock.pid)" : Device.describe(holders))")
       }
       let pids = Set(app.processes.map(\.pid) + [record.pid])
       for presenter in presenters where pids.contains(presenter.pid) {
