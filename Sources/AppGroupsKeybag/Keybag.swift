@@ -205,7 +205,7 @@ public struct Keybag: Sendable {
       throw KeybagError(
         .invalidPasscode, "the new passcode was refused: \(problem); nothing was changed")
     }
-    try withDevice { record, contents throws(KeybagError) in
+    try withDevice(publishingEarly: { record, contents, publishNow throws(KeybagError) in
       try requireUnlocked(record, "changing the passcode")
       var keys: [KeyClass: [UInt8]] = [:]
       defer { Self.wipe(&keys) }
@@ -244,11 +244,16 @@ public struct Keybag: Sendable {
       var sealing = try derive(passcode, next)
       defer { Crypto.wipe(&sealing) }
       for (keyClass, key) in keys { try next.seal(key, as: keyClass, with: sealing) }
+      // The device says it has a passcode before the keybag needs one: a process stopped
+      // between the two writes leaves a device that restarts before its first unlock (the
+      // unlock then finds the keybag without a passcode, and says so), never one that
+      // restarts unlocked with every class sealed by a passcode.
+      record.hasPasscode = true
+      publishNow(record)
       try save(next)
       contents = next
-      record.hasPasscode = true
       storeIgnoringUnavailableKeyring(keys, record)
-    }
+    })
   }
 
   /// Clears the passcode: every class is then sealed with the device key, and the
@@ -277,9 +282,9 @@ public struct Keybag: Sendable {
       next.hasPasscode = false
       next.sealed[.passcodeSetThisDeviceOnly] = nil
       for (keyClass, key) in keys { try next.seal(key, as: keyClass, with: next.deviceKey) }
-      try save(next)
-      contents = next
-      record.hasPasscode = false
+      // The key goes from the kernel's keyring before the keybag forgets it: a process
+      // stopped between the two leaves the passcode set and that class unavailable until the
+      // next unlock puts the key back, never the key served after the keybag destroyed it.
       let keyring = DeviceKeyring(deviceIdentifier: record.deviceIdentifier, rootPath: root.path)
       do throws(DeviceKeyring.Failure) {
         try keyring.remove(
@@ -287,8 +292,14 @@ public struct Keybag: Sendable {
       } catch  where error.isUnavailable {
         // No keyring: the key was never stored there.
       } catch {
-        Diagnostics.report("clearing the passcode of \(root.path): \(error.message)")
+        throw KeybagError(
+          .keyringUnavailable,
+          "clearing the passcode of \(root.path): the \(KeyClass.passcodeSetThisDeviceOnly) key"
+            + " cannot be removed from the kernel's keyring (\(error.message)); nothing was changed")
       }
+      try save(next)
+      contents = next
+      record.hasPasscode = false
       storeIgnoringUnavailableKeyring(keys, record)
     }
   }
@@ -353,6 +364,17 @@ public struct Keybag: Sendable {
     _ opened: DeviceStateFile? = nil,
     _ body: (inout DeviceRecord, inout KeybagContents) throws(KeybagError) -> Result
   ) throws(KeybagError) -> Result {
+    try withDevice(opened, publishingEarly: { record, contents, _ throws(KeybagError) in
+      try body(&record, &contents)
+    })
+  }
+
+  /// ``withDevice(_:_:)``, whose body may publish a record before it returns (see
+  /// ``DeviceStateFile/transition(publishingEarly:)``).
+  private func withDevice<Result>(
+    _ opened: DeviceStateFile? = nil,
+    publishingEarly body: (inout DeviceRecord, inout KeybagContents, @escaping (DeviceRecord) -> Void) throws(KeybagError) -> Result
+  ) throws(KeybagError) -> Result {
     let file: DeviceStateFile
     if let opened {
       file = opened
@@ -365,20 +387,22 @@ public struct Keybag: Sendable {
     }
     let outcome: Swift.Result<Result, KeybagError>
     do {
-      outcome = try file.transition {
-        record throws(AppGroupsError) -> Swift.Result<Result, KeybagError> in
+      outcome = try file.transition(publishingEarly: {
+        record, publishNow throws(AppGroupsError) -> Swift.Result<Result, KeybagError> in
         var changed = record
+        // The record brought in line with the keybag (see `load`): kept when the body fails.
+        var aligned: DeviceRecord?
         do throws(KeybagError) {
           var contents = try load(&changed)
-          let result = try body(&changed, &contents)
+          aligned = changed
+          let result = try body(&changed, &contents, publishNow)
           record = changed
           return .success(result)
         } catch {
-          // A keybag that named the device differently is still adopted (see `load`).
-          if changed.deviceIdentifier != record.deviceIdentifier { record = changed }
+          if let aligned { record = aligned }
           return .failure(error)
         }
-      }
+      })
     } catch {
       throw KeybagError(error)
     }
@@ -426,6 +450,7 @@ public struct Keybag: Sendable {
   }
 
   private func save(_ contents: KeybagContents) throws(KeybagError) {
+    TestHooks.beforeKeybagSave?(path)
     let bytes = try contents.encoded()
     do {
       try KeybagStorage(root: root).write(bytes)

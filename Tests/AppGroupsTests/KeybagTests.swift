@@ -233,6 +233,47 @@ struct KeybagTests {
       try r.keybag.classKey(.passcodeSetThisDeviceOnly) != old, "a new passcode makes a new one")
   }
 
+  /// `groupctl device ARGS` stopped just before it writes the keybag, then killed there.
+  private func killedBeforeTheKeybagIsWritten(_ r: KeybagRoot, _ args: [String]) throws {
+    let marker = r.t.sandbox.url.appendingPathComponent("before-keybag-save").path
+    let child = try ChildProcess(
+      "groupctl", ["--root", r.t.path, "device"] + args,
+      environment: ["APPGROUPS_ROOT": r.t.path, "APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE": marker])
+    #expect(waitForFile(marker, timeout: 30), "\(child.standardError)")
+    child.signal(SIGKILL)
+    #expect(child.wait() == SIGKILL)
+  }
+
+  @Test func aPasscodeSetThatIsKilledNeverLeavesADeviceThatRestartsUnlocked() throws {
+    let r = try KeybagRoot()
+    try r.keybag.prepare()
+    try killedBeforeTheKeybagIsWritten(r, ["passcode", "set", "1234"])
+    // The state said "a passcode is set" before the keybag was to be sealed with it.
+    #expect(r.state.hasPasscode)
+    try r.device.reboot()
+    #expect(r.state.lockState == .beforeFirstUnlock)
+    expectRefusal(.unavailable) { try r.keybag.classKey(.completeUntilFirstUserAuthentication) }
+    // The keybag has no passcode: the unlock says so, then the device agrees with it.
+    expectRefusal(.noPasscodeSet) { try r.keybag.unlock(passcode: "1234") }
+    #expect(!r.state.hasPasscode)
+    try r.keybag.unlock()
+    _ = try r.keybag.classKey(.complete)
+  }
+
+  @Test func aPasscodeClearThatIsKilledNeverServesTheKeyItDestroys() throws {
+    let r = try KeybagRoot()
+    try r.keybag.setPasscode("1234")
+    _ = try r.keybag.classKey(.passcodeSetThisDeviceOnly)
+    try killedBeforeTheKeybagIsWritten(r, ["passcode", "clear", "--passcode", "1234"])
+    // The key left the kernel's keyring before the keybag could forget it.
+    expectRefusal(.unavailable) { try r.keybag.classKey(.passcodeSetThisDeviceOnly) }
+    // The keybag still holds the passcode: an unlock with it brings the class back.
+    #expect(r.state.hasPasscode)
+    try r.device.lock(grace: .zero)
+    try r.keybag.unlock(passcode: "1234")
+    _ = try r.keybag.classKey(.passcodeSetThisDeviceOnly)
+  }
+
   @Test func passcodeChangesNeedTheCurrentCodeAndAnUnlockedDevice() throws {
     let r = try KeybagRoot()
     expectRefusal(.invalidPasscode) { try r.keybag.setPasscode("12") }

@@ -192,6 +192,19 @@ package final class DeviceStateFile: Sendable {
   package func transition<Result>(
     _ body: (inout DeviceRecord) throws(AppGroupsError) -> Result
   ) throws(AppGroupsError) -> Result {
+    try transition(publishingEarly: { record, _ throws(AppGroupsError) in try body(&record) })
+  }
+
+  /// ``transition(_:)``, whose body may also publish a record before it returns
+  /// (`publishNow`), for a change of two files whose order matters: a passcode being set
+  /// publishes "a passcode is set" before the keybag is sealed with it, so that a process
+  /// killed between the two leaves a device that asks for a passcode it may not have (which
+  /// the next unlock repairs), never one that restarts unlocked with a keybag that needs one.
+  /// What the body leaves is published when it returns; when it throws, the record as it was
+  /// before it ran is published again.
+  package func transition<Result>(
+    publishingEarly body: (inout DeviceRecord, _ publishNow: @escaping (DeviceRecord) -> Void) throws(AppGroupsError) -> Result
+  ) throws(AppGroupsError) -> Result {
     try gate.withLock { _ throws(AppGroupsError) -> Result in
       do throws(LockedFile.Failure) {
         try file.lock(until: FileSystem.deadline(after: Self.lockTimeout))
@@ -219,14 +232,18 @@ package final class DeviceStateFile: Sendable {
         repaired = true
       }
       let before = record
+      var publishedEarly = false
       let result: Result
       do throws(AppGroupsError) {
-        result = try body(&record)
+        result = try body(&record) { early in
+          publishedEarly = true
+          self.publish(early, on: page)
+        }
       } catch {
-        if repaired { publish(before, on: page) }
+        if repaired || publishedEarly { publish(before, on: page) }
         throw error
       }
-      if repaired || record != before { publish(record, on: page) }
+      if repaired || publishedEarly || record != before { publish(record, on: page) }
       return result
     }
   }

@@ -7,7 +7,7 @@ import Glibc
 /// Each hook is an optional closure, `nil` unless a test asked for it: a call site checks it
 /// inline (`TestHooks.whileHoldingLock?(path)`) and calls nothing when it is off. A release
 /// build has none at all.
-enum TestHooks {
+package enum TestHooks {
   /// `APPGROUPS_TEST_PAUSE_IN_COMMIT=<path>`: a commit, once it holds the lock, creates
   /// `<path>` and raises SIGSTOP on itself, so that a test can observe other processes while
   /// this one holds the lock, then SIGCONT it.
@@ -34,6 +34,11 @@ enum TestHooks {
   /// drain is over and before it writes its ready file, creates `<path>` and raises SIGSTOP on
   /// itself: its answer comes too late for the suspender.
   static let beforeAnswer = hook("APPGROUPS_TEST_PAUSE_BEFORE_ANSWER")
+
+  /// `APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE=<path>`: a change of the keybag, just before
+  /// its file is written, creates `<path>` and raises SIGSTOP on itself, so that a test can
+  /// kill it between the keybag's write and the device state's.
+  package static let beforeKeybagSave = hook("APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE")
 
   /// The hook the environment variable `name` asks for: writes the path it is called with
   /// to the marker file the variable names, then stops the process.
