@@ -233,9 +233,21 @@ struct DomainScan {
     domains.compactMap { entry in entry.values.map { (entry.resolved, $0) } }
   }
 
-  init(globals: GlobalOptions) {
+  /// - Throws: ``CommandFailure`` when the command runs as an app (`--as`) before the
+  ///   device's first unlock: no domain's values can be read then, and an empty answer
+  ///   would say there are none.
+  init(globals: GlobalOptions) throws {
     let root = globals.containerRoot
     warnIfMissing(root)
+    if let identity = try globals.appIdentity(),
+      let reason = DeviceState.current(root: root)
+        .unavailabilityReason(for: .completeUntilFirstUserAuthentication)
+    {
+      throw CommandFailure(
+        "no domain can be read as \(identity.bundleIdentifier): protected data is unavailable"
+          + " (\(reason)); an app sees none of its values until the first unlock"
+          + " ('groupctl device unlock'); nothing was read")
+    }
     for name in SuiteResolver.domainsWithPreferences(root: root) {
       guard let resolved = try? ResolvedDomain(name, globals: globals) else {
         continue

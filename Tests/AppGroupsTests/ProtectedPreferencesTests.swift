@@ -197,6 +197,19 @@ struct ProtectedPreferencesTests {
         ),
         "\(args): \(result.stderr)")
     }
+    // The commands that look through every domain: an empty answer would say there is none.
+    for args in [
+      ["--as", TestRoot.app, "read"], ["--as", TestRoot.app, "domains"],
+      ["--as", TestRoot.app, "find", "dark"],
+    ] {
+      let result = try groupctl(args)
+      #expect(result.status == 1 && result.stdout.isEmpty, "\(args): \(result)")
+      #expect(
+        result.stderr.contains(
+          "no domain can be read as \(TestRoot.app): protected data is unavailable (before first unlock"
+        ),
+        "\(args): \(result.stderr)")
+    }
     let explain = try groupctl(["--as", TestRoot.app, "explain", TestRoot.group, "theme"])
     #expect(explain.status == 0)
     #expect(
@@ -211,6 +224,7 @@ struct ProtectedPreferencesTests {
     _ = try groupctl(["device", "unlock", "--passcode", "1234"])
     #expect(
       try groupctl(["--as", TestRoot.app, "read", TestRoot.group, "theme"]).stdout == "dark\n")
+    #expect(try groupctl(["--as", TestRoot.app, "find", "dark"]).stdout.contains("theme = dark"))
   }
 
   @Test func aSchemaWaitsForTheFirstUnlockToMigrate() throws {

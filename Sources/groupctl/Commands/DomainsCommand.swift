@@ -18,7 +18,7 @@ struct DomainsCommand: ParsableCommand {
   let arguments: Arguments
 
   func run() throws {
-    let scan = DomainScan(globals: globals)
+    let scan = try DomainScan(globals: globals)
     for (resolved, _) in scan.domains {
       printOut(resolved.domain.description)
     }

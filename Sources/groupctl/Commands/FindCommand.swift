@@ -22,7 +22,7 @@ struct FindCommand: ParsableCommand {
     let word = arguments[Self.word]
     let needle = word.lowercased()
     var found = false
-    let scan = DomainScan(globals: globals)
+    let scan = try DomainScan(globals: globals)
     for (resolved, values) in scan.readable {
       let name = resolved.domain.description
       let matches =

@@ -27,7 +27,7 @@ struct ReadCommand: ParsableCommand {
 
   func run() throws {
     guard let domain = arguments[.optionalDomain] else {
-      let scan = DomainScan(globals: globals)
+      let scan = try DomainScan(globals: globals)
       var all: [String: PropertyListValue] = [:]
       for (resolved, values) in scan.readable {
         all[resolved.domain.description] = .dictionary(values)
