@@ -132,6 +132,37 @@ struct LifecycleTreeTests {
       ], "\(ps)")
   }
 
+  @Test func aRebootEndsEveryProcessOfEveryAppEvenOneLaunchedDuringIt() throws {
+    let t = try LifecycleRoot()
+    try FileManager.default.createDirectory(
+      atPath: (t.cachePath as NSString).deletingLastPathComponent,
+      withIntermediateDirectories: true)
+    // An app whose child holds the cache's lock, and one that ignores SIGTERM, so that the
+    // reboot waits out its grace.
+    let app = try t.launch(
+      LifecycleRoot.writer, lockingChild(t, shape: "child"), waitsForReady: false)
+    defer { app.signal(SIGKILL) }
+    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
+    let child = try #require(Int32(locked.dropFirst(7)))
+    let stubborn = try t.launch(
+      TestRoot.app,
+      ["/bin/sh", "-c", "trap 'echo told' TERM; echo ready; while :; do sleep 0.05; done"])
+    defer { stubborn.signal(SIGKILL) }
+
+    let reboot = try ChildProcess(
+      "groupctl", ["--root", t.path, "device", "reboot", "--grace", "3"],
+      environment: ["APPGROUPS_ROOT": t.path])
+    // Launched while the reboot waits for the stubborn app.
+    #expect(stubborn.waitFor("told"), "\(stubborn.standardError)")
+    let late = try t.launch(
+      TestRoot.widget, ["/bin/sh", "-c", "echo ready; exec sleep 600"])
+    defer { late.signal(SIGKILL) }
+    #expect(reboot.wait() == 0, "\(reboot.standardError)")
+    #expect(isGone(child), "the child \(child) still runs: \(processState(child) ?? "?")")
+    #expect(isGone(late.process.processIdentifier), "the app launched during the reboot still runs")
+    #expect(try t.g.ok(["ps"]) == "PID\tSTATE\tBUNDLE-ID\tEXECUTABLE\n")
+  }
+
   @Test func aChildThatListensIsToldAndWaitedFor() throws {
     let t = try LifecycleRoot()
     try t.g.ok(["write", TestRoot.group, "shared", "yes"])

@@ -66,9 +66,10 @@ extension Device {
 
   /// Restarts the device, as a shutdown and a start do.
   ///
-  /// 1. Every app `groupctl run` started and that still runs is told: SIGTERM (a suspended
-  ///    one is resumed first), on which the library lands its pending changes and the process
-  ///    exits. One still running after `grace` is killed (SIGKILL). Their run records go.
+  /// 1. Every app `groupctl run` started and that still runs is told: SIGTERM to each of its
+  ///    processes (a suspended app is resumed first), on which the library lands its pending
+  ///    changes and the process exits. A process still running after `grace` is killed
+  ///    (SIGKILL). Their run records go. An app launched meanwhile is told in turn.
   /// 2. Every key of the device leaves the kernel's keyring.
   /// 3. The device starts again: `before-first-unlock` with a passcode, `unlocked` without;
   ///    ``DeviceState/bootSession`` moves.
@@ -107,28 +108,52 @@ extension Device {
     return terminations
   }
 
-  /// Tells every running app of the device to end, waits `grace` for them, kills the rest.
+  /// Tells every running app of the device to end, each of its processes (the one `groupctl
+  /// run` started and its descendants, as ``suspend(pid:grace:reportOnly:)`` stops them all),
+  /// waits `grace` for them, kills the rest. An app launched meanwhile is told in turn (a few
+  /// rounds at most): none is left running into the new boot.
   private func terminateApps(grace: Duration) -> [RebootTermination] {
-    var watched: [(record: RunRecord, handle: ProcessHandle)] = []
+    var terminations: [RebootTermination] = []
+    var told: Set<Int32> = []
+    for _ in 0..<3 {
+      let apps = runningApps().filter { !told.contains($0.record.pid) }
+      if apps.isEmpty { break }
+      told.formUnion(apps.map(\.record.pid))
+      terminations += terminate(apps, grace: grace)
+    }
+    return terminations
+  }
+
+  private func terminate(_ apps: [RunningApp], grace: Duration) -> [RebootTermination] {
+    // Each process of each app, with a descriptor of it: a pid handed out again is never
+    // waited for. The first process of an app first.
+    var watched: [(app: Int, handle: ProcessHandle)] = []
     var survivors: [RunRecord] = []
-    for app in runningApps() {
+    var records: [RunRecord] = []
+    for app in apps {
       let record = app.record
-      // A descriptor of the process itself: a pid handed out again is never signalled.
-      guard let handle = try? ProcessHandle(pid: record.pid), Self.isLive(record) else { continue }
+      guard Self.isLive(record), (try? ProcessHandle(pid: record.pid)) != nil else { continue }
       if app.state != .running { try? resume(pid: record.pid) }
+      let members = Self.processes(ofApp: record.pid)
+      let handles = members.compactMap { try? ProcessHandle(pid: $0.pid) }
       do {
         try Processes.send(.terminate, to: record.pid)
-        watched.append((record, handle))
       } catch {
         survivors.append(record)
+        continue
+      }
+      records.append(record)
+      for handle in handles {
+        if handle.pid != record.pid { try? Processes.send(.terminate, to: handle.pid) }
+        watched.append((records.count - 1, handle))
       }
     }
     var ended = ProcessHandle.waitForExit(
       watched.map(\.handle), until: FileSystem.deadline(after: grace))
     var killed: Set<Int> = []
     for (index, entry) in watched.enumerated() where !ended.contains(index) {
-      try? Processes.send(.kill, to: entry.record.pid)
-      killed.insert(index)
+      try? Processes.send(.kill, to: entry.handle.pid)
+      killed.insert(entry.app)
     }
     if !killed.isEmpty {
       ended.formUnion(
@@ -136,10 +161,10 @@ extension Device {
           watched.map(\.handle), until: FileSystem.deadline(after: .seconds(2))))
     }
     var terminations: [RebootTermination] = []
-    for (index, entry) in watched.enumerated() {
-      removeRecord(pid: entry.record.pid)
+    for (index, record) in records.enumerated() {
+      removeRecord(pid: record.pid)
       terminations.append(
-        RebootTermination(record: entry.record, ending: killed.contains(index) ? .killed : .exited))
+        RebootTermination(record: record, ending: killed.contains(index) ? .killed : .exited))
     }
     terminations += survivors.map { RebootTermination(record: $0, ending: .survived) }
     return terminations
