@@ -347,5 +347,33 @@ struct LifecycleTests {
     #expect(noneToSuspend.status == 1)
     #expect(
       noneToSuspend.stderr.contains("suspending 2147483647: there is no process 2147483647"), "\(noneToSuspend.stderr)")
+
+    let sleep = URL(fileURLWithPath: "/bin/sleep")
+    // A stopped process that is no app: resume leaves it as it is, as suspend does.
+    let stranger = try ChildProcess(
+      executable: sleep, ["600"], environment: ["APPGROUPS_BUNDLE_ID": "", "APPGROUPS_ROOT": ""])
+    defer { stranger.signal(SIGKILL) }
+    let strangerID = stranger.process.processIdentifier
+    stranger.signal(SIGSTOP)
+    #expect(waitUntilStopped(strangerID, timeout: 30))
+    let notAnApp = try t.g.run(["resume", String(strangerID)])
+    #expect(notAnApp.status == 1 && notAnApp.stdout.isEmpty, "\(notAnApp)")
+    #expect(notAnApp.stderr.contains("was not launched with groupctl run"), "\(notAnApp.stderr)")
+    #expect(processState(strangerID) == "T")
+    // An app of another root is that root's: neither suspended nor resumed from this one.
+    let elsewhere = try ChildProcess(
+      executable: sleep, ["600"],
+      environment: ["APPGROUPS_BUNDLE_ID": TestRoot.app, "APPGROUPS_ROOT": t.path + "-another"])
+    defer { elsewhere.signal(SIGKILL) }
+    let elsewhereID = elsewhere.process.processIdentifier
+    for verb in ["suspend", "resume"] {
+      let refused = try t.g.run([verb, String(elsewhereID)])
+      #expect(refused.status == 1, "\(verb): \(refused)")
+      #expect(
+        refused.stderr.contains(
+          "process \(elsewhereID) is not an app of the device at \(t.path): its APPGROUPS_ROOT is"
+            + " \(t.path)-another, another root's"), "\(verb): \(refused.stderr)")
+    }
+    #expect(processState(elsewhereID) != "T")
   }
 }

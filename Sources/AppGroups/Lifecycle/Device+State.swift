@@ -133,7 +133,7 @@ extension Device {
     for app in apps {
       let record = app.record
       guard Self.isLive(record), (try? ProcessHandle(pid: record.pid)) != nil else { continue }
-      if app.state != .running { try? resume(pid: record.pid) }
+      if app.state != .running { _ = try? resume(pid: record.pid) }
       let members = Self.processes(ofApp: record.pid)
       let handles = members.compactMap { try? ProcessHandle(pid: $0.pid) }
       do {

@@ -265,6 +265,34 @@ public struct Device: Sendable {
     return ProcessStatus.environmentValue(AppIdentity.environmentVariable, pid: pid)
   }
 
+  /// The bundle identifier of `pid` as an app of this device: its live record's, else its
+  /// `APPGROUPS_BUNDLE_ID` when its `APPGROUPS_ROOT` names this root.
+  ///
+  /// - Throws: `.invalidName` when it has neither, when it is an app of another root (its
+  ///   locks and groups are that root's, which this device does not look at), or when the
+  ///   bundle identifier is not a valid one.
+  func appBundleIdentifier(of pid: Int32) throws(AppGroupsError) -> String {
+    if let record = liveRecord(pid: pid) { return record.bundleIdentifier }
+    guard let bundle = ProcessStatus.environmentValue(AppIdentity.environmentVariable, pid: pid),
+      !bundle.isEmpty
+    else {
+      throw AppGroupsError(
+        .invalidName,
+        "process \(pid) was not launched with groupctl run and has no"
+          + " \(AppIdentity.environmentVariable): which app it is is unknown")
+    }
+    let itsRoot = ProcessStatus.environmentValue(ContainerRoot.environmentVariable, pid: pid)
+    guard itsRoot == root.path || itsRoot.flatMap({ Paths.realPath($0) }) == root.path else {
+      throw AppGroupsError(
+        .invalidName,
+        "process \(pid) is not an app of the device at \(root.path): its"
+          + " \(ContainerRoot.environmentVariable) is "
+          + (itsRoot.map { "\($0), another root's; give that root (--root)" } ?? "not set"))
+    }
+    try Names.validateBundleIdentifier(bundle)
+    return bundle
+  }
+
   // MARK: Suspend and resume
 
   /// Suspends the app whose first process is `pid` as iOS suspends an app: tells it, waits
@@ -298,13 +326,7 @@ public struct Device: Sendable {
     pid: Int32, grace: Duration = AppLifecycle.gracePeriod, reportOnly: Bool = false
   ) throws(AppGroupsError) -> SuspensionOutcome {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "suspending") }
-    guard let bundle = bundleIdentifier(of: pid) else {
-      throw AppGroupsError(
-        .invalidName,
-        "process \(pid) was not launched with groupctl run and has no"
-          + " \(AppIdentity.environmentVariable): which app it is is unknown")
-    }
-    try Names.validateBundleIdentifier(bundle)
+    let bundle = try appBundleIdentifier(of: pid)
     let handshakeFolder = SuspensionHandshake.folder(root: root, bundleIdentifier: bundle)
     do {
       try FileSystem.makeDirectory(handshakeFolder, within: root.path)
@@ -420,23 +442,28 @@ public struct Device: Sendable {
   /// them, the first one first, and posts ``AppLifecycle/didResumeNotification`` in each of
   /// its groups.
   ///
-  /// - Throws: `.io` when there is no such process or it cannot be signalled.
-  public func resume(pid: Int32) throws(AppGroupsError) {
+  /// - Returns: The app's bundle identifier and its processes, as they were before the
+  ///   resume (one may exit as soon as it runs again).
+  /// - Throws: `.io` when there is no such process or it cannot be signalled; `.invalidName`
+  ///   when it is not an app of this device (as ``suspend(pid:grace:reportOnly:)``).
+  @discardableResult
+  public func resume(pid: Int32) throws(AppGroupsError) -> (
+    bundleIdentifier: String, processes: [AppProcess]
+  ) {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "resuming") }
-    let bundle = bundleIdentifier(of: pid)
+    let bundle = try appBundleIdentifier(of: pid)
     let members = Self.processes(ofApp: pid)
-    if let bundle, (try? Names.validateBundleIdentifier(bundle)) != nil {
-      for member in members {
-        SuspensionHandshake.removeAnswers(root: root, bundleIdentifier: bundle, pid: member.pid)
-      }
+    for member in members {
+      SuspensionHandshake.removeAnswers(root: root, bundleIdentifier: bundle, pid: member.pid)
     }
-    try signal(pid, .continue, "resuming \(bundle ?? "process \(pid)")")
+    try signal(pid, .continue, "resuming \(bundle)")
     _ = signalApp(pid, .continue)
     if var record = liveRecord(pid: pid), record.isSuspended {
       record.isSuspended = false
       try self.record(record)
     }
-    if let bundle { post(AppLifecycle.didResumeNotification, bundle: bundle, pid: pid) }
+    post(AppLifecycle.didResumeNotification, bundle: bundle, pid: pid)
+    return (bundle, members)
   }
 
   /// The log's lines, oldest first; empty when there is none. A log grown past 4 MiB is read

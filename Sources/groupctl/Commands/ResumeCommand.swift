@@ -15,7 +15,8 @@ struct ResumeCommand: ParsableCommand {
       \(AppLifecycle.didResumeNotification) in each of the app's groups. An app that \
       watches its suites sees what changed while it was suspended (the example widget \
       re-renders once, through refreshIfChanged()). Exits with 1 when there is no such \
-      process or it cannot be signalled.
+      process, it is not an app of this root (as for 'groupctl suspend'), or it cannot be \
+      signalled.
       """
   )
 
@@ -34,10 +35,9 @@ struct ResumeCommand: ParsableCommand {
   func run() throws {
     let device = Device(root: globals.containerRoot)
     let pid = try target.resolve(on: device)
-    try device.resume(pid: pid)
-    let bundle = device.bundleIdentifier(of: pid).map { "\($0) " } ?? ""
-    let others = Device.processes(ofApp: pid).count - 1
+    let (bundle, processes) = try device.resume(pid: pid)
+    let others = max(processes.count - 1, 0)
     let more = others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")"
-    printOut("resumed: \(bundle)(\(pid))\(more)")
+    printOut("resumed: \(bundle) (\(pid))\(more)")
   }
 }

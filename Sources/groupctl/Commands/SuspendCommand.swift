@@ -38,7 +38,9 @@ struct SuspendCommand: ParsableCommand {
       With --report-only, the lines say 'reported:' and the app is suspended instead. \
       stdout says what happened, how long the app took to answer, and whether it \
       answered. BUNDLE-ID names the app's one running process ('groupctl ps'); a PID \
-      without a record is accepted when its environment has APPGROUPS_BUNDLE_ID.
+      without a record is accepted when its environment has APPGROUPS_BUNDLE_ID and \
+      APPGROUPS_ROOT names this root (an app of another root is refused: its locks are \
+      that root's).
 
       Exits with 0 when the app is suspended, 1 when it is not (terminated, gone, or it \
       could not be signalled).
