@@ -19,9 +19,9 @@ struct GroupctlDeviceTests {
   @Test func badInputIsRefusedAndChangesNothing() throws {
     let g = try GroupctlRoot()
     let usage: [([String], String)] = [
-      (["device", "frobnicate"], "unknown device action 'frobnicate'"),
+      (["device", "frobnicate"], "unknown device action (not shown: it may be a passcode)"),
       (["device", "passcode"], "missing argument set|clear"),
-      (["device", "passcode", "reset"], "unknown passcode action 'reset'"),
+      (["device", "passcode", "reset"], "unknown passcode action (not shown: it may be a passcode)"),
       (["device", "passcode", "set"], "missing argument NEW-CODE|-"),
       (["device", "passcode", "clear"], "passcode clear needs the current passcode"),
       (["device", "lock", "--grace", "99999"], "--grace '99999' is not a number of seconds"),
@@ -33,12 +33,22 @@ struct GroupctlDeviceTests {
       ),
       (["device", "lock", "--passcode", "1234"], "--passcode applies to"),
       (["--as", TestRoot.app, "device", "lock"], "device is an administrator's command"),
-      (["device", "lock", "extra"], "extra"),
+      (["device", "lock", "extra"], "unexpected argument (not shown: it may be a passcode)"),
+      (["device", "unlock", "Zq7pass9Word"], "a passcode is given with --passcode CODE"),
+      (["device", "passcode", "set", "NEWcode1", "Zq7pass9Word"], "unexpected argument (not shown"),
+      (["device", "passcode", "Zq7pass9Word"], "unknown passcode action (not shown"),
+      (["device", "Zq7pass9Word"], "unknown device action (not shown"),
+      (
+        ["keychain", "add-generic-password", "-a", "A", "-s", "S", "Zq7pass9Word"],
+        "unexpected argument (not shown: it may be a password); a password is given with -w"
+      ),
     ]
     for (args, message) in usage {
       let result = try g.run(args)
       #expect(result.status == 64, "\(args): \(result)")
       #expect(result.stderr.contains(message), "\(args): \(result.stderr)")
+      // A word that may be a passcode or a password is never repeated.
+      #expect(!result.stderr.contains("Zq7pass9Word"), "\(args): \(result.stderr)")
     }
     #expect(!FileManager.default.fileExists(atPath: g.path + "/Device"))
 

@@ -92,14 +92,16 @@ struct DeviceCommand: ParsableCommand {
       case "set": action = .setPasscode(new: try next("NEW-CODE|-"))
       case "clear": action = .clearPasscode
       default:
-        throw ValidationError("unknown passcode action '\(what)'; expected 'set' or 'clear'")
+        throw ValidationError(
+          "unknown passcode action (\(Self.notShown)); expected 'set' or 'clear'")
       }
     case "lock": action = .lock
     case "unlock": action = .unlock
     case "reboot": action = .reboot
     case let other?:
+      _ = other
       throw ValidationError(
-        "unknown device action '\(other)'; expected passcode, lock, unlock or reboot")
+        "unknown device action (\(Self.notShown)); expected passcode, lock, unlock or reboot")
     }
     switch (action, graceText) {
     case (_, nil):
@@ -125,8 +127,16 @@ struct DeviceCommand: ParsableCommand {
     case .setPasscode, .unlock:
       break
     }
-    if let extra = words.first { throw ValidationError("unexpected argument '\(extra)'") }
+    if !words.isEmpty {
+      throw ValidationError(
+        "unexpected argument (\(Self.notShown)); a passcode is given with --passcode CODE, or"
+          + " --passcode - to read it from standard input")
+    }
   }
+
+  /// What a message says instead of a word of the command line that may be a passcode
+  /// (`device unlock 1234`): no message shows one.
+  static let notShown = "not shown: it may be a passcode"
 
   private static func seconds(_ text: String, upTo maximum: Double) throws(ValidationError)
     -> Duration

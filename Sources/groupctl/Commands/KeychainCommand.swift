@@ -127,7 +127,9 @@ struct KeychainCommand: ParsableCommand {
         if ArgumentReader.isOptionLike(word) {
           throw ValidationError("\(action.rawValue) takes no option '\(word)'")
         }
-        throw ValidationError("unexpected argument '\(word)'")
+        // Not shown: a password typed without -w must not reach a message.
+        throw ValidationError(
+          "unexpected argument (not shown: it may be a password); a password is given with -w")
       }
     }
   }
