@@ -72,6 +72,25 @@ final class Database {
     }
   }
 
+  /// The database file's identity: its device and inode numbers. A file put in its place (a
+  /// backup renamed over it) is another file; one copied into it (`cp` writes the same inode)
+  /// is not, and neither is a new file given the old one's number: those the widget tells by
+  /// the presenter's deletion callback, the generation, or ids going back.
+  struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+  }
+
+  /// The identity of the file at ``path`` (see ``FileIdentity``).
+  func fileIdentity() throws -> FileIdentity {
+    var status = stat()
+    // See: man 2 stat
+    guard stat(path, &status) == 0 else {
+      throw DatabaseError(description: "cannot look at \(path): \(String(cString: strerror(errno)))")
+    }
+    return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+  }
+
   /// The protection class the database is kept under, iOS's default for an app's files: its
   /// data is there from the first unlock after a restart on, also while the device is locked.
   /// The simulator enforces protection classes only where the library does the I/O (the
@@ -117,6 +136,14 @@ final class Database {
       sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
       guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("inserting a note") }
       return sqlite3_last_insert_rowid(handle)
+    }
+  }
+
+  /// The highest id of a note (0 when there is none).
+  func lastID() throws -> Int64 {
+    try withStatement("SELECT coalesce(max(id), 0) FROM notes", "a query") { statement in
+      guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("reading the last id") }
+      return sqlite3_column_int64(statement, 0)
     }
   }
 

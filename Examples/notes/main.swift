@@ -7,7 +7,9 @@
 //   notes list                          every note, "#N TEXT", or "(no notes)"
 //   notes watch [--count N]             the widget: the notes so far, "ready", then a line
 //                                       "note #N: TEXT" per new note, until N new notes were
-//                                       shown, or SIGTERM/SIGINT
+//                                       shown, or SIGTERM/SIGINT; a database replaced
+//                                       (a backup restored) is shown whole again after
+//                                       "the notes were replaced: N in the database now"
 //   notes hold [--release-on-suspend]   opens a write transaction (adds a note in it), prints
 //                                       the database's files and "ready", and keeps it open
 //                                       until SIGTERM/SIGINT, then commits: "committed #N"
@@ -244,8 +246,18 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   let presentedItemOperationQueue: OperationQueue
   let finished = DispatchSemaphore(value: 0)
   /// What was shown: the last note's id, in the database of that generation (see
-  /// ``Database/generation()``).
-  private let shown = Mutex<(started: Bool, generation: Int64?, last: Int64, count: Int)>((false, nil, 0, 0))
+  /// ``Database/generation()``) and that file (its identity, see ``Database/fileIdentity()``);
+  /// `reset` when the file was deleted or replaced since (a backup copied over it keeps its
+  /// generation, its inode and ids below the last shown): the next read shows every note.
+  private let shown = Mutex<Shown>(Shown())
+  private struct Shown {
+    var started = false
+    var reset = false
+    var generation: Int64?
+    var file: Database.FileIdentity?
+    var last: Int64 = 0
+    var count = 0
+  }
   private let limit: Int?
   /// Where the reads after a change run, one at a time: not on the presenter's queue, which
   /// must stay free to answer the next writer's relinquish (see ``presentedItemDidChange()``).
@@ -259,23 +271,36 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   /// Reads the notes after the last shown (a coordinated read, as this presenter) and prints
-  /// them; the first call prints every note, as the widget's first timeline. A database made
-  /// again since (another generation) is new: every note in it is new.
+  /// them; the first call prints every note, as the widget's first timeline. A database that is
+  /// not the one the last notes were shown from (deleted or replaced since, another file,
+  /// another generation, or its last id below the last shown: a backup restored over it) is
+  /// shown as it is now, every note in it, after a line that says so: no note in it is skipped.
   func showNew() throws {
-    let (first, seen, after) = shown.withLock { shown in
-      defer { shown.started = true }
-      return (!shown.started, shown.generation, shown.last)
+    let (first, reset, seen) = shown.withLock { shown in
+      defer { (shown.started, shown.reset) = (true, false) }
+      return (!shown.started, shown.reset, shown)
     }
     let url = presentedItemURL ?? URL(fileURLWithPath: "/")
-    let (generation, notes) = try NSFileCoordinator(filePresenter: self).coordinate(readingItemAt: url) { url in
-      let database = try Database(path: url.path)
-      defer { database.close() }
-      let generation = try database.generation()
-      return (generation, try database.notes(after: first || generation == seen ? after : 0))
+    let read: (generation: Int64?, file: Database.FileIdentity, notes: [(id: Int64, text: String)], replaced: Bool)
+    do {
+      read = try NSFileCoordinator(filePresenter: self).coordinate(readingItemAt: url) { url in
+        let database = try Database(path: url.path)
+        defer { database.close() }
+        let generation = try database.generation()
+        let file = try database.fileIdentity()
+        let wentBack = try database.lastID() < seen.last
+        let replaced = !first && (reset || generation != seen.generation || file != seen.file || wentBack)
+        return (generation, file, try database.notes(after: first || replaced ? 0 : seen.last), replaced)
+      }
+    } catch {
+      // Not read: the next read still shows the whole database.
+      if reset { shown.withLock { $0.reset = true } }
+      throw error
     }
+    let (generation, file, notes, replaced) = read
     shown.withLock { shown in
-      if shown.generation != generation { shown.last = 0 }
-      shown.generation = generation
+      if replaced { shown.last = 0 }
+      (shown.generation, shown.file) = (generation, file)
     }
     if first {
       say("notes: \(notes.count)")
@@ -283,6 +308,7 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
       shown.withLock { $0.last = notes.last?.id ?? 0 }
       return
     }
+    if replaced { say("the notes were replaced: \(notes.count) in the database now") }
     for note in notes {
       say("note #\(note.id): \(note.text)")
       let done = shown.withLock { shown in
@@ -309,6 +335,9 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
   }
 
   func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+    // Deleted, or about to be replaced (`.forReplacing` asks the same): whatever is there
+    // next is shown whole, even a copy that shares this one's generation and ids.
+    shown.withLock { $0.reset = true }
     say("the notes were deleted")
     completionHandler(nil)
   }
