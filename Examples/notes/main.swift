@@ -34,7 +34,8 @@
 // PATH: before first unlock: ..."), and so is watch when it starts (later, it says it cannot
 // read the notes). An app that skips the check is not stopped.
 //
-// Exit status: 0 on success (and on SIGTERM/SIGINT), 64 usage error, 1 refused or failed.
+// Exit status: 0 on success (and on SIGTERM/SIGINT for watch and hold; add and list end as
+// the signal ends a program, having written nothing), 64 usage error, 1 refused or failed.
 // Identity: APPGROUPS_BUNDLE_ID, else com.example.notes (watch: com.example.notes.widget).
 // Root: APPGROUPS_ROOT, else Containers/ in the current directory.
 import AppGroups
@@ -107,12 +108,18 @@ if let problem = CommandLineText.nonUTF8Input(
 }
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 
-// SIGTERM and SIGINT end a watch or a hold; every thread inherits the mask.
+// SIGTERM and SIGINT end a watch or a hold, which wait for them (sigwait) and then finish
+// cleanly (a hold commits first): blocked here, before any other thread exists, so that every
+// thread inherits the mask and none is ended by them. add and list take their default action:
+// a signal while they wait for their coordinated access ends them, and nothing is written.
+// Unblocked for those, since a program inherits its parent's mask (Foundation's Process passes
+// on a Dispatch worker's, which blocks every signal).
 var stopSignals = sigset_t()
 sigemptyset(&stopSignals)
 sigaddset(&stopSignals, SIGTERM)
 sigaddset(&stopSignals, SIGINT)
-pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+let waitsForStop = options.command == "watch" || options.command == "hold"
+pthread_sigmask(waitsForStop ? SIG_BLOCK : SIG_UNBLOCK, &stopSignals, nil)
 // The database's files are the app's alone: mode 0600, as every file of a container.
 umask(0o077)
 
