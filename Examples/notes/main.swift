@@ -12,7 +12,10 @@
 //                                       "the notes were replaced: N in the database now"
 //   notes hold [--release-on-suspend]   opens a write transaction (adds a note in it), prints
 //                                       the database's files and "ready", and keeps it open
-//                                       until SIGTERM/SIGINT, then commits: "committed #N"
+//                                       until SIGTERM/SIGINT, then commits: "committed #N";
+//                                       a commit that cannot be made (its coordinated write
+//                                       did not begin) is rolled back: "note #N was not
+//                                       added: ...", exit 1
 //   --group GROUP-ID                    the group whose container holds
 //                                       Library/Notes/notes.sqlite (default:
 //                                       group.com.example.shared)
@@ -374,16 +377,44 @@ final class TransactionHolder: @unchecked Sendable {
 
   /// Commits inside a coordinated write of the database (the widget is told), checkpoints
   /// the WAL into the database, and closes the connection; the note's id.
+  ///
+  /// - Throws: ``NoteNotAdded`` when the coordinated write cannot begin or the commit fails:
+  ///   the transaction is then rolled back and the connection closed, nothing written. An
+  ///   error of the checkpoint after the commit (the note is in) as it is.
   func commitAndClose(coordinated url: URL) throws -> Int64 {
-    try NSFileCoordinator(filePresenter: nil).coordinate(writingItemAt: url) { _ in
-      try lock.withLock {
-        guard let database else { return pending }
-        try database.execute("COMMIT")
-        try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        database.close()
-        self.database = nil
+    var committed = false
+    do {
+      return try NSFileCoordinator(filePresenter: nil).coordinate(writingItemAt: url) { _ in
+        try lock.withLock {
+          guard let database else { return pending }
+          defer {
+            database.close()
+            self.database = nil
+          }
+          try database.execute("COMMIT")
+          committed = true
+          try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+          return pending
+        }
+      }
+    } catch where !committed {
+      // Closed with its transaction open, the connection rolls it back; said and done here.
+      let id = lock.withLock {
+        try? database?.execute("ROLLBACK")
+        database?.close()
+        database = nil
         return pending
       }
+      throw NoteNotAdded(id: id, cause: error)
+    }
+  }
+
+  /// A held note whose commit failed: rolled back, so it is not in the database.
+  struct NoteNotAdded: Error, CustomStringConvertible {
+    let id: Int64
+    let cause: any Error
+    var description: String {
+      "note #\(id) was not added: its transaction was rolled back, nothing was written: \(cause)"
     }
   }
 }
