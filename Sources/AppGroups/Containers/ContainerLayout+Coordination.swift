@@ -51,24 +51,29 @@ enum CoordinationLayout {
   }
 
   /// What a lock on bytes `start`… of the claims file at `claimsPath` stands for: the item's
-  /// path (in its container, as its name file says) and whether the lock is on the item, its
-  /// turnstile or its subtree; `nil` when the file is not a claims file or the slot's name is
-  /// unknown.
-  static func claim(at start: UInt64, claimsPath: String) -> (item: String, part: String)? {
+  /// path (in its container; empty for the container itself) and whether the lock is on the
+  /// item, its turnstile or its subtree; `nil` only when the file is not a claims file.
+  ///
+  /// The container's own slot needs no name (its path is empty, and so would be its name
+  /// file); any other slot's item is what its name file says, and `nil` when that file is
+  /// missing or empty (removed by another process, or left empty by a full disk): a claim
+  /// whose name cannot be read is still a claim.
+  static func claim(at start: UInt64, claimsPath: String) -> (item: String?, part: String)? {
     guard claimsPath.hasSuffix("/" + folder + "/" + claimsFile), start <= UInt64(Int64.max)
     else { return nil }
     let offset = Int64(start)
     let slot = offset / stride
-    let coordination = String(claimsPath.dropLast(claimsFile.count + 1))
-    guard let bytes = FileSystem.readPrefix(4096, of: nameFile(slot: slot, in: coordination)),
-      !bytes.isEmpty
-    else { return nil }
     let part: String
     switch offset % stride {
     case itemByte: part = "item"
     case subtreeByte: part = "subtree"
     default: part = "turnstile"
     }
+    if slot == Self.slot(of: "") { return ("", part) }
+    let coordination = String(claimsPath.dropLast(claimsFile.count + 1))
+    guard let bytes = FileSystem.readPrefix(4096, of: nameFile(slot: slot, in: coordination)),
+      !bytes.isEmpty
+    else { return (nil, part) }
     return (String(decoding: bytes, as: UTF8.self), part)
   }
 }

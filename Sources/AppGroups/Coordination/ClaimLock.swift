@@ -156,13 +156,18 @@ final class ClaimLock: @unchecked Sendable {
   }
 
   /// Records the name of each claimed item's slot (once per process), for `groupctl ps` and
-  /// a suspension's report: the claims file's bytes say only a slot.
+  /// a suspension's report: the claims file's bytes say only a slot. The container itself
+  /// needs no name (its slot says it); a name file found empty (cut short by a full disk)
+  /// is written again whole.
   static func recordNames(_ claims: [Claim]) {
-    for claim in claims {
+    for claim in claims where !claim.item.relativePath.isEmpty {
       let key = claim.item.space.folder + "|" + String(claim.item.slot)
       guard namedSlots.withLock({ $0.insert(key).inserted }) else { continue }
       let path = CoordinationLayout.nameFile(slot: claim.item.slot, in: claim.item.space.folder)
-      _ = FileSystem.createOnce(path, with: Array(claim.item.relativePath.utf8))
+      let name = Array(claim.item.relativePath.utf8)
+      if !FileSystem.createOnce(path, with: name), FileSystem.readPrefix(1, of: path)?.isEmpty == true {
+        try? FileSystem.replace(path, with: name)
+      }
     }
   }
 

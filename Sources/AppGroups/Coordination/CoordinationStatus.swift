@@ -34,16 +34,26 @@ public enum CoordinationStatus {
     public let pid: Int32
     /// Its app, when known (a run record or `APPGROUPS_BUNDLE_ID`).
     public let bundleIdentifier: String?
-    /// The item's path.
+    /// The item's path; the container's when the item's name cannot be read
+    /// (``isItemNameKnown``).
     public let path: String
+    /// Whether the item's name was read: a claim whose slot's name file is missing or empty
+    /// is still held, on an item of the container at ``path``.
+    public let isItemNameKnown: Bool
     /// A write (exclusive) rather than a read.
     public let isWrite: Bool
     /// Whether the process is stopped while it holds the claim.
     public let isStopped: Bool
 
+    /// The item as a report names it: its path, or `an item of CONTAINER whose name is
+    /// unknown`.
+    public var item: String {
+      isItemNameKnown ? path : "an item of \(path) whose name is unknown"
+    }
+
     /// `com.example.app (4099) coordinates a write of PATH`.
     public var description: String {
-      "\(bundleIdentifier ?? "process") (\(pid)) coordinates a \(isWrite ? "write" : "read") of \(path)"
+      "\(bundleIdentifier ?? "process") (\(pid)) coordinates a \(isWrite ? "write" : "read") of \(item)"
         + (isStopped ? " [stopped]" : "")
     }
   }
@@ -81,7 +91,7 @@ public enum CoordinationStatus {
   public static func accesses(root: ContainerRoot) -> [Access] {
     let device = Device(root: root)
     return ProcessStatus.allPIDs().flatMap { pid -> [Access] in
-      let locks = HeldLock.locks(heldBy: pid, root: root).filter { $0.coordinatedItem != nil }
+      let locks = HeldLock.locks(heldBy: pid, root: root).filter(\.isCoordinated)
       guard !locks.isEmpty, let status = ProcessStatus(pid: pid) else { return [] }
       let stopped = status.isStopped
       // Its run record or environment, else what it wrote beside the claims it holds.
@@ -94,9 +104,10 @@ public enum CoordinationStatus {
           return FileSystem.readPrefix(256, of: path).map { String(decoding: $0, as: UTF8.self) }
         }.first
       return locks.compactMap { lock in
-        guard let item = lock.coordinatedItem else { return nil }
+        guard let path = lock.coordinatedItem ?? lock.coordinationContainer else { return nil }
         return Access(
-          pid: pid, bundleIdentifier: bundle, path: item, isWrite: lock.isExclusive,
+          pid: pid, bundleIdentifier: bundle, path: path,
+          isItemNameKnown: lock.coordinatedItem != nil, isWrite: lock.isExclusive,
           isStopped: stopped)
       }
     }
@@ -107,7 +118,7 @@ public enum CoordinationStatus {
     guard let space = claims.first?.item.space else { return [] }
     let paths = Set(claims.map(\.item.path))
     return accesses(root: space.containerRoot).filter {
-      $0.pid != Processes.currentID && paths.contains($0.path)
+      $0.pid != Processes.currentID && $0.isItemNameKnown && paths.contains($0.path)
     }
   }
 

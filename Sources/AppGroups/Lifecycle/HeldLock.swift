@@ -36,20 +36,44 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// The first byte locked (0 for a whole-file lock).
   public let start: UInt64
 
+  /// Whether the file is a container's claims file (`Library/Coordination/claims`, see
+  /// ``NSFileCoordinator``): the lock is a coordinated access's claim, whether or not the
+  /// claimed item's name can be read.
+  public var isCoordinated: Bool {
+    !isKeychain && CoordinationLayout.claim(at: start, claimsPath: path) != nil
+  }
+
+  /// The container whose claims file this is, when ``isCoordinated``.
+  var coordinationContainer: String? {
+    guard isCoordinated else { return nil }
+    return String(path.dropLast(CoordinationLayout.folder.count + CoordinationLayout.claimsFile.count + 2))
+  }
+
   /// The item a coordinated access holds this lock for, when the file is a container's
-  /// claims file (`Library/Coordination/claims`, see ``NSFileCoordinator``): its path.
+  /// claims file and the item's name is known: its path (the container's own path for the
+  /// container itself).
   public var coordinatedItem: String? {
-    guard let claim = CoordinationLayout.claim(at: start, claimsPath: path) else { return nil }
-    let container = String(path.dropLast(CoordinationLayout.folder.count + CoordinationLayout.claimsFile.count + 2))
-    return claim.item.isEmpty ? container : container + "/" + claim.item
+    guard !isKeychain, let container = coordinationContainer,
+      let item = CoordinationLayout.claim(at: start, claimsPath: path)?.item
+    else { return nil }
+    return item.isEmpty ? container : container + "/" + item
+  }
+
+  /// The coordinated item as a report names it: its path, or, when its name cannot be read
+  /// (its slot's name file missing or empty), `an item of CONTAINER whose name is unknown`;
+  /// `nil` when the lock is not a coordinated access's.
+  var coordinatedItemDescription: String? {
+    guard let container = coordinationContainer else { return nil }
+    return coordinatedItem ?? "an item of \(container) whose name is unknown"
   }
 
   /// What the lock stands for in a report: `a lock on PATH`, for a coordinated access
-  /// `a coordinated write of ITEM (a lock on PATH)`, and for the keychain
+  /// `a coordinated write of ITEM (a lock on PATH)` (ITEM `an item of CONTAINER whose name
+  /// is unknown` when its name cannot be read), and for the keychain
   /// `the keychain's lock of access group GROUP (a lock on PATH)`.
   public var subject: String {
     if isKeychain { return "the keychain's lock of access group \(groupIdentifier) (a lock on \(path))" }
-    guard let item = coordinatedItem else { return "a lock on \(path)" }
+    guard let item = coordinatedItemDescription else { return "a lock on \(path)" }
     return "a coordinated \(isExclusive ? "write" : "read") of \(item) (a lock on \(path))"
   }
 
@@ -59,7 +83,7 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
     let base =
       "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path)"
       + " (\(isKeychain ? "keychain " : "")\(groupIdentifier))"
-    guard let item = coordinatedItem else { return base }
+    guard let item = coordinatedItemDescription else { return base }
     return base + ": coordinated \(isExclusive ? "write" : "read") of \(item)"
   }
 
@@ -93,7 +117,7 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
       guard let file = FileStatus(atPath: link, followingLinks: true) else { continue }
       let group = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
       // A coordinated access's claims file: one lock per item claimed (its other bytes, the
-      // folders above it and a waiting writer's turnstile, say nothing more).
+      // folders above it and a waiting writer's turnstile, say nothing more), named or not.
       let claims = !isKeychain && path.hasSuffix("/" + CoordinationLayout.folder + "/" + CoordinationLayout.claimsFile)
       for line in lines {
         guard let lock = LockLine(line), lock.matches(file) else { continue }

@@ -72,16 +72,27 @@ extension FileSystem {
     }
   }
 
-  /// Makes the file at `path` holding `bytes` (mode 0600, one `write(2)`), when nothing is
-  /// there yet (never through a symbolic link); a name written once and never changed.
-  /// Returns whether it was made.
+  /// Makes the file at `path` holding `bytes` (mode 0600), when nothing is there yet (never
+  /// through a symbolic link); a name written once and never changed. Returns whether it
+  /// was made.
   ///
-  /// The corresponding system calls are `open(2)` with `O_EXCL` and `write(2)`.
+  /// The file appears whole or not at all: the bytes are written to a temporary file in the
+  /// same folder, which is then linked at `path`, so that a write cut short (a full disk)
+  /// leaves no empty or partial file there for a reader to take as the name.
+  ///
+  /// The corresponding system calls are `open(2)` with `O_EXCL`, `write(2)` and `link(2)`
+  /// (which never replaces what is at `path`).
   static func createOnce(_ path: String, with bytes: [UInt8]) -> Bool {
-    guard let fd = try? open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW) else { return false }
-    defer { close(fd) }
-    _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-    return true
+    let temporary =
+      folder(of: path) + "/" + temporaryPrefix(for: lastComponent(of: path))
+      + "\(getpid())-\(UInt32.random(in: 0 ... .max))"
+    guard let fd = try? open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW) else { return false }
+    defer { unlink(temporary) }
+    let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    guard written == bytes.count else { return false }
+    // See: man 2 link (EEXIST: something is at `path` already, which is kept)
+    return (try? valueOrErrno("link", path: path) { Glibc.link(temporary, path) }) != nil
   }
 
   /// Removes the file at `path`.

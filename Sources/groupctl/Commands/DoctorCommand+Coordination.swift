@@ -31,7 +31,7 @@ extension Doctor {
         add(
           .problem,
           "\(access.bundleIdentifier ?? "process") (\(access.pid)) is stopped while it"
-            + " coordinates a \(access.isWrite ? "write" : "read") of \(access.path): every"
+            + " coordinates a \(access.isWrite ? "write" : "read") of \(access.item): every"
             + " other access of it waits",
           "end coordinated accesses before a suspension, or 'groupctl resume \(access.pid)'")
       } else {

@@ -1,0 +1,84 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// Coordinated accesses at the edges of a container: the container itself, and items whose
+/// name cannot be read.
+@Suite("Coordination: claim edges", .processBound)
+struct CoordinationClaimEdgeTests {
+  /// `groupctl run --as APP -- groupctl coordinate --as APP --write ITEM -- sh -c 'echo held; …'`,
+  /// once the access holds its claim.
+  func holdWrite(_ t: CoordinationRoot, _ item: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> ChildProcess
+  {
+    let child = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.app, "--best-effort", "--",
+       Product.url("groupctl").path, "coordinate", "--as", TestRoot.app, "--write", item, "--",
+       "/bin/sh", "-c", "echo held; exec sleep 60"],
+      environment: t.g.t.environment(as: TestRoot.app))
+    #expect(child.waitFor("held"), "\(child.standardError)", sourceLocation: sourceLocation)
+    return child
+  }
+
+  /// Whether `ps`'s output has a `lock:` line ending in `: WHAT`, or in `: WHAT, held by …`.
+  static func listsLock(_ ps: String, _ what: String) -> Bool {
+    ps.split(separator: "\n").contains {
+      $0.contains("lock: ") && ($0.hasSuffix(": " + what) || $0.contains(": " + what + ", held by "))
+    }
+  }
+
+  /// A coordinated write of the container itself is a lock like any other: `ps` and
+  /// `doctor --locks` show it, and a suspension terminates the app for it (0xdead10cc).
+  @Test func aClaimOnTheContainerItselfIsALock() throws {
+    let t = try CoordinationRoot()
+    let claims = t.container + "/Library/Coordination/claims"
+    let holder = try holdWrite(t, t.container)
+    let subject = "a coordinated write of \(t.container) (a lock on \(claims))"
+    #expect(Self.listsLock(try t.g.ok(["ps"]), "coordinated write of \(t.container)"))
+    let suspend = try t.g.run(["suspend", TestRoot.app, "--report-only"])
+    #expect(suspend.stderr.contains("held \(subject) in group \(TestRoot.group)"), "\(suspend)")
+    let locks = try t.g.run(["doctor", "--locks"])
+    #expect(locks.stdout.contains("is stopped while it holds ") && locks.stdout.contains(claims), "\(locks)")
+    try t.g.ok(["resume", TestRoot.app])
+    let terminated = try t.g.run(["suspend", TestRoot.app])
+    #expect(terminated.status == 1, "\(terminated)")
+    #expect(terminated.stderr.contains("terminated: \(TestRoot.app) ("), "\(terminated)")
+    #expect(terminated.stderr.contains("held \(subject) in group \(TestRoot.group)"), "\(terminated)")
+    #expect(holder.wait() != nil)
+  }
+
+  /// A claim whose slot's name file was removed is still reported, as an item of the
+  /// container whose name is unknown; a name file left empty is written again whole by the
+  /// next process that claims the item.
+  @Test func aClaimWhoseNameCannotBeReadIsStillALock() throws {
+    let t = try CoordinationRoot()
+    let names = t.container + "/Library/Coordination/names"
+    let item = t.file("a.txt")
+    try "a\n".write(toFile: item, atomically: false, encoding: .utf8)
+
+    // An empty name file (a full disk at its creation) is written again.
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    let files = try FileManager.default.contentsOfDirectory(atPath: names)
+    for name in files { try Data().write(to: URL(fileURLWithPath: names + "/" + name)) }
+    #expect(try t.coordinate(["--write", item, "--", "/bin/true"]).status == 0)
+    let contents = try files.map { try String(contentsOfFile: names + "/" + $0, encoding: .utf8) }
+    #expect(contents.contains("Library/Shared/a.txt"), "\(contents)")
+
+    // A name file removed is reported as unknown.
+    let holder = try holdWrite(t, item)
+    for name in try FileManager.default.contentsOfDirectory(atPath: names) {
+      try FileManager.default.removeItem(atPath: names + "/" + name)
+    }
+    let unknown = "an item of \(t.container) whose name is unknown"
+    #expect(Self.listsLock(try t.g.ok(["ps"]), "coordinated write of \(unknown)"))
+    let suspend = try t.g.run(["suspend", TestRoot.app])
+    #expect(suspend.status == 1, "\(suspend)")
+    #expect(
+      suspend.stderr.contains(
+        "held a coordinated write of \(unknown) (a lock on \(t.container)/Library/Coordination/claims)"),
+      "\(suspend)")
+    #expect(holder.wait() != nil)
+  }
+}
