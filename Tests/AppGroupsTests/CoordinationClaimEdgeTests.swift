@@ -3,8 +3,8 @@ import AppGroupsTestSupport
 import Foundation
 import Testing
 
-/// Coordinated accesses at the edges of a container: the container itself, and items whose
-/// name cannot be read.
+/// Coordinated accesses at the edges of a container: the container itself, items whose name
+/// cannot be read, and paths that look like containers inside one.
 @Suite("Coordination: claim edges", .processBound)
 struct CoordinationClaimEdgeTests {
   /// `groupctl run --as APP -- groupctl coordinate --as APP --write ITEM -- sh -c 'echo held; …'`,
@@ -80,5 +80,33 @@ struct CoordinationClaimEdgeTests {
         "held a coordinated write of \(unknown) (a lock on \(t.container)/Library/Coordination/claims)"),
       "\(suspend)")
     #expect(holder.wait() != nil)
+  }
+
+  /// A folder shaped like a container (`Data/Application/<id>`, `Shared/AppGroup/<group>`)
+  /// inside a group container is a folder of that container: an app outside the group is
+  /// refused, and a member is let in.
+  @Test func aContainerShapedFolderInsideAContainerIsAFolderOfIt() throws {
+    let t = try CoordinationRoot()
+    for (folder, owner) in [
+      ("Data/Application", "com.example.other"), ("Shared/AppGroup", "group.com.example.other"),
+    ] {
+      let inside = t.container + "/" + folder + "/" + owner
+      try FileManager.default.createDirectory(atPath: inside, withIntermediateDirectories: true)
+      try "x\n".write(toFile: inside + "/f.txt", atomically: false, encoding: .utf8)
+      let intruder = try t.coordinate(
+        ["--write", inside + "/f.txt", "--", "/bin/echo", "RAN"], as: "com.example.other")
+      #expect(intruder.status == 1, "\(intruder)")
+      #expect(intruder.stdout.isEmpty, "\(intruder)")
+      #expect(
+        intruder.stderr.contains("com.example.other is not entitled to \(TestRoot.group)"),
+        "\(intruder)")
+    }
+    let own = t.container + "/Data/Application/" + TestRoot.app
+    try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+    try "x\n".write(toFile: own + "/f.txt", atomically: false, encoding: .utf8)
+    let member = try t.coordinate(
+      ["--write", own + "/f.txt", "--", "/bin/echo", "RAN"], as: TestRoot.widget)
+    #expect(member.status == 0, "\(member)")
+    #expect(member.stdout == "RAN\n", "\(member)")
   }
 }

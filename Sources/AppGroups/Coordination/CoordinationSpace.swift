@@ -51,7 +51,9 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// The item at `url`: a file URL inside a group container (`<root>/Shared/AppGroup/<group>/…`)
-  /// or an app's own container (`<root>/Data/Application/<bundle id>/…`) of a root.
+  /// or an app's own container (`<root>/Data/Application/<bundle id>/…`) of a root. The
+  /// container is the outermost such folder of the path: a `Data/Application/<id>` or
+  /// `Shared/AppGroup/<group>` folder inside a container is an ordinary folder of it.
   ///
   /// The existing part of the path is resolved (`realpath(3)`), so that a link into a
   /// container names the item inside it.
@@ -67,10 +69,12 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
     }
     let path = ContainerRoot.resolve(url.path, currentDirectory: Paths.currentDirectory())
     let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-    // The rightmost <root>/Shared/AppGroup/<group> or <root>/Data/Application/<bundle id>.
+    // The outermost <root>/Shared/AppGroup/<group> or <root>/Data/Application/<bundle id>:
+    // a folder of the same shape inside a container is the container's, not another app's
+    // or group's container.
     var found: (root: String, kind: CoordinationSpace.Kind, rest: ArraySlice<String>)?
-    var index = parts.count - 3
-    while index >= 0, found == nil {
+    var index = 0
+    while index + 3 <= parts.count, found == nil {
       let owner = parts[index + 2]
       let root = "/" + parts[..<index].joined(separator: "/")
       if parts[index] == "Shared", parts[index + 1] == "AppGroup" {
@@ -78,7 +82,7 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
       } else if parts[index] == "Data", parts[index + 1] == "Application" {
         found = (root, .app(owner), parts[(index + 3)...])
       }
-      index -= 1
+      index += 1
     }
     guard let found else {
       throw AppGroupsError(
