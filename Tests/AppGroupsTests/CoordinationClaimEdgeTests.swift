@@ -109,4 +109,39 @@ struct CoordinationClaimEdgeTests {
     #expect(member.status == 0, "\(member)")
     #expect(member.stdout == "RAN\n", "\(member)")
   }
+
+  /// A coordinated move, deletion or replacement of the container, of its `Library` or of
+  /// `Library/Coordination` is refused before the command runs, naming the item and why:
+  /// the coordination state would go with it. A plain write of `Library` is let in.
+  @Test func removingTheCoordinationStateIsRefused() throws {
+    let t = try CoordinationRoot()
+    let library = t.container + "/Library"
+    let old = t.container + "/Old"
+    let cases: [(item: String, options: [String], doing: String)] = [
+      (library, ["--move-to", old], "moved"),
+      (t.container, ["--delete"], "deleted"),
+      (library, ["--delete"], "deleted"),
+      (library, ["--replace"], "replaced"),
+      (t.container, ["--move-to", t.g.path + "/Shared/AppGroup/group.com.example.moved"], "moved"),
+    ]
+    let plain = try t.coordinate(["--write", library, "--", "/bin/echo", "RAN"])
+    #expect(plain.status == 0, "\(plain)")
+    #expect(plain.stdout == "RAN\n", "\(plain)")
+    for (item, options, doing) in cases {
+      let write = try t.coordinate(
+        ["--write", item] + options + ["--", "/bin/sh", "-c", "echo RAN; mv '\(library)' '\(old)'"])
+      #expect(write.status == 1, "\(options): \(write)")
+      #expect(write.stdout.isEmpty, "\(options): \(write)")
+      #expect(
+        write.stderr.contains(
+          "\(item) cannot be \(doing) in a coordinated write: "),
+        "\(options): \(write)")
+      #expect(
+        write.stderr.contains("the coordination state of \(t.container) (\(library)/Coordination)"),
+        "\(options): \(write)")
+      #expect(!write.stderr.contains("was removed during a coordinated access"), "\(write)")
+      #expect(FileManager.default.fileExists(atPath: library + "/Coordination/claims"))
+      #expect(!FileManager.default.fileExists(atPath: old))
+    }
+  }
 }

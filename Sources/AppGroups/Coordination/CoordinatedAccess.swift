@@ -53,6 +53,7 @@ extension NSFileCoordinator {
       if case .write(_, let options) = request,
         !options.isDisjoint(with: [.forMoving, .forDeleting, .forReplacing])
       {
+        try item.refuseRemovingCoordinationState(options)
         whole = FileStatus(atPath: item.path)?.kind == .folder
       }
       claims.append(Claim(item: item, exclusive: request.isWrite, subtree: whole))

@@ -50,6 +50,30 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
     "\(relativePath.isEmpty ? "the container" : relativePath) in \(space.owner)"
   }
 
+  /// Refuses a coordinated move, deletion or replacement (`options`) of an item that holds
+  /// the container's coordination state: the container itself, its `Library` folder, or
+  /// `Library/Coordination`. Moved or removed, the state would go with it (the claims file of
+  /// the accesses running, the presenters' registrations) and be made again empty by the next
+  /// access, while the old copy stayed in the user's folder.
+  ///
+  /// A plain coordinated write or read of `Library` stays allowed: it claims the folder
+  /// itself, a write of its contents, not the removal of the folder.
+  ///
+  /// - Throws: `.outsideContainer`, naming the item and the reason.
+  func refuseRemovingCoordinationState(_ options: NSFileCoordinator.WritingOptions) throws(AppGroupsError) {
+    let folder = CoordinationLayout.folder
+    guard relativePath.isEmpty || folder.hasPrefix(relativePath + "/") || relativePath == folder
+    else { return }
+    let doing =
+      options.contains(.forDeleting) ? "deleted" : options.contains(.forMoving) ? "moved" : "replaced"
+    let what = relativePath.isEmpty ? "it is the container, and holds" : "it holds"
+    throw AppGroupsError(
+      .outsideContainer,
+      "\(path) cannot be \(doing) in a coordinated write: \(what) the coordination state of"
+        + " \(space.container) (\(space.folder)), which every coordinated access of the container"
+        + " uses; move or delete the items inside it instead")
+  }
+
   /// The item at `url`: a file URL inside a group container (`<root>/Shared/AppGroup/<group>/…`)
   /// or an app's own container (`<root>/Data/Application/<bundle id>/…`) of a root. The
   /// container is the outermost such folder of the path: a `Data/Application/<id>` or

@@ -61,6 +61,10 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
   }
 
   /// How a write is coordinated. Apple asks for one option at a time.
+  ///
+  /// A deletion, move or replacement of the container itself, of its `Library` folder or of
+  /// `Library/Coordination` is refused (`.outsideContainer`) before anything runs: those
+  /// hold the container's coordination state.
   public struct WritingOptions: OptionSet, Sendable, Hashable {
     public let rawValue: UInt
     public init(rawValue: UInt) { self.rawValue = rawValue }
