@@ -93,32 +93,8 @@ private func formatScalar(_ value: PropertyListValue) -> String {
   }
 }
 
-/// The characters a string may have and still print without quotes.
-private func isBareCharacter(_ scalar: Unicode.Scalar) -> Bool {
-  switch scalar {
-  case "A"..."Z", "a"..."z", "0"..."9", "_", ".", "/", "$", ":", "-": true
-  default: false
-  }
-}
-
-/// A string bare when it can be, else quoted and escaped.
-func quotedIfNeeded(_ string: String) -> String {
-  if !string.isEmpty, string.unicodeScalars.allSatisfy(isBareCharacter) { return string }
-  var text = "\""
-  for scalar in string.unicodeScalars {
-    switch scalar {
-    case "\\": text += "\\\\"
-    case "\"": text += "\\\""
-    case "\n": text += "\\n"
-    case "\t": text += "\\t"
-    case "\r": text += "\\r"
-    case _ where scalar.value < 0x20 || scalar.value == 0x7f:
-      text += "\\U" + hex(Int(scalar.value), width: 4)
-    default: text.unicodeScalars.append(scalar)
-    }
-  }
-  return text + "\""
-}
+/// A string bare when it can be, else quoted and escaped (``PrintedText/quotedIfNeeded(_:)``).
+func quotedIfNeeded(_ string: String) -> String { PrintedText.quotedIfNeeded(string) }
 
 /// The shortest decimal that reads back as the same `Double`; whole numbers
 /// below 10^15 without a fraction, as `defaults` prints them.

@@ -144,4 +144,66 @@ struct CoordinationClaimEdgeTests {
       #expect(!FileManager.default.fileExists(atPath: old))
     }
   }
+
+  /// Whether a line of `text` (indentation aside) begins with `terminated: FAKE`: a line
+  /// forged by a file name or another process's text printed raw.
+  static func hasForgedLine(_ text: String) -> Bool {
+    text.split(separator: "\n").contains {
+      $0.drop { $0 == " " || $0 == "\t" }.hasPrefix("terminated: FAKE")
+    }
+  }
+
+  /// A file name or a presenter's text with a newline or an escape byte in it is printed
+  /// and logged quoted and escaped, never raw: it cannot forge a line of a report, a log or
+  /// `ps`, nor drive the terminal. `doctor --locks` names the coordinated item.
+  @Test func namesAndTextsFromOtherProcessesCannotForgeALine() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("a\nterminated: FAKE.txt")
+    let shown = "\"" + t.folder + "/a\\nterminated: FAKE.txt\""
+    try "a\n".write(toFile: item, atomically: false, encoding: .utf8)
+
+    // A presenter's refusal.
+    let presenter = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.widget, "--best-effort", "--",
+       Product.url("groupctl").path, "present", "--as", TestRoot.widget, item,
+       "--refuse", "no\nterminated: FAKE\u{1B}[2J"],
+      environment: t.g.t.environment(as: TestRoot.widget))
+    #expect(presenter.waitForErrorLine { $0.hasPrefix("presenting ") } != nil, "\(presenter.standardError)")
+    let ps = try t.g.ok(["ps"])
+    #expect(ps.contains("  presents: \(shown)\n"), "\(ps)")
+    #expect(!Self.hasForgedLine(ps), "\(ps)")
+    let refused = try t.coordinate(["--write", item, "--delete", "--", "/bin/true"])
+    #expect(refused.status == 1, "\(refused)")
+    #expect(refused.stderr.contains("which presents \(shown), refused the coordinated write"), "\(refused)")
+    #expect(refused.stderr.hasSuffix(": \"no\\nterminated: FAKE\\U001b[2J\"\n"), "\(refused)")
+    #expect(!Self.hasForgedLine(refused.stderr) && !refused.stderr.contains("\u{1B}"), "\(refused)")
+
+    // A presenter that does not answer, in the error and the logs.
+    try t.g.ok(["suspend", TestRoot.widget])
+    let unanswered = try t.coordinate(["--write", item, "--timeout", "1", "--", "/bin/true"])
+    #expect(unanswered.status == 1, "\(unanswered)")
+    #expect(unanswered.stderr.contains("presents \(shown) in \(TestRoot.group) and did not answer"), "\(unanswered)")
+    #expect(!Self.hasForgedLine(unanswered.stderr), "\(unanswered)")
+    let log = try String(contentsOf: t.g.root.url.appendingPathComponent("Run/lifecycle.log"), encoding: .utf8)
+    #expect(log.contains("presents \(shown) in"), "\(log)")
+    #expect(!Self.hasForgedLine(log), "\(log)")
+    #expect(!Self.hasForgedLine(try t.g.ok(["ps"])))
+    try t.g.ok(["resume", TestRoot.widget])
+    presenter.signal(SIGKILL)
+    #expect(presenter.wait() != nil)
+
+    // A stopped app's coordinated write of the item, in suspend's report and doctor --locks.
+    let holder = try holdWrite(t, item)
+    let subject = "a coordinated write of \(shown) (a lock on \(t.container)/Library/Coordination/claims)"
+    let suspend = try t.g.run(["suspend", TestRoot.app, "--report-only"])
+    #expect(suspend.stderr.contains("held \(subject) in group"), "\(suspend)")
+    #expect(!Self.hasForgedLine(suspend.stderr), "\(suspend)")
+    let locks = try t.g.run(["doctor", "--locks"])
+    #expect(locks.stdout.contains("is stopped while it holds \(subject) in group \(TestRoot.group)"), "\(locks)")
+    #expect(!Self.hasForgedLine(locks.stdout), "\(locks)")
+    try t.g.ok(["resume", TestRoot.app])
+    #expect(try t.g.run(["suspend", TestRoot.app]).status == 1)
+    #expect(holder.wait() != nil)
+  }
 }

@@ -281,9 +281,10 @@ final class AskSession {
           code: answer.errorCode, userInfo: [NSLocalizedDescriptionKey: answer.text])
         throw AppGroupsError(
           .presenterRefused,
-          "\(record.bundleIdentifier) (\(record.pid)), which presents \(space.item(record.item).path),"
-            + " refused the coordinated \(verb) by \(identity.bundleIdentifier)"
-            + " (\(Processes.currentID)): \(answer.text)",
+          "\(PrintedText.shown(record.bundleIdentifier)) (\(record.pid)), which presents"
+            + " \(PrintedText.shown(space.item(record.item).path)), refused the coordinated \(verb)"
+            + " by \(identity.bundleIdentifier) (\(Processes.currentID)):"
+            + " \(PrintedText.shown(answer.text))",
           cause: underlying)
       }
     }
@@ -318,7 +319,8 @@ final class AskSession {
       : flags.contains(.accommodateSubitemDeletion) ? "accommodate-subitem-deletion" : "save"
     let within = waited == .zero ? "its inbox is full" : "within \(waited)"
     let line =
-      "\(record.bundleIdentifier) (\(pid)) presents \(space.item(record.item).path) in"
+      "\(PrintedText.shown(record.bundleIdentifier)) (\(pid)) presents"
+      + " \(PrintedText.shown(space.item(record.item).path)) in"
       + " \(space.owner) and did not answer \(asked) for \(identity.bundleIdentifier)"
       + " (\(Processes.currentID)) \(within): \(state); the coordinated \(verb) was not made"
     CoordinationLog.append("unanswered: " + line, space: space)

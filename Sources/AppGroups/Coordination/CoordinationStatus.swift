@@ -21,9 +21,13 @@ public enum CoordinationStatus {
     /// The registration file.
     public let registrationPath: String
 
+    /// The path as a line shows it (``PrintedText/shown(_:)``): a name with a newline in it
+    /// does not split the line.
+    public var shownPath: String { PrintedText.shown(path) }
+
     /// `com.example.widget (4101) presents PATH (folder)`.
     public var description: String {
-      "\(bundleIdentifier) (\(pid)) presents \(path)\(isFolder ? " (folder)" : "")"
+      "\(PrintedText.shown(bundleIdentifier)) (\(pid)) presents \(shownPath)\(isFolder ? " (folder)" : "")"
         + (isLive ? (isStopped ? " [stopped: cannot answer]" : "") : " [stale: its process is gone]")
     }
   }
@@ -46,9 +50,9 @@ public enum CoordinationStatus {
     public let isStopped: Bool
 
     /// The item as a report names it: its path, or `an item of CONTAINER whose name is
-    /// unknown`.
+    /// unknown`, the path as a line shows it (``PrintedText/shown(_:)``).
     public var item: String {
-      isItemNameKnown ? path : "an item of \(path) whose name is unknown"
+      isItemNameKnown ? PrintedText.shown(path) : "an item of \(PrintedText.shown(path)) whose name is unknown"
     }
 
     /// `com.example.app (4099) coordinates a write of PATH`.

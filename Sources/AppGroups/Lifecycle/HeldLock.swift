@@ -61,27 +61,33 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
 
   /// The coordinated item as a report names it: its path, or, when its name cannot be read
   /// (its slot's name file missing or empty), `an item of CONTAINER whose name is unknown`;
-  /// `nil` when the lock is not a coordinated access's.
+  /// `nil` when the lock is not a coordinated access's. Paths as a line shows them
+  /// (``PrintedText/shown(_:)``).
   var coordinatedItemDescription: String? {
     guard let container = coordinationContainer else { return nil }
-    return coordinatedItem ?? "an item of \(container) whose name is unknown"
+    return coordinatedItem.map(PrintedText.shown)
+      ?? "an item of \(PrintedText.shown(container)) whose name is unknown"
   }
+
+  /// The locked file's path as a line shows it (``PrintedText/shown(_:)``): a file name with
+  /// a newline in it does not split a report.
+  public var shownPath: String { PrintedText.shown(path) }
 
   /// What the lock stands for in a report: `a lock on PATH`, for a coordinated access
   /// `a coordinated write of ITEM (a lock on PATH)` (ITEM `an item of CONTAINER whose name
   /// is unknown` when its name cannot be read), and for the keychain
   /// `the keychain's lock of access group GROUP (a lock on PATH)`.
   public var subject: String {
-    if isKeychain { return "the keychain's lock of access group \(groupIdentifier) (a lock on \(path))" }
-    guard let item = coordinatedItemDescription else { return "a lock on \(path)" }
-    return "a coordinated \(isExclusive ? "write" : "read") of \(item) (a lock on \(path))"
+    if isKeychain { return "the keychain's lock of access group \(groupIdentifier) (a lock on \(shownPath))" }
+    guard let item = coordinatedItemDescription else { return "a lock on \(shownPath)" }
+    return "a coordinated \(isExclusive ? "write" : "read") of \(item) (a lock on \(shownPath))"
   }
 
   /// `flock WRITE /path (group.x)`, `flock WRITE /path (keychain group.x)`, and for a
   /// coordinated access `: coordinated write of ITEM`.
   public var description: String {
     let base =
-      "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(path)"
+      "\(kind.rawValue) \(isExclusive ? "WRITE" : "READ") \(shownPath)"
       + " (\(isKeychain ? "keychain " : "")\(groupIdentifier))"
     guard let item = coordinatedItemDescription else { return base }
     return base + ": coordinated \(isExclusive ? "write" : "read") of \(item)"

@@ -10,20 +10,20 @@ extension Doctor {
       if !presenter.isLive {
         add(
           .note,
-          "a presenter of \(presenter.path) registered by \(presenter.bundleIdentifier)"
+          "a presenter of \(presenter.shownPath) registered by \(PrintedText.shown(presenter.bundleIdentifier))"
             + " (\(presenter.pid)) is left from a process that is gone",
           "harmless: coordinators skip it, and the next one removes it"
             + " (\(presenter.registrationPath))")
       } else if presenter.isStopped {
         add(
           .problem,
-          "\(presenter.bundleIdentifier) (\(presenter.pid)) is stopped while it presents"
-            + " \(presenter.path): every coordinated read or write of it fails after the"
+          "\(PrintedText.shown(presenter.bundleIdentifier)) (\(presenter.pid)) is stopped while it presents"
+            + " \(presenter.shownPath): every coordinated read or write of it fails after the"
             + " coordinator's bound (it would wait forever on iOS)",
           "remove presenters in AppLifecycle.onSuspend and add them again in onResume, or"
             + " 'groupctl resume \(presenter.pid)'")
       } else {
-        add(.ok, "\(presenter.bundleIdentifier) (\(presenter.pid)) presents \(presenter.path)")
+        add(.ok, "\(PrintedText.shown(presenter.bundleIdentifier)) (\(presenter.pid)) presents \(presenter.shownPath)")
       }
     }
     for access in CoordinationStatus.accesses(root: root) {

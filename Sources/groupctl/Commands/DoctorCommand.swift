@@ -126,15 +126,15 @@ extension DoctorCommand {
         app.map { record in
           record.pid == hazard.pid
             ? "\(record.bundleIdentifier) (\(hazard.pid))"
-            : "\(record.bundleIdentifier) (\(record.pid)), its process \(hazard.pid) (\(hazard.name)),"
-        } ?? "\(hazard.name) (\(hazard.pid))"
+            : "\(record.bundleIdentifier) (\(record.pid)), its process \(hazard.pid) (\(PrintedText.shown(hazard.name))),"
+        } ?? "\(PrintedText.shown(hazard.name)) (\(hazard.pid))"
       for lock in hazard.locks {
         printOut(
           lock.isKeychain
             ? "problem: \(who) is stopped while it holds the keychain's lock of access group"
-              + " \(lock.groupIdentifier) (\(lock.path)); every write to the access group waits"
+              + " \(lock.groupIdentifier) (\(lock.shownPath)); every write to the access group waits"
               + " for it (on iOS the keychain daemon holds this lock, not the app)"
-            : "problem: \(who) is stopped while it holds a lock on \(lock.path) in"
+            : "problem: \(who) is stopped while it holds \(lock.subject) in"
               + " group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every process that needs"
               + " the file waits for it (0xdead10cc on iOS)")
         printOut(
@@ -148,7 +148,7 @@ extension DoctorCommand {
         printOut(
           "problem: \(stray.bundleIdentifier) is suspended, but process \(stray.process),"
             + " which carries its identity outside its process tree, runs on holding a lock on"
-            + " \(lock.path) in group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every"
+            + " \(lock.shownPath) in group \(lock.groupIdentifier) (\(lock.kind.rawValue)); every"
             + " process that needs the file waits for it")
         printOut(
           "  fix: end it ('kill \(stray.process.pid)'), or start it under the app without"

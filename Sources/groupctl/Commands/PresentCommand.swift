@@ -180,16 +180,11 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 
   func presentedItemDidChange() { output.write("did-change") }
 
-  /// A path as a callback's line shows it: as it is, or, when it holds a control character
-  /// (a newline would start a line of its own, a callback that never happened) or a
-  /// backslash, in quotes with those escaped, as `read` prints such a string.
-  static func shown(_ url: URL) -> String {
-    let path = url.path
-    let plain = path.unicodeScalars.allSatisfy {
-      $0.value >= 0x20 && $0.value != 0x7F && $0 != "\\"
-    }
-    return plain ? path : quotedIfNeeded(path)
-  }
+  /// A path as a callback's line shows it (``PrintedText/shown(_:)``): as it is, or, when it
+  /// holds a control character (a newline would start a line of its own, a callback that
+  /// never happened) or a backslash, in quotes with those escaped, as `read` prints such a
+  /// string.
+  static func shown(_ url: URL) -> String { PrintedText.shown(url.path) }
 
   func accommodatePresentedSubitemDeletion(
     at url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void

@@ -74,7 +74,7 @@ struct PsCommand: ParsableCommand {
       }
       let pids = Set(app.processes.map(\.pid) + [record.pid])
       for presenter in presenters where pids.contains(presenter.pid) {
-        printOut("  presents: \(presenter.path)\(presenter.isFolder ? " (folder)" : "")")
+        printOut("  presents: \(presenter.shownPath)\(presenter.isFolder ? " (folder)" : "")")
       }
     }
     let appPIDs = Set(apps.flatMap { $0.processes.map(\.pid) + [$0.record.pid] })
