@@ -206,4 +206,18 @@ struct CoordinationClaimEdgeTests {
     #expect(try t.g.run(["suspend", TestRoot.app]).status == 1)
     #expect(holder.wait() != nil)
   }
+
+  /// A coordinated write in an app's own container that does not exist yet makes the
+  /// container, as a group container is made on demand, and runs.
+  @Test func anAppsOwnContainerIsMadeOnDemand() throws {
+    let t = try CoordinationRoot()
+    let container = t.g.path + "/Data/Application/" + TestRoot.app
+    try #require(!FileManager.default.fileExists(atPath: container))
+    let item = container + "/f"
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo RAN; echo x > '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(write.stdout == "RAN\n", "\(write)")
+    #expect(FileManager.default.fileExists(atPath: item))
+    #expect(FileManager.default.fileExists(atPath: container + "/Library/Preferences"))
+  }
 }

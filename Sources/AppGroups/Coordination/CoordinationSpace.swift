@@ -197,11 +197,14 @@ final class CoordinationSpace: Sendable, Hashable, CustomStringConvertible {
   func hash(into hasher: inout Hasher) { hasher.combine(container) }
 
   /// Checks, once per identity in this process, that `identity` may use this container: a
-  /// member of the group as the manifest says now, or the app whose container it is. Then
-  /// creates the coordination folder (mode 0700) when it is missing.
+  /// member of the group as the manifest says now, or the app whose container it is. The
+  /// container is made when it is missing (a group's by the resolver, an app's own as
+  /// ``ContainerRoot/prepareContainer(at:)`` makes it). Then creates the coordination folder
+  /// (mode 0700) when it is missing.
   ///
   /// - Throws: `.notEntitled`, `.executableMismatch`, `.invalidManifest` (the resolver's
-  ///   refusals); `.io` when the folder cannot be created.
+  ///   refusals); `.outsideRoot` when a folder on the way to the app's container is a
+  ///   symbolic link; `.io` when a folder cannot be created.
   func admit(_ identity: AppIdentity) throws(AppGroupsError) {
     let name = identity.bundleIdentifier
     if !admitted.withLock({ $0.contains(name) }) {
@@ -216,6 +219,8 @@ final class CoordinationSpace: Sendable, Hashable, CustomStringConvertible {
             "\(name) cannot coordinate files in the container of \(bundle): an app's own"
               + " container is its own")
         }
+        // Made on demand, as a group container is when the resolver hands it out.
+        try containerRoot.prepareContainer(atPath: container)
       }
       admitted.withLock { _ = $0.insert(name) }
       try prepareFolders()
