@@ -5,6 +5,9 @@
 //
 //   notes add TEXT                      adds a note: "added #N: TEXT"
 //   notes list                          every note, "#N TEXT", or "(no notes)"
+//                                       (add, list and watch print a TEXT with a control
+//                                       character or a backslash quoted, those escaped:
+//                                       \n, \\, \U001b, so that a line is one note)
 //   notes watch [--count N]             the widget: the notes so far, "ready", then a line
 //                                       "note #N: TEXT" per new note, until N new notes were
 //                                       shown, or SIGTERM/SIGINT; a database replaced
@@ -162,7 +165,7 @@ case "add":
       defer { database.close() }
       return try database.insert(options.text ?? "")
     }
-    say("added #\(id): \(options.text ?? "")")
+    say("added #\(id): \(PrintedText.shown(options.text ?? ""))")
   } catch {
     fail("\(error)")
   }
@@ -175,7 +178,7 @@ case "list":
       return try database.notes()
     }
     if notes.isEmpty { say("(no notes)") }
-    for note in notes { say("#\(note.id) \(note.text)") }
+    for note in notes { say("#\(note.id) \(PrintedText.shown(note.text))") }
   } catch {
     fail("\(error)")
   }
@@ -314,13 +317,13 @@ final class NotesWatcher: NSObject, NSFilePresenter, @unchecked Sendable {
     }
     if first {
       say("notes: \(notes.count)")
-      for note in notes { say("#\(note.id) \(note.text)") }
+      for note in notes { say("#\(note.id) \(PrintedText.shown(note.text))") }
       shown.withLock { $0.last = notes.last?.id ?? 0 }
       return
     }
     if replaced { say("the notes were replaced: \(notes.count) in the database now") }
     for note in notes {
-      say("note #\(note.id): \(note.text)")
+      say("note #\(note.id): \(PrintedText.shown(note.text))")
       let done = shown.withLock { shown in
         shown.last = note.id
         shown.count += 1
