@@ -334,6 +334,9 @@ struct LifecycleTests {
       #expect(result.status == 64, "\(args)")
       #expect(result.stderr.contains(message), "\(args): \(result.stderr)")
     }
+    let missingRoot = try Product.run("groupctl", ["--root", t.path + "-mistyped", "doctor", "--locks"])
+    #expect(missingRoot.status == 1 && missingRoot.stdout.isEmpty, "\(missingRoot)")
+    #expect(missingRoot.stderr.contains("there is no root at \(t.path)-mistyped"))
     let notRunning = try t.g.run(["suspend", TestRoot.app])
     #expect(notRunning.status == 1)
     #expect(notRunning.stderr.contains("\(TestRoot.app) is not running on \(t.path)"))

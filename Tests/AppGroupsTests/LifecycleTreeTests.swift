@@ -130,6 +130,32 @@ struct LifecycleTreeTests {
         "  lock: flock WRITE \(t.cachePath) (\(TestRoot.group)), held by processes \(pid) (sh)"
           + " and \(child) (sleep)"
       ], "\(ps)")
+    // Stopped, both processes are said to hold it; it is counted once.
+    #expect(try t.g.run(["suspend", String(pid), "--report-only"]).status == 0)
+    let doctor = try t.g.run(["doctor", "--locks"])
+    #expect(doctor.status == 1)
+    #expect(
+      doctor.stdout.hasSuffix("1 lock(s) held by stopped processes in \(t.path).\n"), "\(doctor.stdout)")
+  }
+
+  @Test func psShowsAnExecutableNamedToForgeALineOnALineOfItsOwn() throws {
+    let t = try LifecycleRoot()
+    // Outside the root, as a program is.
+    let folder = URL(fileURLWithPath: t.path + "-bin")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let forged = folder.path + "/sl\n4242\tsuspended\tcom.evil.app\tx"
+    #expect(
+      FileManager.default.createFile(
+        atPath: forged, contents: try Data(contentsOf: URL(fileURLWithPath: "/bin/sh"))))
+    #expect(chmod(forged, 0o755) == 0)
+    let app = try t.launch(TestRoot.app, [forged, "-c", "echo ready; exec sleep 600"])
+    defer { app.signal(SIGKILL) }
+    let pid = app.process.processIdentifier
+    let ps = try t.g.ok(["ps"])
+    let shown = "\"" + folder.path + #"/sl\n4242\tsuspended\tcom.evil.app\tx""#
+    #expect(ps.contains("\(pid)\trunning\t\(TestRoot.app)\t\(shown)\n"), "\(ps)")
+    #expect(!ps.contains("\n4242\t"), "\(ps)")
   }
 
   @Test func aRebootEndsEveryProcessOfEveryAppEvenOneLaunchedDuringIt() throws {

@@ -114,7 +114,11 @@ extension DoctorCommand {
   /// `doctor --locks`: stopped processes holding a lock in a group container.
   func checkLocks() throws {
     let root = globals.containerRoot
-    warnIfMissing(root)
+    // A mistyped root holds no lock: said, and not taken for a clean bill.
+    guard FileManager.default.fileExists(atPath: root.path) else {
+      warnIfMissing(root)
+      throw ExitCode.failure
+    }
     let device = Device(root: root)
     device.pruneStaleRecords()
     let apps = device.appsByProcess()
@@ -155,8 +159,13 @@ extension DoctorCommand {
             + " leaving its tree (a double fork from a process 'groupctl run' did not start)")
       }
     }
-    let count =
-      hazards.reduce(0) { $0 + $1.locks.count } + escaped.reduce(0) { $0 + $1.locks.count }
+    // Each lock once: an flock or OFD lock passed on through fork is one lock, held by each
+    // stopped process that has the file open (each said above).
+    let count = Set(
+      (hazards.flatMap(\.locks) + escaped.flatMap(\.locks)).map {
+        "\($0.kind) \($0.isExclusive) \($0.start) \($0.path)"
+      }
+    ).count
     printOut(
       count == 0
         ? "No stopped process holds a lock in a group container of \(root.path)."

@@ -60,10 +60,13 @@ struct PsCommand: ParsableCommand {
     printOut("PID\tSTATE\tBUNDLE-ID\tEXECUTABLE")
     for app in apps {
       let record = app.record
-      printOut("\(record.pid)\t\(app.state.rawValue)\t\(record.bundleIdentifier)\t\(record.executable)")
+      // The executable's path and a process's name are the app's to choose: shown so that
+      // a newline or a tab in them cannot forge a line or a column.
+      printOut(
+        "\(record.pid)\t\(app.state.rawValue)\t\(record.bundleIdentifier)\t\(PrintedText.shown(record.executable))")
       for process in app.processes.dropFirst() {
         let state = process.isStopped ? "stopped" : "running"
-        printOut("  process: \(process.pid)\t\(state)\t\(process.command)")
+        printOut("  process: \(process.pid)\t\(state)\t\(PrintedText.shown(process.command))")
       }
       for (lock, holders) in app.distinctLocks {
         guard holders.map(\.pid) != [record.pid] else {
