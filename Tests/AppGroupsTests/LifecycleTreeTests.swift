@@ -35,19 +35,26 @@ private func lockingChild(_ t: LifecycleRoot, shape: String) -> [String] {
   }
 }
 
+extension LifecycleRoot {
+  /// Launches `command` as the cache writer, the cache's folder made first, and waits for its
+  /// `locked PID` line: the app, and the process that took the lock.
+  func launchLocking(_ command: [String]) throws -> (app: ChildProcess, holder: Int32) {
+    try FileManager.default.createDirectory(
+      atPath: (cachePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    let app = try launch(Self.writer, command, waitsForReady: false)
+    let holder = app.waitForLine { $0.hasPrefix("locked ") }.flatMap { Int32($0.dropFirst(7)) }
+    if holder == nil { app.signal(SIGKILL) }
+    return (app, try #require(holder, "\(command) never said locked: \(app.standardError)"))
+  }
+}
+
 @Suite("Lifecycle: the app is its whole process tree", .processBound)
 struct LifecycleTreeTests {
   @Test(arguments: ["child", "double fork"])
   func aChildHoldingALockIsTerminatedWithItsParentAndNamed(shape: String) throws {
     let t = try LifecycleRoot()
-    try FileManager.default.createDirectory(
-      atPath: (t.cachePath as NSString).deletingLastPathComponent,
-      withIntermediateDirectories: true)
-    let app = try t.launch(
-      LifecycleRoot.writer, lockingChild(t, shape: shape), waitsForReady: false)
+    let (app, child) = try t.launchLocking(lockingChild(t, shape: shape))
     let pid = app.process.processIdentifier
-    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
-    let child = try #require(Int32(locked.dropFirst(7)))
     #expect(child != pid)
 
     let suspend = try t.g.run(["suspend", LifecycleRoot.writer, "--grace", "1"])
@@ -64,15 +71,9 @@ struct LifecycleTreeTests {
 
   @Test func aSuspendedAppIsStoppedWholeAndResumedWhole() throws {
     let t = try LifecycleRoot()
-    try FileManager.default.createDirectory(
-      atPath: (t.cachePath as NSString).deletingLastPathComponent,
-      withIntermediateDirectories: true)
-    let app = try t.launch(
-      LifecycleRoot.writer, lockingChild(t, shape: "child"), waitsForReady: false)
+    let (app, child) = try t.launchLocking(lockingChild(t, shape: "child"))
     defer { app.signal(SIGKILL) }
     let pid = app.process.processIdentifier
-    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
-    let child = try #require(Int32(locked.dropFirst(7)))
 
     let ps = try t.g.ok(["ps"])
     #expect(ps.contains("\(pid)\trunning\t\(LifecycleRoot.writer)\t"), "\(ps)")
@@ -107,21 +108,14 @@ struct LifecycleTreeTests {
 
   @Test func anInheritedLockIsOneLockWithBothHolders() throws {
     let t = try LifecycleRoot()
-    try FileManager.default.createDirectory(
-      atPath: (t.cachePath as NSString).deletingLastPathComponent,
-      withIntermediateDirectories: true)
     // The shell takes the flock and starts a child that inherits the descriptor: one lock,
     // one open file description, held by both.
-    let app = try t.launch(
-      LifecycleRoot.writer,
-      [
-        "/bin/sh", "-c",
-        "exec 9>\"$0\"; flock -x 9; sleep 600 & echo \"locked $!\"; wait", t.cachePath,
-      ], waitsForReady: false)
+    let (app, child) = try t.launchLocking([
+      "/bin/sh", "-c", "exec 9>\"$0\"; flock -x 9; sleep 600 & echo \"locked $!\"; wait",
+      t.cachePath,
+    ])
     defer { app.signal(SIGKILL) }
     let pid = app.process.processIdentifier
-    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
-    let child = try #require(Int32(locked.dropFirst(7)))
 
     let ps = try t.g.ok(["ps"])
     let lines = ps.split(separator: "\n").filter { $0.hasPrefix("  lock: ") }
@@ -160,16 +154,10 @@ struct LifecycleTreeTests {
 
   @Test func aRebootEndsEveryProcessOfEveryAppEvenOneLaunchedDuringIt() throws {
     let t = try LifecycleRoot()
-    try FileManager.default.createDirectory(
-      atPath: (t.cachePath as NSString).deletingLastPathComponent,
-      withIntermediateDirectories: true)
     // An app whose child holds the cache's lock, and one that ignores SIGTERM, so that the
     // reboot waits out its grace.
-    let app = try t.launch(
-      LifecycleRoot.writer, lockingChild(t, shape: "child"), waitsForReady: false)
+    let (app, child) = try t.launchLocking(lockingChild(t, shape: "child"))
     defer { app.signal(SIGKILL) }
-    let locked = try #require(app.waitForLine { $0.hasPrefix("locked ") }, "\(app.standardError)")
-    let child = try #require(Int32(locked.dropFirst(7)))
     let stubborn = try t.launch(
       TestRoot.app,
       ["/bin/sh", "-c", "trap 'echo told' TERM; echo ready; while :; do sleep 0.05; done"])
