@@ -87,6 +87,8 @@ struct CoordinationClaimEdgeTests {
   /// refused, and a member is let in.
   @Test func aContainerShapedFolderInsideAContainerIsAFolderOfIt() throws {
     let t = try CoordinationRoot()
+    // A manifest planted in the container does not make it a root.
+    try "<plist/>".write(toFile: t.container + "/Entitlements.plist", atomically: false, encoding: .utf8)
     for (folder, owner) in [
       ("Data/Application", "com.example.other"), ("Shared/AppGroup", "group.com.example.other"),
     ] {
@@ -108,6 +110,25 @@ struct CoordinationClaimEdgeTests {
       ["--write", own + "/f.txt", "--", "/bin/echo", "RAN"], as: TestRoot.widget)
     #expect(member.status == 0, "\(member)")
     #expect(member.stdout == "RAN\n", "\(member)")
+  }
+
+  /// A root that lives below a folder shaped like a container (`…/Data/Application/<id>/…`)
+  /// is still the root of its containers: the one whose manifest is there.
+  @Test func aRootBelowAContainerShapedFolderIsFound() throws {
+    let base = try CoordinationRoot().g.path + "-outer"
+    defer { try? FileManager.default.removeItem(atPath: base) }
+    let root = base + "/Data/Application/com.example.outer/root"
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+      try Product.run("groupctl", ["--root", root] + args, environment: ["APPGROUPS_ROOT": root])
+    }
+    #expect(try groupctl(["grant", TestRoot.app, TestRoot.group]).status == 0)
+    let container = try groupctl(["container", TestRoot.app, TestRoot.group]).stdout
+      .trimmingCharacters(in: .newlines)
+    try "x\n".write(toFile: container + "/f.txt", atomically: false, encoding: .utf8)
+    let ran = try groupctl(
+      ["coordinate", "--as", TestRoot.app, "--write", container + "/f.txt", "--", "/bin/echo", "RAN"])
+    #expect(ran.status == 0 && ran.stdout == "RAN\n", "\(ran)")
   }
 
   /// A coordinated move, deletion or replacement of the container, of its `Library` or of

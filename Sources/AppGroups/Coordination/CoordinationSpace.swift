@@ -76,7 +76,8 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
 
   /// The item at `url`: a file URL inside a group container (`<root>/Shared/AppGroup/<group>/…`)
   /// or an app's own container (`<root>/Data/Application/<bundle id>/…`) of a root. The
-  /// container is the outermost such folder of the path: a `Data/Application/<id>` or
+  /// container is the outermost such folder of the path whose root holds a manifest
+  /// (`Entitlements.plist`), else the outermost: a `Data/Application/<id>` or
   /// `Shared/AppGroup/<group>` folder inside a container is an ordinary folder of it.
   ///
   /// The existing part of the path is resolved (`realpath(3)`), so that a link into a
@@ -93,22 +94,30 @@ struct CoordinatedItem: Sendable, Hashable, CustomStringConvertible {
     }
     let path = ContainerRoot.resolve(url.path, currentDirectory: Paths.currentDirectory())
     let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-    // The outermost <root>/Shared/AppGroup/<group> or <root>/Data/Application/<bundle id>:
-    // a folder of the same shape inside a container is the container's, not another app's
-    // or group's container.
-    var found: (root: String, kind: CoordinationSpace.Kind, rest: ArraySlice<String>)?
+    // Each <root>/Shared/AppGroup/<group> or <root>/Data/Application/<bundle id> of the path,
+    // outermost first. The container is the outermost one whose root holds a manifest: a
+    // folder of the same shape inside a container is the container's (not another app's or
+    // group's container, even with a manifest planted beside it), and a root that lives below
+    // a folder of that shape is still found. With no manifest anywhere, the outermost.
+    var candidates: [(root: String, kind: CoordinationSpace.Kind, rest: ArraySlice<String>)] = []
     var index = 0
-    while index + 3 <= parts.count, found == nil {
+    while index + 3 <= parts.count {
       let owner = parts[index + 2]
       let root = "/" + parts[..<index].joined(separator: "/")
       if parts[index] == "Shared", parts[index + 1] == "AppGroup" {
-        found = (root, .group(owner), parts[(index + 3)...])
+        candidates.append((root, .group(owner), parts[(index + 3)...]))
       } else if parts[index] == "Data", parts[index + 1] == "Application" {
-        found = (root, .app(owner), parts[(index + 3)...])
+        candidates.append((root, .app(owner), parts[(index + 3)...]))
       }
       index += 1
     }
-    guard let found else {
+    let manifested =
+      candidates.count < 2
+      ? nil
+      : candidates.first {
+        Paths.exists(($0.root == "/" ? "" : $0.root) + "/" + ContainerRoot.manifestFileName)
+      }
+    guard let found = manifested ?? candidates.first else {
       throw AppGroupsError(
         .outsideContainer,
         "\(path) is not inside a container (<root>/Shared/AppGroup/GROUP-ID/… or"
