@@ -21,8 +21,8 @@ public enum CoordinationStatus {
     /// The registration file.
     public let registrationPath: String
 
-    /// The path as a line shows it (``PrintedText/shown(_:)``): a name with a newline in it
-    /// does not split the line.
+    /// The path as a line shows it (as it is, or quoted with its control characters and
+    /// backslashes escaped): a name with a newline in it does not split the line.
     public var shownPath: String { PrintedText.shown(path) }
 
     /// `com.example.widget (4101) presents PATH (folder)`.
@@ -50,7 +50,8 @@ public enum CoordinationStatus {
     public let isStopped: Bool
 
     /// The item as a report names it: its path, or `an item of CONTAINER whose name is
-    /// unknown`, the path as a line shows it (``PrintedText/shown(_:)``).
+    /// unknown`, the path as a line shows it (as it is, or quoted with its control characters
+    /// and backslashes escaped).
     public var item: String {
       isItemNameKnown ? PrintedText.shown(path) : "an item of \(PrintedText.shown(path)) whose name is unknown"
     }

@@ -62,15 +62,16 @@ public struct HeldLock: Sendable, Hashable, CustomStringConvertible {
   /// The coordinated item as a report names it: its path, or, when its name cannot be read
   /// (its slot's name file missing or empty), `an item of CONTAINER whose name is unknown`;
   /// `nil` when the lock is not a coordinated access's. Paths as a line shows them
-  /// (``PrintedText/shown(_:)``).
+  /// (as it is, or quoted with its control characters and backslashes escaped).
   var coordinatedItemDescription: String? {
     guard let container = coordinationContainer else { return nil }
     return coordinatedItem.map(PrintedText.shown)
       ?? "an item of \(PrintedText.shown(container)) whose name is unknown"
   }
 
-  /// The locked file's path as a line shows it (``PrintedText/shown(_:)``): a file name with
-  /// a newline in it does not split a report.
+  /// The locked file's path as a line shows it (as it is, or quoted with its control
+  /// characters and backslashes escaped): a file name with a newline in it does not split a
+  /// report.
   public var shownPath: String { PrintedText.shown(path) }
 
   /// What the lock stands for in a report: `a lock on PATH`, for a coordinated access
