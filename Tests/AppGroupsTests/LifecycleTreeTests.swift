@@ -46,6 +46,17 @@ extension LifecycleRoot {
     if holder == nil { app.signal(SIGKILL) }
     return (app, try #require(holder, "\(command) never said locked: \(app.standardError)"))
   }
+
+  /// Kills `app` and the process that took its lock, which outlives the app's first process
+  /// (it is then a child of init) and would hold the lock on for as long as it sleeps. Only a
+  /// process of this root is killed: a pid handed out again is left alone.
+  func end(_ app: ChildProcess, holder: Int32) {
+    app.signal(SIGKILL)
+    let environment = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(holder)/environ"))) ?? Data()
+    if environment.split(separator: 0).contains(Data("APPGROUPS_ROOT=\(path)".utf8)) {
+      kill(holder, SIGKILL)
+    }
+  }
 }
 
 @Suite("Lifecycle: the app is its whole process tree", .processBound)
@@ -72,7 +83,7 @@ struct LifecycleTreeTests {
   @Test func aSuspendedAppIsStoppedWholeAndResumedWhole() throws {
     let t = try LifecycleRoot()
     let (app, child) = try t.launchLocking(lockingChild(t, shape: "child"))
-    defer { app.signal(SIGKILL) }
+    defer { t.end(app, holder: child) }
     let pid = app.process.processIdentifier
 
     let ps = try t.g.ok(["ps"])
@@ -114,7 +125,7 @@ struct LifecycleTreeTests {
       "/bin/sh", "-c", "exec 9>\"$0\"; flock -x 9; sleep 600 & echo \"locked $!\"; wait",
       t.cachePath,
     ])
-    defer { app.signal(SIGKILL) }
+    defer { t.end(app, holder: child) }
     let pid = app.process.processIdentifier
 
     let ps = try t.g.ok(["ps"])
@@ -157,7 +168,7 @@ struct LifecycleTreeTests {
     // An app whose child holds the cache's lock, and one that ignores SIGTERM, so that the
     // reboot waits out its grace.
     let (app, child) = try t.launchLocking(lockingChild(t, shape: "child"))
-    defer { app.signal(SIGKILL) }
+    defer { t.end(app, holder: child) }
     let stubborn = try t.launch(
       TestRoot.app,
       ["/bin/sh", "-c", "trap 'echo told' TERM; echo ready; while :; do sleep 0.05; done"])
