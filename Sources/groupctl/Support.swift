@@ -365,3 +365,30 @@ final class LineWriter: Sendable {
     }
   }
 }
+
+extension Duration {
+  /// A number of seconds given to `option` on the command line (`--grace 2.5`): decimal
+  /// digits with an optional fraction, from `lowest` to `highest`, kept to the millisecond
+  /// (rounded up, so a positive number never becomes zero).
+  ///
+  /// - Throws: A ``ValidationError`` naming the option and the text for anything else: a
+  ///   sign, an exponent, a hexadecimal number (`0x10`, which `Double` reads), `inf`, `nan`,
+  ///   spaces, or a number out of range.
+  static func seconds(
+    _ text: String, of option: String, from lowest: Int, upTo highest: Int,
+    excludingLowest: Bool = false
+  ) throws(ValidationError) -> Duration {
+    let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+    let isDecimal =
+      !text.isEmpty && text != "." && parts.count <= 2
+      && parts.allSatisfy { $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }
+    guard isDecimal, let seconds = Double(text),
+      excludingLowest ? seconds > Double(lowest) : seconds >= Double(lowest),
+      seconds <= Double(highest)
+    else {
+      let range = excludingLowest ? "more than \(lowest) and at most \(highest)" : "from \(lowest) to \(highest)"
+      throw ValidationError("\(option) '\(text)' is not a number of seconds \(range)")
+    }
+    return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+  }
+}

@@ -27,6 +27,12 @@ struct GroupctlDeviceTests {
       (["device", "lock", "--grace", "99999"], "--grace '99999' is not a number of seconds"),
       (["device", "lock", "--grace", "-1"], "--grace '-1'"),
       (["device", "reboot", "--grace", "nan"], "--grace 'nan'"),
+      // Hexadecimal and exponents, which `Double` reads, are not seconds here.
+      (["device", "lock", "--grace", "0x10"], "--grace '0x10' is not a number of seconds"),
+      (["device", "lock", "--grace", "1e3"], "--grace '1e3' is not a number of seconds"),
+      (["suspend", "--grace", "0x1", "1"], "--grace '0x1' is not a number of seconds from 0 to 60"),
+      (["coordinate", "--as", TestRoot.app, "--read", "x", "--timeout", "0x10", "--", "true"],
+       "--timeout '0x10' is not a number of seconds more than 0 and at most 3600"),
       (
         ["device", "unlock", "--grace", "1"],
         "--grace applies to 'device lock' and 'device reboot' only"

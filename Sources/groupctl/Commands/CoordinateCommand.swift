@@ -77,13 +77,8 @@ struct CoordinateCommand: ParsableCommand {
     if arguments[Self.replace] { writing.insert(.forReplacing) }
     destination = arguments[Self.moveTo]
     if destination != nil { writing.insert(.forMoving) }
-    if let text = arguments[Self.timeoutSeconds] {
-      guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
-        throw ValidationError("--timeout '\(text)' is not a number of seconds from 0 to 3600")
-      }
-      timeout = .milliseconds(Int64((seconds * 1000).rounded(.up)))
-    } else {
-      timeout = nil
+    timeout = try arguments[Self.timeoutSeconds].map { text throws(ValidationError) in
+      try .seconds(text, of: "--timeout", from: 0, upTo: 3600, excludingLowest: true)
     }
     switch (read, write) {
     case (let path?, nil):

@@ -107,9 +107,9 @@ struct DeviceCommand: ParsableCommand {
     case (_, nil):
       grace = nil
     case (.lock, let text?):
-      grace = try Self.seconds(text, upTo: 3600)
+      grace = try .seconds(text, of: "--grace", from: 0, upTo: 3600)
     case (.reboot, let text?):
-      grace = try Self.seconds(text, upTo: 60)
+      grace = try .seconds(text, of: "--grace", from: 0, upTo: 60)
     default:
       throw ValidationError("--grace applies to 'device lock' and 'device reboot' only")
     }
@@ -137,16 +137,6 @@ struct DeviceCommand: ParsableCommand {
   /// What a message says instead of a word of the command line that may be a passcode
   /// (`device unlock 1234`): no message shows one.
   static let notShown = "not shown: it may be a passcode"
-
-  private static func seconds(_ text: String, upTo maximum: Double) throws(ValidationError)
-    -> Duration
-  {
-    guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximum else {
-      throw ValidationError(
-        "--grace '\(text)' is not a number of seconds from 0 to \(Int(maximum))")
-    }
-    return .milliseconds(Int64((seconds * 1000).rounded()))
-  }
 
   func validate() throws {
     try globals.requireAdministrator("device")

@@ -53,14 +53,9 @@ struct SuspendCommand: ParsableCommand {
 
   init(arguments: Arguments) throws {
     self.arguments = arguments
-    if let text = arguments[Self.grace] {
-      guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 60 else {
-        throw ValidationError("--grace '\(text)' is not a number of seconds from 0 to 60")
-      }
-      grace = .milliseconds(Int64((seconds * 1000).rounded()))
-    } else {
-      grace = AppLifecycle.gracePeriod
-    }
+    grace = try arguments[Self.grace].map { text throws(ValidationError) in
+      try .seconds(text, of: "--grace", from: 0, upTo: 60)
+    } ?? AppLifecycle.gracePeriod
     target = try AppTarget(parsing: arguments[Self.target])
   }
 
