@@ -198,8 +198,9 @@ public struct Keybag: Sendable {
   ///   end); ``KeybagError/Code/unavailable`` when the device is locked;
   ///   ``KeybagError/Code/passcodeRequired`` when a passcode is set and `current` is `nil`;
   ///   ``KeybagError/Code/noPasscodeSet`` when `current` is given and none is set;
-  ///   ``KeybagError/Code/wrongPasscode`` (counted), ``KeybagError/Code/rateLimited``;
-  ///   then nothing changed.
+  ///   ``KeybagError/Code/wrongPasscode`` (counted), ``KeybagError/Code/rateLimited``, or
+  ///   ``KeybagError/Code/invalidPasscode`` (not counted) for a `current` that breaks the
+  ///   rules; then nothing changed.
   public func setPasscode(_ passcode: String, current: String? = nil) throws(KeybagError) {
     if let problem = Passcode.problem(with: passcode) {
       throw KeybagError(
@@ -262,7 +263,8 @@ public struct Keybag: Sendable {
   /// keychain items). The device must be unlocked.
   ///
   /// - Throws: ``KeybagError/Code/noPasscodeSet``; ``KeybagError/Code/unavailable`` when the
-  ///   device is locked; ``KeybagError/Code/wrongPasscode`` (counted),
+  ///   device is locked; ``KeybagError/Code/invalidPasscode`` (not counted) for a code that
+  ///   breaks the passcode's rules; ``KeybagError/Code/wrongPasscode`` (counted),
   ///   ``KeybagError/Code/rateLimited``; then nothing changed.
   public func clearPasscode(current: String) throws(KeybagError) {
     try withDevice { record, contents throws(KeybagError) in
@@ -313,8 +315,9 @@ public struct Keybag: Sendable {
   /// - Returns: Whether the device was locked (or before first unlock).
   /// - Throws: ``KeybagError/Code/passcodeRequired`` when a passcode is set and none was
   ///   given; ``KeybagError/Code/noPasscodeSet`` when a code was given and none is set;
-  ///   ``KeybagError/Code/wrongPasscode`` (counted), ``KeybagError/Code/rateLimited``;
-  ///   then the device is as it was.
+  ///   ``KeybagError/Code/invalidPasscode`` (not counted) for a code that breaks the
+  ///   passcode's rules; ``KeybagError/Code/wrongPasscode`` (counted),
+  ///   ``KeybagError/Code/rateLimited``; then the device is as it was.
   @discardableResult
   public func unlock(passcode: String? = nil) throws(KeybagError) -> Bool {
     try withDevice { record, contents throws(KeybagError) -> Bool in
@@ -460,7 +463,8 @@ public struct Keybag: Sendable {
   }
 
   /// Checks `passcode` against the keybag, as iOS spaces attempts: refused before the delay
-  /// that wrong codes earned; a wrong one counted (and saved). Returns the passcode's key.
+  /// that wrong codes earned; one that breaks the passcode's rules refused and not counted; a
+  /// wrong one counted (and saved). Returns the passcode's key.
   private func verify(_ passcode: String, _ contents: inout KeybagContents) throws(KeybagError)
     -> [UInt8]
   {
@@ -472,6 +476,14 @@ public struct Keybag: Sendable {
         "\(contents.failedAttempts) wrong passcodes in a row: the next attempt is heard in"
           + " \(Self.spoken(seconds: wait)); nothing was changed",
         retryAfter: Date(timeIntervalSince1970: retryAfter))
+    }
+    // A code that breaks the passcode's rules cannot be the passcode: it is refused as bad
+    // input, and not counted as a wrong one.
+    if let problem = Passcode.problem(with: passcode.precomposedStringWithCanonicalMapping) {
+      throw KeybagError(
+        .invalidPasscode,
+        "that cannot be the passcode: \(problem); the attempt was not counted, and nothing was"
+          + " changed")
     }
     var sealing = try derive(passcode, contents)
     do {

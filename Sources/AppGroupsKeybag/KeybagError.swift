@@ -35,7 +35,8 @@ public struct KeybagError: Error, Sendable, CustomStringConvertible {
     public static let noPasscodeSet = Code(name: "noPasscodeSet")
     /// Too many wrong codes in a row: no attempt is heard before ``KeybagError/retryAfter``.
     public static let rateLimited = Code(name: "rateLimited")
-    /// A new passcode breaks the rules (length, characters).
+    /// A passcode breaks the rules (length, characters): a new one is refused, and a code
+    /// given to unlock or to confirm a change is refused without being counted as a wrong one.
     public static let invalidPasscode = Code(name: "invalidPasscode")
     /// The keybag cannot be read, belongs to another device, or a key in it does not open
     /// with the device key: it was changed or damaged.

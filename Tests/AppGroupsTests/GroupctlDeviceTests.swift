@@ -69,6 +69,12 @@ struct GroupctlDeviceTests {
     let missing = try g.run(["device", "unlock"])
     #expect(
       missing.status == 1 && missing.stderr.contains("give it to unlock; the device stays locked"))
+    // A code that breaks the passcode's rules cannot be it: refused, and not counted.
+    let impossible = try g.run(["device", "unlock", "--passcode", "Q7"])
+    #expect(
+      impossible.status == 1 && impossible.stderr.contains("that cannot be the passcode")
+        && impossible.stderr.contains("the attempt was not counted"), "\(impossible)")
+    #expect(!impossible.stderr.contains("Q7"))
     let wrong = try g.run(["device", "unlock", "--passcode", "9876"])
     #expect(wrong.status == 1 && wrong.stderr.contains("wrong passcode (1 in a row)"), "\(wrong)")
     #expect(!wrong.stderr.contains("9876"))

@@ -130,8 +130,14 @@ struct KeybagTests {
     let keyring = DeviceKeyring(deviceIdentifier: r.state.deviceIdentifier, rootPath: r.root.path)
     #expect(try keyring.load(name: "complete", session: r.state.bootSession) == nil)
 
+    // Codes that break the rules cannot be the passcode: refused, and not counted.
+    for impossible in ["12", " 1234", "12\n34", String(repeating: "9", count: 200)] {
+      expectRefusal(.invalidPasscode) { try r.keybag.unlock(passcode: impossible) }
+    }
+    #expect(try r.keybag.attempts().failed == 0, "an impossible code is not a wrong one")
     expectRefusal(.wrongPasscode) { try r.keybag.unlock(passcode: "4321") }
     #expect(r.state.lockState == .locked, "a wrong passcode changes nothing")
+    #expect(try r.keybag.attempts().failed == 1)
     expectRefusal(.passcodeRequired) { try r.keybag.unlock() }
     #expect(try r.keybag.unlock(passcode: "1234"))
     #expect(try r.keybag.classKey(.complete) == complete)
