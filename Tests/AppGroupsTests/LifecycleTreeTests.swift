@@ -110,7 +110,17 @@ struct LifecycleTreeTests {
       "\(doctor.stdout)")
     #expect(doctor.stdout.contains("'groupctl resume \(pid)'"), "\(doctor.stdout)")
 
-    let resume = try t.g.ok(["resume", LifecycleRoot.writer])
+    // Suspended again, through its child's pid: the whole app, stopped already, is not told
+    // again (a stopped process cannot handle the SIGTSTP: no answer would come).
+    let again = try t.g.run(["suspend", String(child), "--report-only"])
+    #expect(again.status == 0, "\(again)")
+    #expect(
+      again.stdout
+        == "suspended: \(LifecycleRoot.writer) (\(pid)) and 1 other process, stopped already\n",
+      "\(again)")
+    #expect(processState(pid) == "T")
+
+    let resume = try t.g.ok(["resume", String(child)])
     #expect(resume == "resumed: \(LifecycleRoot.writer) (\(pid)) and 1 other process\n")
     #expect(processState(pid) != "T")
     #expect(processState(child) != "T")

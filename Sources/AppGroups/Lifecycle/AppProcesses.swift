@@ -60,6 +60,23 @@ extension Device {
     return found.map(AppProcess.init)
   }
 
+  /// The first process of the app `pid` is a process of: `pid` when it has a live record
+  /// (`groupctl run` started it), else its highest ancestor that is the same app of this root
+  /// (the same bundle identifier, through a record or `APPGROUPS_BUNDLE_ID` and
+  /// `APPGROUPS_ROOT`), stopping at one with a live record. A child of an app given by its
+  /// pid is so the whole app, as on iOS, where an app is one process.
+  func firstProcess(ofApp pid: Int32, bundleIdentifier bundle: String) -> Int32 {
+    var first = pid
+    var seen: Set<Int32> = [pid]
+    while liveRecord(pid: first) == nil, let parent = ProcessStatus(pid: first)?.parentID,
+      parent > 1, parent != Processes.currentID, seen.insert(parent).inserted,
+      (try? appBundleIdentifier(of: parent)) == bundle
+    {
+      first = parent
+    }
+    return first
+  }
+
   /// Sends `signal` to every process of the app whose first process is `pid`, the first one
   /// first, and again to those that appeared meanwhile (a process that was forking), until
   /// no new one appears (100 rounds at most). Returns the processes signalled.

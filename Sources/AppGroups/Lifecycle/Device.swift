@@ -101,8 +101,12 @@ public struct SuspensionOutcome: Sendable {
   public let bundleIdentifier: String
   /// What happened.
   public let result: Result
+  /// Whether the app's first process was stopped already (suspended before, or stopped by a
+  /// signal): it was not told again, and no notification was posted; its locks were looked at
+  /// as they were.
+  public let wasStopped: Bool
   /// Whether the process handles ``AppLifecycle/suspensionSignal`` (SIGTSTP): one that does
-  /// not was not sent it, and was not waited for.
+  /// not was not sent it, and was not waited for. `false` when it ``wasStopped``.
   public let listening: Bool
   /// Whether the app said it was done before the grace period ran out, every lock of the
   /// library released.
@@ -295,11 +299,13 @@ public struct Device: Sendable {
 
   // MARK: Suspend and resume
 
-  /// Suspends the app whose first process is `pid` as iOS suspends an app: tells it, waits
+  /// Suspends the app `pid` is a process of as iOS suspends an app: tells it, waits
   /// for it, stops it, looks at its locks, and leaves it stopped, or terminates it when it
-  /// holds a lock in a group container. The app is `pid` and its descendants
-  /// (``processes(ofApp:)``): on iOS an app is one process, and here every process it started
-  /// is part of it.
+  /// holds a lock in a group container. The app is its first process and that process's
+  /// descendants (``processes(ofApp:)``): on iOS an app is one process, and here every process
+  /// it started is part of it. The first process is `pid` when `groupctl run` started it, else
+  /// `pid`'s highest ancestor that is the same app of this root. An app stopped already is not
+  /// told again (``SuspensionOutcome/wasStopped``).
   ///
   /// 1. Posts ``AppLifecycle/willSuspendNotification`` in each of the app's groups (state:
   ///    the pid) and sends ``AppLifecycle/suspensionSignal`` (SIGTSTP) to each of its
@@ -327,6 +333,11 @@ public struct Device: Sendable {
   ) throws(AppGroupsError) -> SuspensionOutcome {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "suspending") }
     let bundle = try appBundleIdentifier(of: pid)
+    let pid = firstProcess(ofApp: pid, bundleIdentifier: bundle)
+    // An app stopped already (suspended before, or stopped otherwise) is not told again: a
+    // stopped process cannot handle a SIGTSTP (it stays pending until a SIGCONT discards it),
+    // so the grace would be waited out for no answer. Its locks are looked at as they are.
+    let wasStopped = ProcessStatus(pid: pid)?.isStopped == true
     let handshakeFolder = SuspensionHandshake.folder(root: root, bundleIdentifier: bundle)
     do {
       try FileSystem.makeDirectory(handshakeFolder, within: root.path)
@@ -343,12 +354,13 @@ public struct Device: Sendable {
     }
     let members = Self.processes(ofApp: pid)
     removeAnswers(members)
-    post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid)
+    if !wasStopped { post(AppLifecycle.willSuspendNotification, bundle: bundle, pid: pid) }
 
     let sent = FileSystem.monotonicNanoseconds()
     // A process with no SIGTSTP handler has no library listening: the signal would only stop
     // it (or be dropped, in an orphaned process group), and no answer would come.
-    let listeners = members.filter { ProcessStatus.catches(.terminalStop, pid: $0.pid) }
+    let listeners =
+      wasStopped ? [] : members.filter { ProcessStatus.catches(.terminalStop, pid: $0.pid) }
     var acknowledged = false
     var heldLibraryLock = false
     if !listeners.isEmpty {
@@ -396,8 +408,9 @@ public struct Device: Sendable {
       _ processes: [AppProcess] = []
     ) -> SuspensionOutcome {
       SuspensionOutcome(
-        pid: pid, bundleIdentifier: bundle, result: result, listening: !listeners.isEmpty,
-        acknowledged: acknowledged, heldLibraryLock: heldLibraryLock, waited: waited, locks: locks, reports: reports,
+        pid: pid, bundleIdentifier: bundle, result: result, wasStopped: wasStopped,
+        listening: !listeners.isEmpty, acknowledged: acknowledged,
+        heldLibraryLock: heldLibraryLock, waited: waited, locks: locks, reports: reports,
         processes: processes)
     }
     guard ProcessStatus(pid: pid) != nil else {
@@ -437,7 +450,8 @@ public struct Device: Sendable {
     return outcome(.suspended, held.map(\.lock), reports, stopped)
   }
 
-  /// Resumes the app whose first process is `pid`: lets the library of each of its processes
+  /// Resumes the app `pid` is a process of (its first process, found as
+  /// ``suspend(pid:grace:reportOnly:)`` finds it): lets the library of each of its processes
   /// take its locks again (the handshake files are removed), sends SIGCONT to every one of
   /// them, the first one first, and posts ``AppLifecycle/didResumeNotification`` in each of
   /// its groups.
@@ -452,6 +466,7 @@ public struct Device: Sendable {
   ) {
     guard ProcessStatus(pid: pid) != nil else { throw noSuchProcess(pid, "resuming") }
     let bundle = try appBundleIdentifier(of: pid)
+    let pid = firstProcess(ofApp: pid, bundleIdentifier: bundle)
     let members = Self.processes(ofApp: pid)
     for member in members {
       SuspensionHandshake.removeAnswers(root: root, bundleIdentifier: bundle, pid: member.pid)

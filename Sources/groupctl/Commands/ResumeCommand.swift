@@ -38,6 +38,6 @@ struct ResumeCommand: ParsableCommand {
     let (bundle, processes) = try device.resume(pid: pid)
     let others = max(processes.count - 1, 0)
     let more = others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")"
-    printOut("resumed: \(bundle) (\(pid))\(more)")
+    printOut("resumed: \(bundle) (\(processes.first?.pid ?? pid))\(more)")
   }
 }

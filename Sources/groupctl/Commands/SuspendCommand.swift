@@ -68,14 +68,16 @@ struct SuspendCommand: ParsableCommand {
     let pid = try target.resolve(on: device)
     let outcome = try device.suspend(pid: pid, grace: grace, reportOnly: arguments[Self.reportOnly])
     for line in outcome.reports { printError(line) }
-    let others = outcome.processes.filter { $0.pid != pid }.count
+    let others = outcome.processes.filter { $0.pid != outcome.pid }.count
     let app =
-      "\(outcome.bundleIdentifier) (\(pid))"
+      "\(outcome.bundleIdentifier) (\(outcome.pid))"
       + (others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")")
     let milliseconds = Double(outcome.waited.components.attoseconds) / 1e15
       + Double(outcome.waited.components.seconds) * 1000
     let answer =
-      !outcome.listening
+      outcome.wasStopped
+      ? "stopped already"
+      : !outcome.listening
       ? "not listening (it does not handle SIGTSTP)"
       : outcome.acknowledged
         ? String(format: "ready after %.1f ms", milliseconds)
