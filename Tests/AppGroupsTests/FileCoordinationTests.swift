@@ -548,6 +548,22 @@ struct FileCoordinationBadInputTests {
     try t.expectAskedAtAWrite(presenter, item)
   }
 
+  /// Bytes with no newline written into a presenter's inbox by a process that is not the
+  /// library: the next writer's ask is still read as itself, and the presenter answers. The
+  /// ask was read as the end of the foreign line, dropped, and the presenter was blamed.
+  @Test func aPartialLineInAnInboxDoesNotHideTheNextAsk() throws {
+    let t = try CoordinationRoot()
+    let (item, presenter, inbox) = try t.presentedFile("partial.txt", entryOf: "inbox") {
+      name, pid in name.hasPrefix("\(pid)-")
+    }
+    let fd = open(inbox, O_WRONLY | O_NONBLOCK)
+    #expect(fd >= 0, "the presenter reads its inbox")
+    let foreign = Array("ask 1 /nowhere half-a-line".utf8)
+    #expect(write(fd, foreign, foreign.count) == foreign.count)
+    close(fd)
+    try t.expectAskedAtAWrite(presenter, item)
+  }
+
   /// The claims file replaced by a symbolic link: the access is refused, saying so (it said
   /// "Too many levels of symbolic links"), nothing is written through the link, and once the
   /// link is gone the next access works.

@@ -57,12 +57,15 @@ struct CoordinationMessage: Sendable, Equatable {
   /// The largest message a FIFO takes whole (`PIPE_BUF`).
   static let maximumSize = 4096
 
-  /// The message as one line, or `nil` when it would be longer than ``maximumSize``.
+  /// The message as one line, newline first and last, or `nil` when it would be longer than
+  /// ``maximumSize``. The first newline ends whatever a process that is not the library left
+  /// in the inbox without one, so that this message is read as itself (the reader skips an
+  /// empty line).
   func encoded() -> [UInt8]? {
-    var line: [UInt8] = []
+    var line: [UInt8] = [UInt8(ascii: "\n")]
     line.reserveCapacity(256)
     func field(_ text: String) {
-      if !line.isEmpty { line.append(UInt8(ascii: " ")) }
+      if line.count > 1 { line.append(UInt8(ascii: " ")) }
       if text.isEmpty {
         line.append(UInt8(ascii: "-"))
         return

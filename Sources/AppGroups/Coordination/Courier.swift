@@ -230,6 +230,9 @@ final class Courier: @unchecked Sendable {
             if let message = CoordinationMessage(line: bytes[..<newline]) { found.append(message) }
             bytes.removeSubrange(...newline)
           }
+          // No message is longer: what is left is another process's bytes, dropped (the
+          // next message's first newline would end them anyway).
+          if bytes.count > CoordinationMessage.maximumSize { bytes = [] }
           partial[fd] = bytes
           return found
         }
