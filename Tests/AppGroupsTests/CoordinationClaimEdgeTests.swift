@@ -29,6 +29,35 @@ struct CoordinationClaimEdgeTests {
     }
   }
 
+  /// `groupctl coordinate` run from a shell (no `groupctl run`, no `APPGROUPS_BUNDLE_ID`): the
+  /// helper process it starts, which holds the claim too, is named with the app, as the
+  /// coordinating process is. It was `process (PID)`.
+  @Test func theCommandOfACoordinateIsNamedWithItsApp() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("named.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let access = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "coordinate", "--as", TestRoot.app, "--write", item, "--",
+       "/bin/sh", "-c", "echo \"held $$\"; exec sleep 60"],
+      environment: [:])
+    let command = try #require(
+      access.waitForLine { $0.hasPrefix("held ") }.flatMap { Int32($0.dropFirst(5)) },
+      "\(access.standardError)")
+    defer {
+      kill(command, SIGKILL)
+      access.signal(SIGKILL)
+      _ = access.wait()
+    }
+    let ps = try t.g.ok(["ps"])
+    #expect(
+      ps.contains("  \(TestRoot.app) (\(access.process.processIdentifier)) coordinates a write of \(item)\n"),
+      "\(ps)")
+    let accesses = ps.split(separator: "\n").filter { $0.contains(" coordinates a write of ") }
+    #expect(accesses.count == 2, "the access and its helper: \(ps)")
+    #expect(accesses.allSatisfy { $0.hasPrefix("  \(TestRoot.app) (") }, "\(ps)")
+  }
+
   /// A coordinated write of the container itself is a lock like any other: `ps` and
   /// `doctor --locks` show it, and a suspension terminates the app for it (0xdead10cc).
   @Test func aClaimOnTheContainerItselfIsALock() throws {

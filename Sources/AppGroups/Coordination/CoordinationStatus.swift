@@ -58,7 +58,7 @@ public enum CoordinationStatus {
 
     /// `com.example.app (4099) coordinates a write of PATH`.
     public var description: String {
-      "\(bundleIdentifier ?? "process") (\(pid)) coordinates a \(isWrite ? "write" : "read") of \(item)"
+      "\(bundleIdentifier.map(PrintedText.shown) ?? "process") (\(pid)) coordinates a \(isWrite ? "write" : "read") of \(item)"
         + (isStopped ? " [stopped]" : "")
     }
   }
@@ -92,8 +92,31 @@ public enum CoordinationStatus {
   }
 
   /// Every coordinated access holding a claim in `root` now, read from the processes' locks
-  /// (`/proc/PID/fdinfo`).
+  /// (`/proc/PID/fdinfo`). A process whose app is not known otherwise, such as the command
+  /// that `groupctl coordinate` runs, which inherits the claim, is its nearest ancestor's app
+  /// among those holding a claim.
   public static func accesses(root: ContainerRoot) -> [Access] {
+    let found = accessesByProcess(root: root)
+    var known: [Int32: String] = [:]
+    for access in found { if let bundle = access.bundleIdentifier { known[access.pid] = bundle } }
+    return found.map { access in
+      guard access.bundleIdentifier == nil else { return access }
+      var ancestor = access.pid
+      for _ in 0..<64 {
+        guard let parent = ProcessStatus(pid: ancestor)?.parentID, parent > 1 else { break }
+        if let bundle = known[parent] {
+          return Access(
+            pid: access.pid, bundleIdentifier: bundle, path: access.path,
+            isItemNameKnown: access.isItemNameKnown, isWrite: access.isWrite,
+            isStopped: access.isStopped)
+        }
+        ancestor = parent
+      }
+      return access
+    }
+  }
+
+  private static func accessesByProcess(root: ContainerRoot) -> [Access] {
     let device = Device(root: root)
     return ProcessStatus.allPIDs().flatMap { pid -> [Access] in
       let locks = HeldLock.locks(heldBy: pid, root: root).filter(\.isCoordinated)

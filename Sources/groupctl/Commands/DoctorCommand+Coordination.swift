@@ -30,7 +30,7 @@ extension Doctor {
       if access.isStopped {
         add(
           .problem,
-          "\(access.bundleIdentifier ?? "process") (\(access.pid)) is stopped while it"
+          "\(access.bundleIdentifier.map(PrintedText.shown) ?? "process") (\(access.pid)) is stopped while it"
             + " coordinates a \(access.isWrite ? "write" : "read") of \(access.item): every"
             + " other access of it waits",
           "end coordinated accesses before a suspension, or 'groupctl resume \(access.pid)'")
