@@ -45,7 +45,9 @@ public struct RunRecord: Sendable, Hashable {
       let bundleIdentifier = values["bundleIdentifier"] as? String,
       let pid = values["pid"] as? Int, let startTime = values["startTime"] as? Int,
       let executable = values["executable"] as? String,
-      let launchDate = values["launchDate"] as? Date
+      let launchDate = values["launchDate"] as? Date,
+      // A record whose bundle id is not one was not written by `groupctl run`.
+      (try? Names.validateBundleIdentifier(bundleIdentifier)) != nil
     else { return nil }
     self.init(
       bundleIdentifier: bundleIdentifier, pid: Int32(truncatingIfNeeded: pid),
