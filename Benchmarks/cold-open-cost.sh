@@ -16,15 +16,8 @@
 set -euo pipefail
 runs=${1:-2}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d /tmp/appgroups-open-cost-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-# valgrind cannot read the release build's debug information: a copy without it.
-cp "${BENCHMARK:-$here/.build/release/benchmark}" "$work/benchmark"
-strip -g "$work/benchmark"
-kept=$("$work/benchmark" --quick --only P7 --no-dconf --keep 2>&1 | sed -n 's/.*kept \([^ ]*\) .*/\1/p')
-[ -d "$kept" ] || { echo "cold-open-cost: the benchmark kept no folder" >&2; exit 1; }
-trap 'rm -rf "$work" "$kept"' EXIT
-export BENCH_ROOT=$kept/root HOME=$kept/home-appgroups XDG_CONFIG_HOME=$kept/home-appgroups/.config
+. "$here/Benchmarks/callgrind-prepare.sh"
+prepare cold-open-cost --quick --only P7
 suite=group.bench.keys-1000  # the suite P10's children load, as the harness names it
 
 for run in $(seq "$runs"); do

@@ -16,15 +16,8 @@
 set -euo pipefail
 count=${1:-100}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d /tmp/appgroups-wake-cost-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-# valgrind cannot read the release build's debug information: a copy without it.
-cp "${BENCHMARK:-$here/.build/release/benchmark}" "$work/benchmark"
-strip -g "$work/benchmark"
-kept=$("$work/benchmark" --only P5 --rounds 1 --no-dconf --keep 2>&1 | sed -n 's/.*kept \([^ ]*\) .*/\1/p')
-[ -d "$kept" ] || { echo "watcher-wake-cost: the benchmark kept no folder" >&2; exit 1; }
-trap 'rm -rf "$work" "$kept"' EXIT
-export BENCH_ROOT=$kept/root HOME=$kept/home-appgroups XDG_CONFIG_HOME=$kept/home-appgroups/.config
+. "$here/Benchmarks/callgrind-prepare.sh"
+prepare watcher-wake-cost --only P5 --rounds 1
 suite=group.bench.notify  # P5's suite, which --only P5 prepared
 
 # Waits until the watcher has told of $1 changes, a minute at most.
