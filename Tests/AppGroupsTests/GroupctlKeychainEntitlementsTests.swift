@@ -50,6 +50,44 @@ struct GroupctlKeychainEntitlementsTests {
         == [])
   }
 
+  /// An App Group is registered to one team: granting it to an app of another team is
+  /// refused, and in a manifest written by hand that gives it to two teams, neither team's
+  /// apps hold it as a keychain access group (another team's app read the team's items in it),
+  /// and `doctor` says why.
+  @Test func anApplicationGroupBelongsToOneTeam() throws {
+    let g = try GroupctlRoot(grant: false)
+    try g.ok(["grant", "com.example.app", "group.com.example.shared", "--team", "ABCDE12345"])
+    try g.ok(["grant", "com.other.app", "group.com.other.shared", "--team", "ZZZZZ99999"])
+    let before = try Data(contentsOf: g.root.manifestURL)
+    let refused = try g.run(["grant", "com.other.app", "group.com.example.shared"])
+    #expect(refused.status == 1, "\(refused)")
+    #expect(
+      refused.stderr.contains(
+        "application group group.com.example.shared is held by com.example.app (team"
+          + " ABCDE12345) and by com.other.app (team ZZZZZ99999)"), "\(refused.stderr)")
+    #expect(try Data(contentsOf: g.root.manifestURL) == before, "nothing is written")
+    // An app with no team may still share it.
+    try g.ok(["grant", "com.example.widget", "group.com.example.shared"])
+
+    // Written by hand.
+    var manifest = try #require(
+      try PropertyListSerialization.propertyList(
+        from: Data(contentsOf: g.root.manifestURL), format: nil) as? [String: [String: Any]])
+    manifest["com.other.app"]?["com.apple.security.application-groups"] = [
+      "group.com.other.shared", "group.com.example.shared",
+    ]
+    try PropertyListSerialization.data(fromPropertyList: manifest, format: .xml, options: 0)
+      .write(to: g.root.manifestURL)
+    let loaded = try EntitlementManifest.load(root: g.root)
+    #expect(!loaded.keychainAccessGroups(for: "com.other.app").contains("group.com.example.shared"))
+    #expect(!loaded.keychainAccessGroups(for: "com.example.app").contains("group.com.example.shared"))
+    let doctor = try g.run(["doctor"])
+    #expect(doctor.status == 1, "\(doctor)")
+    #expect(
+      doctor.stdout.contains("problem: application group group.com.example.shared is held by"),
+      "\(doctor.stdout)")
+  }
+
   @Test func grantRefusesAnotherTeamsGroupAndWritesNothing() throws {
     let g = try GroupctlRoot(grant: false)
     try g.ok(["grant", "com.example.app", "group.a", "--team", "ABCDE12345"])

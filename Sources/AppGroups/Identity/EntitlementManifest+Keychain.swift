@@ -53,8 +53,49 @@ extension EntitlementManifest {
     {
       groups.append(identifier)
     }
-    for group in entry.applicationGroups where !groups.contains(group) { groups.append(group) }
+    for group in entry.applicationGroups
+    where !groups.contains(group) && otherTeam(holding: group, than: entry) == nil {
+      groups.append(group)
+    }
     return groups
+  }
+
+  /// An app of another team than `entry`'s that holds application group `group`, and its team;
+  /// `nil` when there is none, or when `entry` has no team (no App ID prefix, no team
+  /// identifier) to compare. An app with no team is of no other team.
+  ///
+  /// On a device an App Group is registered to one team, and only that team's provisioning
+  /// profiles hold it: an application group that apps of two teams hold is a manifest that no
+  /// device would have. `groupctl grant` refuses to write one (``applicationGroupTeamProblem``);
+  /// in one written by hand, the group is no keychain access group of either team's apps, so
+  /// that neither reads the other's items, and `groupctl doctor` says why.
+  public func otherTeam(
+    holding group: String, than entry: Entry
+  ) -> (bundleIdentifier: String, team: String)? {
+    guard let mine = Self.applicationIdentifierPrefix(of: entry) else { return nil }
+    for (bundleIdentifier, other) in entries where other.applicationGroups.contains(group) {
+      if let theirs = Self.applicationIdentifierPrefix(of: other), theirs != mine {
+        return (bundleIdentifier, theirs)
+      }
+    }
+    return nil
+  }
+
+  /// Why the manifest gives an application group to apps of two teams, or `nil` when it
+  /// does not (see ``otherTeam(holding:than:)``). Names the group, an app of each team and
+  /// the teams.
+  public var applicationGroupTeamProblem: String? {
+    for (bundleIdentifier, entry) in entries.sorted(by: { $0.key < $1.key }) {
+      guard let mine = Self.applicationIdentifierPrefix(of: entry) else { continue }
+      for group in entry.applicationGroups {
+        if let other = otherTeam(holding: group, than: entry) {
+          return "application group \(group) is held by \(bundleIdentifier) (team \(mine)) and by"
+            + " \(other.bundleIdentifier) (team \(other.team)): on a device an App Group is"
+            + " registered to one team, and only that team's apps can hold it"
+        }
+      }
+    }
+    return nil
   }
 
   /// Every keychain access group some app of the manifest holds.

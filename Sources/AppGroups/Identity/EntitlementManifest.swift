@@ -338,7 +338,8 @@ public struct EntitlementManifest: Sendable, Equatable {
     try propertyListData(keeping: [:])
   }
 
-  /// Validates every name, and throws `.invalidName` naming the entry.
+  /// Validates every name, and throws `.invalidName` naming the entry; and refuses an
+  /// application group held by apps of two teams (``applicationGroupTeamProblem``).
   func validate() throws(AppGroupsError) {
     for (bundleIdentifier, entry) in entries {
       try Names.validateBundleIdentifier(bundleIdentifier)
@@ -362,6 +363,9 @@ public struct EntitlementManifest: Sendable, Equatable {
         throw AppGroupsError(
           .invalidName, "entry \(Names.quotedIfNeeded(bundleIdentifier)): \(reason)")
       }
+    }
+    if let reason = applicationGroupTeamProblem {
+      throw AppGroupsError(.invalidName, reason)
     }
   }
 
@@ -470,7 +474,8 @@ public struct EntitlementManifest: Sendable, Equatable {
   /// order. Runs under ``update(root:_:)``'s lock.
   ///
   /// - Throws: `.invalidName` for an invalid bundle identifier, group
-  ///   identifier or executable (before anything is changed), and what
+  ///   identifier or executable (before anything is changed), or for a group that an app of
+  ///   another team holds (``applicationGroupTeamProblem``: nothing is written), and what
   ///   ``update(root:_:)`` throws.
   @discardableResult
   public static func grant(

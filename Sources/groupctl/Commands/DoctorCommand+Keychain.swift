@@ -7,6 +7,11 @@ extension Doctor {
   /// disk (damaged ones, files moved aside, groups no app holds); the modes of its files.
   mutating func checkKeychain(manifest: EntitlementManifest?) {
     guard let manifest else { return }
+    if let problem = manifest.applicationGroupTeamProblem {
+      add(
+        .problem, problem + "; it is no keychain access group of either team's apps",
+        "revoke the group from the apps of the team that does not own it (groupctl revoke)")
+    }
     for (bundleID, entry) in manifest.entries.sorted(by: { $0.key < $1.key }) {
       let groups = manifest.keychainAccessGroups(for: bundleID)
       guard let first = groups.first else {
