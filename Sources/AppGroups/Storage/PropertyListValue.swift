@@ -30,6 +30,27 @@ public enum PropertyListValue: Sendable, Hashable {
 }
 
 extension PropertyListValue {
+  /// Whether `a` and `b` are stored as the same bytes: `==`, except that strings are compared
+  /// by their UTF-8 (`==` finds a composed and a decomposed "é" equal, a file does not) and
+  /// reals, floats and dates by their bits (`==` finds -0.0 equal to 0.0, and NaN unequal to
+  /// itself). A dictionary's keys are compared as its keys are found. `nil` is identical to
+  /// `nil` only.
+  static func identical(_ a: PropertyListValue?, _ b: PropertyListValue?) -> Bool {
+    switch (a, b) {
+    case (nil, nil): return true
+    case (.string(let x)?, .string(let y)?): return x.utf8.elementsEqual(y.utf8)
+    case (.real(let x)?, .real(let y)?): return x.bitPattern == y.bitPattern
+    case (.float(let x)?, .float(let y)?): return x.bitPattern == y.bitPattern
+    case (.date(let x)?, .date(let y)?):
+      return x.timeIntervalSinceReferenceDate.bitPattern == y.timeIntervalSinceReferenceDate.bitPattern
+    case (.array(let x)?, .array(let y)?):
+      return x.count == y.count && zip(x, y).allSatisfy { identical($0, $1) }
+    case (.dictionary(let x)?, .dictionary(let y)?):
+      return x.count == y.count && x.allSatisfy { key, value in y[key].map { identical(value, $0) } ?? false }
+    default: return a == b
+    }
+  }
+
   /// The deepest a stored value may nest: 255 levels (a scalar is one level, each array or
   /// dictionary around it one more), so that the suite's file, one level more, stays well
   /// within what property-list readers accept (Foundation's stops at 512). A deeper value

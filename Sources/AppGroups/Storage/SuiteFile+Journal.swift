@@ -30,7 +30,7 @@ extension SuiteFile {
     var estimate = 0
     for (key, old) in before {
       let new = next[key]
-      guard new != old else { continue }
+      guard !PropertyListValue.identical(new, old) else { continue }
       estimate &+= key.utf8.count &+ 6 &+ (new?.estimatedEncodedSize ?? 0)
       if estimate > room { return nil }
       changes.append(SuiteJournal.Change(key, new))

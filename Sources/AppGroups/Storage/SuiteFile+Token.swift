@@ -208,6 +208,14 @@ extension SuiteFile {
   /// The token this process last saw.
   var lastSeenToken: UInt64 { seenToken.load(ordering: .acquiring) }
 
+  /// Whether a commit moved the token since this process last read or wrote the suite (one
+  /// that this process has not heard yet: it was suspended, or its change monitor is busy):
+  /// one read of shared memory, no system call. The values in memory may then not be the
+  /// ones on disk.
+  var tokenMovedSinceSeen: Bool {
+    lockFile != nil && lockFile?.token != seenToken.load(ordering: .acquiring)
+  }
+
   // MARK: This process's own commit, heard
 
   /// Whether a commit of this process, on another thread, has put its plist in place and not

@@ -325,7 +325,7 @@ final class SuiteFile: Sendable {
         } else {
           old = next.removeValue(forKey: key)
         }
-        if old != value { undo.append((key, old)) }
+        if !PropertyListValue.identical(old, value) { undo.append((key, old)) }
       }
       if extraDomain == nil && memory == nil {
         for change in pending { apply(change.key, change.value) }

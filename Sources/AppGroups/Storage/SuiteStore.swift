@@ -301,15 +301,21 @@ final class SuiteStore: Sendable {
       } else {
         old = st.values.removeValue(forKey: key)
       }
-      if old == value { return (nil, false, nil, nil, nil) }
-      let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
-      let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
-      let size = st.sizeEstimate - oldSize + newSize
-      if newSize > oldSize && size > options.sizeLimit {
-        st.values[key] = old
-        return (nil, false, nil, nil, size)
+      // The value in memory is the one asked for: nothing to do, unless another process
+      // committed since this one last read the suite (its change not heard yet), when the
+      // value on disk may be another; the change then still goes to disk, told to no one.
+      let same = PropertyListValue.identical(old, value)
+      if same && !file.tokenMovedSinceSeen { return (nil, false, nil, nil, nil) }
+      if !same {
+        let oldSize = PropertyListValue.estimatedEntrySize(key: key, value: old)
+        let newSize = PropertyListValue.estimatedEntrySize(key: key, value: value)
+        let size = st.sizeEstimate - oldSize + newSize
+        if newSize > oldSize && size > options.sizeLimit {
+          st.values[key] = old
+          return (nil, false, nil, nil, size)
+        }
+        st.sizeEstimate = size
       }
-      st.sizeEstimate = size
       st.pending.append(PendingChange(key: key, value: value, sequence: st.nextSequence))
       st.nextSequence &+= 1
       // A key set again and again before a commit: keep the log within reach of the domain.
@@ -320,8 +326,8 @@ final class SuiteStore: Sendable {
         ? nil : st.lastBatchSize >= Self.burstBatchSize ? .afterBurst : .soon(st.nextSequence)
       st.flushScheduled = true
       return (
-        old, true, pace,
-        st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
+        old, !same, pace,
+        !same && st.changeHandlers.contains { $0.id != handlerID } ? st.changeHandler : nil, nil
       )
     }
     if let refusedSize {
