@@ -99,6 +99,8 @@ enum Groupctl {
     // A mask inherited from the parent (a thread that blocks every signal) would keep SIGTERM
     // and SIGINT from ending groupctl.
     Processes.unblockAllSignals()
+    // A file size limit makes a write fail with EFBIG, said and exited 1, not kill groupctl.
+    Processes.reportFileSizeLimitAsAnError()
     // Swift replaces bytes that are not UTF-8 with U+FFFD when it makes CommandLine.arguments,
     // so two different byte strings could name one key: refuse them before that.
     if let problem = CommandLineText.nonUTF8Input(

@@ -221,6 +221,23 @@ struct GroupctlPreferencesTests {
     #expect(!FileManager.default.fileExists(atPath: g.path + "/Data/etc"))
   }
 
+  /// A write past the file size limit (`ulimit -f`) exits 1 and says why, the old value
+  /// kept. SIGXFSZ ended groupctl (status 153) before it could say anything.
+  @Test func aWritePastTheFileSizeLimitExitsOneAndSaysWhy() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.group, "keep", "yes"])
+    let big = String(repeating: "a", count: 40_000)
+    // dash counts the limit in blocks of 512 bytes: 16 KiB.
+    let child = try ChildProcess(
+      executable: URL(fileURLWithPath: "/bin/sh"),
+      ["-c", "ulimit -f 32; exec \"$0\" \"$@\"", Product.url("groupctl").path,
+       "--root", g.path, "write", Self.group, "big", "-string", big])
+    #expect(child.wait(timeout: 60) == 1, "\(child.standardError)")
+    #expect(child.standardError.contains("File too large"), "\(child.standardError)")
+    #expect(try g.ok(["read", Self.group, "keep"]) == "yes\n")
+    #expect(try g.run(["read", Self.group, "big"]).status == 1, "not on disk")
+  }
+
   @Test func aDomainPastTheSizeLimitIsRefused() throws {
     let g = try GroupctlRoot()
     let big = try PropertyListSerialization.data(

@@ -44,6 +44,18 @@ package enum Processes {
     inheritedMask.withLock { $0 = given }
   }
 
+  /// Makes a write past the process's file size limit (`RLIMIT_FSIZE`, `ulimit -f`) fail with
+  /// `EFBIG`, which every write of the library reports ("File too large") and leaves the old
+  /// file in place for, instead of SIGXFSZ ending the process before it can say anything. A
+  /// handler that does nothing, not `SIG_IGN`: a handled signal goes back to its default at
+  /// `execve(2)`, so a program the process starts is not changed. A program's choice; the
+  /// library never makes it by itself.
+  ///
+  /// The corresponding C function is `signal(2)`.
+  package static func reportFileSizeLimitAsAnError() {
+    _ = signal(SIGXFSZ) { _ in }
+  }
+
   /// The signal mask ``unblockAllSignals()`` replaced, if it ran.
   private static let inheritedMask = Mutex<sigset_t?>(nil)
 
