@@ -110,6 +110,10 @@ struct ResolvedDomain {
   ///
   /// - Throws: ``CommandFailure`` naming the file when it cannot be read or parsed.
   func storedValues() throws -> [String: PropertyListValue]? {
+    // A link on the way to the suite's folder is refused as an app's open refuses it.
+    if let refusal = location.root.linkRefusal(onTheWayTo: location.fileURL.deletingLastPathComponent().path) {
+      throw CommandFailure("\(domain): \(refusal.message)")
+    }
     do {
       guard let suite = try StoredSuite.read(plistAt: path) else { return nil }
       if !suite.skipped.isEmpty {

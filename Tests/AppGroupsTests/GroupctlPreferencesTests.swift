@@ -238,6 +238,28 @@ struct GroupctlPreferencesTests {
     #expect(try g.run(["read", Self.group, "big"]).status == 1, "not on disk")
   }
 
+  /// A suite's Preferences folder replaced by a link to a folder outside the root: `read`
+  /// and `export`, as an app, refuse it as the app does, saying so. They showed the outside
+  /// file's values as the suite's.
+  @Test func readRefusesAPreferencesFolderThatLeadsOutsideTheRoot() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.group, "a", "1"])
+    let preferences = g.root.groupContainerURL(for: Self.group).appendingPathComponent("Library/Preferences")
+    let outside = g.path + "-outside"
+    try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: outside) }
+    try Data("<plist><dict><key>secret</key><string>outside</string></dict></plist>".utf8)
+      .write(to: URL(fileURLWithPath: outside + "/\(Self.group).plist"))
+    try FileManager.default.removeItem(at: preferences)
+    try FileManager.default.createSymbolicLink(atPath: preferences.path, withDestinationPath: outside)
+    for args in [["read", Self.group], ["export", Self.group, "-"], ["--as", Self.app, "read", Self.group]] {
+      let result = try g.run(args)
+      #expect(result.status == 1, "\(args): \(result)")
+      #expect(!result.stdout.contains("outside"), "\(args): \(result.stdout)")
+      #expect(result.stderr.contains("is a symbolic link that leads outside the root"), "\(args): \(result.stderr)")
+    }
+  }
+
   @Test func aDomainPastTheSizeLimitIsRefused() throws {
     let g = try GroupctlRoot()
     let big = try PropertyListSerialization.data(

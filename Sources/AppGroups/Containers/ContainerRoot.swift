@@ -232,6 +232,25 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// Why the folder `folder`, inside the root, cannot be read as an app reads it: a symbolic
+  /// link on the way down from the root, refused as an app's open refuses it (the same
+  /// words); `nil` when every folder on the way is a real one, or missing (nothing to read
+  /// there). `lstat(2)` of each level below the root, only when the cheap check finds a link
+  /// or a missing folder.
+  package func linkRefusal(onTheWayTo folder: String) -> AppGroupsError? {
+    guard !FileSystem.isFolderWithoutLinks(folder), Self.isStrictlyInside(folder, path) else {
+      return nil
+    }
+    var current = path
+    for part in folder.dropFirst(path.count).split(separator: "/") {
+      current += "/" + part
+      guard let status = try? FileSystem.linkStatus(current) else { return nil }
+      if status.fileType == FileMode.symbolicLink { return linkRefusal(current) }
+      if status.fileType != FileMode.folder { return nil }
+    }
+    return nil
+  }
+
   private func linkRefusal(_ link: String) -> AppGroupsError {
     let rootPath = path
     let written = Paths.linkContents(link) ?? "?"
