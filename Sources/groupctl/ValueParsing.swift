@@ -102,6 +102,12 @@ func parseUntyped(_ word: String) throws(ValidationError) -> PropertyListValue {
     throw ValidationError(
       "'\(word)' is not a property-list literal (<data>\(bad)</data> is not base64)")
   }
+  // What Foundation's reader reads as something the literal does not say (a date out of
+  // range, which it moves to another day; a key given twice, of which it keeps one) is
+  // refused, as `import` refuses it in a file.
+  if let problem = PropertyListValue.misreadValues(in: Data(word.utf8)) {
+    throw ValidationError("'\(word)' is not a property-list literal (\(problem))")
+  }
   return value
 }
 

@@ -380,6 +380,11 @@ struct GroupctlParsingTests {
     (["-int", "1", "2"], "unexpected argument '2' after the value"),
     (["(a,"], "'(a,' is not a property-list literal (Expected terminating ')' for array"),
     (["<dict><key>a</key></dict>"], "'<dict><key>a</key></dict>' is not a property-list literal"),
+    // Foundation reads these as other values (another day; one of the two values): refused.
+    (["<date>2026-02-30T12:00:00Z</date>"], "'<date>2026-02-30T12:00:00Z</date>' is not a property-list literal (the <date> on line 1"),
+    (["<array><date>2026-01-01T25:61:61Z</date></array>"], "'<array><date>2026-01-01T25:61:61Z</date></array>' is not a property-list literal (the <date> on line 1"),
+    (["<dict><key>a</key><string>1</string><key>a</key><string>2</string></dict>"], "'<dict><key>a</key><string>1</string><key>a</key><string>2</string></dict>' is not a property-list literal (the key \"a\" is given twice"),
+    (["{ a = 1; a = 2; }"], "'{ a = 1; a = 2; }' is not a property-list literal (the key \"a\" is given twice"),
     ([], "missing argument VALUE"),
   ])
   func badValueIsUsageErrorNamingIt(words: [String], message: String) throws {
