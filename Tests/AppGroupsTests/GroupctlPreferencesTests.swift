@@ -353,6 +353,18 @@ struct GroupctlPreferencesTests {
     let again = try g.run(["delete", Self.app])
     #expect(again.status == 1)
     #expect(again.stderr.contains("Domain com.example.app does not exist"))
+
+    // A mistyped domain or root: refused, and nothing is made on disk.
+    let before = try FileManager.default.subpathsOfDirectory(atPath: g.path).sorted()
+    for args in [["delete", "group.typo.x", "k"], ["delete", "com.typo.app", "k"]] {
+      let typo = try g.run(args)
+      #expect(typo.status == 1 && typo.stderr.contains("does not exist"), "\(args): \(typo)")
+    }
+    #expect(try FileManager.default.subpathsOfDirectory(atPath: g.path).sorted() == before)
+    let otherRoot = g.path + "-typo"
+    let elsewhere = try Product.run("groupctl", ["--root", otherRoot, "delete", Self.group, "k"])
+    #expect(elsewhere.status == 1, "\(elsewhere)")
+    #expect(!FileManager.default.fileExists(atPath: otherRoot), "no root is made")
   }
 
   @Test func renameMovesTheValue() throws {

@@ -31,6 +31,11 @@ struct DeleteCommand: ParsableCommand {
       return
     }
     try resolved.requireNotForced(key)
+    // A key that is not there is said before anything is opened: a mistyped domain or root
+    // creates nothing (a container, a lock file, a root).
+    guard try resolved.storedValues()?[key] != nil else {
+      throw CommandFailure("The domain/default pair of (\(domain), \(key)) does not exist")
+    }
     let defaults = try resolved.open()
     // Check and remove under the suite's lock, against what is on disk now.
     try defaults.update(forKey: key) { current throws(CommandFailure) in
