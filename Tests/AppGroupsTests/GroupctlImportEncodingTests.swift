@@ -46,6 +46,16 @@ struct GroupctlImportEncodingTests {
 
   /// A key given twice in one dictionary (one value would be dropped) is refused whole, in XML
   /// and OpenStep text by its lines, in a binary property list by its places.
+  /// The parser's reason quotes the file's bytes: a control character in them is escaped in
+  /// the message, which never drives the terminal.
+  @Test func aParserReasonQuotingAnEscapeByteIsEscaped() throws {
+    let g = try GroupctlRoot()
+    let result = try g.run(["import", Self.app, "-"], stdin: Data("\u{1B}[2J".utf8))
+    #expect(result.status == 1, "\(result)")
+    #expect(!result.stderr.unicodeScalars.contains("\u{1B}"), "\(result.stderr)")
+    #expect(result.stderr.contains("Unexpected character \\U001b"), "\(result.stderr)")
+  }
+
   @Test func aKeyGivenTwiceIsRefusedWhole() throws {
     let g = try GroupctlRoot()
     try g.ok(["write", Self.app, "keep", "me"])

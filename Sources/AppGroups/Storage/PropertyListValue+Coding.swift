@@ -110,7 +110,8 @@ extension PropertyListValue {
       }
       throw AppGroupsError(
         .corruptPreferences,
-        "the \(data.count)-byte property list is neither binary nor valid XML or OpenStep text: \(reason)"
+        "the \(data.count)-byte property list is neither binary nor valid XML or OpenStep text:"
+          + " \(PrintedText.escapingControls(reason))"
       )
     }
   }

@@ -11,6 +11,24 @@ package enum PrintedText {
     return plain ? text : quoted(text)
   }
 
+  /// `text` with each control character (C0, DEL or C1) written as `\UXXXX` (a newline as
+  /// `\n`), and nothing else changed: for a message of another component (a parser's reason)
+  /// that may quote bytes of a file.
+  package static func escapingControls(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var escaped = ""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\n": escaped += "\\n"
+      case _ where isControl(scalar):
+        let digits = String(scalar.value, radix: 16)
+        escaped += "\\U" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+      default: escaped.unicodeScalars.append(scalar)
+      }
+    }
+    return escaped
+  }
+
   /// A string bare when it is made only of `A-Z a-z 0-9 _ . / $ : -` (and not empty), else
   /// quoted and escaped, as macOS `defaults read` prints strings and keys.
   package static func quotedIfNeeded(_ string: String) -> String {
