@@ -122,6 +122,9 @@ struct ResolvedDomain {
             + " \(suite.skipped.joined(separator: ", ")); the other keys are read, as an app reads"
             + " them (see 'groupctl doctor')")
       }
+      if let problem = suite.journalOfAnotherVersion {
+        printError("\(domain): \(problem) (see 'groupctl doctor')")
+      }
       if let damage = suite.journalDamage {
         printError(
           "\(domain): \(path).journal, the suite's last small commits, cannot be read whole"

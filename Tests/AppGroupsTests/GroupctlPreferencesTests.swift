@@ -178,6 +178,35 @@ struct GroupctlPreferencesTests {
     #expect(values?.count == TestRoot.largeSuiteCount)
   }
 
+  /// A large suite's journal whose plist was touched (copied or restored likewise: a new
+  /// modification time or inode) names another version: it is not read, `read` and `doctor`
+  /// say so, and the next commit keeps it aside with its records, never renamed over. It was
+  /// ignored without a word and replaced by the next journal: acknowledged writes were lost.
+  @Test func aJournalOfAnotherVersionIsSaidAndKeptAside() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["import", Self.group, "-"], stdin: try TestRoot.largeSuitePlist())
+    try g.ok(["write", Self.group, "acknowledged", "kept-value"])
+    let journal = g.t.groupSuiteFile.path + ".journal"
+    #expect(FileManager.default.fileExists(atPath: journal))
+    // `touch`: only the modification time moves.
+    try FileManager.default.setAttributes(
+      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: g.t.groupSuiteFile.path)
+
+    let read = try g.run(["read", Self.group])
+    #expect(read.stderr.contains("is a journal of another version of the plist"), "\(read.stderr)")
+    let doctor = try g.run(["doctor"])
+    #expect(doctor.status == 1 && doctor.stdout.contains("is a journal of another version"), "\(doctor)")
+
+    try g.ok(["write", Self.group, "next", "1"])
+    let folder = g.t.groupSuiteFile.deletingLastPathComponent().path
+    let aside = try FileManager.default.contentsOfDirectory(atPath: folder).filter {
+      $0.hasPrefix("\(Self.group).plist.journal.unreadable-")
+    }
+    #expect(aside.count == 1, "\(aside)")
+    let kept = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + (aside.first ?? "")))
+    #expect(kept.range(of: Data("kept-value".utf8)) != nil, "the acknowledged write is in the kept journal")
+  }
+
   @Test func addAppendsAndMergesUnderTheLock() throws {
     let g = try GroupctlRoot()
     try g.ok(["write", Self.app, "list", "-array-add", "a"])

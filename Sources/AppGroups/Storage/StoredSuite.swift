@@ -12,6 +12,9 @@ package struct StoredSuite: Sendable {
   package var skipped: [String]
   /// What is wrong with the journal, in words; `nil` when nothing is.
   package var journalDamage: String?
+  /// What to say of a journal of another version of the plist at the journal's path (see
+  /// ``SuiteJournal/otherVersionProblem(ofSuiteAt:)``), which is not read; `nil` when there is none.
+  package var journalOfAnotherVersion: String? = nil
 
   /// Reads the suite whose plist is at `plistPath`. Only a regular file is read, as the
   /// library reads it: a symbolic link, a folder or a fifo in its place is unreadable.
@@ -56,6 +59,8 @@ package struct StoredSuite: Sendable {
       for change in tail.changes { suite.values[change.key] = change.value }
       let damage = tail.damage.filter { !$0.mayBeInFlight }
       if !damage.isEmpty { suite.journalDamage = damage.map(\.description).joined(separator: "; ") }
+    } else {
+      suite.journalOfAnotherVersion = SuiteJournal.otherVersionProblem(ofSuiteAt: plistPath)
     }
     return suite
   }

@@ -81,14 +81,23 @@ extension SuiteFile {
   /// a writer that died, too: a plist written whole leaves no journal); a damaged one, or
   /// anything else there, is kept aside and the user told where it went, once. Call holding
   /// `commit` and the lock.
-  func retireJournal(_ cs: inout CommitState) {
+  func retireJournal(_ cs: inout CommitState, folded: FileIdentity?) {
     let journal = SuiteJournal.path(of: path)
     let damage = cs.journalDamage
     cs.journal = nil
     cs.journalDamage = []
     let aside: String?
     do throws(SystemCallError) {
-      aside = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty)
+      let retired = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty, folded: folded)
+      if let retired, retired.foreign, damage.isEmpty {
+        Diagnostics.report(
+          "\(journal) is a journal of another version of \(path) (the plist was touched, copied,"
+            + " restored or replaced since it was written, or a compaction was cut short): its"
+            + " records were not read, and may hold changes the suite does not have; it was moved to"
+            + " \(retired.aside)")
+        return
+      }
+      aside = retired?.aside
     } catch {
       Diagnostics.report(
         "\(journal): \(Self.describe(damage)); the records that could be read are in \(path) now, but keeping it aside failed: \(error)")
@@ -189,7 +198,7 @@ extension SuiteFile {
   /// (a rewrite retires the journal; a new one is published before it is renamed in). What
   /// else may lie there, put there from outside, is looked at when the suite opens, while it
   /// is known damaged, before a journal is started (never renamed over), and kept aside by
-  /// the next rewrite (``retireJournal(_:)``).
+  /// the next rewrite (``retireJournal(_:folded:)``).
   func readJournal(
     base: FileIdentity, after: SuiteJournal.Position?, record: SuiteLockFile.Record?, probing: Bool
   ) throws(SystemCallError) -> SuiteJournal.Tail? {

@@ -431,7 +431,7 @@ final class SuiteFile: Sendable {
         return .failure(refused.map { protectedDataRefusal($0, request) } ?? error)
       }
       cs.persisted = SuiteValues(next)
-      retireJournal(&cs)
+      retireJournal(&cs, folded: expected)
       return .success(next)
     }
     let written: Result<Values, AppGroupsError> = commit.withLock { cs in

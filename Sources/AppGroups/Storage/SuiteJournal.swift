@@ -317,8 +317,27 @@ package enum SuiteJournal {
       damage = LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath)) { examine() }
         ?? damage.filter { !$0.mayBeInFlight }
     }
-    guard !damage.isEmpty else { return nil }
+    guard !damage.isEmpty else { return otherVersionProblem(ofSuiteAt: plistPath) }
     return damage.map(\.description).joined(separator: "; ")
+  }
+
+  /// What to say of the file at the journal's path of the suite whose plist is at
+  /// `plistPath` when it is a journal of another version of the plist (touched, copied,
+  /// restored or replaced since the journal was written, or a compaction cut short): every
+  /// reader ignores it, and the next commit keeps it aside. `nil` otherwise. A compaction in
+  /// flight shows one for a moment (its new plist is renamed in before the old journal goes):
+  /// it is looked at again while no commit holds the suite's lock.
+  package static func otherVersionProblem(ofSuiteAt plistPath: String) -> String? {
+    let journal = path(of: plistPath)
+    func foreign() -> Bool {
+      isJournal(journal, ofAnotherVersionThan: try? FileSystem.identity(ofPath: plistPath))
+    }
+    guard foreign(),
+      LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath), { foreign() }) ?? true
+    else { return nil }
+    return "\(journal) is a journal of another version of the plist (touched, copied, restored or"
+      + " replaced since the journal was written, or a compaction was cut short): its records are"
+      + " not read, and may hold changes the suite does not have; the next commit keeps it aside"
   }
 
   // MARK: Writing
@@ -377,7 +396,8 @@ package enum SuiteJournal {
   }
 
   /// Starts the journal of plist version `base` with `record`: written to a temporary file,
-  /// `fsync`ed and renamed over any journal of an older version (see
+  /// `fsync`ed and renamed into place, a journal of another version first kept aside and said
+  /// (see
   /// ``FileSystem/writeAtomically(_:to:mode:notBefore:beforeRename:afterRename:)``).
   /// `publish` is called with what to publish of the journal (its length and the inode it
   /// keeps through the rename) just before the rename, after `beforeRename`: a watcher woken
@@ -386,7 +406,7 @@ package enum SuiteJournal {
   /// woken again by the rename).
   ///
   /// Call holding the suite's lock, once what is at the journal's path was read (a file that
-  /// is not a journal of an older version is kept aside with ``retire(journalOf:keepAside:)``
+  /// is not a journal of an older version is kept aside with ``retire(journalOf:keepAside:folded:)``
   /// first, never renamed over).
   /// - Returns: the journal's position.
   static func create(
@@ -402,6 +422,15 @@ package enum SuiteJournal {
     bytes.append(contentsOf: record)
     let count = bytes.count
     let journal = path(of: plistPath)
+    // A journal of another version is not renamed over: its records may hold changes the
+    // plist does not (it was touched, copied or restored since the journal was written).
+    if isJournal(journal, ofAnotherVersionThan: base) {
+      let aside = try PropertyListFile.moveAside(journal)
+      Diagnostics.report(
+        "\(journal) is a journal of another version of \(plistPath) (the plist was touched, copied,"
+          + " restored or replaced since it was written, or a compaction was cut short): its records"
+          + " are not read, and may hold changes the suite does not have; it was moved to \(aside)")
+    }
     FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: journal), in: FileSystem.folder(of: journal))
     let identity = try FileSystem.writeAtomically(
       Data(bytes), to: journal,
@@ -419,15 +448,35 @@ package enum SuiteJournal {
   /// `<journal>.unreadable-<time>` instead, never deleted. Call holding the suite's lock.
   /// - Returns: where it was kept, when it was.
   /// - Throws: the failed `rename(2)` of what is kept aside.
+  ///
+  /// A journal whose header names another version than `folded` (the plist the commit
+  /// replaced) is not the one folded: the plist was touched, copied, restored or replaced
+  /// since it was written, or a compaction crashed before removing it. Its records may hold
+  /// changes the plist does not, so it is kept aside too (`foreign`), never deleted.
   @discardableResult
-  static func retire(journalOf plistPath: String, keepAside: Bool) throws(SystemCallError) -> String? {
+  static func retire(
+    journalOf plistPath: String, keepAside: Bool, folded: FileIdentity?
+  ) throws(SystemCallError) -> (aside: String, foreign: Bool)? {
     let journal = path(of: plistPath)
     guard let entry = try? FileSystem.linkEntry(journal) else { return nil }
-    if !keepAside, entry.isRegularFile, FileSystem.readPrefix(magic.count, of: journal) == magic {
+    let foreign = entry.isRegularFile && isJournal(journal, ofAnotherVersionThan: folded)
+    if !keepAside, !foreign, entry.isRegularFile, FileSystem.readPrefix(magic.count, of: journal) == magic {
       try? FileSystem.remove(journal)
       return nil
     }
-    return try PropertyListFile.moveAside(journal)
+    return (try PropertyListFile.moveAside(journal), foreign)
+  }
+
+  /// Whether the file at `journal` is a journal whose header names another version of the
+  /// plist than `base` (see ``retire(journalOf:keepAside:folded:)``): its first 40 bytes.
+  static func isJournal(_ journal: String, ofAnotherVersionThan base: FileIdentity?) -> Bool {
+    guard let header = FileSystem.readPrefix(headerSize, of: journal), header.count == headerSize,
+      startsWithMagic(header)
+    else { return false }
+    let named = FileIdentity(
+      device: word(header, 8), inode: word(header, 16), size: Int64(bitPattern: word(header, 24)),
+      modified: Int64(bitPattern: word(header, 32)), changed: 0)
+    return !sameVersion(named, base)
   }
 
   // MARK: Bytes

@@ -408,6 +408,12 @@ struct Doctor {
               + " whole file aside, and the next write leaves these values out"),
         "look at the values (plutil -p '\(path)'), and write them again as property-list values")
     }
+    if !managed, let problem = suite.journalOfAnotherVersion {
+      add(
+        .problem, problem,
+        "look at what it holds before the next write keeps it aside; to keep its changes,"
+          + " write them again (groupctl write)")
+    }
     if !managed, let damage = suite.journalDamage {
       add(
         .problem,
