@@ -111,6 +111,12 @@ enum Groupctl {
     }
     let status = run(
       Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+    if WriteInterruption.happened {
+      printError(
+        status == 0
+          ? "groupctl: interrupted while writing; the write had begun, and it is on disk"
+          : "groupctl: interrupted")
+    }
     exit(flushingOutput(status))
   }
 

@@ -14,6 +14,31 @@ struct CommandFailure: Error, CustomStringConvertible {
   var description: String { message }
 }
 
+/// SIGINT and SIGTERM during a command that writes a suite (`write`, `delete`, `rename`,
+/// `import`): taken, not left to end the process, so that the exit status still tells whether
+/// the write is on disk (0) or not (1). The write is bounded (the lock's wait, 10 s) and ends
+/// first; `groupctl` then says it was interrupted. Left to the library, the signal landed the
+/// write and then ended the process (status 143): a script would retry a write that was on
+/// disk.
+enum WriteInterruption {
+  private static let sources = Mutex<[any DispatchSourceSignal]?>(nil)
+  private static let came = Atomic<Bool>(false)
+
+  /// Takes SIGINT and SIGTERM from now on, before a suite is opened (the library then leaves
+  /// them alone). Once per process.
+  static func take() {
+    sources.withLock { sources in
+      guard sources == nil else { return }
+      sources = Processes.interceptInterruptAndTerminate(on: .global()) {
+        came.store(true, ordering: .releasing)
+      }
+    }
+  }
+
+  /// Whether SIGINT or SIGTERM came while taken.
+  static var happened: Bool { came.load(ordering: .acquiring) }
+}
+
 extension GlobalOptions {
   /// The root: `--root`, else `APPGROUPS_ROOT`, else the library's default.
   var containerRoot: ContainerRoot {

@@ -207,6 +207,36 @@ struct GroupctlPreferencesTests {
     #expect(kept.range(of: Data("kept-value".utf8)) != nil, "the acknowledged write is in the kept journal")
   }
 
+  /// SIGTERM to a `write` waiting for the suite's lock: the write still ends (when the lock is
+  /// free), its status says it is on disk (0), and it says it was interrupted. The library's
+  /// handler landed the write and then ended groupctl by the signal (143): a retry would
+  /// write twice.
+  @Test func aWriteInterruptedWhileWaitingEndsAndItsStatusTellsItIsOnDisk() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.group, "seed", "1"])
+    let lockPath = g.t.groupSuiteFile.path + ".lock"
+    let fd = open(lockPath, O_RDWR)
+    #expect(fd >= 0)
+    var held = true
+    defer { if held { close(fd) } }
+    #expect(flock(fd, LOCK_EX) == 0)
+    var s = stat()
+    #expect(fstat(fd, &s) == 0)
+    let writer = try ChildProcess("groupctl", ["--root", g.path, "write", Self.group, "k", "v"])
+    // Blocked in flock(2) on the lock file: a "->" line for its inode in /proc/locks.
+    #expect(
+      eventually {
+        ((try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? "").split(separator: "\n")
+          .contains { $0.contains("->") && $0.contains("FLOCK") && $0.contains(":\(s.st_ino) ") }
+      }, "\(writer.standardError)")
+    writer.signal(SIGTERM)
+    close(fd)
+    held = false
+    #expect(writer.wait(timeout: 60) == 0, "\(writer.standardError)")
+    #expect(writer.standardError.contains("interrupted while writing; the write had begun, and it is on disk"))
+    #expect(try g.ok(["read", Self.group, "k"]) == "v\n")
+  }
+
   @Test func addAppendsAndMergesUnderTheLock() throws {
     let g = try GroupctlRoot()
     try g.ok(["write", Self.app, "list", "-array-add", "a"])

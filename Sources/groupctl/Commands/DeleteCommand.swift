@@ -20,6 +20,7 @@ struct DeleteCommand: ParsableCommand {
   let arguments: Arguments
 
   func run() throws {
+    WriteInterruption.take()
     let resolved = try ResolvedDomain(domain, globals: globals)
     guard let key = arguments[Self.key] else {
       guard let values = try resolved.storedValues(), !values.isEmpty else {

@@ -46,6 +46,8 @@ struct ImportCommand: ParsableCommand {
         "cannot import \(source): its root is \(article) \(value.typeName), not a dictionary;"
           + " \(domain) was not changed")
     }
+    // From here the write runs to its end (reading the input, Ctrl-C still ends it).
+    WriteInterruption.take()
     let defaults = try resolved.open()
     try defaults.replacePersistentDomain(with: values)
     try resolved.synchronize(defaults)

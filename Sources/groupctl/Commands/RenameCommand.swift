@@ -19,6 +19,7 @@ struct RenameCommand: ParsableCommand {
   let arguments: Arguments
 
   func run() throws {
+    WriteInterruption.take()
     let (oldKey, newKey) = (arguments[Self.oldKey], arguments[Self.newKey])
     let resolved = try ResolvedDomain(domain, globals: globals)
     guard oldKey != newKey else { return }

@@ -58,6 +58,7 @@ struct WriteCommand: ParsableCommand {
   private var key: String { arguments[Self.key] }
 
   func run() throws {
+    WriteInterruption.take()
     let resolved = try ResolvedDomain(domain, globals: globals)
     try resolved.requireNotForced(key)
     let defaults = try resolved.open()
