@@ -307,6 +307,27 @@ extension BinaryPropertyListTests {
     #expect(try BinaryPropertyList.decode(infinite) == .date(Date(timeIntervalSinceReferenceDate: .infinity)))
   }
 
+  /// A UTF-16 string with a surrogate that has no pair: refused (a key or a value left out by
+  /// a salvage), never read as another string (U+FFFD in its place), where it was. A pair is
+  /// read.
+  @Test func unpairedSurrogatesAreRefusedAndPairsRead() throws {
+    func utf16(_ units: [UInt16]) -> [UInt8] {
+      [0x60 | UInt8(units.count)] + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+    }
+    for units: [UInt16] in [[0x6B, 0xD800], [0xD800, 0x6B], [0xDC00], [0x6B, 0xDBFF, 0xDBFF, 0xDC00]] {
+      let error = decodeError(handMade([utf16(units)]))
+      #expect(error?.message.contains("unpaired surrogate") == true, "\(units): \(String(describing: error))")
+    }
+    #expect(try BinaryPropertyList.decode(handMade([utf16([0x6B, 0xD83D, 0xDE00])])) == .string("k😀"))
+    // As a key and as a value of the top dictionary: each left out, the other key kept.
+    let data = dictionaryFile(
+      [(1, 3), (2, 4), (5, 6)],
+      [utf16([0x6B, 0xD800]), [0x51, 0x61], [0x51, 0x76], utf16([0x76, 0xDC00]), [0x51, 0x62], [0x51, 0x77]])
+    let salvage = try BinaryPropertyList.decodeSalvaging(data)
+    #expect(salvage.values == ["b": .string("w")])
+    #expect(salvage.skipped.count == 2)
+  }
+
   @Test func fourByteRealsStayFloats() throws {
     let bits = Float(12.34).bitPattern
     let data = handMade([[0x22] + bigEndian(UInt64(bits), width: 4)])
@@ -322,9 +343,9 @@ extension BinaryPropertyListTests {
   @Test func stringsAreChecked() throws {
     // ASCII strings must be ASCII.
     #expect(decodeError(handMade([[0x52, 0x61, 0xE9]]))?.message.contains("ASCII") == true)
-    // An unpaired surrogate becomes U+FFFD.
-    let lone = try BinaryPropertyList.decode(handMade([[0x62, 0xD8, 0x3D, 0x00, 0x61]]))
-    #expect(lone == .string("\u{FFFD}a"))
+    // An unpaired surrogate is refused: it would read as U+FFFD, another string.
+    #expect(
+      decodeError(handMade([[0x62, 0xD8, 0x3D, 0x00, 0x61]]))?.message.contains("unpaired surrogate") == true)
     // A valid pair is kept.
     let pair = try BinaryPropertyList.decode(handMade([[0x62, 0xD8, 0x3D, 0xDE, 0x00]]))
     #expect(pair == .string("😀"))

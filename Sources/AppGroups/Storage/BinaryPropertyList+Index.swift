@@ -355,9 +355,11 @@ extension BinaryPropertyListReader {
         throw BinaryPropertyList.corrupt("object \(object) is an ASCII string with a byte of 0x80 or more")
       }
     case 0x6:
-      // Any UTF-16 decodes (an unpaired surrogate becomes U+FFFD): only its range is checked.
       let (count, start) = try header(object: object, at: offset)
       try checkRange(object: object, start: start, count: count &* 2, what: "UTF-16 string")
+      if let unit = BinaryPropertyList.unpairedSurrogate(in: base.advanced(by: start), count: count) {
+        throw BinaryPropertyList.unpairedSurrogateError(object: object, unit: unit)
+      }
     default:
       throw BinaryPropertyList.corrupt("object \(object) is not a property-list value here")
     }

@@ -491,13 +491,15 @@ struct BinaryPropertyListReader {
     }
     // count <= size, so twice it cannot overflow.
     try checkRange(object: object, start: start, count: count &* 2, what: "UTF-16 string")
+    if let unit = BinaryPropertyList.unpairedSurrogate(in: bytes, count: count) {
+      throw BinaryPropertyList.unpairedSurrogateError(object: object, unit: unit)
+    }
     let units = [UInt16](unsafeUninitializedCapacity: count) { buffer, initialized in
       for i in 0..<count {
         buffer[i] = UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: i &* 2, as: UInt16.self))
       }
       initialized = count
     }
-    // Unpaired surrogates become U+FFFD.
     return String(decoding: units, as: UTF16.self)
   }
 

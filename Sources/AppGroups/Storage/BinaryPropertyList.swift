@@ -157,6 +157,33 @@ enum BinaryPropertyList {
     AppGroupsError(.corruptPreferences, "binary property list: \(reason())")
   }
 
+  /// The index of the first UTF-16 unit of the big-endian string at `bytes` (`count` units)
+  /// that is a surrogate without its pair, or `nil` when there is none. Such a string decodes
+  /// to another one (U+FFFD in its place), which no reader here may take for what the file
+  /// says.
+  static func unpairedSurrogate(in bytes: UnsafeRawPointer, count: Int) -> Int? {
+    var i = 0
+    while i < count {
+      let unit = UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: i &* 2, as: UInt16.self))
+      if unit & 0xF800 == 0xD800 {
+        guard unit < 0xDC00, i &+ 1 < count else { return i }
+        let next = UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: (i &+ 1) &* 2, as: UInt16.self))
+        guard next & 0xFC00 == 0xDC00 else { return i }
+        i &+= 2
+      } else {
+        i &+= 1
+      }
+    }
+    return nil
+  }
+
+  /// The refusal of a UTF-16 string with an unpaired surrogate at `unit`.
+  static func unpairedSurrogateError(object: Int, unit: Int) -> AppGroupsError {
+    corrupt(
+      "object \(object) is a UTF-16 string with an unpaired surrogate at unit \(unit), which a"
+        + " string here cannot hold as it is (it would read as U+FFFD)")
+  }
+
   /// Whether every byte is below 0x80, 8 at a time.
   @inline(__always)
   static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
