@@ -260,12 +260,7 @@ package enum SuiteJournal {
     var offset = 0
     if start == 0 {
       let isJournal = bytes.count >= headerSize && startsWithMagic(bytes)
-      let ours =
-        isJournal
-        && sameVersion(
-          FileIdentity(
-            device: word(bytes, 8), inode: word(bytes, 16), size: Int64(bitPattern: word(bytes, 24)),
-            modified: Int64(bitPattern: word(bytes, 32)), changed: 0), base)
+      let ours = isJournal && sameVersion(namedVersion(bytes), base)
       if vouched == nil {
         guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
         guard ours, published == nil else { return nil }
@@ -291,34 +286,6 @@ package enum SuiteJournal {
     return Tail(
       changes: changes, position: Position(inode: inode, end: start + offset), continued: start > 0,
       damage: damage)
-  }
-
-  /// What is wrong with the journal of the suite whose plist is at `plistPath`, for
-  /// `groupctl doctor`: `nil` when there is none, when it belongs to another version of the
-  /// plist, and when every byte within its published length is a whole record.
-  ///
-  /// Damage that a commit in flight can show for a moment (a new journal published just
-  /// before its rename) is said only when it is still there while no commit holds the
-  /// suite's lock (looked at again under a shared lock taken without waiting).
-  package static func damage(ofSuiteAt plistPath: String) -> String? {
-    guard let identity = try? FileSystem.identity(ofPath: plistPath) else { return nil }
-    func examine() -> [Damage] {
-      do {
-        return try read(
-          journalOf: plistPath, base: identity, after: nil,
-          published: SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity)
-        )?.damage ?? []
-      } catch {
-        return [.notARegularFile(kind: "a file that cannot be read (\(error))", published: 0)]
-      }
-    }
-    var damage = examine()
-    if damage.contains(where: \.mayBeInFlight) {
-      damage = LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath)) { examine() }
-        ?? damage.filter { !$0.mayBeInFlight }
-    }
-    guard !damage.isEmpty else { return otherVersionProblem(ofSuiteAt: plistPath) }
-    return damage.map(\.description).joined(separator: "; ")
   }
 
   /// What to say of the file at the journal's path of the suite whose plist is at
@@ -473,10 +440,14 @@ package enum SuiteJournal {
     guard let header = FileSystem.readPrefix(headerSize, of: journal), header.count == headerSize,
       startsWithMagic(header)
     else { return false }
-    let named = FileIdentity(
+    return !sameVersion(namedVersion(header), base)
+  }
+
+  /// The plist version a journal's header (its first ``headerSize`` bytes) names.
+  private static func namedVersion(_ header: [UInt8]) -> FileIdentity {
+    FileIdentity(
       device: word(header, 8), inode: word(header, 16), size: Int64(bitPattern: word(header, 24)),
       modified: Int64(bitPattern: word(header, 32)), changed: 0)
-    return !sameVersion(named, base)
   }
 
   // MARK: Bytes
