@@ -83,15 +83,25 @@ public struct Keybag: Sendable {
   /// without one) is unsealed and put there on first use, by a process that may read the
   /// keybag; `groupctl run` does it before it starts a sandboxed app. Wipe the key when done.
   ///
-  /// - Throws: ``KeybagError/Code/unavailable`` when the device is locked past the grace,
-  ///   has not been unlocked since it started, or has no passcode (for
-  ///   ``KeyClass/passcodeSetThisDeviceOnly``), or when the key was dropped since the unlock;
-  ///   ``KeybagError/Code/keyringUnavailable``, ``KeybagError/Code/damaged``,
-  ///   ``KeybagError/Code/io``.
+  /// Whether the device has no passcode (so that ``KeyClass/passcodeSetThisDeviceOnly`` does
+  /// not exist, and what it sealed may be deleted) is decided by the keybag, under the
+  /// device's lock, never by a state page alone: a page removed or zeroed reads as a new
+  /// device without a passcode, while the keybag still has one. Only a process that cannot
+  /// take the device's lock (a sandboxed app) goes by a page that names a device, which
+  /// `groupctl run` brought in line with the keybag when it started the app.
+  ///
+  /// - Throws: ``KeybagError/Code/noPasscodeSet`` for ``KeyClass/passcodeSetThisDeviceOnly``
+  ///   when the device has no passcode; ``KeybagError/Code/unavailable`` when the device is
+  ///   locked past the grace or has not been unlocked since it started, or when the key was
+  ///   dropped since the unlock; ``KeybagError/Code/keyringUnavailable``,
+  ///   ``KeybagError/Code/damaged``, ``KeybagError/Code/io``.
   package func classKey(_ keyClass: KeyClass) throws(KeybagError) -> [UInt8] {
     let state = DeviceState.current(root: root)
-    try requireAvailable(keyClass, state)
-    if state.deviceIdentifier != 0 {
+    // "No passcode" on the page is not taken for the keybag's word: it is checked under the
+    // device's lock below, where the record is brought in line with the keybag.
+    let passcodeInDoubt = keyClass == .passcodeSetThisDeviceOnly && !state.hasPasscode
+    if !passcodeInDoubt { try requireAvailable(keyClass, state) }
+    if !passcodeInDoubt && state.deviceIdentifier != 0 {
       let keyring = DeviceKeyring(deviceIdentifier: state.deviceIdentifier, rootPath: root.path)
       if let key = try keyringCall({ () throws(DeviceKeyring.Failure) in
         try keyring.load(name: keyClass.rawValue, session: state.bootSession)
@@ -104,6 +114,7 @@ public struct Keybag: Sendable {
     do {
       file = try DeviceStateFile(root: root)
     } catch {
+      if passcodeInDoubt && state.deviceIdentifier != 0 { try requireAvailable(keyClass, state) }
       throw KeybagError(
         .unavailable,
         "the \(keyClass) key of the device at \(root.path) is not loaded, and this process"
@@ -552,7 +563,7 @@ public struct Keybag: Sendable {
   private func requireAvailable(_ keyClass: KeyClass, _ state: DeviceState) throws(KeybagError) {
     if keyClass == .passcodeSetThisDeviceOnly && !state.hasPasscode {
       throw KeybagError(
-        .unavailable,
+        .noPasscodeSet,
         "the device at \(root.path) has no passcode: the \(keyClass) class exists only while"
           + " one is set")
     }

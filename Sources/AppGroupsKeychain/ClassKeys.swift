@@ -73,10 +73,10 @@ struct ClassKeys: Sendable {
       defer { Crypto.wipe(&bytes) }
       return ClassKey(bytes)
     case .failure(let error):
-      if error.code == .unavailable {
-        if keyClass == .passcodeSetThisDeviceOnly && !keybag.hasPasscode { throw .noPasscode }
-        throw .unavailable(error.message)
-      }
+      // The keybag says "no passcode" only when it has none, under the device's lock: what
+      // leads to the passcode-set items' deletion never comes from a state page alone.
+      if error.code == .noPasscodeSet { throw .noPasscode }
+      if error.code == .unavailable { throw .unavailable(error.message) }
       throw .failed(KeychainError(errSecNotAvailable, "the device's keybag: \(error.message)"))
     }
   }

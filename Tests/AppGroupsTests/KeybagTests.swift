@@ -101,7 +101,7 @@ struct KeybagTests {
       keys[keyClass] = key
     }
     #expect(Set(keys.values).count == 3, "each class has a key of its own")
-    expectRefusal(.unavailable) { try r.keybag.classKey(.passcodeSetThisDeviceOnly) }
+    expectRefusal(.noPasscodeSet) { try r.keybag.classKey(.passcodeSetThisDeviceOnly) }
     #expect(r.state.lockState == .unlocked && !r.state.hasPasscode)
   }
 
@@ -224,7 +224,7 @@ struct KeybagTests {
     #expect(r.state.hasPasscode, "a wrong code clears nothing")
     try r.keybag.clearPasscode(current: "1234")
     #expect(!r.state.hasPasscode)
-    expectRefusal(.unavailable) { try r.keybag.classKey(.passcodeSetThisDeviceOnly) }
+    expectRefusal(.noPasscodeSet) { try r.keybag.classKey(.passcodeSetThisDeviceOnly) }
     #expect(try r.keybag.classKey(.complete) == complete, "the other classes keep their keys")
     let list = try #require(
       try PropertyListSerialization.propertyList(

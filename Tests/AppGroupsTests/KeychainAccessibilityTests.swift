@@ -150,6 +150,27 @@ struct KeychainAccessibilityTests {
     #expect(try read(k, "p").stdout == "status 0\ndata secret-p\n")
   }
 
+  /// A device state removed or zeroed by hand reads as a new device without a passcode; the
+  /// keybag still has the passcode, so the passcode-set items stay (closed until the unlock),
+  /// and the device comes back before its first unlock, with its passcode.
+  @Test(arguments: ["removed", "zeroed"])
+  func aLostDeviceStateKeepsThePasscodeSetItems(_ damage: String) throws {
+    let k = try deviceWithPasscode("aLostDeviceStateKeepsThePasscodeSetItems-\(damage)")
+    #expect(try add(k, "p", "akpu") == errSecSuccess)
+    let state = DeviceStateFile.path(root: k.root)
+    if damage == "removed" {
+      try FileManager.default.removeItem(atPath: DeviceStateFile.folder(root: k.root))
+    } else {
+      try Data().write(to: URL(fileURLWithPath: state))
+    }
+    #expect(try read(k, "p").status == errSecInteractionNotAllowed)
+    let shown = try Product.run("groupctl", ["--root", k.path, "device"])
+    #expect(shown.stdout.contains("state: before-first-unlock"))
+    #expect(shown.stdout.contains("passcode: set"))
+    try unlock(k)
+    #expect(try read(k, "p").stdout == "status 0\ndata secret-p\n")
+  }
+
   @Test func theSwiftLayerTellsALockedItemFromAMissingOne() throws {
     let k = try deviceWithPasscode()
     let keychain = Keychain(
