@@ -171,6 +171,37 @@ struct KeychainAccessibilityTests {
     #expect(try read(k, "p").stdout == "status 0\ndata secret-p\n")
   }
 
+  /// A copy of a root (`cp -a`) has the original's device identifier: still two devices,
+  /// each with its own keys. A passcode change of the original leaves the copy's passcode-set
+  /// items, and a lock of the copy leaves the original's class A open.
+  @Test func aCopiedRootIsAnotherDeviceWithKeysOfItsOwn() throws {
+    let a = try deviceWithPasscode("aCopiedRootIsAnotherDevice-original")
+    let b = try KeychainRoot("aCopiedRootIsAnotherDevice-copy")
+    #expect(try add(a, "a", "ak") == errSecSuccess)
+    #expect(try add(a, "p", "akpu") == errSecSuccess)
+    for name in try FileManager.default.contentsOfDirectory(atPath: b.path) {
+      try FileManager.default.removeItem(atPath: b.path + "/" + name)
+    }
+    let copy = try Product.run("/bin/cp", ["-a", a.path + "/.", b.path])
+    try #require(copy.status == 0, "\(copy.stderr)")
+    // The copy holds none of the original's unsealed keys: its class A waits for its unlock.
+    #expect(try read(b, "a").status == errSecInteractionNotAllowed)
+    try unlock(b)
+    #expect(try read(b, "p").stdout == "status 0\ndata secret-p\n")
+    // The original's passcode cleared and set again: a new passcode-set key, for it alone.
+    try Keybag(root: a.root).clearPasscode(current: Self.passcode)
+    try Keybag(root: a.root).setPasscode(Self.passcode)
+    #expect(try read(a, "p").status == errSecItemNotFound)
+    #expect(try read(b, "p").stdout == "status 0\ndata secret-p\n")
+    // The copy locked at once: the original, unlocked, still reads its class A.
+    try lock(b)
+    #expect(try read(b, "a").status == errSecInteractionNotAllowed)
+    #expect(try read(a, "a").stdout == "status 0\ndata secret-a\n")
+    #expect(try read(b, "p").status == errSecInteractionNotAllowed)
+    try unlock(b)
+    #expect(try read(b, "p").stdout == "status 0\ndata secret-p\n")
+  }
+
   @Test func theSwiftLayerTellsALockedItemFromAMissingOne() throws {
     let k = try deviceWithPasscode()
     let keychain = Keychain(

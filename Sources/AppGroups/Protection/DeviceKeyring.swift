@@ -6,7 +6,10 @@
 /// `appgroups:device:<id>:<mount namespace>:<root path>`, which holds one `user` key per
 /// class, described `appgroups:<id>:<boot session>:<class>`, 32 bytes each. A reboot of the
 /// device empties its keyring; a restart of the machine empties them all. Any process of the
-/// user finds a key by its description (a sandboxed app too: Landlock does not govern keys).
+/// user finds a key by its description (a sandboxed app too: Landlock does not govern keys),
+/// in the root's own keyring only: two roots that are copies of each other (`cp -a`) share
+/// the device identifier and boot session, and each still reads, expires and removes only
+/// its own keys, so a lock or a passcode change of one never changes what the other reads.
 ///
 /// The keybag (`AppGroupsKeybag`) unwraps keys and stores them here; the core expires the
 /// `complete` keys at a lock, and drops them all at a reboot or when the root goes.
@@ -105,10 +108,11 @@ package struct DeviceKeyring: Sendable {
   /// The key `name` of boot session `session`; `nil` when it is not there (not unwrapped
   /// since the device started, or expired after a lock).
   package func load(name: String, session: UInt64) throws(Failure) -> [UInt8]? {
+    guard let keyring = try keyring(create: false) else { return nil }
     do {
       guard
         let serial = try KernelKeyring.search(
-          KernelKeyring.userKeyring, description: keyDescription(name, session: session))
+          keyring, description: keyDescription(name, session: session))
       else { return nil }
       return try KernelKeyring.read(serial, maximumLength: 64)
     } catch {
@@ -120,11 +124,12 @@ package struct DeviceKeyring: Sendable {
   /// them, whoever reads the device state or not. Rounded up to a whole second, the kernel's
   /// unit; the library refuses the class from the end of the grace itself.
   package func expire(_ names: [String], session: UInt64, after grace: Duration) throws(Failure) {
+    guard let keyring = try keyring(create: false) else { return }
     for name in names {
       do {
         guard
           let serial = try KernelKeyring.search(
-            KernelKeyring.userKeyring, description: keyDescription(name, session: session))
+            keyring, description: keyDescription(name, session: session))
         else { continue }
         let nanoseconds = DeviceState.nanoseconds(grace)
         if nanoseconds == 0 {
@@ -141,9 +146,10 @@ package struct DeviceKeyring: Sendable {
 
   /// Destroys the key `name` of boot session `session`, if it is there.
   package func remove(name: String, session: UInt64) throws(Failure) {
+    guard let keyring = try keyring(create: false) else { return }
     do {
       if let serial = try KernelKeyring.search(
-        KernelKeyring.userKeyring, description: keyDescription(name, session: session))
+        keyring, description: keyDescription(name, session: session))
       {
         try KernelKeyring.invalidate(serial)
       }
