@@ -111,6 +111,40 @@ struct GroupctlDeviceTests {
     #expect(try g.ok(["device", "unlock"]) == "unlocked\n")
   }
 
+  /// A lock of a device locked already cuts a longer grace still running short, and says
+  /// so; a longer grace does not lengthen it.
+  @Test func aShorterGraceCutsTheEarlierLocksGraceShort() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "passcode", "set", "1234"])
+    #expect(
+      try g.ok(["device", "lock", "--grace", "600"])
+        == "locked; protected data (class complete) stays available for 10 min\n")
+    let longer = try g.ok(["device", "lock", "--grace", "3600"])
+    #expect(
+      longer.hasPrefix("already locked; protected data (class complete) stays available for")
+        && longer.hasSuffix("s more (the earlier lock's grace, which a longer one does not lengthen)\n"),
+      "\(longer)")
+    #expect(
+      try g.ok(["device", "lock", "--grace", "60"])
+        == "already locked; the earlier lock's grace is cut short: protected data (class complete)"
+        + " stays available for 1 min\n")
+    // What is left is the new grace at most, not the earlier lock's ten minutes.
+    let shown = try g.ok(["device"])
+    let left = shown.split(separator: "\n").first { $0.hasPrefix("protected data: available for ") }
+      .flatMap { Double($0.dropFirst("protected data: available for ".count).prefix { $0 != " " }) }
+    #expect(left.map { $0 > 0 && $0 <= 60 } == true, "\(shown)")
+    #expect(
+      try g.ok(["device", "lock", "--grace", "0"])
+        == "already locked; the earlier lock's grace is cut short: protected data (class complete)"
+        + " is unavailable now\n")
+    #expect(try g.ok(["device"]).contains("protected data: unavailable (class complete)"))
+    // The kernel dropped the key too, not only the library's answer.
+    let state = DeviceState.current(root: g.root)
+    let keyring = DeviceKeyring(deviceIdentifier: state.deviceIdentifier, rootPath: g.root.path)
+    #expect(try keyring.load(name: "complete", session: state.bootSession) == nil)
+    #expect(try g.ok(["device", "lock", "--grace", "0"]) == "already locked\n")
+  }
+
   @Test func aRebootTerminatesTheAppsGroupctlRunStarted() throws {
     let t = try LifecycleRoot()
     try t.g.ok(["device", "passcode", "set", "1234"])

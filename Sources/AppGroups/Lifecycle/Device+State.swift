@@ -30,38 +30,71 @@ extension Device {
   /// ``ProtectedData/willBecomeUnavailableNotification`` at once. Without a passcode the
   /// device is locked but nothing becomes unavailable, as on a device without one.
   ///
+  /// A device locked already keeps its lock; a grace of that lock still running that would
+  /// end later than `grace` from now is cut short to end then (`.zero`: class `complete`
+  /// goes at once). A longer `grace` never lengthens it.
+  ///
   /// - Parameter grace: How long class `complete` stays available (iOS: 10 s).
   /// - Returns: Whether the device was unlocked (`false`: it was already locked, or had not
-  ///   been unlocked since it started; nothing changed).
+  ///   been unlocked since it started; nothing changed but a grace cut short).
   /// - Throws: `.lockTimeout` when another process held the device's lock for 5 s; `.io`
   ///   when the device state cannot be written.
   @discardableResult
   public func lock(grace: Duration = DeviceState.defaultGrace) throws(AppGroupsError) -> Bool {
+    try lockTelling(grace: grace) == .locked
+  }
+
+  /// What ``lock(grace:)`` did.
+  package enum LockChange: Sendable, Equatable {
+    /// The device was unlocked, and is locked now.
+    case locked
+    /// The device was locked already, with a grace that ran longer: it ends `grace` from now.
+    case graceShortened
+    /// The device was locked already (or before its first unlock): nothing changed.
+    case unchanged
+  }
+
+  /// ``lock(grace:)``, saying what it did.
+  package func lockTelling(grace: Duration) throws(AppGroupsError) -> LockChange {
     let file = try DeviceStateFile(root: root)
     var failure: DeviceKeyring.Failure?
-    let locked = try file.transition { record throws(AppGroupsError) -> Bool in
-      guard record.lockState == .unlocked else { return false }
-      record.lockState = .locked
-      record.lockedAt = DeviceState.now()
-      record.grace = DeviceState.nanoseconds(grace)
-      if record.hasPasscode {
+    let change = try file.transition { record throws(AppGroupsError) -> LockChange in
+      let now = DeviceState.now()
+      let nanoseconds = DeviceState.nanoseconds(grace)
+      let change: LockChange
+      switch record.lockState {
+      case .beforeFirstUnlock:
+        return .unchanged
+      case .locked:
+        // A grace still running that ends after the one asked for is cut short.
+        guard record.hasPasscode, now >= record.lockedAt,
+          now &+ nanoseconds < record.lockedAt &+ record.grace
+        else { return .unchanged }
+        record.grace = now &+ nanoseconds &- record.lockedAt
+        change = .graceShortened
+      case .unlocked:
+        record.lockState = .locked
+        record.lockedAt = now
+        record.grace = nanoseconds
+        guard record.hasPasscode else { return .locked }
         record.lockCount &+= 1
-        let keyring = DeviceKeyring(deviceIdentifier: record.deviceIdentifier, rootPath: root.path)
-        do throws(DeviceKeyring.Failure) {
-          try keyring.expire(
-            DeviceKeyring.unlockedOnlyNames, session: record.bootSession, after: grace)
-        } catch {
-          if !error.isUnavailable { failure = error }
-        }
+        change = .locked
       }
-      return true
+      let keyring = DeviceKeyring(deviceIdentifier: record.deviceIdentifier, rootPath: root.path)
+      do throws(DeviceKeyring.Failure) {
+        try keyring.expire(
+          DeviceKeyring.unlockedOnlyNames, session: record.bootSession, after: grace)
+      } catch {
+        if !error.isUnavailable { failure = error }
+      }
+      return change
     }
     if let failure {
       // The device is locked and the library refuses the class after the grace; only the
       // kernel's own expiry of the key could not be set.
       Diagnostics.report("locking \(root.path): \(failure.message)")
     }
-    return locked
+    return change
   }
 
   /// Restarts the device, as a shutdown and a start do.

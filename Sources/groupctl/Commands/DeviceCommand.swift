@@ -162,7 +162,8 @@ struct DeviceCommand: ParsableCommand {
     case .lock:
       let device = Device(root: root)
       let grace = grace ?? DeviceState.defaultGrace
-      if try device.lock(grace: grace) {
+      switch try device.lockTelling(grace: grace) {
+      case .locked:
         let state = device.state
         if !state.hasPasscode {
           printOut("locked; no passcode is set, so every class stays available")
@@ -172,8 +173,25 @@ struct DeviceCommand: ParsableCommand {
           printOut(
             "locked; protected data (class complete) stays available for \(Self.spoken(grace))")
         }
-      } else {
-        printOut("already \(device.state.lockState)")
+      case .graceShortened:
+        printOut(
+          grace == .zero
+            ? "already locked; the earlier lock's grace is cut short: protected data (class"
+              + " complete) is unavailable now"
+            : "already locked; the earlier lock's grace is cut short: protected data (class"
+              + " complete) stays available for \(Self.spoken(grace))")
+      case .unchanged:
+        let state = device.state
+        if state.lockState == .locked && state.hasPasscode && state.isProtectedDataAvailable {
+          let left = Double(state.graceEnd &- DeviceState.now()) / 1e9
+          printOut(
+            String(
+              format: "already locked; protected data (class complete) stays available for"
+                + " %.1f s more (the earlier lock's grace, which a longer one does not lengthen)",
+              left))
+        } else {
+          printOut("already \(state.lockState)")
+        }
       }
     case .unlock:
       let code = try passcode.map { try input.resolve($0, what: "the passcode") }
