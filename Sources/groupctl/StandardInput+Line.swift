@@ -2,6 +2,21 @@ import AppGroups
 import Foundation
 
 extension StandardInput {
+  /// A secret typed at a terminal: `prompt` on standard error once echo is off (the order
+  /// of readpassphrase(3): a secret typed as soon as the prompt shows is neither echoed nor
+  /// flushed by the change of settings), the line read as ``lineBytes(atMost:)`` reads it,
+  /// echo turned back on, then a newline on standard error, where the typed line would have
+  /// ended. For a standard input that is a terminal (``StandardInput/isTerminal``).
+  ///
+  /// - Throws: the failed `read(2)`, as ``lineBytes(atMost:)``.
+  static func promptedLine(_ prompt: String, atMost limit: Int) throws -> [UInt8]? {
+    defer { FileHandle.standardError.write(Data("\n".utf8)) }
+    return try withoutEcho {
+      FileHandle.standardError.write(Data(prompt.utf8))
+      return try lineBytes(atMost: limit)
+    }
+  }
+
   /// The next line of standard input as its bytes, without its `\n` (and a `\r` before it);
   /// `nil` at the end of input with nothing read. Not Swift's `readLine`, which replaces bytes
   /// that are not UTF-8 with U+FFFD: two different secrets would read as one. Reads one byte

@@ -129,4 +129,47 @@ struct GroupctlKeychainTerminalTests {
       environment: k.environment())
     #expect(found.status == 0 && found.stdout == secret + "\n", "\(found)")
   }
+
+  /// `device passcode set -` on a terminal prompts on stderr with echo off, twice, as `-w`
+  /// does: the code typed is set and never appears on the terminal. From a pipe, `-` still
+  /// reads a plain line.
+  @Test func theDevicePasscodeIsTypedWithoutEcho() throws {
+    let g = try GroupctlRoot()
+    let terminal = try Terminal()
+    #expect(terminal.echoes)
+    let code = "Pc-\(UUID().uuidString.prefix(8))"
+    let process = Process()
+    process.executableURL = Product.url("groupctl")
+    process.arguments = ["--root", g.path, "device", "passcode", "set", "-"]
+    let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
+    process.standardInput = handle
+    process.standardOutput = handle
+    process.standardError = handle
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
+    try process.run()
+    defer {
+      if process.isRunning { process.terminate() }
+    }
+    try #require(terminal.waitFor("the new passcode: "), "\(terminal.seen)")
+    #expect(!terminal.echoes)
+    let mark = terminal.seen.utf8.count
+    terminal.type(code + "\n")
+    // Typed unseen, a new passcode is typed twice.
+    try #require(terminal.waitFor("retype the new passcode: ", after: mark), "\(terminal.seen)")
+    #expect(!terminal.echoes)
+    terminal.type(code + "\n")
+    try #require(exited.wait(timeout: .now() + 60) == .success, "\(terminal.seen)")
+    #expect(process.terminationStatus == 0, "\(terminal.seen)")
+    #expect(terminal.echoes)
+    terminal.drain()
+    #expect(terminal.seen.contains("passcode set"), "\(terminal.seen)")
+    #expect(!terminal.seen.contains(code), "\(terminal.seen)")
+
+    try g.ok(["device", "lock", "--grace", "0"])
+    let unlocked = try g.run(
+      ["device", "unlock", "--passcode", "-"], stdin: Data((code + "\n").utf8))
+    #expect(unlocked.status == 0 && unlocked.stdout == "unlocked\n", "\(unlocked)")
+    #expect(!unlocked.stderr.contains("passcode:"), "no prompt for a pipe: \(unlocked)")
+  }
 }

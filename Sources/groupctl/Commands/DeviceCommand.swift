@@ -50,7 +50,8 @@ struct DeviceCommand: ParsableCommand {
       A passcode is 4 characters or more (at most 128 bytes), with no control character \
       and no space at either end. A passcode given as an argument is visible to every \
       process of the machine (/proc/PID/cmdline) and stays in the shell's history: give - \
-      instead to read it from stdin, one line. When both the new code and --passcode are \
+      instead to read it from stdin, one line (on a terminal: prompted for on stderr, with \
+      echo off; a new one twice). When both the new code and --passcode are \
       -, stdin holds the current code on its first line and the new one on its second.
 
       A wrong or missing code exits with 1, says why, and changes nothing but the count of \
@@ -152,7 +153,7 @@ struct DeviceCommand: ParsableCommand {
     case .setPasscode(let new):
       // The current code first: with both on stdin, it is the first line.
       let current = try passcode.map { try input.resolve($0, what: "the current passcode") }
-      let code = try input.resolve(new, what: "the new passcode")
+      let code = try input.resolve(new, what: "the new passcode", retyped: true)
       try keybag.setPasscode(code, current: current)
       printOut(current == nil ? "passcode set" : "passcode changed")
     case .clearPasscode:
@@ -270,13 +271,26 @@ struct DeviceCommand: ParsableCommand {
   }
 }
 
-/// Passcodes given on the command line or, for `-`, read from stdin one line each.
+/// Passcodes given on the command line or, for `-`, read from stdin one line each: on a
+/// terminal, prompted on stderr with echo off, as the keychain's `-w` reads a password.
 struct PasscodeInput {
-  /// `value` itself, or for `-` the next line of stdin.
-  mutating func resolve(_ value: String, what: String) throws -> String {
+  /// `value` itself, or for `-` the next line of stdin; on a terminal, with `retyped`, typed
+  /// twice (a new passcode typed unseen), and refused when the two differ.
+  mutating func resolve(_ value: String, what: String, retyped: Bool = false) throws -> String {
     guard value == "-" else { return value }
     let limit = Keybag.maximumPasscodeBytes
-    guard let line = try StandardInput.lineBytes(atMost: limit) else {
+    let typed: [UInt8]?
+    if StandardInput.isTerminal {
+      typed = try StandardInput.promptedLine("\(what): ", atMost: limit)
+      if retyped, typed != nil,
+        try StandardInput.promptedLine("retype \(what): ", atMost: limit) != typed
+      {
+        throw CommandFailure("\(what) and its retyping differ; nothing was changed")
+      }
+    } else {
+      typed = try StandardInput.lineBytes(atMost: limit)
+    }
+    guard let line = typed else {
       throw CommandFailure("\(what) was to be read from stdin (-), but stdin has no line left")
     }
     guard line.count <= limit else {

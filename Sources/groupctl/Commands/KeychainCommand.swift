@@ -325,14 +325,7 @@ struct KeychainCommand: ParsableCommand {
     }
     // The bytes typed, as the non-terminal path keeps them (not readLine's U+FFFD).
     func prompt(_ text: String) throws -> [UInt8] {
-      defer { FileHandle.standardError.write(Data("\n".utf8)) }
-      // The prompt once echo is off, as readpassphrase(3) orders it: a password typed as soon
-      // as the prompt shows is neither echoed nor flushed by the change of settings.
-      let typed = try StandardInput.withoutEcho {
-        FileHandle.standardError.write(Data(text.utf8))
-        return try StandardInput.lineBytes(atMost: limit)
-      }
-      guard let line = typed else {
+      guard let line = try StandardInput.promptedLine(text, atMost: limit) else {
         throw CommandFailure("keychain: no password was given on standard input")
       }
       try refuseOversized(line)
