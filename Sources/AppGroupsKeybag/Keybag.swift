@@ -459,6 +459,14 @@ public struct Keybag: Sendable {
     } else if record.hasPasscode != contents.hasPasscode {
       // A change of the passcode stopped between the keybag's write and the state's.
       record.hasPasscode = contents.hasPasscode
+      // A device without a passcode is never before its first unlock: one restarted while the
+      // state said "a passcode is set" (a passcode set stopped before the keybag was sealed
+      // with it) comes back unlocked, as a device without one starts.
+      if !contents.hasPasscode && record.lockState == .beforeFirstUnlock {
+        record.lockState = .unlocked
+        record.lockedAt = 0
+        record.grace = 0
+      }
     }
     return contents
   }

@@ -145,6 +145,39 @@ struct GroupctlDeviceTests {
     #expect(try g.ok(["device", "lock", "--grace", "0"]) == "already locked\n")
   }
 
+  /// A `passcode set` killed before the keybag is sealed with the code leaves a state that
+  /// says "a passcode is set" and a keybag with none: the unlock and the reboot say what is
+  /// true, and the device restarts unlocked, as one without a passcode does.
+  @Test func aPasscodeSetKilledBeforeTheKeybagIsToldByTheUnlockAndTheReboot() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "unlock"])
+    func killedPasscodeSet() throws {
+      let marker = g.path + "/before-keybag-save"
+      try? FileManager.default.removeItem(atPath: marker)
+      let child = try ChildProcess(
+        "groupctl", ["--root", g.path, "device", "passcode", "set", "1234"],
+        environment: ["APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE": marker])
+      #expect(waitForFile(marker, timeout: 30), "\(child.standardError)")
+      child.signal(SIGKILL)
+      #expect(child.wait() == SIGKILL)
+      #expect(try g.ok(["device"]).contains("passcode: set"))
+    }
+    try killedPasscodeSet()
+    try g.ok(["device", "lock", "--grace", "0"])
+    let unlocked = try g.run(["device", "unlock"])
+    #expect(unlocked.status == 0 && unlocked.stdout == "unlocked\n", "\(unlocked)")
+    #expect(unlocked.stderr.contains("the keybag holds no passcode"), "\(unlocked)")
+    #expect(try g.ok(["device"]).contains("passcode: none"))
+
+    try killedPasscodeSet()
+    let rebooted = try g.run(["device", "reboot"])
+    #expect(rebooted.stdout == "rebooted: unlocked, no passcode\n", "\(rebooted)")
+    #expect(rebooted.stderr.contains("the keybag holds no passcode"), "\(rebooted)")
+    let shown = try g.ok(["device"])
+    #expect(shown.contains("state: unlocked") && shown.contains("passcode: none"), "\(shown)")
+    #expect(try g.ok(["device", "unlock"]) == "already unlocked\n")
+  }
+
   @Test func aRebootTerminatesTheAppsGroupctlRunStarted() throws {
     let t = try LifecycleRoot()
     try t.g.ok(["device", "passcode", "set", "1234"])

@@ -135,6 +135,13 @@ struct DeviceCommand: ParsableCommand {
     }
   }
 
+  /// What is said when the state said "a passcode is set" and the keybag, read under the
+  /// device's lock, holds none (a `passcode set` stopped before the keybag was sealed with
+  /// the new code): the device has none now.
+  static let noPasscodeInKeybag =
+    "the keybag holds no passcode (a passcode set was stopped before the keybag was sealed"
+    + " with it): the device has none; set one again with 'device passcode set'"
+
   /// What a message says instead of a word of the command line that may be a passcode
   /// (`device unlock 1234`): no message shows one.
   static let notShown = "not shown: it may be a passcode"
@@ -196,8 +203,12 @@ struct DeviceCommand: ParsableCommand {
       }
     case .unlock:
       let code = try passcode.map { try input.resolve($0, what: "the passcode") }
+      let said = DeviceState.current(root: root).hasPasscode
       let changed = try keybag.unlock(passcode: code)
       printOut(changed ? "unlocked" : "already unlocked")
+      if said && !DeviceState.current(root: root).hasPasscode {
+        printError("groupctl: note: \(Self.noPasscodeInKeybag)")
+      }
     case .reboot:
       let device = Device(root: root)
       let terminations = try device.reboot(grace: grace ?? .seconds(5))
@@ -210,15 +221,18 @@ struct DeviceCommand: ParsableCommand {
         case .survived: printError("groupctl: \(app) could not be signalled; it still runs")
         }
       }
-      printOut(
-        "rebooted: \(device.state.lockState),"
-          + " \(device.state.hasPasscode ? "passcode set" : "no passcode")"
-      )
-      // The keys a device needs without its passcode, for the apps launched next.
-      // (Without a keyring, that is said when a key is asked for.)
+      let said = device.state.hasPasscode
+      // The keys a device needs without its passcode, for the apps launched next; and the
+      // state brought in line with the keybag before it is told. (Without a keyring, that is
+      // said when a key is asked for.)
       let prepared = Result { () throws(KeybagError) in try keybag.prepare() }
       if case .failure(let error) = prepared, error.code != .keyringUnavailable {
         printError("groupctl: note: \(error.message)")
+      }
+      let state = device.state
+      printOut("rebooted: \(state.lockState), \(state.hasPasscode ? "passcode set" : "no passcode")")
+      if said && !state.hasPasscode {
+        printError("groupctl: note: \(Self.noPasscodeInKeybag)")
       }
     }
   }
