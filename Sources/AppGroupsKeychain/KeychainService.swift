@@ -209,6 +209,11 @@ final class KeychainService: Sendable {
     let added = item
     _ = try file(group).transaction { (contents: inout GroupContents) throws(KeychainError) in
       let primaryKey = added.primaryKey
+      // A passcode-set item gone with the passcode is no item: the add that meets it removes it.
+      contents.items.removeAll {
+        $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
+          && isGoneWithPasscode($0, group: group)
+      }
       if contents.items.contains(where: {
         $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
       }) {
@@ -360,6 +365,15 @@ final class KeychainService: Sendable {
     }
   }
 
+  /// Whether `item` is of the passcode-set class and sealed under a key the keybag no longer
+  /// has (the passcode was cleared, or cleared and set again): gone to every call, and removed
+  /// by the next call that meets it.
+  func isGoneWithPasscode(_ item: StoredItem, group: String) -> Bool {
+    guard item.accessibility == .whenPasscodeSetThisDeviceOnly else { return false }
+    if case .keyGone? = peek(item, group: group) { return true }
+    return false
+  }
+
   /// Removes the passcode-set items whose class key is gone (the passcode was removed), as a
   /// device deletes them. Other items sealed under a key the keybag no longer has are left.
   private func purge(_ stale: [String: [Data]]) {
@@ -446,7 +460,12 @@ final class KeychainService: Sendable {
     let files = involved.map { file($0) }
     let limit = query.limit ?? .max
     let now = Date()
+    // Passcode-set items met that are gone with the passcode: removed even when the update
+    // fails (it answers -25300 when they are all it matched).
+    var stale: [String: [Data]] = [:]
+    defer { purge(stale) }
     try AccessGroupFile.transaction(files) { (all: inout [GroupContents]) throws(KeychainError) in
+      stale = [:]
       var matched: [(group: Int, index: Int)] = []
       search: for g in groups.indices {
         for (index, item) in all[g].items.enumerated() where item.matches(query) {
@@ -462,7 +481,12 @@ final class KeychainService: Sendable {
         let secret: [UInt8]
         switch try open(item, group: group, .update) {
         case .secret(let opened): secret = opened
-        case .keyGone, .damaged: continue
+        case .keyGone:
+          if item.accessibility == .whenPasscodeSetThisDeviceOnly {
+            stale[group, default: []].append(item.identifier)
+          }
+          continue
+        case .damaged: continue
         }
         var changed = item
         for (key, value) in changes.attributes { changed.attributes[key] = value }
@@ -472,11 +496,18 @@ final class KeychainService: Sendable {
         let destination = changes.accessGroup ?? group
         let target = involved.firstIndex(of: destination) ?? g
         let primaryKey = changed.primaryKey
-        let clash = all[target].items.enumerated().contains { other in
-          other.element.identifier != item.identifier
-            && other.element.itemClass == changed.itemClass
-            && other.element.primaryKey == primaryKey
-            && !(removals[target]?.contains(other.offset) ?? false)
+        var clash = false
+        for (offset, other) in all[target].items.enumerated()
+        where other.identifier != item.identifier && other.itemClass == changed.itemClass
+          && other.primaryKey == primaryKey && !(removals[target]?.contains(offset) ?? false)
+        {
+          if isGoneWithPasscode(other, group: destination) {
+            // No item: removed, as the call that meets it removes it.
+            removals[target, default: []].insert(offset)
+            stale[destination, default: []].append(other.identifier)
+          } else {
+            clash = true
+          }
         }
         if clash {
           throw KeychainError(

@@ -202,6 +202,45 @@ struct KeychainAccessibilityTests {
     #expect(try read(b, "p").stdout == "status 0\ndata secret-p\n")
   }
 
+  /// The pdmn of each item of the shared group's file, with its account.
+  func stored(_ k: KeychainRoot) throws -> [String] {
+    let file = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent(
+      "keychain.plist")
+    let plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
+    return ((plist["Items"] as? [[String: Any]]) ?? []).map { item in
+      let account = (item["attributes"] as? [String: Any])?["acct"] as? String ?? "?"
+      return "\(account):\(item["pdmn"] as? String ?? "?")"
+    }.sorted()
+  }
+
+  @Test func itemsGoneWithThePasscodeBlockNoAddNorUpdate() throws {
+    let k = try deviceWithPasscode()
+    for account in ["p", "q", "r", "s"] { #expect(try add(k, account, "akpu") == errSecSuccess) }
+    #expect(try add(k, "t", "ak") == errSecSuccess)
+    try Keybag(root: k.root).clearPasscode(current: Self.passcode)
+    // An add over a gone item adds (the gone one removed), where it said -25299.
+    #expect(try add(k, "p", "ak") == errSecSuccess)
+    #expect(try read(k, "p").stdout == "status 0\ndata secret-p\n")
+    // An update that meets only a gone item is -25300 and removes it; the add after it works.
+    #expect(
+      try k.status(["update", "class=genp", "svce=s", "acct=q", "--", "v_Data=new"])
+        == errSecItemNotFound)
+    #expect(try stored(k) == ["p:ak", "r:akpu", "s:akpu", "t:ak"])
+    // An update onto a gone item's primary key changes the item and removes the gone one.
+    #expect(
+      try k.status(["update", "class=genp", "svce=s", "acct=t", "--", "acct=s"]) == errSecSuccess)
+    #expect(try stored(k) == ["p:ak", "r:akpu", "s:ak"])
+    // Update, else add (Keychain.set, groupctl -U): no false errSecIO.
+    let keychain = Keychain(
+      service: "s", accessGroup: KeychainRoot.shared,
+      identity: try AppIdentity(bundleIdentifier: KeychainRoot.app), root: k.root)
+    try keychain.set("fresh", key: "r")
+    #expect(try keychain.get("r") == "fresh")
+    #expect(try stored(k) == ["p:ak", "r:ak", "s:ak"])
+  }
+
   @Test func theSwiftLayerTellsALockedItemFromAMissingOne() throws {
     let k = try deviceWithPasscode()
     let keychain = Keychain(
