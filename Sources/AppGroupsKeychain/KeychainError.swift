@@ -75,6 +75,11 @@ public struct KeychainError: Error, Sendable, Equatable, CustomStringConvertible
   /// What was asked and why it failed, in a sentence; never a secret.
   public let message: String
 
+  /// Set on the `errSecDuplicateItem` of an add over an item that does not open on this
+  /// device (sealed under a key its keybag does not have, or changed on disk): no other
+  /// process will remove it, so an update-else-add stops at it.
+  var existingDoesNotOpen = false
+
   /// An error with `status` and `message`.
   public init(_ status: OSStatus, _ message: String) {
     self.status = status

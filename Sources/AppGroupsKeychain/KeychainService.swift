@@ -214,13 +214,25 @@ final class KeychainService: Sendable {
         $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
           && isGoneWithPasscode($0, group: group)
       }
-      if contents.items.contains(where: {
+      if let existing = contents.items.first(where: {
         $0.itemClass == added.itemClass && $0.primaryKey == primaryKey
       }) {
-        throw KeychainError(
+        let why: String
+        switch peek(existing, group: group) {
+        case .keyGone?: why = Self.sealedElsewhere
+        case .damaged?: why = "its bytes were changed on disk"
+        case .secret?, nil: why = ""
+        }
+        var error = KeychainError(
           errSecDuplicateItem,
           "SecItemAdd: access group \(group) already holds a \(added.itemClass.rawValue) item with"
-            + " \(Self.describePrimaryKey(added))")
+            + " \(Self.describePrimaryKey(added))"
+            + (why.isEmpty
+              ? ""
+              : ", and it does not open with this device's keys (\(why)); it is kept until"
+                + " deleted (SecItemDelete, groupctl keychain delete-generic-password)"))
+        error.existingDoesNotOpen = !why.isEmpty
+        throw error
       }
       contents.items.append(added)
     }
@@ -231,7 +243,8 @@ final class KeychainService: Sendable {
 
   /// Runs `update`, else (no item) `add`; an add that loses a race to another process's add
   /// (a duplicate) updates what that one added. Three rounds, then `errSecIO` naming `item`:
-  /// other processes kept adding and deleting it.
+  /// other processes kept adding and deleting it. An add that meets an item that does not
+  /// open on this device (which an update skips) throws its `errSecDuplicateItem` at once.
   static func updateOrAdd(
     _ item: String, update: () throws(KeychainError) -> Void,
     add: () throws(KeychainError) -> Void
@@ -242,10 +255,11 @@ final class KeychainService: Sendable {
         return
       } catch KeychainError.Code.itemNotFound {
       }
-      do {
+      do throws(KeychainError) {
         try add()
         return
-      } catch KeychainError.Code.duplicateItem {
+      } catch {
+        guard error.code == .duplicateItem, !error.existingDoesNotOpen else { throw error }
       }
     }
     throw KeychainError(
@@ -319,8 +333,13 @@ final class KeychainService: Sendable {
         case .secret(let secret):
           found.append(Found(item: item, group: group, secret: secret))
           if found.count >= limit { break search }
-        case .keyGone:
+        case .keyGone where item.accessibility == .whenPasscodeSetThisDeviceOnly:
           stale[group, default: []].append(item.identifier)
+        case .keyGone:
+          AccessGroupFile.report(
+            "keychain: an item of access group \(group) (\(item.itemClass.rawValue), "
+              + "\(Self.describePrimaryKey(item))) does not open with this device's keys ("
+              + Self.sealedElsewhere + "); it is left as it is and not returned")
         case .damaged:
           AccessGroupFile.report(
             "keychain: an item of access group \(group) (\(item.itemClass.rawValue), "
@@ -339,6 +358,12 @@ final class KeychainService: Sendable {
     }
     return found
   }
+
+  /// Why an item of a class other than the passcode-set one does not open with a key of this
+  /// device's keybag, for messages.
+  static let sealedElsewhere =
+    "it was sealed under a class key this device's keybag does not have: copied from another"
+    + " device, or its keybag was made again"
 
   /// Opens `item`'s secret.
   ///

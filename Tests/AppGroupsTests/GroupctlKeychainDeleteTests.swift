@@ -73,6 +73,49 @@ struct GroupctlKeychainDeleteTests {
     #expect(try groupctl(["doctor"], as: nil).status == 0)
   }
 
+  @Test func anItemSealedOnAnotherDeviceIsReportedKeptAndNamedByAnAdd() throws {
+    // Another device seals an item; its group's file is restored into this device's root.
+    let other = try KeychainRoot("\(#function)-other")
+    let sealed = try Product.run(
+      "groupctl",
+      ["--root", other.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a",
+       "tok", "-s", "svc", "-w"],
+      environment: other.environment(), stdin: Data("pw-other\n".utf8))
+    #expect(sealed.status == 0, "\(sealed)")
+    #expect(try add("mine", "pw-mine") == 0)
+    let file = { (root: KeychainRoot) in
+      root.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared).appendingPathComponent(
+        "keychain.plist")
+    }
+    try Data(contentsOf: file(other)).write(to: file(k))
+
+    // A search names it on stderr, as it names a damaged item, and returns nothing.
+    let find = try groupctl(["keychain", "find-generic-password", "-a", "tok", "-s", "svc", "-w"])
+    #expect(find.status == 44, "\(find)")
+    #expect(
+      find.stderr.contains("(genp, acct \"tok\", svce \"svc\") does not open with this device's keys"),
+      "\(find.stderr)")
+    // An add over it is -25299 saying why; -U says the same, not "other processes".
+    for extra in [[], ["-U"]] {
+      let add = try groupctl(
+        ["keychain", "add-generic-password", "-a", "tok", "-s", "svc"] + extra + ["-w", "new"])
+      #expect(add.status == 1, "\(add)")
+      #expect(add.stderr.contains("errSecDuplicateItem (-25299)"), "\(add.stderr)")
+      #expect(add.stderr.contains("does not open with this device's keys"), "\(add.stderr)")
+      #expect(!add.stderr.contains("other processes"), "\(add.stderr)")
+    }
+    // doctor says it is a problem, and how to delete it; the item was never deleted.
+    let doctor = try groupctl(["doctor"], as: nil)
+    #expect(doctor.status != 0, "\(doctor)")
+    #expect(doctor.stdout.contains("1 item of keychain access group \(KeychainRoot.shared) does not open with this device's keys"), "\(doctor.stdout)")
+    #expect(doctor.stdout.contains("(1 does not open, said above)"), "\(doctor.stdout)")
+    #expect(!(find.stderr + doctor.stdout + doctor.stderr).contains("pw-"))
+    #expect(try groupctl(["keychain", "delete-generic-password", "-a", "tok", "-s", "svc"]).status == 0)
+    let added = try groupctl(["keychain", "add-generic-password", "-a", "tok", "-s", "svc", "-U", "-w", "new"])
+    #expect(added.status == 0, "\(added)")
+    #expect(try groupctl(["keychain", "find-generic-password", "-a", "tok", "-w"]).stdout == "new\n")
+  }
+
   @Test func anItemIsDeletedWhileTheDeviceIsLocked() throws {
     #expect(try add("alice", "pw-alice") == 0)
     #expect(try add("bob", "pw-bob") == 0)

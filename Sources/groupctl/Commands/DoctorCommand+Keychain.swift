@@ -42,6 +42,7 @@ extension Doctor {
       return
     }
     var items = 0
+    var unopened = 0
     for report in reports {
       let count = report.entries.count
       items += count
@@ -59,6 +60,7 @@ extension Doctor {
             + " one over the size bound)")
       }
       let damaged = report.entries.filter { $0.state == .damaged }.count
+      unopened += damaged
       if damaged > 0 {
         add(
           .problem,
@@ -66,6 +68,24 @@ extension Doctor {
             + " \(report.accessGroup) \(damaged == 1 ? "does" : "do") not open with the class key:"
             + " changed on disk",
           "delete them with groupctl keychain delete-generic-password, or restore the file")
+      }
+      // A passcode-set item whose key is gone went with the passcode (the next call that meets
+      // it removes it); an item of another class whose key is not this device's stays.
+      let foreign = report.entries.filter {
+        $0.state == .keyGone
+          && $0.accessibility != Keychain.Accessibility.whenPasscodeSetThisDeviceOnly.rawValue
+      }.count
+      if foreign > 0 {
+        add(
+          .problem,
+          "\(foreign) \(foreign == 1 ? "item" : "items") of keychain access group"
+            + " \(report.accessGroup) \(foreign == 1 ? "does" : "do") not open with this device's"
+            + " keys: sealed under a class key its keybag does not have (copied from another"
+            + " device, or the keybag was made again); no call returns or replaces"
+            + " \(foreign == 1 ? "it" : "them")",
+          "delete them with groupctl keychain delete-generic-password, or restore the keybag"
+            + " they were sealed under")
+        unopened += foreign
       }
       if report.unreadableEntries > 0 {
         add(
@@ -81,6 +101,8 @@ extension Doctor {
       "keychain: \(items) \(items == 1 ? "item" : "items") in \(reports.count) access"
         + " \(reports.count == 1 ? "group" : "groups")"
         + (unread > 0 ? " (\(unread) not read, said above)" : "")
+        + (unopened > 0
+          ? " (\(unopened) \(unopened == 1 ? "does" : "do") not open, said above)" : "")
         + (locked > 0 ? " (\(locked) closed by the device's state, not checked)" : ""))
     _ = walk([keychains], keychain: true)
   }

@@ -259,7 +259,13 @@ struct KeychainCommand: ParsableCommand {
           printOut("note: locked: the device's state keeps its class closed; attributes unchecked")
         case .damaged:
           printOut("note: damaged: it does not open with its class key (changed on disk)")
-        case .keyGone: printOut("note: its class key is gone (the passcode was removed)")
+        case .keyGone
+        where entry.accessibility == Keychain.Accessibility.whenPasscodeSetThisDeviceOnly.rawValue:
+          printOut("note: its class key is gone (the passcode was removed)")
+        case .keyGone:
+          printOut(
+            "note: it does not open with this device's keys (sealed under a class key its keybag"
+              + " does not have)")
         }
       }
     }
