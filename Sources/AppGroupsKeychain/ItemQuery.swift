@@ -53,7 +53,43 @@ enum AttributeValue: Sendable, Hashable {
     }
   }
 
-  /// Whether it equals `other`, strings compared without regard to case when asked.
+  /// Whether the two are one value. Strings are one when their UTF-8 bytes are, as a device
+  /// compares its columns: `caf\u{e9}` and `cafe\u{301}`, one for Swift's `==` (canonical
+  /// equivalence), are two accounts.
+  static func == (a: AttributeValue, b: AttributeValue) -> Bool {
+    switch (a, b) {
+    case (.string(let x), .string(let y)): x.utf8.elementsEqual(y.utf8)
+    case (.data(let x), .data(let y)): x == y
+    case (.number(let x), .number(let y)): x == y
+    case (.bool(let x), .bool(let y)): x == y
+    case (.date(let x), .date(let y)): x == y
+    default: false
+    }
+  }
+
+  /// Hashes what ``==(_:_:)`` compares: a string's UTF-8 bytes.
+  func hash(into hasher: inout Hasher) {
+    switch self {
+    case .string(let value):
+      hasher.combine(0)
+      hasher.combine(value.utf8.count)
+      for byte in value.utf8 { hasher.combine(byte) }
+    case .data(let value):
+      hasher.combine(1)
+      hasher.combine(value)
+    case .number(let value):
+      hasher.combine(2)
+      hasher.combine(value)
+    case .bool(let value):
+      hasher.combine(3)
+      hasher.combine(value)
+    case .date(let value):
+      hasher.combine(4)
+      hasher.combine(value)
+    }
+  }
+
+  /// Whether it equals `other`: strings by their bytes, or without regard to case when asked.
   func matches(_ other: AttributeValue, caseInsensitive: Bool) -> Bool {
     if caseInsensitive, case .string(let a) = self, case .string(let b) = other {
       return a.compare(b, options: .caseInsensitive) == .orderedSame

@@ -363,6 +363,43 @@ struct KeychainSecItemTests {
     }
   }
 
+  @Test func stringsMatchByTheirBytesNotByCanonicalEquivalence() throws {
+    let k = try KeychainRoot()
+    try asApp(k, KeychainRoot.app) {
+      let account = kSecAttrAccount as String
+      let nfc = "caf\u{e9}"
+      let nfd = "cafe\u{301}"
+      // One string for Swift's ==, two byte strings: two accounts, as on a device.
+      #expect(nfc == nfd && Array(nfc.utf8) != Array(nfd.utf8))
+      for (name, secret) in [(nfc, "nfc"), (nfd, "nfd"), ("\u{2126}", "ohm"), ("\u{3a9}", "omega")] {
+        #expect(
+          SecItemAdd(
+            genp("s", [account: name, kSecValueData as String: Data(secret.utf8)]) as CFDictionary,
+            nil) == errSecSuccess, "\(secret)")
+      }
+      #expect(
+        copy(genp("s", [account: nfd, kSecReturnData as String: true])).1 as? Data
+          == Data("nfd".utf8))
+      // An update onto the other's account is not a duplicate; a delete takes only its own.
+      #expect(
+        SecItemUpdate(
+          genp("s", [account: "\u{2126}"]) as CFDictionary,
+          [kSecAttrLabel as String: "ohm"] as CFDictionary) == errSecSuccess)
+      #expect(SecItemDelete(genp("s", [account: nfd]) as CFDictionary) == errSecSuccess)
+      #expect(copy(genp("s", [account: nfd])).0 == errSecItemNotFound)
+      #expect(
+        copy(genp("s", [account: nfc, kSecReturnData as String: true])).1 as? Data
+          == Data("nfc".utf8))
+      #expect(
+        copy(genp("s", [account: "\u{3a9}", kSecReturnAttributes as String: true])).1
+          .flatMap { ($0 as? [String: Any])?[kSecAttrLabel as String] } == nil)
+      // kSecMatchCaseInsensitive still matches another case.
+      #expect(
+        copy(genp("s", [account: "CAF\u{c9}", kSecMatchCaseInsensitive as String: true])).0
+          == errSecSuccess)
+    }
+  }
+
   @Test func updateChangesAttributesSecretAndAccessibility() throws {
     let k = try KeychainRoot()
     try asApp(k, KeychainRoot.app) {
