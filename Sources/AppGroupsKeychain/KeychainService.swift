@@ -196,6 +196,8 @@ final class KeychainService: Sendable {
       throw KeychainError(errSecParam, "SecItemAdd: access group \(Self.quoted(group)): \(reason)")
     }
     let accessibility = query.accessibility ?? .whenUnlocked
+    try Self.refuseSynchronizedThisDeviceOnly(
+      synchronizable: query.synchronizable == .yes, accessibility, .add)
     let key = try key(accessibility, .add, group: group)
     let now = Date()
     var item = StoredItem(
@@ -264,6 +266,19 @@ final class KeychainService: Sendable {
     }
     throw KeychainError(
       errSecIO, "the item \(item) kept being added and removed by other processes")
+  }
+
+  /// Refuses an item that is synchronizable and of a `…ThisDeviceOnly` accessibility with
+  /// `errSecParam`, as a device does: such an item cannot go to another device.
+  private static func refuseSynchronizedThisDeviceOnly(
+    synchronizable: Bool, _ accessibility: Keychain.Accessibility, _ operation: Operation
+  ) throws(KeychainError) {
+    guard synchronizable, accessibility.isThisDeviceOnly else { return }
+    throw KeychainError(
+      errSecParam,
+      "\(operation.rawValue): the item would be kSecAttrSynchronizable and"
+        + " \(accessibility.constantName) (kSecAttrAccessible): a synchronizable item cannot be"
+        + " ThisDeviceOnly; nothing was stored")
   }
 
   /// Refuses data longer than ``Keychain/maximumDataBytes`` with `errSecDataTooLarge`, before
@@ -518,6 +533,8 @@ final class KeychainService: Sendable {
         if let accessibility = changes.accessibility { changed.accessibility = accessibility }
         if let synchronizable = changes.synchronizable { changed.synchronizable = synchronizable }
         changed.attributes[SecKey.AttrModificationDate] = .date(now)
+        try Self.refuseSynchronizedThisDeviceOnly(
+          synchronizable: changed.synchronizable, changed.accessibility, .update)
         let destination = changes.accessGroup ?? group
         let target = involved.firstIndex(of: destination) ?? g
         let primaryKey = changed.primaryKey
@@ -617,6 +634,16 @@ final class KeychainService: Sendable {
 }
 
 extension Keychain.Accessibility {
+  /// Whether it is one of the `…ThisDeviceOnly` classes, which a synchronizable item cannot be.
+  var isThisDeviceOnly: Bool {
+    switch self {
+    case .whenUnlocked, .afterFirstUnlock, .always: false
+    case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
+      .whenPasscodeSetThisDeviceOnly:
+      true
+    }
+  }
+
   /// The constant's name: `kSecAttrAccessibleWhenUnlocked`.
   var constantName: String {
     switch self {

@@ -400,6 +400,49 @@ struct KeychainSecItemTests {
     }
   }
 
+  @Test func aSynchronizableItemCannotBeThisDeviceOnly() throws {
+    let k = try KeychainRoot()
+    let session = KeychainSession(
+      root: k.root, identity: try AppIdentity(bundleIdentifier: KeychainRoot.app))
+    let account = kSecAttrAccount as String
+    let sync = kSecAttrSynchronizable as String
+    let accessible = kSecAttrAccessible as String
+    let data = [kSecValueData as String: Data("x".utf8)]
+    // An add: -50, naming both attributes; nothing stored.
+    let add = try #require(throws: KeychainError.self) {
+      _ = try session.add(
+        genp("s", [account: "s1", sync: true, accessible: kSecAttrAccessibleWhenUnlockedThisDeviceOnly])
+          .merging(data) { $1 })
+    }
+    #expect(add.code == .param, "\(add)")
+    #expect(
+      add.message.contains("kSecAttrSynchronizable")
+        && add.message.contains("kSecAttrAccessibleWhenUnlockedThisDeviceOnly"), "\(add)")
+    #expect(throws: KeychainError.self) {
+      _ = try session.copyMatching(genp("s", [account: "s1", sync: kSecAttrSynchronizableAny]))
+    }
+    // An update whose merged item would be both: -50, the item unchanged.
+    _ = try session.add(genp("s", [account: "s2", sync: true]).merging(data) { $1 })
+    _ = try session.add(
+      genp("s", [account: "s3", accessible: kSecAttrAccessibleWhenUnlockedThisDeviceOnly])
+        .merging(data) { $1 })
+    for (query, changes) in [
+      (genp("s", [account: "s2", sync: true]),
+       [accessible: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly as String]),
+      (genp("s", [account: "s3"]), [sync: true]),
+    ] as [([String: Any], [String: Any])] {
+      let update = try #require(throws: KeychainError.self) { try session.update(query, changes) }
+      #expect(update.code == .param, "\(update)")
+      #expect(update.message.contains("SecItemUpdate"), "\(update)")
+    }
+    let s2 = try session.copyMatching(
+      genp("s", [account: "s2", sync: true, kSecReturnAttributes as String: true]))
+    #expect((s2 as? [String: Any])?[accessible] as? String == "ak")
+    let s3 = try session.copyMatching(
+      genp("s", [account: "s3", sync: false, kSecReturnAttributes as String: true]))
+    #expect((s3 as? [String: Any])?[accessible] as? String == "aku")
+  }
+
   @Test func updateChangesAttributesSecretAndAccessibility() throws {
     let k = try KeychainRoot()
     try asApp(k, KeychainRoot.app) {
