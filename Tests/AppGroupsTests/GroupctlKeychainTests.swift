@@ -242,6 +242,38 @@ struct GroupctlKeychainTests {
     }
   }
 
+  @Test func dataWithControlCharactersPrintsAsHex() throws {
+    // A group member stores data that would forge an entry and clear the terminal.
+    let forged = "x\n\nkeychain: \"/forged\"\nclass: \"genp\"\nattributes:\n    \"acct\"<blob>=\"admin\"\n\u{1B}[2J"
+    let hex = Data(forged.utf8).map { String(format: "%02x", $0) }.joined()
+    let added = try run(
+      ["add-generic-password", "-a", "innocuous", "-s", "s", "-w"], as: KeychainRoot.widget,
+      stdin: Data(forged.utf8))
+    #expect(added.status == 0, "\(added)")
+    #expect(
+      try run(["add-generic-password", "-a", "plain", "-s", "s", "-w", "plain-secret"],
+        as: KeychainRoot.app
+      ).status == 0)
+    let dump = try run(["dump", "-w"])
+    #expect(dump.status == 0, "\(dump)")
+    #expect(dump.stdout.contains("data:\n\(hex)\n"), "\(dump.stdout)")
+    #expect(dump.stdout.contains("data:\nplain-secret\n"), "\(dump.stdout)")
+    #expect(!dump.stdout.contains("\u{1B}") && !dump.stdout.contains("/forged"), "\(dump.stdout)")
+    let find = try run(["find-generic-password", "-a", "innocuous", "-w"], as: KeychainRoot.app)
+    #expect(find.stdout == hex + "\n", "\(find)")
+    // A tab, a carriage return, a line separator: hex too; printable text as it is.
+    for (data, printed) in [
+      ("a\tb", "610962"), ("a\rb", "610d62"), ("a\u{2028}b", "61e280a862"), ("caf\u{e9} \u{2603}", "caf\u{e9} \u{2603}"),
+    ] {
+      #expect(
+        try run(["add-generic-password", "-a", "one", "-s", "t", "-U", "-w", data], as: KeychainRoot.app)
+          .status == 0)
+      #expect(
+        try run(["find-generic-password", "-a", "one", "-s", "t", "-w"], as: KeychainRoot.app).stdout
+          == printed + "\n")
+    }
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

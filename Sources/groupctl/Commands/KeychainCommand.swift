@@ -303,9 +303,21 @@ struct KeychainCommand: ParsableCommand {
     return lines
   }
 
-  /// A password as `security -w` prints it: the text when it is UTF-8, else its bytes in hex.
+  /// A password as `security -w` prints it: the text when it is UTF-8 without a control
+  /// character or a line or paragraph separator, else its bytes in hex. A newline or an
+  /// escape sequence in an item's data would print a line of its own (a forged entry in
+  /// `dump`) or drive the terminal.
   static func printable(_ data: Data) -> String {
-    if let text = String(validating: data, as: UTF8.self) { return text }
+    if let text = String(validating: data, as: UTF8.self),
+      !text.unicodeScalars.contains(where: { scalar in
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+      })
+    {
+      return text
+    }
     return data.map { String(format: "%02x", $0) }.joined()
   }
 
