@@ -39,8 +39,17 @@ struct ArgumentReader {
   /// Whether every word has been taken.
   var isEmpty: Bool { words.isEmpty && afterTerminator.isEmpty }
 
-  /// Whether `-h` or `--help` appears before `--`.
-  var wantsHelp: Bool { words.contains("--help") || words.contains("-h") }
+  /// Whether `-h` or `--help` appears before `--`, other than as the value of one of
+  /// `valueOptions` (`-w --help` gives a password, not a request for help).
+  func wantsHelp(valueOptions: Set<String>) -> Bool {
+    var index = words.startIndex
+    while index < words.endIndex {
+      let word = words[index]
+      if word == "--help" || word == "-h" { return true }
+      index += valueOptions.contains(word) ? 2 : 1
+    }
+    return false
+  }
 
   /// Takes every `name` before `--`; `true` if there was one.
   ///
@@ -170,7 +179,26 @@ struct ArgumentReader {
 
   static func unknownOption(_ word: String) -> ValidationError {
     let name = word.split(separator: "=", maxSplits: 1).first.map(String.init) ?? word
+    guard looksLikeOptionName(name) else {
+      return ValidationError("unknown option (not shown: it may be a password or a passcode)")
+    }
     return ValidationError("unknown option '\(name)'")
+  }
+
+  /// Whether `word` is shaped as an option's name, which a message may show: `-` and one
+  /// letter, or `--` and lowercase letters and hyphens (`--json`, `--read-only`). Another
+  /// word that starts with `-` (`-9876secret`, `-Hunter2-Secret`) may be a password or a
+  /// passcode, and is not shown.
+  static func looksLikeOptionName(_ word: String) -> Bool {
+    func isLetter(_ scalar: Unicode.Scalar) -> Bool {
+      ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+    }
+    let scalars = Array(word.unicodeScalars)
+    if scalars.count == 2 { return scalars[0] == "-" && isLetter(scalars[1]) }
+    guard scalars.count > 2, scalars[0] == "-", scalars[1] == "-", scalars[2] != "-" else {
+      return false
+    }
+    return scalars.dropFirst(2).allSatisfy { ("a"..."z").contains($0) || $0 == "-" }
   }
 }
 

@@ -76,6 +76,10 @@ struct CommandConfiguration: Sendable {
   var arguments: [ArgumentDeclaration]
   /// Hidden commands work but are left out of the command list.
   var isHidden: Bool
+  /// The options whose next word is their value, even `--help` or `-h` (a password, a
+  /// passcode): the declared options, those of `subcommandOptions` shown with a value
+  /// (`-a ACCOUNT`, `-w [PASSWORD]`), and the global `--root` and `--as`.
+  var valueOptions: Set<String>
 
   /// A command's configuration: its parser, its OPTIONS section, its completion and its
   /// synopsis come from `arguments`. The synopsis is the name and the arguments in
@@ -102,6 +106,15 @@ struct CommandConfiguration: Sendable {
     self.options = declarations.compactMap(\.optionHelp) + subcommandOptions
     self.arguments = declarations
     self.isHidden = isHidden
+    var valueOptions: Set<String> = ["--root", "--as"]
+    for declaration in declarations {
+      if case .option = declaration.kind { valueOptions.formUnion(declaration.spellings) }
+    }
+    for option in subcommandOptions {
+      let parts = option.name.split(separator: " ")
+      if parts.count > 1, let first = parts.first { valueOptions.insert(String(first)) }
+    }
+    self.valueOptions = valueOptions
   }
 }
 

@@ -200,7 +200,7 @@ enum Groupctl {
   ) -> Int32 {
     var reader = ArgumentReader(arguments)
     do {
-      if reader.wantsHelp {
+      if reader.wantsHelp(valueOptions: command.configuration.valueOptions) {
         printOut(help(for: command))
         return 0
       }

@@ -274,6 +274,40 @@ struct GroupctlKeychainTests {
     }
   }
 
+  @Test func aValueThatStartsWithADashIsTakenAndNeverShown() throws {
+    // -w's value is the next word whatever it starts with, as security takes it.
+    for (account, password) in [("me", "-Hunter2-Secret"), ("help", "--help"), ("h", "-h")] {
+      let added = try run(
+        ["add-generic-password", "-a", account, "-s", "S", "-w", password], as: KeychainRoot.app)
+      #expect(added.status == 0, "\(added)")
+      #expect(!added.stdout.contains("USAGE"), "\(added)")
+      #expect(
+        try run(["find-generic-password", "-a", account, "-s", "S", "-w"], as: KeychainRoot.app)
+          .stdout == password + "\n")
+    }
+    // A stray word shaped as no option is refused without being shown; an option's name is.
+    let stray = try run(["find-generic-password", "-a", "me", "-Hunter2-Secret"], as: KeychainRoot.app)
+    #expect(stray.status == 64, "\(stray)")
+    #expect(stray.stderr.contains("takes no option (not shown: it may be a password)"), "\(stray)")
+    #expect(!stray.stderr.contains("Hunter2"), "\(stray)")
+    #expect(try run(["add-generic-password", "--help"]).stdout.contains("USAGE: groupctl keychain"))
+    // A device passcode that starts with a dash is a passcode, never shown.
+    func device(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+      try Product.run("groupctl", ["--root", k.path, "device"] + args, environment: k.environment())
+    }
+    let set = try device(["passcode", "set", "-9876secret"])
+    #expect(set.status == 0, "\(set)")
+    #expect(try device([]).stdout.contains("passcode: set"))
+    let clear = try device(["passcode", "clear", "--passcode", "-9876secret"])
+    #expect(clear.status == 0, "\(clear)")
+    let list = try Product.run(
+      "groupctl", ["--root", k.path, "list", "-9876secret"], environment: k.environment())
+    #expect(list.status == 64, "\(list)")
+    for output in [set.stdout, set.stderr, clear.stdout, clear.stderr, list.stderr] {
+      #expect(!output.contains("9876"), "\(output)")
+    }
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

@@ -10,8 +10,9 @@ struct DeviceCommand: ParsableCommand {
     "--grace", value: "SECONDS",
     help: "lock: how long class complete stays available (default 10; 0 to 3600). reboot: how"
       + " long apps have to exit (default 5; 0 to 60).")
-  /// The action and its words: `passcode set NEW-CODE`, `lock`, ….
-  static let words = Argument.positionals("ACTION")
+  /// The action and its words: `passcode set NEW-CODE`, `lock`, …, taken as they are: a new
+  /// code may start with `-` (`passcode set -9876secret`), and no word is shown in a message.
+  static let words = Argument.rawWords("ACTION")
 
   static let configuration = CommandConfiguration(
     commandName: "device",

@@ -78,7 +78,8 @@ struct KeychainCommand: ParsableCommand {
   var accessibility: Keychain.Accessibility?
 
   /// Takes security's grammar: the subcommand first, then its flags, each with its value in
-  /// the next word; `-w` takes one only for add, and only when the next word is not a flag.
+  /// the next word; `-w` takes one only for add, and then the next word whatever it is
+  /// (`-w -Hunter2`, as security takes it): `-w` last reads the password.
   init(arguments: Arguments) throws {
     self.arguments = arguments
     var words = arguments[Self.words][...]
@@ -107,7 +108,7 @@ struct KeychainCommand: ParsableCommand {
       case "-G": group = try value(word)
       case "-U" where action == .add: update = true
       case "-w":
-        if action == .add, let next = words.first, !ArgumentReader.isOptionLike(next) {
+        if action == .add, let next = words.first {
           password = .value(next)
           words.removeFirst()
         } else {
@@ -125,7 +126,11 @@ struct KeychainCommand: ParsableCommand {
         accessibility = parsed
       default:
         if ArgumentReader.isOptionLike(word) {
-          throw ValidationError("\(action.rawValue) takes no option '\(word)'")
+          // Shown only when shaped as an option: a word such as -Hunter2 may be a password.
+          throw ValidationError(
+            ArgumentReader.looksLikeOptionName(word)
+              ? "\(action.rawValue) takes no option '\(word)'"
+              : "\(action.rawValue) takes no option (not shown: it may be a password)")
         }
         // Not shown: a password typed without -w must not reach a message.
         throw ValidationError(
