@@ -69,6 +69,25 @@ struct GroupctlKeychainTerminalTests {
       return settings.c_lflag & tcflag_t(ECHO) != 0
     }
 
+    /// Starts `groupctl` with `arguments` on this terminal (its standard input, output and
+    /// error), with `environment` added to the test's; and a semaphore signalled at its exit.
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws
+      -> (Process, DispatchSemaphore)
+    {
+      let process = Process()
+      process.executableURL = Product.url("groupctl")
+      process.arguments = arguments
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+      let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+      process.standardInput = handle
+      process.standardOutput = handle
+      process.standardError = handle
+      let exited = DispatchSemaphore(value: 0)
+      process.terminationHandler = { _ in exited.signal() }
+      try process.run()
+      return (process, exited)
+    }
+
     /// Types `text` as a person would.
     func type(_ text: String) {
       let bytes = Array(text.utf8)
@@ -85,20 +104,11 @@ struct GroupctlKeychainTerminalTests {
     let terminal = try Terminal()
     #expect(terminal.echoes)
     let secret = "typed-\(UUID().uuidString.prefix(8))"
-    let process = Process()
-    process.executableURL = Product.url("groupctl")
-    process.arguments = [
-      "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a", "tty",
-      "-s", "term", "-w",
-    ]
-    process.environment = ProcessInfo.processInfo.environment.merging(k.environment()) { $1 }
-    let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
-    process.standardInput = handle
-    process.standardOutput = handle
-    process.standardError = handle
-    let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
+    let (process, exited) = try terminal.run(
+      [
+        "--root", k.path, "--as", KeychainRoot.app, "keychain", "add-generic-password", "-a", "tty",
+        "-s", "term", "-w",
+      ], environment: k.environment())
     defer {
       if process.isRunning { process.terminate() }
     }
@@ -138,16 +148,7 @@ struct GroupctlKeychainTerminalTests {
     let terminal = try Terminal()
     #expect(terminal.echoes)
     let code = "Pc-\(UUID().uuidString.prefix(8))"
-    let process = Process()
-    process.executableURL = Product.url("groupctl")
-    process.arguments = ["--root", g.path, "device", "passcode", "set", "-"]
-    let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
-    process.standardInput = handle
-    process.standardOutput = handle
-    process.standardError = handle
-    let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
+    let (process, exited) = try terminal.run(["--root", g.path, "device", "passcode", "set", "-"])
     defer {
       if process.isRunning { process.terminate() }
     }
