@@ -55,6 +55,25 @@ void cappgroups_notice_detach(void) {
 
 uint64_t cappgroups_notice_take(void) { return atomic_exchange(&notice_count, 0); }
 
+// A signal only recorded (`cappgroups_interruption_install`): the handler stores a flag,
+// async-signal-safe, and the process looks at it once its work is done.
+static volatile sig_atomic_t interruption_came = 0;
+
+static void interruption_handler(int signo) {
+  (void)signo;
+  interruption_came = 1;
+}
+
+int cappgroups_interruption_install(int signo) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = interruption_handler;
+  action.sa_flags = SA_RESTART;
+  return sigaction(signo, &action, NULL);
+}
+
+int cappgroups_interrupted(void) { return interruption_came ? 1 : 0; }
+
 int cappgroups_unblock_signal(int signo) {
   sigset_t set;
   sigemptyset(&set);

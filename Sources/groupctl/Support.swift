@@ -21,22 +21,12 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// write and then ended the process (status 143): a script would retry a write that was on
 /// disk.
 enum WriteInterruption {
-  private static let sources = Mutex<[any DispatchSourceSignal]?>(nil)
-  private static let came = Atomic<Bool>(false)
+  /// Records SIGINT and SIGTERM from now on, before a suite is opened (the library then
+  /// leaves them alone).
+  static func take() { Processes.recordInterruptAndTerminate() }
 
-  /// Takes SIGINT and SIGTERM from now on, before a suite is opened (the library then leaves
-  /// them alone). Once per process.
-  static func take() {
-    sources.withLock { sources in
-      guard sources == nil else { return }
-      sources = Processes.interceptInterruptAndTerminate(on: .global()) {
-        came.store(true, ordering: .releasing)
-      }
-    }
-  }
-
-  /// Whether SIGINT or SIGTERM came while taken.
-  static var happened: Bool { came.load(ordering: .acquiring) }
+  /// Whether SIGINT or SIGTERM came while taken: looked at when the command has ended.
+  static var happened: Bool { Processes.wasInterrupted }
 }
 
 extension GlobalOptions {

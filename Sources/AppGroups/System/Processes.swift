@@ -188,6 +188,21 @@ package enum Processes {
     [Signal.interrupt, .terminate].map { take($0, on: queue, handler) }
   }
 
+  /// Records SIGINT and SIGTERM instead of letting them end the process, until it exits:
+  /// for work that must end before the process does (a write whose status must say whether it
+  /// is on disk). The handler only records the signal; ``wasInterrupted`` says, at once, on any
+  /// thread, whether one came. Taken before the library opens a suite, they are left to the
+  /// caller (the library installs its own handlers only for signals at their default action).
+  /// A handled signal goes back to its default at `execve(2)`.
+  ///
+  /// The corresponding C function is `sigaction(2)`, with a handler that stores a flag.
+  package static func recordInterruptAndTerminate() {
+    for signal in [Signal.interrupt, .terminate] { _ = cappgroups_interruption_install(signal.rawValue) }
+  }
+
+  /// Whether SIGINT or SIGTERM came since ``recordInterruptAndTerminate()``.
+  package static var wasInterrupted: Bool { cappgroups_interrupted() == 1 }
+
   /// Makes this process a child subreaper, for good and across `execve(2)`: a descendant
   /// whose parent exits (a double fork) becomes its child instead of init's, so that the
   /// process tree of an app keeps every process the app started.

@@ -268,6 +268,14 @@ void cappgroups_notice_detach(void);
 /// The number of signals the handler counted since the last call, and resets it to zero.
 uint64_t cappgroups_notice_take(void);
 
+/// Installs a handler for `signo` (SA_RESTART) that only records that the signal came, for
+/// `cappgroups_interrupted`: a process that lets its work end before it looks. Returns 0, or
+/// -1 with errno.
+int cappgroups_interruption_install(int signo);
+
+/// Whether a signal `cappgroups_interruption_install` took has come (1) or not (0).
+int cappgroups_interrupted(void);
+
 /// Unblocks `signo` in the calling thread. Returns 0 or an error number.
 int cappgroups_unblock_signal(int signo);
 
