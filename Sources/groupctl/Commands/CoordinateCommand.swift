@@ -48,8 +48,9 @@ struct CoordinateCommand: ParsableCommand {
 
       A presenter that does not answer in time (its app is suspended, or its callback \
       never calls back) or refuses makes the access fail: COMMAND does not run, and \
-      the error names the app and PATH (also in <root>/Run/lifecycle.log). COMMAND \
-      must not coordinate PATH itself: it would wait for this access.
+      the error names the app and PATH. A presenter that did not answer is also \
+      recorded in <root>/Run/lifecycle.log (a refusal is its app's answer, and is \
+      not). COMMAND must not coordinate PATH itself: it would wait for this access.
 
       The exit status is COMMAND's (128 + the signal when a signal ended it); 1 when \
       the access could not begin.
