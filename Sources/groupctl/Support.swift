@@ -368,6 +368,32 @@ func writeOut(_ data: Data) throws {
   }
 }
 
+/// Lines of data written to standard output at once, unbuffered: a note written to stderr
+/// after one follows it wherever both go (one file, one pipe, a terminal), where `print`'s
+/// buffer held the lines back until the exit. A reader gone or a closed standard output ends
+/// the lines, never the notes: ``finish()`` says it once they are written.
+struct ImmediateLines {
+  private var failure: AppGroupsError?
+
+  /// Writes `line` and a newline, unless an earlier line could not be written.
+  mutating func write(_ line: String) {
+    guard failure == nil else { return }
+    do {
+      try StandardOutput.writeHoldingOffPipeSignal(line + "\n")
+    } catch {
+      failure = error
+    }
+  }
+
+  /// - Throws: ``CommandFailure`` when a line did not reach standard output (a full disk, a
+  ///   closed descriptor); a reader that closed the pipe early is no failure of the command,
+  ///   as for ``LineWriter``.
+  func finish() throws {
+    guard let failure, failure.systemErrno != Errno.brokenPipe.rawValue else { return }
+    throw CommandFailure("\(failure.message); what was printed is incomplete")
+  }
+}
+
 /// Writes whole lines to standard output at once, unbuffered, from any thread (a watch's
 /// changes, a presenter's callbacks); a closed pipe ends the process quietly, as it does for
 /// `yes | head`; any other failure to write (a full disk) ends it with 1, saying why.

@@ -151,17 +151,7 @@ struct GroupctlDeviceTests {
   @Test func aPasscodeSetKilledBeforeTheKeybagIsToldByTheUnlockAndTheReboot() throws {
     let g = try GroupctlRoot()
     try g.ok(["device", "unlock"])
-    func killedPasscodeSet() throws {
-      let marker = g.path + "/before-keybag-save"
-      try? FileManager.default.removeItem(atPath: marker)
-      let child = try ChildProcess(
-        "groupctl", ["--root", g.path, "device", "passcode", "set", "1234"],
-        environment: ["APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE": marker])
-      #expect(waitForFile(marker, timeout: 30), "\(child.standardError)")
-      child.signal(SIGKILL)
-      #expect(child.wait() == SIGKILL)
-      #expect(try g.ok(["device"]).contains("passcode: set"))
-    }
+    func killedPasscodeSet() throws { try Self.killedPasscodeSet(g) }
     try killedPasscodeSet()
     try g.ok(["device", "lock", "--grace", "0"])
     let unlocked = try g.run(["device", "unlock"])
@@ -176,6 +166,76 @@ struct GroupctlDeviceTests {
     let shown = try g.ok(["device"])
     #expect(shown.contains("state: unlocked") && shown.contains("passcode: none"), "\(shown)")
     #expect(try g.ok(["device", "unlock"]) == "already unlocked\n")
+  }
+
+  /// A `passcode set` killed before the keybag is sealed with the code: the state says "a
+  /// passcode is set", the keybag holds none, and the next unlock or reboot says so in a note.
+  static func killedPasscodeSet(_ g: GroupctlRoot) throws {
+    let marker = g.path + "/before-keybag-save"
+    try? FileManager.default.removeItem(atPath: marker)
+    let child = try ChildProcess(
+      "groupctl", ["--root", g.path, "device", "passcode", "set", "1234"],
+      environment: ["APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE": marker])
+    #expect(waitForFile(marker, timeout: 30), "\(child.standardError)")
+    child.signal(SIGKILL)
+    #expect(child.wait() == SIGKILL)
+    #expect(try g.ok(["device"]).contains("passcode: set"))
+  }
+
+  /// The reboot's line comes before the note on it wherever both go: one pipe (`2>&1 |`), a
+  /// terminal; and with a standard output nobody reads any more, the note is still written
+  /// and the reboot, done, exits 0. `print` held the line until the exit, after the note, and
+  /// a reader gone ended groupctl with SIGPIPE there.
+  @Test func aRebootSaysItsLineBeforeItsNoteWhereverBothGo() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "unlock"])
+    let line = "rebooted: unlocked, no passcode\n"
+    let note = "groupctl: note: the keybag holds no passcode"
+
+    // Standard output and error one pipe.
+    try Self.killedPasscodeSet(g)
+    let both = try Product.run(
+      "/bin/sh",
+      ["-c", "exec \"$0\" \"$@\" 2>&1", Product.url("groupctl").path, "--root", g.path, "device",
+       "reboot"])
+    #expect(both.status == 0, "\(both)")
+    let lineAt = try #require(both.stdout.range(of: line), "\(both)")
+    let noteAt = try #require(both.stdout.range(of: note), "\(both)")
+    #expect(lineAt.upperBound <= noteAt.lowerBound, "the note came first: \(both.stdout)")
+
+    // Both a terminal.
+    try Self.killedPasscodeSet(g)
+    let terminal = try GroupctlKeychainTerminalTests.Terminal()
+    let (process, exited) = try terminal.run(["--root", g.path, "device", "reboot"])
+    defer { if process.isRunning { process.terminate() } }
+    try #require(exited.wait(timeout: .now() + 60) == .success, "\(terminal.seen)")
+    #expect(process.terminationStatus == 0, "\(terminal.seen)")
+    terminal.drain()
+    let seen = terminal.seen.replacingOccurrences(of: "\r\n", with: "\n")
+    let lineSeen = try #require(seen.range(of: line), "\(seen)")
+    let noteSeen = try #require(seen.range(of: note), "\(seen)")
+    #expect(lineSeen.upperBound <= noteSeen.lowerBound, "the note came first: \(seen)")
+
+    // Standard output a pipe whose reader is gone.
+    try Self.killedPasscodeSet(g)
+    let output = Spawn.pipe()
+    let errors = Spawn.pipe()
+    try output.fileHandleForReading.close()
+    let reboot = Process()
+    reboot.executableURL = Product.url("groupctl")
+    reboot.arguments = ["--root", g.path, "device", "reboot"]
+    reboot.standardInput = FileHandle.nullDevice
+    reboot.standardOutput = output.fileHandleForWriting
+    reboot.standardError = errors
+    try Spawn.run(reboot)
+    try output.fileHandleForWriting.close()
+    let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    reboot.waitUntilExit()
+    #expect(
+      reboot.terminationReason == .exit && reboot.terminationStatus == 0,
+      "\(reboot.terminationReason) \(reboot.terminationStatus): \(said)")
+    #expect(said.contains(note), "\(said)")
+    #expect(try g.ok(["device"]).contains("passcode: none"))
   }
 
   @Test func aRebootTerminatesTheAppsGroupctlRunStarted() throws {

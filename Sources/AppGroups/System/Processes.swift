@@ -350,6 +350,30 @@ package enum StandardOutput {
     }
   }
 
+  /// Writes `text` whole, as ``write(_:)`` does, with `SIGPIPE` held off the calling thread: a
+  /// reader gone makes the write fail with `EPIPE` instead of ending the process, which can
+  /// then still say on stderr what it has to say.
+  ///
+  /// - Throws: as ``write(_:)``.
+  package static func writeHoldingOffPipeSignal(_ text: String) throws(AppGroupsError) {
+    var pipeOnly = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&pipeOnly)
+    sigaddset(&pipeOnly, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    do {
+      try write(text)
+    } catch {
+      if error.systemErrno == EPIPE {
+        // The SIGPIPE the write raised is pending on this thread: take it before unblocking.
+        var zero = timespec()
+        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
+      }
+      throw error
+    }
+  }
+
   /// Flushes what `print` buffered, and says whether everything printed since the process
   /// started reached standard output: `nil` when it did, else why not (`EPIPE` when the
   /// reader is gone; `EIO` when an earlier flush failed and its reason is gone).

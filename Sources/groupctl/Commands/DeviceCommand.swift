@@ -206,36 +206,49 @@ struct DeviceCommand: ParsableCommand {
       let code = try passcode.map { try input.resolve($0, what: "the passcode") }
       let said = DeviceState.current(root: root).hasPasscode
       let changed = try keybag.unlock(passcode: code)
-      printOut(changed ? "unlocked" : "already unlocked")
+      // The line, then the note on it, in that order wherever both go.
+      var lines = ImmediateLines()
+      lines.write(changed ? "unlocked" : "already unlocked")
       if said && !DeviceState.current(root: root).hasPasscode {
         printError("groupctl: note: \(Self.noPasscodeInKeybag)")
       }
+      try lines.finish()
     case .reboot:
-      let device = Device(root: root)
-      let terminations = try device.reboot(grace: grace ?? .seconds(5))
-      for termination in terminations {
-        let record = termination.record
-        let app = "\(record.bundleIdentifier) (\(record.pid))"
-        switch termination.ending {
-        case .exited: printOut("terminated: \(app) exited")
-        case .killed: printOut("terminated: \(app) killed after the grace period")
-        case .survived: printError("groupctl: \(app) could not be signalled; it still runs")
-        }
-      }
-      let said = device.state.hasPasscode
-      // The keys a device needs without its passcode, for the apps launched next; and the
-      // state brought in line with the keybag before it is told. (Without a keyring, that is
-      // said when a key is asked for.)
-      let prepared = Result { () throws(KeybagError) in try keybag.prepare() }
-      if case .failure(let error) = prepared, error.code != .keyringUnavailable {
-        printError("groupctl: note: \(error.message)")
-      }
-      let state = device.state
-      printOut("rebooted: \(state.lockState), \(state.hasPasscode ? "passcode set" : "no passcode")")
-      if said && !state.hasPasscode {
-        printError("groupctl: note: \(Self.noPasscodeInKeybag)")
+      try reboot(root: root, keybag: keybag)
+    }
+  }
+
+  /// `device reboot`: a line per app ended, then the state the device started in, each
+  /// written at once; the notes on that state after it, on stderr, whatever standard output
+  /// is (a terminal, a pipe, a file, one closed).
+  private func reboot(root: ContainerRoot, keybag: Keybag) throws {
+    let device = Device(root: root)
+    let terminations = try device.reboot(grace: grace ?? .seconds(5))
+    var lines = ImmediateLines()
+    for termination in terminations {
+      let record = termination.record
+      let app = "\(record.bundleIdentifier) (\(record.pid))"
+      switch termination.ending {
+      case .exited: lines.write("terminated: \(app) exited")
+      case .killed: lines.write("terminated: \(app) killed after the grace period")
+      case .survived: printError("groupctl: \(app) could not be signalled; it still runs")
       }
     }
+    let said = device.state.hasPasscode
+    // The keys a device needs without its passcode, for the apps launched next; and the
+    // state brought in line with the keybag before it is told. (Without a keyring, that is
+    // said when a key is asked for.)
+    let prepared = Result { () throws(KeybagError) in try keybag.prepare() }
+    let state = device.state
+    lines.write(
+      "rebooted: \(state.lockState), \(state.hasPasscode ? "passcode set" : "no passcode")")
+    if case .failure(let error) = prepared, error.code != .keyringUnavailable {
+      printError("groupctl: note: \(error.message)")
+    }
+    if said && !state.hasPasscode {
+      printError("groupctl: note: \(Self.noPasscodeInKeybag)")
+    }
+    try lines.finish()
   }
 
   private func show(root: ContainerRoot, keybag: Keybag) {
