@@ -50,6 +50,9 @@ extension Device {
     case locked
     /// The device was locked already, with a grace that ran longer: it ends `grace` from now.
     case graceShortened
+    /// The device was locked already, with a grace still running that ends no later than
+    /// the one asked for: it is kept, and `left` of it remained when the lock was asked.
+    case graceKept(left: Duration)
     /// The device was locked already (or before its first unlock): nothing changed.
     case unchanged
   }
@@ -66,10 +69,13 @@ extension Device {
       case .beforeFirstUnlock:
         return .unchanged
       case .locked:
-        // A grace still running that ends after the one asked for is cut short.
-        guard record.hasPasscode, now >= record.lockedAt,
-          now &+ nanoseconds < record.lockedAt &+ record.grace
-        else { return .unchanged }
+        // A grace still running that ends after the one asked for is cut short; one that
+        // ends as soon or sooner is kept.
+        let end = record.lockedAt &+ record.grace
+        guard record.hasPasscode, now >= record.lockedAt, now < end else { return .unchanged }
+        guard now &+ nanoseconds < end else {
+          return .graceKept(left: .nanoseconds(Int64(clamping: end &- now)))
+        }
         record.grace = now &+ nanoseconds &- record.lockedAt
         change = .graceShortened
       case .unlocked:

@@ -189,18 +189,10 @@ struct DeviceCommand: ParsableCommand {
               + " complete) is unavailable now"
             : "already locked; the earlier lock's grace is cut short: protected data (class"
               + " complete) stays available for \(Self.spoken(grace))")
+      case .graceKept(let left):
+        printOut(Self.keptGrace(left: left, asked: grace))
       case .unchanged:
-        let state = device.state
-        if state.lockState == .locked && state.hasPasscode && state.isProtectedDataAvailable {
-          let left = Double(state.graceEnd &- DeviceState.now()) / 1e9
-          printOut(
-            String(
-              format: "already locked; protected data (class complete) stays available for"
-                + " %.1f s more (the earlier lock's grace, which a longer one does not lengthen)",
-              left))
-        } else {
-          printOut("already \(state.lockState)")
-        }
+        printOut("already \(device.state.lockState)")
       }
     case .unlock:
       let code = try passcode.map { try input.resolve($0, what: "the passcode") }
@@ -286,6 +278,26 @@ struct DeviceCommand: ParsableCommand {
       }
       printOut(line)
     }
+  }
+
+  /// What `lock` says when the device was locked already with a grace that ends no later
+  /// than the one asked for: `left` of it remained. One as long as the grace asked for, to
+  /// the tenth of a second shown, is said to end as that one would, not to be lengthened.
+  static func keptGrace(left: Duration, asked: Duration) -> String {
+    let shown = tenths(left)
+    let why =
+      shown == tenths(asked)
+      ? "the earlier lock's grace, which ends when the one asked for would"
+      : "the earlier lock's grace, which a longer one does not lengthen"
+    return
+      "already locked; protected data (class complete) stays available for \(shown) s more (\(why))"
+  }
+
+  /// `duration` in seconds, to the tenth: `599.9`.
+  static func tenths(_ duration: Duration) -> String {
+    let seconds =
+      Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    return String(format: "%.1f", seconds)
   }
 
   static func spoken(_ duration: Duration) -> String {
