@@ -64,6 +64,39 @@ struct DeviceEventsTests {
     #expect(app.wait() == 0)
   }
 
+  /// A lock of a device locked already that cuts the grace short is told again, with the
+  /// new deadline, as the first lock was told; a lock that keeps the grace tells nothing.
+  @Test(arguments: [true, false])
+  func aGraceCutShortIsToldWithItsNewDeadline(sandboxed: Bool) throws {
+    let t = try LifecycleRoot()
+    try t.g.ok(["device", "passcode", "set", "1234"])
+    let app = try watcher(t, sandboxed: sandboxed)
+
+    try t.g.ok(["device", "lock", "--grace", "600"])
+    let first = try #require(note(app), "\(app.standardError)")
+    #expect(first.word == "will" && first.available, "\(first)")
+    #expect(first.left > 500_000 && first.left <= 600_000, "\(first)")
+    #expect(app.waitFor("event stateChanged locked"))
+
+    // Kept (a longer grace does not lengthen it): nothing new to tell of protected data.
+    try t.g.ok(["device", "lock", "--grace", "3600"])
+    try t.g.ok(["device", "lock", "--grace", "30"])
+    let cut = try #require(note(app), "the new deadline was not told: \(app.standardError)")
+    #expect(cut.word == "will" && cut.available, "\(cut)")
+    #expect(cut.left > 0 && cut.left <= 30_000, "\(cut)")
+    #expect(app.waitFor("event stateChanged locked"))
+
+    try t.g.ok(["device", "lock", "--grace", "0"])
+    let gone = try #require(note(app), "\(app.standardError)")
+    #expect(gone.word == "will" && !gone.available && gone.left == 0, "\(gone)")
+
+    try t.g.ok(["device", "unlock", "--passcode", "1234"])
+    #expect(note(app)?.word == "did")
+    app.send("quit")
+    #expect(app.waitForLine { $0.hasPrefix("note ") } == nil, "no note but those")
+    #expect(app.wait() == 0)
+  }
+
   @Test func anAppStoppedMeanwhileHearsWhatItMissedInOrder() throws {
     let t = try LifecycleRoot()
     try t.g.ok(["device", "passcode", "set", "1234"])

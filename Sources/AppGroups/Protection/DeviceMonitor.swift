@@ -7,7 +7,8 @@ public struct DeviceEvent: Sendable, Hashable, CustomStringConvertible {
   /// What happened.
   public enum Kind: String, Sendable, Hashable {
     /// The device locked (or restarted) with a passcode: class `complete` goes at
-    /// ``DeviceEvent/deadline``. UIKit's `protectedDataWillBecomeUnavailable`.
+    /// ``DeviceEvent/deadline``; told again, with the new deadline, when a later lock cuts
+    /// the grace short. UIKit's `protectedDataWillBecomeUnavailable`.
     case willBecomeUnavailable
     /// The device was unlocked with its passcode: every class is available.
     /// UIKit's `protectedDataDidBecomeAvailable`.
@@ -54,6 +55,9 @@ final class DeviceMonitor: Sendable {
     var unlockCount: UInt64 = 0
     /// Whether the last event said protected data is available (or none came, and it was).
     var available = true
+    /// The end of the grace the last state heard had (``DeviceState/graceEnd``): a later lock
+    /// that cuts it short changes it, and no count.
+    var graceEnd: UInt64 = 0
     var handlers: [(id: UInt64, handler: @Sendable (DeviceEvent) -> Void)] = []
     var nextID: UInt64 = 1
   }
@@ -168,7 +172,7 @@ final class DeviceMonitor: Sendable {
           delivered = Delivered(
             known: true, generation: state.generation, lockCount: state.lockCount,
             unlockCount: state.unlockCount, available: Self.availableView(state),
-            handlers: delivered.handlers, nextID: delivered.nextID)
+            graceEnd: state.graceEnd, handlers: delivered.handlers, nextID: delivered.nextID)
           return ([], [])
         }
         guard state.generation != delivered.generation else { return ([], []) }
@@ -192,11 +196,19 @@ final class DeviceMonitor: Sendable {
           available.toggle()
           events.append(event(available ? .didBecomeAvailable : .willBecomeUnavailable, state))
         }
+        // A lock of a device locked already that cut the grace short: the apps hear the new
+        // deadline as they heard the first, unless an event of this round told it already.
+        if !available, state.lockState == .locked, state.graceEnd != delivered.graceEnd,
+          !events.contains(where: { $0.kind == .willBecomeUnavailable })
+        {
+          events.append(event(.willBecomeUnavailable, state))
+        }
         events.append(event(.stateChanged, state))
         delivered.generation = state.generation
         delivered.lockCount = state.lockCount
         delivered.unlockCount = state.unlockCount
         delivered.available = available
+        delivered.graceEnd = state.graceEnd
         return (events, delivered.handlers.map(\.handler))
       }
     guard !events.isEmpty else { return }

@@ -23,7 +23,8 @@ public import Foundation
 /// its observers in order, on a queue of its own: the closures of ``observe(root:_:)``, then
 /// `NotificationCenter.default` with ``willBecomeUnavailableNotification`` and
 /// ``didBecomeAvailableNotification`` (object `nil`; `userInfo` holds ``rootKey`` and
-/// ``eventKey``). A lock is told at once: before the grace period runs out, as iOS tells it.
+/// ``eventKey``). A lock is told at once: before the grace period runs out, as iOS tells it;
+/// a later lock that cuts the grace short is told again, with the new deadline.
 /// Sandboxed apps (`groupctl run --as`) may read `<root>/Device`, and hear it too.
 ///
 /// Protected data here means class `complete` (``ProtectionClass``): available while the
