@@ -217,6 +217,8 @@ public struct Keybag: Sendable {
       throw KeybagError(
         .invalidPasscode, "the new passcode was refused: \(problem); nothing was changed")
     }
+    var early = current.flatMap(deriveBeforeLocking)
+    defer { early?.wipe() }
     try withDevice(publishingEarly: { record, contents, publishNow throws(KeybagError) in
       try requireUnlocked(record, "changing the passcode")
       var keys: [KeyClass: [UInt8]] = [:]
@@ -228,7 +230,7 @@ public struct Keybag: Sendable {
             "a passcode is set on the device at \(root.path): give the current one to change it;"
               + " nothing was changed")
         }
-        var sealing = try verify(current, &contents)
+        var sealing = try verify(current, &contents, derived: early)
         defer { Crypto.wipe(&sealing) }
         for keyClass in [
           KeyClass.complete, .completeUntilFirstUserAuthentication, .passcodeSetThisDeviceOnly,
@@ -278,13 +280,15 @@ public struct Keybag: Sendable {
   ///   breaks the passcode's rules; ``KeybagError/Code/wrongPasscode`` (counted),
   ///   ``KeybagError/Code/rateLimited``; then nothing changed.
   public func clearPasscode(current: String) throws(KeybagError) {
+    var early = deriveBeforeLocking(current)
+    defer { early?.wipe() }
     try withDevice { record, contents throws(KeybagError) in
       guard contents.hasPasscode else {
         throw KeybagError(
           .noPasscodeSet, "no passcode is set on the device at \(root.path); nothing was changed")
       }
       try requireUnlocked(record, "clearing the passcode")
-      var sealing = try verify(current, &contents)
+      var sealing = try verify(current, &contents, derived: early)
       defer { Crypto.wipe(&sealing) }
       var keys: [KeyClass: [UInt8]] = [:]
       defer { Self.wipe(&keys) }
@@ -331,7 +335,9 @@ public struct Keybag: Sendable {
   ///   ``KeybagError/Code/rateLimited``; then the device is as it was.
   @discardableResult
   public func unlock(passcode: String? = nil) throws(KeybagError) -> Bool {
-    try withDevice { record, contents throws(KeybagError) -> Bool in
+    var early = passcode.flatMap(deriveBeforeLocking)
+    defer { early?.wipe() }
+    return try withDevice { record, contents throws(KeybagError) -> Bool in
       var keys: [KeyClass: [UInt8]] = [:]
       defer { Self.wipe(&keys) }
       if contents.hasPasscode {
@@ -341,7 +347,7 @@ public struct Keybag: Sendable {
             "a passcode is set on the device at \(root.path): give it to unlock; the device stays"
               + " \(record.lockState)")
         }
-        var sealing = try verify(passcode, &contents)
+        var sealing = try verify(passcode, &contents, derived: early)
         defer { Crypto.wipe(&sealing) }
         for keyClass in KeyClass.allCases {
           keys[keyClass] = try open(
@@ -481,12 +487,44 @@ public struct Keybag: Sendable {
     }
   }
 
+  /// A passcode's key derived before the device's lock is taken, with the salt and the count
+  /// of the keybag as it was read then.
+  private struct EarlyKey {
+    let salt: [UInt8]
+    let iterations: Int
+    var key: [UInt8]
+
+    mutating func wipe() { Crypto.wipe(&key) }
+  }
+
+  /// The key of `passcode`, derived from the keybag as it is now, read without the device's
+  /// lock: the derivation (about 100 ms of PBKDF2) runs before the lock is taken, where it
+  /// held every other change of the device back (60 unlocks at once waited past the lock's
+  /// 5 s). Nothing is judged here: ``verify(_:_:derived:)`` checks the code under the lock,
+  /// after the delay that wrong codes earned, and counts a wrong one there, as before.
+  /// `nil` when there is nothing to derive for (no keybag, no passcode, a code that breaks
+  /// the rules, attempts not heard yet): the check under the lock says why.
+  private func deriveBeforeLocking(_ passcode: String) -> EarlyKey? {
+    guard let bytes = try? KeybagStorage(root: root).read(),
+      let contents = try? KeybagContents(decoding: bytes, path: path), contents.hasPasscode
+    else { return nil }
+    if let retryAfter = contents.retryAfter, Date().timeIntervalSince1970 < retryAfter {
+      return nil
+    }
+    guard Passcode.problem(with: passcode.precomposedStringWithCanonicalMapping) == nil,
+      let key = try? derive(passcode, contents)
+    else { return nil }
+    return EarlyKey(salt: contents.salt, iterations: contents.iterations, key: key)
+  }
+
   /// Checks `passcode` against the keybag, as iOS spaces attempts: refused before the delay
   /// that wrong codes earned; one that breaks the passcode's rules refused and not counted; a
-  /// wrong one counted (and saved). Returns the passcode's key.
-  private func verify(_ passcode: String, _ contents: inout KeybagContents) throws(KeybagError)
-    -> [UInt8]
-  {
+  /// wrong one counted (and saved). Returns the passcode's key: `derived`'s when it was
+  /// derived with this keybag's salt and count (see ``deriveBeforeLocking(_:)``), else
+  /// derived here.
+  private func verify(
+    _ passcode: String, _ contents: inout KeybagContents, derived: EarlyKey? = nil
+  ) throws(KeybagError) -> [UInt8] {
     let now = Date().timeIntervalSince1970
     if let retryAfter = contents.retryAfter, now < retryAfter {
       let wait = Int((retryAfter - now).rounded(.up))
@@ -504,7 +542,12 @@ public struct Keybag: Sendable {
         "that cannot be the passcode: \(problem); the attempt was not counted, and nothing was"
           + " changed")
     }
-    var sealing = try derive(passcode, contents)
+    var sealing: [UInt8]
+    if let derived, derived.salt == contents.salt, derived.iterations == contents.iterations {
+      sealing = derived.key
+    } else {
+      sealing = try derive(passcode, contents)
+    }
     do {
       var check = try contents.open(.completeUntilFirstUserAuthentication, with: sealing) ?? []
       Crypto.wipe(&check)

@@ -262,6 +262,58 @@ struct GroupctlDeviceTests {
     #expect(t.device.state.lockState == .beforeFirstUnlock)
   }
 
+  /// Many unlocks at once, each with the right code, all succeed: each derives the code's key
+  /// (about 100 ms of PBKDF2) before it takes the device's lock, where each derived it holding
+  /// the lock and 60 at once waited past its 5 s bound. One unlocks; the others find the
+  /// device unlocked; no attempt is counted as wrong.
+  @Test func manyUnlocksAtOnceWithTheRightCodeAllSucceed() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["device", "passcode", "set", "1234"])
+    try g.ok(["device", "lock", "--grace", "0"])
+    let count = 64
+    let unlocks = try (0..<count).map { _ in
+      try ChildProcess(
+        "groupctl", ["--root", g.path, "device", "unlock", "--passcode", "1234"],
+        environment: ["APPGROUPS_ROOT": g.path])
+    }
+    var said: [String] = []
+    for unlock in unlocks {
+      let status = unlock.wait(timeout: 120)
+      let line = unlock.waitForLine(timeout: 1) ?? ""
+      said.append(status == 0 ? line : "exit \(status.map(String.init) ?? "none"): \(unlock.standardError)")
+    }
+    let failed = said.filter { $0 != "unlocked" && $0 != "already unlocked" }
+    #expect(failed.isEmpty, "\(failed.count) of \(count) failed: \(failed.prefix(3))")
+    #expect(said.filter { $0 == "unlocked" }.count == 1, "\(said)")
+    let shown = try g.ok(["device"])
+    #expect(shown.contains("state: unlocked") && !shown.contains("wrong passcodes"), "\(shown)")
+
+    // Wrong codes at once are each counted, under the lock, and the fifth starts the delay:
+    // the others are not heard, the right code neither.
+    let wrong = try (0..<8).map { _ in
+      try ChildProcess(
+        "groupctl", ["--root", g.path, "device", "unlock", "--passcode", "9876"],
+        environment: ["APPGROUPS_ROOT": g.path])
+    }
+    var counted: [String] = []
+    var delayed = 0
+    for attempt in wrong {
+      #expect(attempt.wait(timeout: 120) == 1, "\(attempt.standardError)")
+      let message = attempt.standardError
+      #expect(!message.contains("9876"))
+      if let range = message.range(of: #"wrong passcode \(\d in a row\)"#, options: .regularExpression) {
+        counted.append(String(message[range]))
+      } else if message.contains("wrong passcodes in a row: the next attempt is heard in") {
+        delayed += 1
+      }
+    }
+    #expect(
+      counted.sorted() == (1...5).map { "wrong passcode (\($0) in a row)" } && delayed == 3,
+      "\(counted) \(delayed)")
+    let refused = try g.run(["device", "unlock", "--passcode", "1234"])
+    #expect(refused.status == 1 && refused.stderr.contains("the next attempt is heard in"))
+  }
+
   @Test func aCommandOnARootWithNoDeviceStateMakesANewDevice() throws {
     let g = try GroupctlRoot()
     #expect(
