@@ -54,24 +54,29 @@ final class OpenFile {
       isRegularFile: s.fileType == FileMode.regular, kind: FileSystem.kind(of: s), identity: FileIdentity(s))
   }
 
-  /// Up to `count` bytes from `offset`: fewer only at the end of the file.
+  /// Up to `count` bytes from `offset`: fewer only at the end of the file. The array is not
+  /// filled with zeros first (a plist read whole for its check, a journal read at a new
+  /// process's open): it holds the bytes read, and only those.
   /// The corresponding system call is `pread(2)`.
   func read(at offset: Int, count: Int) throws(SystemCallError) -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: count)
-    let read = bytes.withUnsafeMutableBytes { buffer in
-      Result { () throws(SystemCallError) -> Int in
-        var used = 0
-        while used < count, let base = buffer.baseAddress {
-          let n = try valueOrErrno("pread", path: path) {
+    var failure: SystemCallError?
+    let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, used in
+      used = 0
+      while used < count, let base = buffer.baseAddress {
+        let n: Int
+        do throws(SystemCallError) {
+          n = try valueOrErrno("pread", path: path) {
             pread(descriptor, base + used, count - used, off_t(offset + used))
           }
-          if n == 0 { break }
-          used += n
+        } catch {
+          failure = error
+          return
         }
-        return used
+        if n == 0 { break }
+        used += n
       }
     }
-    bytes.removeLast(count - (try read.get()))
+    if let failure { throw failure }
     return bytes
   }
 
