@@ -57,11 +57,14 @@ public struct TestRoot: Sendable {
   }
 
   /// A suite's values as they are on disk, read with Foundation and not with AppGroups: the
-  /// property list, then, when `<plist>.journal` names this version of it (device, inode,
-  /// size, modification time in its 40-byte header), the journal's records in order, each a
-  /// little-endian `UInt32` length, an 8-byte check and a binary property list
-  /// `{s: {key: value}, r: [key]}`, as far as the lock file publishes them durable (and as far
-  /// as they are whole).
+  /// property list, then, when `<plist>.journal` names this version of it in its 40-byte
+  /// header, the journal's records in order, each a little-endian `UInt32` length, an 8-byte
+  /// check and a binary property list `{s: {key: value}, r: [key]}`, as far as the lock file
+  /// publishes them durable (and as far as they are whole). A header names the version by
+  /// `AGJRNL01` and the plist's device, inode, size and modification time; or by `AGJRNL02`
+  /// and a check of the plist's bytes (``contentCheck(_:)``), its inode, size and modification
+  /// time, where the same size and check name it too (a plist touched or copied since): the
+  /// lock file then publishes no length for it.
   public static func readOnDisk(_ url: URL) throws -> [String: Any] {
     var values = try readPlist(url)
     var s = stat()
@@ -73,20 +76,28 @@ public struct TestRoot: Sendable {
       (0..<width).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
     }
     let modified = UInt64(bitPattern: Int64(s.st_mtim.tv_sec) * 1_000_000_000 + Int64(s.st_mtim.tv_nsec))
-    guard String(decoding: bytes[0..<8], as: UTF8.self) == "AGJRNL01", word(8) == UInt64(s.st_dev),
-      word(16) == UInt64(s.st_ino), word(24) == UInt64(s.st_size), word(32) == modified
-    else { return values }
+    let magic = String(decoding: bytes[0..<8], as: UTF8.self)
+    let sameIdentity =
+      word(16) == UInt64(s.st_ino) && word(24) == UInt64(s.st_size) && word(32) == modified
+    let byIdentity =
+      (magic == "AGJRNL01" && word(8) == UInt64(s.st_dev) && sameIdentity) || (magic == "AGJRNL02" && sameIdentity)
+    let byContent =
+      !byIdentity && magic == "AGJRNL02" && word(24) == UInt64(s.st_size)
+      && (try? contentCheck(Data(contentsOf: url))) == word(8)
+    guard byIdentity || byContent else { return values }
     // How much of it is durable: the length the lock file's page publishes (its words: magic,
-    // sequence, token, has-identity, device, inode, size, modified, changed, length), when
-    // the page describes this version of the plist.
+    // sequence, token, has-identity, device, inode, size, modified, changed, length, inode),
+    // when the page describes this version of the plist and publishes a length (an inode of
+    // all ones publishes none).
     var end = bytes.count
-    if let page = FileManager.default.contents(atPath: url.path + ".lock"), page.count >= 80 {
-      let words = [UInt8](page.prefix(80))
+    if let page = FileManager.default.contents(atPath: url.path + ".lock"), page.count >= 88 {
+      let words = [UInt8](page.prefix(88))
       func pageWord(_ index: Int) -> UInt64 {
         (0..<8).reduce(0) { $0 | UInt64(words[index * 8 + $1]) << (8 * UInt64($1)) }
       }
       if pageWord(0) == 0x3154_4e45_4b4f_5447, pageWord(3) != 0, pageWord(4) == UInt64(s.st_dev),
-        pageWord(5) == UInt64(s.st_ino), pageWord(6) == UInt64(s.st_size), pageWord(7) == modified
+        pageWord(5) == UInt64(s.st_ino), pageWord(6) == UInt64(s.st_size), pageWord(7) == modified,
+        pageWord(10) != .max
       {
         end = min(end, Int(pageWord(9)))
       }
@@ -104,6 +115,29 @@ public struct TestRoot: Sendable {
       offset += 12 + length
     }
     return values
+  }
+
+  /// The check of a plist's bytes that a journal's `AGJRNL02` header holds, written from its
+  /// description (not with AppGroups): a little-endian 64-bit word at a time (the last one
+  /// padded with zeros), `hash = (hash <<< 5 ^ word) &* 0x9e3779b97f4a7c15` from
+  /// `0x243f6a8885a308d3 ^ count`, then MurmurHash3's 64-bit finalizer.
+  public static func contentCheck(_ data: Data) -> UInt64 {
+    let bytes = [UInt8](data)
+    var hash: UInt64 = 0x243f_6a88_85a3_08d3 ^ UInt64(bytes.count)
+    var offset = 0
+    while offset < bytes.count {
+      var word: UInt64 = 0
+      for i in 0..<8 where offset + i < bytes.count { word |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
+      hash = ((hash << 5) | (hash >> 59)) ^ word
+      hash = hash &* 0x9e37_79b9_7f4a_7c15
+      offset += 8
+    }
+    hash ^= hash >> 33
+    hash = hash &* 0xff51_afd7_ed55_8ccd
+    hash ^= hash >> 33
+    hash = hash &* 0xc4ce_b9fe_1a85_ec53
+    hash ^= hash >> 33
+    return hash
   }
 
   /// How many keys ``largeSuitePlist`` holds.

@@ -178,19 +178,24 @@ struct GroupctlPreferencesTests {
     #expect(values?.count == TestRoot.largeSuiteCount)
   }
 
-  /// A large suite's journal whose plist was touched (copied or restored likewise: a new
-  /// modification time or inode) names another version: it is not read, `read` and `doctor`
-  /// say so, and the next commit keeps it aside with its records, never renamed over. It was
+  /// A large suite's journal whose plist was replaced by other bytes of the same size (an
+  /// edit of one value, written atomically: a new inode, the size the journal's header names,
+  /// another content check) is of another version: it is not read, `read` and `doctor` say
+  /// so, and the next commit keeps it aside with its records, never renamed over. It was
   /// ignored without a word and replaced by the next journal: acknowledged writes were lost.
+  /// (A plist only touched or copied keeps its journal read: JournalRestoreTests.)
   @Test func aJournalOfAnotherVersionIsSaidAndKeptAside() throws {
     let g = try GroupctlRoot()
     try g.ok(["import", Self.group, "-"], stdin: try TestRoot.largeSuitePlist())
     try g.ok(["write", Self.group, "acknowledged", "kept-value"])
     let journal = g.t.groupSuiteFile.path + ".journal"
     #expect(FileManager.default.fileExists(atPath: journal))
-    // `touch`: only the modification time moves.
-    try FileManager.default.setAttributes(
-      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: g.t.groupSuiteFile.path)
+    // One value edited in place of the same length: the same size, other bytes.
+    var plist = try Data(contentsOf: g.t.groupSuiteFile)
+    let value = try #require(plist.range(of: Data("value-7-of-the-large-base".utf8)))
+    plist.replaceSubrange(value, with: Data("value-7-of-the-OTHER-base".utf8))
+    try plist.write(to: g.t.groupSuiteFile, options: .atomic)
+    #expect(try TestRoot.readPlist(g.t.groupSuiteFile)["base-7"] as? String == "value-7-of-the-OTHER-base")
 
     let read = try g.run(["read", Self.group])
     #expect(read.stderr.contains("is a journal of another version of the plist"), "\(read.stderr)")

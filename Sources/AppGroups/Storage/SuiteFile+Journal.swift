@@ -55,10 +55,12 @@ extension SuiteFile {
   /// key, 6 bytes, its value's estimate), and a commit that would not fit is refused before it
   /// is encoded: first from the keys alone, without a hash (each change counted, so a commit
   /// that sets one key over and over goes to a rewrite a little sooner); a burst's commit far
-  /// too large for the journal stops there. Call holding `commit`.
+  /// too large for the journal stops there. A journal read by its content
+  /// (``SuiteJournal/Position/byContent``: the plist touched or copied since it was started)
+  /// takes no record: the commit folds it into the plist. Call holding `commit`.
   func journalMayTake(_ cs: CommitState, _ keys: some Collection<String>) -> Bool {
     guard let identity = cs.identity, cs.unreadableIdentity == nil, cs.journalDamage.isEmpty,
-      identity.size >= options.journalThreshold
+      cs.journal?.byContent != true, identity.size >= options.journalThreshold
     else { return false }
     let plistSize = Int(identity.size)
     let used = cs.journal?.end ?? SuiteJournal.headerSize
@@ -84,17 +86,18 @@ extension SuiteFile {
   func retireJournal(_ cs: inout CommitState, folded: FileIdentity?) {
     let journal = SuiteJournal.path(of: path)
     let damage = cs.journalDamage
+    let read = cs.journal
     cs.journal = nil
     cs.journalDamage = []
     let aside: String?
     do throws(SystemCallError) {
-      let retired = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty, folded: folded)
+      let retired = try SuiteJournal.retire(journalOf: path, keepAside: !damage.isEmpty, folded: folded, read: read)
       if let retired, retired.foreign, damage.isEmpty {
         Diagnostics.report(
-          "\(journal) is a journal of another version of \(path) (the plist was touched, copied,"
-            + " restored or replaced since it was written, or a compaction was cut short): its"
-            + " records were not read, and may hold changes the suite does not have; it was moved to"
-            + " \(retired.aside)")
+          "\(journal) is a journal of another version of \(path) (the plist was replaced or edited"
+            + " since it was written, touched or copied under an older build's journal, or a"
+            + " compaction was cut short): its records were not read, and may hold changes the suite"
+            + " does not have; it was moved to \(retired.aside)")
         return
       }
       aside = retired?.aside
@@ -204,9 +207,24 @@ extension SuiteFile {
   ) throws(SystemCallError) -> SuiteJournal.Tail? {
     // The record names exactly the plist read (as it does but while a commit is in flight):
     // its journal is this version's.
-    let published = record.flatMap { $0.identity == base ? $0.journal : nil } ?? lockFile?.read()?.journal(of: base)
+    let published: SuiteJournal.Published?
+    if let record, record.identity == base {
+      published = record.journal(of: base)
+    } else {
+      published = lockFile?.read()?.journal(of: base)
+    }
     if !probing, after == nil, published?.length == 0 { return nil }
     return try SuiteJournal.read(journalOf: path, base: base, after: after, published: published)
+  }
+
+  /// What the token record publishes of the journal when an outside edit moves the token to
+  /// plist version `now` (``SuiteLockFile/advance(to:journal:anotherVersion:)``): nothing
+  /// is durable, unless a journal lies at its path that may be `now`'s (the plist touched or
+  /// copied: ``SuiteJournal/mayBeJournal(ofPlistAt:version:)``), which is then read as far as
+  /// its records check, as before the token moved (``SuiteJournal/Published/unpublished``).
+  /// Call holding the lock.
+  func journalPublished(afterOutsideEditTo now: FileIdentity?) -> SuiteJournal.Published {
+    SuiteJournal.mayBeJournal(ofPlistAt: path, version: now) ? .unpublished : .noJournal
   }
 
   /// Says which values of a file read in part were left out, and keeps a copy of the whole

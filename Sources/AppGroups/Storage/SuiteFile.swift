@@ -389,7 +389,15 @@ final class SuiteFile: Sendable {
               cs.journal = position
             }
           } else {
-            cs.journal = try SuiteJournal.create(record, journalOf: path, base: expected, beforeRename: check) {
+            // The header names the plist by its bytes too, read again (once a compaction
+            // cycle, not once a commit): a plist replaced since it was read races this commit.
+            guard let content = try SuiteJournal.contentCheck(ofPlistAt: path, version: expected) else {
+              race = "\(path) was replaced during the commit by a writer that did not take the lock"
+              throw SystemCallError(call: "open", path: path, .resourceTemporarilyUnavailable)
+            }
+            cs.journal = try SuiteJournal.create(
+              record, journalOf: path, base: expected, check: content, beforeRename: check
+            ) {
               advanced = lockFile.advance(to: expected, journal: $0)
               published = true
             }

@@ -5,11 +5,23 @@ import Foundation
 /// rewritten for each; folded back into the property list (compacted) when it grows past a
 /// share of the plist's size.
 ///
-/// The journal belongs to one version of the plist: its header names that version's device,
-/// inode, size and modification time. A journal whose header names another version (the
-/// plist was compacted, replaced or edited since) is ignored, never applied to the wrong base.
-/// A compaction writes the new plist before it removes the journal, so a crash between the two
-/// leaves a journal that names the old version and is ignored.
+/// The journal belongs to one version of the plist, which its 40-byte header names: the
+/// magic `AGJRNL02`, then four little-endian 64-bit words, a check of the plist's bytes
+/// (``contentCheck(_:)``), its inode, size and modification time. A reader that finds the
+/// inode, size and modification time of the plist it read takes the journal as that
+/// version's without hashing anything. When they differ but the size is the same, it hashes
+/// the plist: the same check says the plist was only touched, or copied or restored with its
+/// journal (`cp -R`, `cp -a`, `tar`: a new inode or modification time, the same bytes), and
+/// the journal is read; another check says the plist was replaced or edited, and the journal
+/// is of another version: ignored, never applied to the wrong base. Such a journal is
+/// read as far as its records check (its lock file publishes its length for the old identity
+/// only), and the next commit folds it into the plist, never appending to it. A compaction
+/// writes the new plist before it removes the journal, and publishes that no journal belongs
+/// to it: a crash between the two leaves a journal that is not read.
+///
+/// A journal written by an older build has the magic `AGJRNL01` and names the plist's device
+/// in place of the check: it is read by those four fields alone, and appends to it keep its
+/// header. A journal is never rewritten in place.
 ///
 /// After the header come records, each a little-endian `UInt32` length, a `UInt64` check of
 /// the payload, and the payload: a binary property list `{s: {key: value}, r: [key]}`, the
@@ -26,19 +38,25 @@ import Foundation
 /// one starts. Anything short of the published length is damage: the records read are kept,
 /// the next commit folds them into the plist, and the journal is moved aside, never deleted.
 package enum SuiteJournal {
-  /// The first 8 bytes of a journal.
-  private static let magicText: StaticString = "AGJRNL01"
-  /// "AGJRNL01", as an array (for the writer).
+  /// The first 8 bytes of a journal this build writes; an older build's end in `1`.
+  private static let magicText: StaticString = "AGJRNL02"
+  /// "AGJRNL02", as an array (for the writer).
   private static let magic: [UInt8] = magicText.withUTF8Buffer { Array($0) }
 
-  /// Whether `bytes` start with ``magic``, compared byte by byte with the literal's bytes: a
-  /// process's first journal read makes no array for it (an `Array` of a slice, or of a
-  /// string's UTF-8, instantiates the copy's types at every new process's first open).
-  private static func startsWithMagic(_ bytes: [UInt8]) -> Bool {
-    magicText.withUTF8Buffer { magic in
-      guard bytes.count >= magic.count else { return false }
-      for index in magic.indices where bytes[index] != magic[index] { return false }
-      return true
+  /// The header's format, told by the last byte of its magic: 1 (device, inode, size,
+  /// modification time) or 2 (content check, inode, size, modification time); `nil` when
+  /// `bytes` do not start with a journal's magic. Compared byte by byte with the literal's
+  /// bytes: a process's first journal read makes no array for it (an `Array` of a slice, or of
+  /// a string's UTF-8, instantiates the copy's types at every new process's first open).
+  private static func headerFormat(_ bytes: [UInt8]) -> Int? {
+    magicText.withUTF8Buffer { magic -> Int? in
+      guard bytes.count >= magic.count else { return nil }
+      for index in magic.indices.dropLast() where bytes[index] != magic[index] { return nil }
+      switch bytes[magic.count - 1] {
+      case UInt8(ascii: "1"): return 1
+      case UInt8(ascii: "2"): return 2
+      default: return nil
+      }
     }
   }
 
@@ -67,6 +85,11 @@ package enum SuiteJournal {
   struct Position: Equatable, Sendable {
     var inode: UInt64
     var end: Int
+    /// Whether the header names the plist by its content only, not by its identity (the
+    /// plist was touched, copied or restored since the journal was started): the next commit
+    /// folds the journal into the plist instead of appending to it, as the lock file cannot
+    /// publish its length for a version its header does not name.
+    var byContent = false
   }
 
   /// What a suite's lock file publishes of the journal of one plist version (see
@@ -80,6 +103,13 @@ package enum SuiteJournal {
 
     /// No journal is published.
     static let noJournal = Published(length: 0, inode: 0)
+
+    /// The record names the plist version but not what of its journal is durable: a reader
+    /// reads the journal as far as its records check, as with no record for the version.
+    /// Published when the token moves for an outside edit while a journal lies there that may
+    /// be the new version's (its plist touched or copied: see ``SuiteFile``'s token), so that
+    /// moving the token does not hide it. An older build reads it as ``noJournal``.
+    static let unpublished = Published(length: 0, inode: .max)
   }
 
   /// What is wrong with what lies at a journal's path.
@@ -184,8 +214,8 @@ package enum SuiteJournal {
   /// instead of encoding and rewriting the whole domain once more.
   static let burstChanges = 64
 
-  /// Whether `identity` is the plist version a journal's header (or a token record) names:
-  /// its inode, size and modification time; a `chmod(2)` of the plist does not orphan it.
+  /// Whether `identity` is the plist version a token record names: its device, inode, size
+  /// and modification time; a `chmod(2)` of the plist does not orphan it.
   static func sameVersion(_ a: FileIdentity?, _ b: FileIdentity?) -> Bool {
     guard let a, let b else { return false }
     return a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified == b.modified
@@ -203,7 +233,10 @@ package enum SuiteJournal {
   /// the file it names: its records are read from their fixed offset even behind a damaged
   /// header, and a file shorter than the length, or not that file, is damage. Without one,
   /// only the header vouches: a journal of another version of the plist is not read, and a
-  /// file that is not a journal is damage (so that it is kept aside, never deleted).
+  /// file that is not a journal is damage (so that it is kept aside, never deleted). A header
+  /// that names another inode or modification time but the plist's size is checked against
+  /// the plist's bytes (read again, and only then: see ``contentCheck(ofPlistAt:version:)``):
+  /// the same content makes it this version's journal (``Position/byContent``).
   ///
   /// - Returns: `nil` when there is no journal of this version: nothing there and nothing
   ///   published, a journal of another version, or one of which nothing is durable.
@@ -258,11 +291,17 @@ package enum SuiteJournal {
     }
     let bytes = try file.read(at: start, count: count)
     var offset = 0
+    var byContent = start > 0 && after?.byContent == true
     if start == 0 {
-      let isJournal = bytes.count >= headerSize && startsWithMagic(bytes)
-      let ours = isJournal && sameVersion(namedVersion(bytes), base)
+      let isJournal = bytes.count >= headerSize && headerFormat(bytes) != nil
+      var ours = isJournal && header(bytes, names: base)
       if vouched == nil {
         guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
+        // No record for this version: the plist may have been touched or copied since.
+        if !ours, published == nil, try header(bytes, namesContentOf: plistPath, version: base) {
+          ours = true
+          byContent = true
+        }
         guard ours, published == nil else { return nil }
       } else if !ours {
         damage.append(.header)
@@ -284,16 +323,18 @@ package enum SuiteJournal {
       damage.append(.unparsed(offset: start + offset, end: vouched?.length ?? readable))
     }
     return Tail(
-      changes: changes, position: Position(inode: inode, end: start + offset), continued: start > 0,
-      damage: damage)
+      changes: changes, position: Position(inode: inode, end: start + offset, byContent: byContent),
+      continued: start > 0, damage: damage)
   }
 
   /// What to say of the file at the journal's path of the suite whose plist is at
-  /// `plistPath` when it is a journal of another version of the plist (touched, copied,
-  /// restored or replaced since the journal was written, or a compaction cut short): every
-  /// reader ignores it, and the next commit keeps it aside. `nil` otherwise. A compaction in
-  /// flight shows one for a moment (its new plist is renamed in before the old journal goes):
-  /// it is looked at again while no commit holds the suite's lock.
+  /// `plistPath` when it is a journal of another version of the plist, which no reader
+  /// applies (call when ``read(journalOf:base:after:published:)`` found no journal of this
+  /// version): the plist was replaced or edited since the journal was written; or touched,
+  /// copied or restored under an older build's journal, whose header names no content; or a
+  /// compaction was cut short. The next commit keeps it aside. `nil` otherwise. A compaction
+  /// in flight shows one for a moment (its new plist is renamed in before the old journal
+  /// goes): it is looked at again while no commit holds the suite's lock.
   package static func otherVersionProblem(ofSuiteAt plistPath: String) -> String? {
     let journal = path(of: plistPath)
     func foreign() -> Bool {
@@ -302,9 +343,10 @@ package enum SuiteJournal {
     guard foreign(),
       LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath), { foreign() }) ?? true
     else { return nil }
-    return "\(journal) is a journal of another version of the plist (touched, copied, restored or"
-      + " replaced since the journal was written, or a compaction was cut short): its records are"
-      + " not read, and may hold changes the suite does not have; the next commit keeps it aside"
+    return "\(journal) is a journal of another version of the plist (replaced or edited since the"
+      + " journal was written, touched or copied under an older build's journal, or a compaction"
+      + " was cut short): its records are not read, and may hold changes the suite does not have;"
+      + " the next commit keeps it aside"
   }
 
   // MARK: Writing
@@ -372,17 +414,20 @@ package enum SuiteJournal {
   /// rename finds no journal of this version, or another file than the one published, and is
   /// woken again by the rename).
   ///
+  /// The header names `base` by `check`, the ``contentCheck(ofPlistAt:version:)`` of its
+  /// bytes, and by its inode, size and modification time.
+  ///
   /// Call holding the suite's lock, once what is at the journal's path was read (a file that
-  /// is not a journal of an older version is kept aside with ``retire(journalOf:keepAside:folded:)``
-  /// first, never renamed over).
+  /// is not a journal of an older version is kept aside with
+  /// ``retire(journalOf:keepAside:folded:read:)`` first, never renamed over).
   /// - Returns: the journal's position.
   static func create(
-    _ record: [UInt8], journalOf plistPath: String, base: FileIdentity,
+    _ record: [UInt8], journalOf plistPath: String, base: FileIdentity, check: UInt64,
     beforeRename: () throws(SystemCallError) -> Void, publish: (Published) -> Void
   ) throws(SystemCallError) -> Position {
     var bytes = magic
     bytes.reserveCapacity(headerSize + record.count)
-    append(base.device, width: 8, to: &bytes)
+    append(check, width: 8, to: &bytes)
     append(base.inode, width: 8, to: &bytes)
     append(UInt64(bitPattern: base.size), width: 8, to: &bytes)
     append(UInt64(bitPattern: base.modified), width: 8, to: &bytes)
@@ -416,41 +461,122 @@ package enum SuiteJournal {
   /// - Returns: where it was kept, when it was.
   /// - Throws: the failed `rename(2)` of what is kept aside.
   ///
-  /// A journal whose header names another version than `folded` (the plist the commit
-  /// replaced) is not the one folded: the plist was touched, copied, restored or replaced
-  /// since it was written, or a compaction crashed before removing it. Its records may hold
-  /// changes the plist does not, so it is kept aside too (`foreign`), never deleted.
+  /// The journal the commit read (`read`: the same file, by its inode) is the one folded,
+  /// whatever its header names (a journal of `folded` by content: see ``Position/byContent``).
+  /// Another whose header names another version than `folded` (the plist the commit
+  /// replaced) is not: the plist was replaced since it was written, or a compaction crashed
+  /// before removing it. Its records may hold changes the plist does not, so it is kept aside
+  /// too (`foreign`), never deleted.
   @discardableResult
   static func retire(
-    journalOf plistPath: String, keepAside: Bool, folded: FileIdentity?
+    journalOf plistPath: String, keepAside: Bool, folded: FileIdentity?, read: Position?
   ) throws(SystemCallError) -> (aside: String, foreign: Bool)? {
     let journal = path(of: plistPath)
     guard let entry = try? FileSystem.linkEntry(journal) else { return nil }
-    let foreign = entry.isRegularFile && isJournal(journal, ofAnotherVersionThan: folded)
-    if !keepAside, !foreign, entry.isRegularFile, FileSystem.readPrefix(magic.count, of: journal) == magic {
+    let foreign =
+      entry.isRegularFile && entry.identity.inode != read?.inode
+      && isJournal(journal, ofAnotherVersionThan: folded)
+    if !keepAside, !foreign, entry.isRegularFile,
+      let prefix = FileSystem.readPrefix(magic.count, of: journal), headerFormat(prefix) != nil
+    {
       try? FileSystem.remove(journal)
       return nil
     }
     return (try PropertyListFile.moveAside(journal), foreign)
   }
 
-  /// Whether the file at `journal` is a journal whose header names another version of the
-  /// plist than `base` (see ``retire(journalOf:keepAside:folded:)``): its first 40 bytes.
+  /// Whether the file at `journal` is a journal whose header does not name plist version
+  /// `base` by its identity (see ``retire(journalOf:keepAside:folded:read:)``): its first 40
+  /// bytes, no content compared. So a journal that may be `base`'s by content only is never
+  /// renamed over or removed without its records read.
   static func isJournal(_ journal: String, ofAnotherVersionThan base: FileIdentity?) -> Bool {
     guard let header = FileSystem.readPrefix(headerSize, of: journal), header.count == headerSize,
-      startsWithMagic(header)
+      headerFormat(header) != nil
     else { return false }
-    return !sameVersion(namedVersion(header), base)
+    return !self.header(header, names: base)
   }
 
-  /// The plist version a journal's header (its first ``headerSize`` bytes) names.
-  private static func namedVersion(_ header: [UInt8]) -> FileIdentity {
-    FileIdentity(
-      device: word(header, 8), inode: word(header, 16), size: Int64(bitPattern: word(header, 24)),
-      modified: Int64(bitPattern: word(header, 32)), changed: 0)
+  /// Whether a version-2 journal lies at the journal's path whose header names a plist of
+  /// `base`'s size but another inode or modification time, so that it may be `base`'s by its
+  /// content (the plist touched or copied), or one that names `base` itself: what an outside
+  /// edit's token publishes of it (``Published/unpublished``). Its first 40 bytes; nothing is
+  /// hashed.
+  static func mayBeJournal(ofPlistAt plistPath: String, version base: FileIdentity?) -> Bool {
+    guard let base, let header = FileSystem.readPrefix(headerSize, of: path(of: plistPath)),
+      header.count == headerSize
+    else { return false }
+    return self.header(header, names: base)
+      || (headerFormat(header) == 2 && Int64(bitPattern: word(header, 24)) == base.size)
+  }
+
+  /// Whether a journal's header (its first ``headerSize`` bytes) names plist version `base` by
+  /// its identity: its inode, size and modification time, and its device in a version-1
+  /// header (a version-2 header holds the content check there).
+  private static func header(_ header: [UInt8], names base: FileIdentity?) -> Bool {
+    guard let base, let format = headerFormat(header) else { return false }
+    return (format == 2 || word(header, 8) == base.device) && word(header, 16) == base.inode
+      && Int64(bitPattern: word(header, 24)) == base.size
+      && Int64(bitPattern: word(header, 32)) == base.modified
+  }
+
+  /// Whether a version-2 journal's header names plist version `base` by its content: the same
+  /// size, and the check of the plist's bytes, read again for it.
+  private static func header(
+    _ header: [UInt8], namesContentOf plistPath: String, version base: FileIdentity
+  ) throws(SystemCallError) -> Bool {
+    guard headerFormat(header) == 2, Int64(bitPattern: word(header, 24)) == base.size else { return false }
+    return try contentCheck(ofPlistAt: plistPath, version: base) == word(header, 8)
+  }
+
+  /// The ``contentCheck(_:)`` of the plist at `plistPath` when it is version `base`: read
+  /// whole, its `fstat(2)` naming `base` before and after the read; `nil` when another file
+  /// or version is there now (replaced since it was read), or no regular file.
+  /// - Throws: the failed `open`, `fstat` or `pread`.
+  static func contentCheck(
+    ofPlistAt plistPath: String, version base: FileIdentity
+  ) throws(SystemCallError) -> UInt64? {
+    let opened: OpenFile?
+    do {
+      opened = try OpenFile(existing: plistPath, for: .reading)
+    } catch where error.code == .tooManySymbolicLinkLevels || error.code == .noSuchDeviceOrAddress {
+      return nil
+    }
+    guard let file = opened, sameVersion(try file.status().identity, base) else { return nil }
+    let bytes = try file.read(at: 0, count: Int(base.size))
+    guard bytes.count == Int(base.size), sameVersion(try file.status().identity, base) else { return nil }
+    return bytes.withUnsafeBytes { contentCheck($0) }
   }
 
   // MARK: Bytes
+
+  /// The check of a plist's bytes that a version-2 header holds: 64 bits, not cryptographic,
+  /// enough to tell the plist a journal was written on (whose size the header holds too) from
+  /// one replaced or edited since. A word at a time, little-endian (the last one padded with
+  /// zeros), each folded in by `hash = (hash <<< 5 ^ word) &* 0x9e3779b97f4a7c15` from a seed
+  /// of `0x243f6a8885a308d3 ^ count`, then MurmurHash3's 64-bit finalizer: about a sixth of
+  /// the instructions of the records' FNV-1a, a byte at a time. Each step is a bijection of
+  /// the running value, so two files of one size that differ in one word never check the same.
+  static func contentCheck(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    let multiplier: UInt64 = 0x9e37_79b9_7f4a_7c15
+    var hash: UInt64 = 0x243f_6a88_85a3_08d3 ^ UInt64(bytes.count)
+    var offset = 0
+    while bytes.count &- offset >= 8 {
+      let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+      hash = ((hash &<< 5 | hash &>> 59) ^ word) &* multiplier
+      offset &+= 8
+    }
+    if offset < bytes.count {
+      var word: UInt64 = 0
+      for index in offset..<bytes.count { word |= UInt64(bytes[index]) &<< (8 &* UInt64(index &- offset)) }
+      hash = ((hash &<< 5 | hash &>> 59) ^ word) &* multiplier
+    }
+    hash ^= hash &>> 33
+    hash &*= 0xff51_afd7_ed55_8ccd
+    hash ^= hash &>> 33
+    hash &*= 0xc4ce_b9fe_1a85_ec53
+    hash ^= hash &>> 33
+    return hash
+  }
 
   /// FNV-1a, 64 bits: enough to tell a torn or damaged record from a whole one.
   private static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {

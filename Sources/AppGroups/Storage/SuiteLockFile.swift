@@ -43,9 +43,10 @@ package final class SuiteLockFile: Sendable {
     var journal: SuiteJournal.Published
 
     /// What is published of the journal of plist version `base`; `nil` when this record
-    /// describes another version (a commit in flight, a lock file made again, an outside edit).
+    /// describes another version (a commit in flight, a lock file made again, an outside edit)
+    /// or publishes nothing of its journal (``SuiteJournal/Published/unpublished``).
     func journal(of base: FileIdentity) -> SuiteJournal.Published? {
-      SuiteJournal.sameVersion(identity, base) ? journal : nil
+      SuiteJournal.sameVersion(identity, base) && journal != .unpublished ? journal : nil
     }
   }
 
@@ -221,16 +222,19 @@ package final class SuiteLockFile: Sendable {
 
   /// Moves the token forward and records which version of the plist it
   /// describes, and what of that version's journal is durable (`nil`: as
-  /// before while the version is the one recorded, none for another one: a journal is
-  /// never published for a version it was not written on). Call only while holding the lock
-  /// of ``file``.
+  /// before while the version is the one recorded, `anotherVersion` for another one: a
+  /// length is never published for a version the journal was not written on). Call only
+  /// while holding the lock of ``file``.
   @discardableResult
-  func advance(to identity: FileIdentity?, journal: SuiteJournal.Published? = nil) -> UInt64 {
+  func advance(
+    to identity: FileIdentity?, journal: SuiteJournal.Published? = nil,
+    anotherVersion: SuiteJournal.Published = .noJournal
+  ) -> UInt64 {
     guard let words = file.heldPageWords else { return 0 }
     let load = words.load
     let store = words.store
     let journal =
-      journal ?? (SuiteJournal.sameVersion(Self.record(load).identity, identity) ? nil : .noJournal)
+      journal ?? (SuiteJournal.sameVersion(Self.record(load).identity, identity) ? nil : anotherVersion)
     var sequence = load(1)
     if sequence & 1 == 0 { sequence &+= 1 }  // odd: update in progress
     store(1, sequence)

@@ -1,0 +1,236 @@
+@testable import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// A large suite's journal whose plist was only touched, or copied or restored with the whole
+/// root (`cp -R`, `cp -a`): a new inode or modification time, the same bytes. Its header names
+/// the plist by a check of its bytes too, so the acknowledged commits in it are still read, by
+/// `groupctl` and by a new process alike, and the next commit folds them into the plist. They
+/// were ignored as a journal of another version and kept aside: from an app's view,
+/// acknowledged values were gone. A plist replaced by other bytes still leaves its journal
+/// unread, said and kept aside.
+@Suite("Journal: a plist touched or copied", .processBound)
+struct JournalRestoreTests {
+  private static let group = TestRoot.group
+
+  /// What moves the plist's identity and keeps its bytes.
+  enum Restore: String, CaseIterable, Sendable {
+    /// Only the modification time moves (`touch`).
+    case touched
+    /// `cp -R` of the whole root to a new folder: new inodes and modification times.
+    case copied
+    /// `cp -a` of the whole root: new inodes, the modification times kept.
+    case copiedWithTimes
+  }
+
+  /// The root a test reads from: the test's own, or its copy.
+  struct Root {
+    let path: String
+
+    var plist: String {
+      ContainerRoot(path: path).groupContainerURL(for: TestRoot.group)
+        .appendingPathComponent("Library/Preferences/\(TestRoot.group).plist").path
+    }
+    var journal: String { plist + ".journal" }
+
+    @discardableResult
+    func groupctl(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+      try Product.run("groupctl", ["--root", path] + args, environment: ["APPGROUPS_ROOT": path])
+    }
+
+    /// The values of the keys starting with `acked-` and of `base-3` that a new process (an
+    /// app, through AppGroups) reads, each as text.
+    func readInAnotherProcess() throws -> [String: String] {
+      let run = try Product.run(
+        "appgroups-worker", ["dump", TestRoot.group, ""],
+        environment: [
+          "APPGROUPS_ROOT": path, "APPGROUPS_BUNDLE_ID": TestRoot.widget, "APPGROUPS_WORKER_NO_WAIT": "1",
+        ])
+      #expect(run.status == 0, "\(run.stderr)")
+      var values: [String: String] = [:]
+      for line in run.stdout.split(separator: "\n") where line.hasPrefix("entry ") {
+        let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+        if parts.count == 3, parts[1].hasPrefix("acked-") || parts[1] == "base-3" { values[parts[1]] = parts[2] }
+      }
+      return values
+    }
+
+    /// The files kept aside from the journal's path.
+    func keptAside() throws -> [String] {
+      let folder = (plist as NSString).deletingLastPathComponent
+      return try FileManager.default.contentsOfDirectory(atPath: folder)
+        .filter { $0.hasPrefix(TestRoot.group + ".plist.journal.unreadable-") }
+    }
+  }
+
+  /// A large suite (its base written by Foundation) whose journal holds three commits
+  /// acknowledged by `groupctl`: `acked-1`, the removal of `base-3`, `acked-2`.
+  private func suiteWithJournal(_ t: TestRoot) throws -> Root {
+    try t.writeLargeSuitePlist()
+    // The mode the library gives a plist, so that `doctor` finds nothing else to say.
+    try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: t.groupSuiteFile.path)
+    let root = Root(path: t.path)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    for args in [["write", Self.group, "acked-1", "one"], ["delete", Self.group, "base-3"], ["write", Self.group, "acked-2", "two"]] {
+      let run = try root.groupctl(args)
+      #expect(run.status == 0, "\(args): \(run.stderr)")
+    }
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist, "the three commits went to the journal")
+    #expect(FileManager.default.fileExists(atPath: root.journal))
+    return root
+  }
+
+  /// Moves the identity of the plist of `t`'s root as `restore` does: the root to read from.
+  private func restore(_ t: TestRoot, _ restore: Restore) throws -> Root {
+    switch restore {
+    case .touched:
+      try FileManager.default.setAttributes(
+        [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
+      return Root(path: t.path)
+    case .copied, .copiedWithTimes:
+      let copy = t.sandbox.path + "-copy"
+      let cp = Process()
+      cp.executableURL = URL(fileURLWithPath: "/bin/cp")
+      cp.arguments = [restore == .copied ? "-R" : "-a", t.path, copy]
+      try cp.run()
+      cp.waitUntilExit()
+      #expect(cp.terminationStatus == 0)
+      let root = Root(path: copy)
+      var original = stat()
+      var copied = stat()
+      #expect(stat(t.groupSuiteFile.path, &original) == 0 && stat(root.plist, &copied) == 0)
+      #expect(original.st_ino != copied.st_ino, "a copy has new inodes")
+      return root
+    }
+  }
+
+  private func removeCopy(_ t: TestRoot) {
+    try? FileManager.default.removeItem(atPath: t.sandbox.path + "-copy")
+  }
+
+  private static let acknowledged = ["acked-1": "one", "acked-2": "two"]
+
+  @Test(arguments: Restore.allCases)
+  func acknowledgedJournalWritesSurviveAPlistTouchedOrCopied(_ kind: Restore) throws {
+    let t = try TestRoot()
+    defer { removeCopy(t) }
+    _ = try suiteWithJournal(t)
+    let root = try restore(t, kind)
+
+    // groupctl reads every acknowledged commit and says nothing of another version.
+    let read = try root.groupctl(["read", Self.group, "acked-1"])
+    #expect(read.status == 0 && read.stdout == "one\n", "\(read)")
+    #expect(!read.stderr.contains("another version"), "\(read.stderr)")
+    #expect(try root.groupctl(["read", Self.group, "base-3"]).status != 0, "the removal is read too")
+    let doctor = try root.groupctl(["doctor"])
+    #expect(!doctor.stdout.contains("another version") && !doctor.stderr.contains("another version"), "\(doctor)")
+    #expect(doctor.status == 0, "\(doctor)")
+
+    // A new process reads them, and so does the journal's format read with Foundation alone.
+    #expect(try root.readInAnotherProcess() == Self.acknowledged)
+    let onDisk = try TestRoot.readOnDisk(URL(fileURLWithPath: root.plist))
+    #expect(onDisk["acked-2"] as? String == "two" && onDisk["base-3"] == nil)
+    #expect(try root.keptAside().isEmpty)
+    #expect(FileManager.default.fileExists(atPath: root.journal))
+
+    // This process, through the library.
+    let d = try GroupDefaults(
+      suiteName: Self.group, identity: AppIdentity(bundleIdentifier: TestRoot.app), root: ContainerRoot(path: root.path))
+    #expect(d.string(forKey: "acked-1") == "one" && d.string(forKey: "acked-2") == "two")
+    #expect(d.object(forKey: "base-3") == nil)
+    #expect(d.string(forKey: "base-4") == "value-4-of-the-large-base")
+  }
+
+  /// The next commit after the touch or the copy folds the journal into the plist with its own
+  /// change: every value stays, nothing is kept aside, and the commit after it starts a new
+  /// journal that names the plist it leaves.
+  @Test(arguments: Restore.allCases)
+  func theNextCommitAfterATouchOrACopyKeepsEveryValue(_ kind: Restore) throws {
+    let t = try TestRoot()
+    defer { removeCopy(t) }
+    _ = try suiteWithJournal(t)
+    let root = try restore(t, kind)
+
+    let write = try root.groupctl(["write", Self.group, "acked-3", "three"])
+    #expect(write.status == 0, "\(write.stderr)")
+    #expect(!write.stderr.contains("another version"), "\(write.stderr)")
+    #expect(try root.keptAside().isEmpty, "nothing kept aside")
+    // Folded: the plist itself holds the journal's commits and the new one.
+    let plist = try TestRoot.readPlist(URL(fileURLWithPath: root.plist))
+    #expect(plist["acked-1"] as? String == "one" && plist["acked-3"] as? String == "three")
+    #expect(plist["base-3"] == nil)
+    #expect(!FileManager.default.fileExists(atPath: root.journal), "the folded journal was removed")
+    var expected = Self.acknowledged
+    expected["acked-3"] = "three"
+    #expect(try root.readInAnotherProcess() == expected)
+
+    // The next small commit starts a journal again, read by its identity.
+    #expect(try root.groupctl(["write", Self.group, "acked-4", "four"]).status == 0)
+    let header = try #require(FileManager.default.contents(atPath: root.journal)).prefix(8)
+    #expect(String(decoding: header, as: UTF8.self) == "AGJRNL02")
+    expected["acked-4"] = "four"
+    #expect(try root.readInAnotherProcess() == expected)
+    #expect(try root.groupctl(["read", Self.group, "acked-4"]).stdout == "four\n")
+  }
+
+  /// A process with the suite open reads the token after the touch: the token moves for the
+  /// outside edit, and its record must not say that the touched plist has no journal.
+  @Test func theTokenMovedForATouchLeavesTheJournalRead() throws {
+    let t = try TestRoot()
+    _ = try suiteWithJournal(t)
+    let d = try t.defaults(Self.group)
+    #expect(d.string(forKey: "acked-1") == "one")
+    let before = d.changeToken
+    try FileManager.default.setAttributes(
+      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
+    #expect(d.changeToken != before, "the token moved for the outside edit")
+    #expect(d.string(forKey: "acked-1") == "one")
+    let root = Root(path: t.path)
+    #expect(try root.readInAnotherProcess() == Self.acknowledged)
+    #expect(try root.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
+    // And this process's next commit folds it.
+    d.set("three", forKey: "acked-3")
+    #expect(d.synchronize())
+    #expect(try root.keptAside().isEmpty)
+    var expected = Self.acknowledged
+    expected["acked-3"] = "three"
+    #expect(try root.readInAnotherProcess() == expected)
+  }
+
+  /// A journal written by an older build (`AGJRNL01`: the plist's device where the check is
+  /// now) is read by its identity as before, appended to as it is, and, its plist touched,
+  /// is a journal of another version as before: said, and kept aside by the next commit.
+  @Test func aVersionOneJournalIsReadAsBefore() throws {
+    let t = try TestRoot()
+    let root = try suiteWithJournal(t)
+    // Its header written as an older build writes it, in place (the lock file publishes the
+    // journal's inode).
+    var s = stat()
+    #expect(stat(root.plist, &s) == 0)
+    var header = Array("AGJRNL01".utf8)
+    for i in 0..<8 { header.append(UInt8(truncatingIfNeeded: UInt64(s.st_dev) >> (8 * UInt64(i)))) }
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: root.journal))
+    try handle.seek(toOffset: 0)
+    try handle.write(contentsOf: Data(header))
+    try handle.close()
+
+    #expect(try root.groupctl(["read", Self.group, "acked-1"]).stdout == "one\n")
+    #expect(try root.readInAnotherProcess() == Self.acknowledged)
+    #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["acked-2"] as? String == "two")
+    // Appended to as it is.
+    #expect(try root.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
+    let journal = try #require(FileManager.default.contents(atPath: root.journal))
+    #expect(String(decoding: journal.prefix(8), as: UTF8.self) == "AGJRNL01")
+    #expect(try root.groupctl(["read", Self.group, "acked-3"]).stdout == "three\n")
+
+    // Touched: nothing in its header tells the plist's content, so it is another version's.
+    try FileManager.default.setAttributes(
+      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
+    let read = try root.groupctl(["read", Self.group])
+    #expect(read.stderr.contains("is a journal of another version of the plist"), "\(read.stderr)")
+    #expect(try root.groupctl(["write", Self.group, "next", "1"]).status == 0)
+    #expect(try root.keptAside().count == 1)
+  }
+}
