@@ -86,27 +86,30 @@ func parseWriteValue(words: [String]) throws(ValidationError) -> WriteValue {
 /// with `(`, `{` or `<`.
 func parseUntyped(_ word: String) throws(ValidationError) -> PropertyListValue {
   guard let first = word.first, "({<".contains(first) else { return .string(word) }
+  // The literal as a message shows it: a control character in it never reaches the terminal.
+  let shown = PrintedText.escapingControls(word)
   let object: Any
   do {
     object = try PropertyListSerialization.propertyList(
       from: Data(word.utf8), options: [], format: nil)
   } catch {
     throw ValidationError(
-      "'\(word)' is not a property-list literal (\(literalFailureReason(error, word: word)));"
+      "'\(shown)' is not a property-list literal (\(literalFailureReason(error, word: word)));"
         + " use -string to write it as a string")
   }
   guard let value = PropertyListValue(object) else {
-    throw ValidationError("'\(word)' holds a value that is not a property-list value")
+    throw ValidationError("'\(shown)' holds a value that is not a property-list value")
   }
   if let bad = invalidBase64(in: word) {
     throw ValidationError(
-      "'\(word)' is not a property-list literal (<data>\(bad)</data> is not base64)")
+      "'\(shown)' is not a property-list literal (<data>\(PrintedText.escapingControls(bad))</data> is"
+        + " not base64)")
   }
   // What Foundation's reader reads as something the literal does not say (a date out of
-  // range, which it moves to another day; a key given twice, of which it keeps one) is
-  // refused, as `import` refuses it in a file.
+  // range, which it moves to another day; a key given twice, of which it keeps one; XML after
+  // the value, which it drops) is refused, as `import` refuses it in a file.
   if let problem = PropertyListValue.misreadValues(in: Data(word.utf8)) {
-    throw ValidationError("'\(word)' is not a property-list literal (\(problem))")
+    throw ValidationError("'\(shown)' is not a property-list literal (\(problem))")
   }
   return value
 }

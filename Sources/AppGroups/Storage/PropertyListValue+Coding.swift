@@ -18,7 +18,8 @@ extension PropertyListValue {
   ///
   /// Foundation's parser reads some XML its own way instead of refusing it: a `<data>` that
   /// is not base64 as empty or partial bytes, a `<date>` out of range as another date, a key
-  /// given twice in one dictionary as one of its values. Such a document is refused, as is a
+  /// given twice in one dictionary as one of its values, a document with XML after its root value
+  /// as that value alone. Such a document is refused, as is a
   /// binary one whose dictionary gives a key twice: it is never read as if it said them.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason

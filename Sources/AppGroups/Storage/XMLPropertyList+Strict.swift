@@ -5,7 +5,8 @@ package import Foundation
 // `<data>@@@</data>` reads as no bytes), a `<date>` whose fields are out of range (it
 // normalises them, so month 13 is next year's January), and a key given twice in one
 // dictionary (it keeps one of the values; so do the binary reader and Foundation's reader of
-// OpenStep text, ``OpenStepPropertyList``). A tool that takes a
+// OpenStep text, ``OpenStepPropertyList``), and XML after the root value (after a bare value, as
+// `<string>a</string><string>b</string>`, or after `</plist>`), which it drops. A tool that takes a
 // file from outside (`groupctl import`) asks here first, and refuses the file rather than
 // store values the file does not hold.
 extension PropertyListValue {
@@ -20,8 +21,9 @@ extension PropertyListValue {
   }
 
   /// The first value of the property list `data` that a parser would read as something the
-  /// file does not say, as a reason naming its place; `nil` when there is none. In XML: a
-  /// `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
+  /// file does not say, as a reason naming its place; `nil` when there is none. In XML: content
+  /// after the root value other than white space, comments and processing instructions
+  /// (``trailingContent(in:)``), named first; a `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
   /// twice in a dictionary, by line; a document in UTF-16 (with its byte order mark, or
   /// without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text. In OpenStep
   /// text: a key given twice in a dictionary, by line (``OpenStepPropertyList``). In a binary
@@ -49,6 +51,8 @@ extension PropertyListValue {
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
     if let repeated = OpenStepPropertyList.repeatedKeys(in: text, all: all) { return repeated }
+    // What follows the root value comes first: the values before it are read, it is not.
+    if let trailing = trailingContent(in: text) { return [MisreadValue(key: nil, reason: trailing)] }
     return XMLPropertyList.markup(text) { markup -> [MisreadValue] in
       var found: [MisreadValue] = []
       // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their lines.
@@ -103,6 +107,55 @@ extension PropertyListValue {
         }
       }
       return found
+    }
+  }
+
+  /// What an XML document (or a bare value, as `groupctl write` takes one: `<string>a</string>`)
+  /// holds after its root value, as a reason naming it and its line; `nil` when only white
+  /// space, comments and processing instructions follow it, or `text` is not XML. Foundation's
+  /// parser reads the first value and drops the rest without a word: after a bare value
+  /// (`<string>a</string><string>b</string>` reads as "a") and after `</plist>`; inside
+  /// `<plist>` it refuses a second value itself.
+  static func trailingContent(in text: Data) -> String? {
+    // XML starts with `<`, white space and a byte order mark aside; OpenStep text that starts
+    // with `<` is data (`<0aff>`), whose tag is neither `<plist>` nor a value's.
+    guard let first = text.firstIndex(where: { !" \t\r\n".utf8.contains($0) && $0 < 0x80 }),
+      text[first] == UInt8(ascii: "<")
+    else { return nil }
+    return XMLPropertyList.markup(text) { markup -> String? in
+      guard var element = markup.next(), !element.closing else { return nil }
+      let wrapped = markup.isPlist(element)
+      if wrapped {
+        guard !element.empty, let value = markup.next(), !value.closing, value.tag != nil else { return nil }
+        element = value
+      } else if element.tag == nil {
+        return nil
+      }
+      let place: String
+      // The root value's end: its tags nest, and a value's text holds no tag.
+      var depth = element.empty ? 0 : 1
+      while depth > 0 {
+        guard let inner = markup.next() else { return nil }
+        if inner.closing {
+          depth -= 1
+        } else if !inner.empty {
+          depth += 1
+        }
+      }
+      if wrapped {
+        // Foundation's parser takes nothing but `</plist>` after the value inside `<plist>`.
+        guard let close = markup.next(), close.closing, markup.isPlist(close) else { return nil }
+        place = "</plist>"
+      } else {
+        place = "the root value"
+      }
+      guard let start = markup.passMisc() else { return nil }
+      let rest = String(decoding: text[(text.startIndex + start)...].prefix(200), as: UTF8.self)
+      var shown = String(rest.prefix(40))
+      if shown.count < rest.count || start + 200 < text.count { shown += "…" }
+      return "line \(markup.line(at: start)) holds \"\(PrintedText.escapingControls(shown))\" after"
+        + " \(place); a property list holds one value, and Foundation's parser reads the first and"
+        + " drops what follows it"
     }
   }
 

@@ -113,6 +113,43 @@ enum XMLPropertyList {
     /// Foundation's parser refuses) or is not UTF-8.
     mutating func text(closing: Tag) -> String? { parser.text(closing: closing) }
 
+    /// Where the walk is in the document: the offset of the byte after the last tag or text
+    /// it read.
+    var offset: Int { parser.at }
+
+    /// Passes over white space, comments and processing instructions, which XML allows after
+    /// a document's root element: the offset of the first byte that is none of them, or `nil`
+    /// when the document ends first. A comment or an instruction that does not end is not
+    /// passed over: its offset is the answer.
+    mutating func passMisc() -> Int? {
+      while parser.at < parser.bytes.count {
+        let start = parser.at
+        switch parser.bytes[start] {
+        case 0x20, 0x09, 0x0A, 0x0D: parser.at += 1
+        case UInt8(ascii: "<") where parser.consume("<!--"):
+          guard parser.skip(past: "-->") else {
+            parser.at = start
+            return start
+          }
+        case UInt8(ascii: "<") where parser.consume("<?"):
+          guard parser.skip(past: "?>") else {
+            parser.at = start
+            return start
+          }
+        default: return start
+        }
+      }
+      return nil
+    }
+
+    /// Whether `element` is a `<plist>` tag (its name is `plist`, attributes aside).
+    func isPlist(_ element: Element) -> Bool {
+      let bytes = parser.bytes
+      let name = element.start + (element.closing ? 2 : 1)
+      guard bytes.count - name > 5, Parser.matches(bytes, name, "plist") else { return false }
+      return " \t\r\n/>".utf8.contains(bytes[name + 5])
+    }
+
     /// The line (the first is 1) of the document's byte at `offset`: lines end as XML ends
     /// them, at a line feed, a carriage return and line feed, or a carriage return alone.
     /// `known` is a byte before it whose line is known, counted on from (the start by default).

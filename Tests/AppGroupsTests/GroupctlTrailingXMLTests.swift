@@ -1,0 +1,98 @@
+import AppGroups
+import AppGroupsTestSupport
+import Foundation
+import Testing
+
+/// XML after a property list's root value, which Foundation's parser drops without a word
+/// (`<string>a</string><string>b</string>` reads as "a"): `write` refuses such a literal and
+/// `import` such a file, naming what follows the value, and nothing is written.
+@Suite("groupctl write and import: XML after the root value", .processBound)
+struct GroupctlTrailingXMLTests {
+  static let app = TestRoot.app
+
+  static let document = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+    <plist version="1.0">
+    <dict>
+    \t<key>a</key>
+    \t<integer>1</integer>
+    </dict>
+    </plist>
+
+    """
+
+  @Test(arguments: [
+    ("<string>a</string><string>b</string>", #"line 1 holds "<string>b</string>" after the root value"#),
+    ("<integer>1</integer><junk/>", #"line 1 holds "<junk/>" after the root value"#),
+    ("<integer>1</integer>junk", #"line 1 holds "junk" after the root value"#),
+    ("<array><true/></array>\n</array>", #"line 2 holds "</array>" after the root value"#),
+    ("<dict/><dict><key>b</key><true/></dict>", #"line 1 holds "<dict><key>b</key><true/></dict>" after the root value"#),
+    (#"<plist version="1.0"><true/></plist><false/>"#, #"line 1 holds "<false/>" after </plist>"#),
+    ("<true/>\u{1B}[2J", #"line 1 holds "\U001b[2J" after the root value"#),
+  ])
+  func aLiteralWithXMLAfterItsValueIsRefusedNamingIt(literal: String, named: String) throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "k", "kept"])
+    let before = try Data(contentsOf: g.appFile())
+    let result = try g.run(["write", Self.app, "k", literal])
+    #expect(result.status == 64, "\(result)")
+    #expect(result.stderr.contains("is not a property-list literal (\(named);"), "\(result.stderr)")
+    #expect(result.stderr.contains("a property list holds one value"), "\(result.stderr)")
+    #expect(!result.stderr.unicodeScalars.contains("\u{1B}"), "\(result.stderr)")
+    #expect(try Data(contentsOf: g.appFile()) == before)
+    #expect(try g.ok(["read", Self.app, "k"]) == "kept\n")
+  }
+
+  /// White space, a comment or a processing instruction after the value is not content: the
+  /// literal is written.
+  @Test(arguments: [
+    "<integer>7</integer>  ",
+    "<integer>7</integer><!-- a comment -->\n",
+    "<integer>7</integer><?x y?>",
+    #"<plist version="1.0"><integer>7</integer></plist> <!-- end -->"#,
+  ])
+  func aLiteralFollowedByWhiteSpaceOrACommentIsWritten(literal: String) throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "k", literal])
+    #expect(try g.ok(["read", Self.app, "k"]) == "7\n")
+  }
+
+  @Test(arguments: [
+    ("</plist>\n<dict><key>b</key><integer>2</integer></dict>\n", #"line 9 holds "<dict><key>b</key><integer>2</integer></…" after </plist>"#),
+    ("</plist>junk", #"line 8 holds "junk" after </plist>"#),
+    ("</plist>\n<!-- not closed", #"line 9 holds "<!-- not closed" after </plist>"#),
+  ])
+  func aFileWithXMLAfterItsRootIsRefusedNamingIt(tail: String, named: String) throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "keep", "me"])
+    let before = try Data(contentsOf: g.appFile())
+    let text = Self.document.replacingOccurrences(of: "</plist>\n", with: tail)
+    let file = g.t.sandbox.url.appendingPathComponent("trailing.plist")
+    try Data(text.utf8).write(to: file)
+    let result = try g.run(["import", Self.app, file.path])
+    #expect(result.status == 1, "\(result)")
+    #expect(result.stderr.contains("cannot import \(file.path): \(named);"), "\(result.stderr)")
+    #expect(result.stderr.contains("\(Self.app) was not changed"), "\(result.stderr)")
+    #expect(try Data(contentsOf: g.appFile()) == before)
+    // A bare value with another after it, in UTF-16, is refused the same way.
+    let bare = Data("<dict><key>a</key><true/></dict>\n<dict/>".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+    let utf16 = try g.run(["import", Self.app, "-"], stdin: Data([0xFF, 0xFE]) + bare)
+    #expect(utf16.status == 1, "\(utf16)")
+    #expect(utf16.stderr.contains(#"line 2 holds "<dict/>" after the root value"#), "\(utf16.stderr)")
+    #expect(try Data(contentsOf: g.appFile()) == before)
+  }
+
+  @Test(arguments: [
+    "</plist>\n<!-- exported by hand -->\n",
+    "</plist>\n\n   \n",
+    "</plist>\r\n<?processed yes?>\r\n",
+  ])
+  func aFileWithACommentOrWhiteSpaceAfterItsRootIsImported(tail: String) throws {
+    let g = try GroupctlRoot()
+    let file = g.t.sandbox.url.appendingPathComponent("fine.plist")
+    try Data(Self.document.replacingOccurrences(of: "</plist>\n", with: tail).utf8).write(to: file)
+    try g.ok(["import", Self.app, file.path])
+    #expect(try g.ok(["read", Self.app, "a"]) == "1\n")
+  }
+}
