@@ -130,9 +130,17 @@ func invalidBase64(in literal: String) -> String? {
   return nil
 }
 
+/// Why a literal failed: for `(`, `{`, `<hex>` and a string, what was found where, and what
+/// was expected (``PropertyListValue/openStepSyntaxError(in:)``), else the old-style parser's
+/// words; the XML parser's for `<tag>`. Control characters are escaped.
+private func literalFailureReason(_ error: any Error, word: String) -> String {
+  if let openStep = PropertyListValue.openStepSyntaxError(in: Data(word.utf8)) { return openStep }
+  return PrintedText.escapingControls(foundationReason(error, word: word))
+}
+
 /// The parser's own words for why a literal failed: the old-style parser's
 /// for `(`, `{` and `<hex>`, the XML parser's for `<tag>`.
-private func literalFailureReason(_ error: any Error, word: String) -> String {
+private func foundationReason(_ error: any Error, word: String) -> String {
   let info = (error as NSError).userInfo
   let xml = info[NSDebugDescriptionErrorKey] as? String
   // The old-style parser's error arrives as an unbridged CFError; its text

@@ -53,7 +53,7 @@ struct GroupctlImportEncodingTests {
     let result = try g.run(["import", Self.app, "-"], stdin: Data("\u{1B}[2J".utf8))
     #expect(result.status == 1, "\(result)")
     #expect(!result.stderr.unicodeScalars.contains("\u{1B}"), "\(result.stderr)")
-    #expect(result.stderr.contains("Unexpected character \\U001b"), "\(result.stderr)")
+    #expect(result.stderr.contains("found '\\U001b' at line 1, column 1"), "\(result.stderr)")
   }
 
   @Test func aKeyGivenTwiceIsRefusedWhole() throws {

@@ -378,7 +378,7 @@ struct GroupctlParsingTests {
     (["-strin", "x"], "unknown type '-strin'"),
     (["a", "b"], "unexpected argument 'b' after the value"),
     (["-int", "1", "2"], "unexpected argument '2' after the value"),
-    (["(a,"], "'(a,' is not a property-list literal (Expected terminating ')' for array"),
+    (["(a,"], "'(a,' is not a property-list literal (found the end of the text at line 1, column 4, where another item or ')' was expected in the array opened at line 1, column 1)"),
     (["<dict><key>a</key></dict>"], "'<dict><key>a</key></dict>' is not a property-list literal"),
     // Foundation reads these as other values (another day; one of the two values): refused.
     (["<date>2026-02-30T12:00:00Z</date>"], "'<date>2026-02-30T12:00:00Z</date>' is not a property-list literal (the <date> on line 1"),

@@ -106,7 +106,11 @@ extension PropertyListValue {
       return try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
     } catch {
       var reason = (error as NSError).localizedDescription
-      if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
+      if let openStep = openStepSyntaxError(in: data) {
+        // Foundation's detail is its XML parser's ("Unexpected character {"), which says
+        // nothing of OpenStep text: what was found, where, and what was expected instead.
+        reason = "in OpenStep text, \(openStep)"
+      } else if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
         reason += " \(detail)"
       }
       throw AppGroupsError(

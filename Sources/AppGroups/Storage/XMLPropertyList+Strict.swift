@@ -159,6 +159,15 @@ extension PropertyListValue {
     }
   }
 
+  /// Why Foundation's parser refuses `data` as OpenStep text, saying what was found, where
+  /// (line and column) and what was expected there, its control characters escaped; `nil` when
+  /// `data` is XML or reads as OpenStep text (``OpenStepPropertyList/syntaxError(in:)``). A
+  /// document in UTF-16 with its byte order mark is looked at as its UTF-8 text.
+  package static func openStepSyntaxError(in data: Data) -> String? {
+    let text = utf16Text(data).map { Array($0.utf8) } ?? Array(data)
+    return OpenStepPropertyList.syntaxError(in: text)
+  }
+
   /// `data` with a byte order mark when it is an XML document in UTF-16 without one (it
   /// starts `<?` in UTF-16, as XML tells the encoding of a document without a mark), which
   /// Foundation's parser reads only with a mark; else `data` as it is.
