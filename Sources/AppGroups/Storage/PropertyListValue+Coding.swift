@@ -126,7 +126,10 @@ extension PropertyListValue {
   /// Binary is written by this package's own writer; XML by Foundation,
   /// which keeps booleans as `<true/>`/`<false/>` and integers as
   /// `<integer>`, writes a float as a `<real>` (read back as a double: XML
-  /// has one kind of real), and writes dates to the whole second.
+  /// has one kind of real; `nan`, `+infinity` and `-infinity` as such), and writes dates to the
+  /// whole second. Foundation writes a -0.0 as `0.0`, losing its sign: it is written
+  /// `<real>-0.0</real>` here (``XMLPropertyList/restoringNegativeZeros(_:of:)``), which this
+  /// package's reader and Foundation's read as -0.0.
   ///
   /// - Throws: ``AppGroupsError/Code/unsupportedValue`` if Foundation cannot
   ///   write the value as XML. Binary never fails.
@@ -136,13 +139,88 @@ extension PropertyListValue {
       return BinaryPropertyList.encode(self)
     case .xml:
       do {
-        return try PropertyListSerialization.data(fromPropertyList: foundationValue, format: .xml, options: 0)
+        let xml = try PropertyListSerialization.data(fromPropertyList: foundationValue, format: .xml, options: 0)
+        return holdsNegativeZero ? XMLPropertyList.restoringNegativeZeros(xml, of: self) : xml
       } catch {
         throw AppGroupsError(
           .unsupportedValue,
           "the \(typeName) cannot be written as an XML property list: \((error as NSError).localizedDescription)"
         )
       }
+    }
+  }
+}
+
+extension PropertyListValue {
+  /// Whether the value is or holds a real that is -0.0.
+  var holdsNegativeZero: Bool {
+    switch self {
+    case .real(let number): number == 0 && number.sign == .minus
+    case .array(let items): items.contains { $0.holdsNegativeZero }
+    case .dictionary(let entries): entries.values.contains { $0.holdsNegativeZero }
+    default: false
+    }
+  }
+}
+
+extension XMLPropertyList {
+  /// `xml`, Foundation's XML for `value`, with each `<real>0.0</real>` that stands for a -0.0 of
+  /// `value` written `<real>-0.0</real>`, and every other byte as it is. Foundation's writer
+  /// writes any zero as `0.0`, so a -0.0 read back was 0.0. The document is walked along with
+  /// `value`: a dictionary's entries by their keys as written (in whatever order the writer
+  /// sorts them), an array's items by their place.
+  static func restoringNegativeZeros(_ xml: Data, of value: PropertyListValue) -> Data {
+    let offsets = markup(xml) { markup -> [Int] in
+      var found: [Int] = []
+      guard var element = markup.next() else { return [] }
+      if markup.isPlist(element) {
+        guard let root = markup.next() else { return [] }
+        element = root
+      }
+      _ = negativeZeros(in: value, at: element, &markup, &found)
+      return found
+    }
+    var restored = xml
+    for offset in offsets.reversed() { restored.insert(UInt8(ascii: "-"), at: restored.startIndex + offset) }
+    return restored
+  }
+
+  /// Walks the value whose opening tag `element` was just read, noting where the text of each
+  /// `<real>0.0</real>` standing for a -0.0 of `value` starts; `false` where the document ends
+  /// or is not shaped as a value (the walk stops).
+  private static func negativeZeros(
+    in value: PropertyListValue?, at element: Element, _ markup: inout Markup, _ found: inout [Int]
+  ) -> Bool {
+    guard !element.closing, let tag = element.tag else { return false }
+    if element.empty { return true }
+    switch tag {
+    case .dict:
+      guard case .dictionary(let entries)? = value else { return false }
+      while let next = markup.next() {
+        if next.closing { return true }
+        guard next.tag == .key, !next.empty, let key = markup.text(closing: .key),
+          let inner = markup.next(), negativeZeros(in: entries[key], at: inner, &markup, &found)
+        else { return false }
+      }
+      return false
+    case .array:
+      guard case .array(let items)? = value else { return false }
+      var index = 0
+      while let next = markup.next() {
+        if next.closing { return true }
+        guard index < items.count, negativeZeros(in: items[index], at: next, &markup, &found) else { return false }
+        index += 1
+      }
+      return false
+    case .real:
+      let start = markup.offset
+      guard let text = markup.text(closing: .real) else { return false }
+      if case .real(let number)? = value, number == 0, number.sign == .minus, text == "0.0" {
+        found.append(start)
+      }
+      return true
+    default:
+      return markup.text(closing: tag) != nil
     }
   }
 }

@@ -533,7 +533,15 @@ enum XMLPropertyList {
       return .integer(n)
     }
 
+    /// A number as Foundation writes one: digits, with a `-` before and an exponent after them
+    /// as they come, or `nan`, `+infinity`, `-infinity` (other spellings go to Foundation).
     static func real(_ text: String) -> PropertyListValue? {
+      switch text {
+      case "nan": return .real(.nan)
+      case "+infinity": return .real(.infinity)
+      case "-infinity": return .real(-.infinity)
+      default: break
+      }
       guard let first = text.utf8.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39),
         let n = Double(text), n.isFinite
       else { return nil }
