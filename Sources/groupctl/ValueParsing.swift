@@ -108,7 +108,9 @@ func parseUntyped(_ word: String) throws(ValidationError) -> PropertyListValue {
   // What Foundation's reader reads as something the literal does not say (a date out of
   // range, which it moves to another day; a key given twice, of which it keeps one; XML after
   // the value, which it drops) is refused, as `import` refuses it in a file.
-  if let problem = PropertyListValue.misreadValues(in: Data(word.utf8)) {
+  if let problem = PropertyListValue.contentAfterRootValue(in: Data(word.utf8))
+    ?? PropertyListValue.misreadValues(in: Data(word.utf8))
+  {
     throw ValidationError("'\(shown)' is not a property-list literal (\(problem))")
   }
   return value

@@ -95,4 +95,22 @@ struct GroupctlTrailingXMLTests {
     try g.ok(["import", Self.app, file.path])
     #expect(try g.ok(["read", Self.app, "a"]) == "1\n")
   }
+  /// A suite's own file with XML after its root value is read as Foundation reads it: every
+  /// key of the root value is live, for groupctl and for the next write, and nothing is moved
+  /// aside (only input from outside is refused for it).
+  @Test func aSuiteFileWithXMLAfterItsRootIsReadAsFoundationReadsIt() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "seed", "1"])
+    let file = g.appFile()
+    let text = Self.document.replacingOccurrences(of: "</plist>\n", with: "</plist>\n<junk/>\n")
+    try Data(text.utf8).write(to: file)
+    let read = try g.run(["read", Self.app, "a"])
+    #expect(read.status == 0 && read.stdout == "1\n", "\(read)")
+    try g.ok(["write", Self.app, "b", "2"])
+    #expect(try g.ok(["read", Self.app, "a"]) == "1\n")
+    #expect(try g.ok(["read", Self.app, "b"]) == "2\n")
+    let folder = file.deletingLastPathComponent().path
+    let aside = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".unreadable-") }
+    #expect(aside.isEmpty, "\(aside)")
+  }
 }

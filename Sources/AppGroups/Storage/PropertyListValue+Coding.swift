@@ -18,9 +18,10 @@ extension PropertyListValue {
   ///
   /// Foundation's parser reads some XML its own way instead of refusing it: a `<data>` that
   /// is not base64 as empty or partial bytes, a `<date>` out of range as another date, a key
-  /// given twice in one dictionary as one of its values, a document with XML after its root value
-  /// as that value alone. Such a document is refused, as is a
-  /// binary one whose dictionary gives a key twice: it is never read as if it said them.
+  /// given twice in one dictionary as one of its values. Such a document is refused, as is a
+  /// binary one whose dictionary gives a key twice: it is never read as if it said them. XML
+  /// after the root value is not looked at here (see
+  /// ``contentAfterRootValue(in:)``): the root value is read, as Foundation reads it.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
   ///   when the bytes are empty, malformed, hold something that is not a

@@ -21,9 +21,8 @@ extension PropertyListValue {
   }
 
   /// The first value of the property list `data` that a parser would read as something the
-  /// file does not say, as a reason naming its place; `nil` when there is none. In XML: content
-  /// after the root value other than white space, comments and processing instructions
-  /// (``trailingContent(in:)``), named first; a `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
+  /// file does not say, as a reason naming its place; `nil` when there is none. In XML: a
+  /// `<data>` or `<date>` (``XMLPropertyList``'s rules, a year of any width), or a key given
   /// twice in a dictionary, by line; a document in UTF-16 (with its byte order mark, or
   /// without one: ``withByteOrderMark(_:)``) is looked at as its UTF-8 text. In OpenStep
   /// text: a key given twice in a dictionary, by line (``OpenStepPropertyList``). In a binary
@@ -51,8 +50,6 @@ extension PropertyListValue {
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
     if let repeated = OpenStepPropertyList.repeatedKeys(in: text, all: all) { return repeated }
-    // What follows the root value comes first: the values before it are read, it is not.
-    if let trailing = trailingContent(in: text) { return [MisreadValue(key: nil, reason: trailing)] }
     return XMLPropertyList.markup(text) { markup -> [MisreadValue] in
       var found: [MisreadValue] = []
       // The open `<dict>`s and `<array>`s: a dictionary's keys so far, with their lines.
@@ -108,6 +105,21 @@ extension PropertyListValue {
       }
       return found
     }
+  }
+
+  /// What a property list given from outside (a `groupctl write` literal, an imported file)
+  /// holds after its root value, as ``trailingContent(in:)`` names it; `nil` for a binary
+  /// property list, or when only white space, comments and processing instructions follow.
+  ///
+  /// Not one of the ``misreadValues(in:)``: the values before it are read as the file says
+  /// them. A suite's own file with XML after its root value is read as Foundation reads it,
+  /// its root value, so that no key it holds is left out for what follows; a tool that takes
+  /// a file from outside asks here and refuses it, so that nothing in it is dropped unsaid.
+  package static func contentAfterRootValue(in data: Data) -> String? {
+    if data.starts(with: "bplist".utf8) { return nil }
+    var text = data
+    if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
+    return trailingContent(in: text)
   }
 
   /// What an XML document (or a bare value, as `groupctl write` takes one: `<string>a</string>`)

@@ -36,8 +36,11 @@ struct ImportCommand: ParsableCommand {
       throw CommandFailure(
         "cannot import \(source): \(error.message); \(domain) was not changed")
     }
-    // A bad <data> or <date>, or a key given twice, is read as values the file does not hold.
-    if let problem = PropertyListValue.misreadValues(in: data) {
+    // A bad <data> or <date>, or a key given twice, is read as values the file does not hold;
+    // XML after the root value would be dropped.
+    if let problem = PropertyListValue.contentAfterRootValue(in: data)
+      ?? PropertyListValue.misreadValues(in: data)
+    {
       throw CommandFailure("cannot import \(source): \(problem); \(domain) was not changed")
     }
     guard case .dictionary(let values) = value else {
