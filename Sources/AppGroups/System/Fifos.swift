@@ -55,15 +55,11 @@ enum Fifos {
     defer { FileSystem.close(fd) }
     var s = stat()
     guard Status.open(fd, &s) == 0, s.fileType == FileMode.fifo else { return .gone }
-    var pipeOnly = sigset_t()
-    var previous = sigset_t()
-    sigemptyset(&pipeOnly)
-    sigaddset(&pipeOnly, SIGPIPE)
-    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    let result = bytes.withUnsafeBytes { buffer in
-      Result { () throws(SystemCallError) in
-        try valueOrErrno("write", path: path) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+    let result = Processes.withPipeSignalHeldOff {
+      bytes.withUnsafeBytes { buffer in
+        Result { () throws(SystemCallError) in
+          try valueOrErrno("write", path: path) { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+        }
       }
     }
     do throws(SystemCallError) {
@@ -71,11 +67,7 @@ enum Fifos {
     } catch {
       switch error.errno {
       case EAGAIN: return .full
-      case EPIPE:
-        // The SIGPIPE the write raised is pending on this thread: take it before unblocking.
-        var zero = timespec()
-        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
-        return .gone
+      case EPIPE: return .gone
       default: return .failed(error)
       }
     }

@@ -322,6 +322,28 @@ package enum Processes {
   }
 }
 
+extension Processes {
+  /// Runs `body` with `SIGPIPE` blocked on the calling thread, so that a write to a pipe or
+  /// fifo whose reader is gone fails with `EPIPE` instead of ending the process. A `SIGPIPE`
+  /// that `body`'s writes raised is pending on this thread: it is taken before the mask is
+  /// restored, so it never arrives later.
+  static func withPipeSignalHeldOff<Value, Failure: Error>(
+    _ body: () throws(Failure) -> Value
+  ) throws(Failure) -> Value {
+    var pipeOnly = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&pipeOnly)
+    sigaddset(&pipeOnly, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
+    defer {
+      var zero = timespec()
+      while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
+      pthread_sigmask(SIG_SETMASK, &previous, nil)
+    }
+    return try body()
+  }
+}
+
 /// This process's standard output, written to directly (not through `stdout`'s buffer).
 package enum StandardOutput {
   /// Writes `text` whole, retrying after a signal and after a partial write.
@@ -356,22 +378,7 @@ package enum StandardOutput {
   ///
   /// - Throws: as ``write(_:)``.
   package static func writeHoldingOffPipeSignal(_ text: String) throws(AppGroupsError) {
-    var pipeOnly = sigset_t()
-    var previous = sigset_t()
-    sigemptyset(&pipeOnly)
-    sigaddset(&pipeOnly, SIGPIPE)
-    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    do {
-      try write(text)
-    } catch {
-      if error.systemErrno == EPIPE {
-        // The SIGPIPE the write raised is pending on this thread: take it before unblocking.
-        var zero = timespec()
-        while sigtimedwait(&pipeOnly, nil, &zero) > 0 {}
-      }
-      throw error
-    }
+    try Processes.withPipeSignalHeldOff { () throws(AppGroupsError) in try write(text) }
   }
 
   /// Flushes what `print` buffered, and says whether everything printed since the process
