@@ -200,9 +200,10 @@ struct JournalRestoreTests {
   }
 
   /// A journal written by an older build (`AGJRNL01`: the plist's device where the check is
-  /// now) is read by its identity as before, appended to as it is, and, its plist touched,
-  /// is a journal of another version as before: said, and kept aside by the next commit.
-  @Test func aVersionOneJournalIsReadAsBefore() throws {
+  /// now) is read by its identity as before; this build adds nothing to it: its next commit
+  /// folds it into the plist, so that no write it acknowledges rests on a header that a touch
+  /// or copy of the plist would orphan.
+  @Test func aVersionOneJournalIsReadAndFoldedByTheNextCommit() throws {
     let t = try TestRoot()
     let root = try suiteWithJournal(t)
     // Its header written as an older build writes it, in place (the lock file publishes the
@@ -219,18 +220,59 @@ struct JournalRestoreTests {
     #expect(try root.groupctl(["read", Self.group, "acked-1"]).stdout == "one\n")
     #expect(try root.readInAnotherProcess() == Self.acknowledged)
     #expect(try TestRoot.readOnDisk(t.groupSuiteFile)["acked-2"] as? String == "two")
-    // Appended to as it is.
+    // Not added to: the next commit folds it, and the journal is gone.
     #expect(try root.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
-    let journal = try #require(FileManager.default.contents(atPath: root.journal))
-    #expect(String(decoding: journal.prefix(8), as: UTF8.self) == "AGJRNL01")
-    #expect(try root.groupctl(["read", Self.group, "acked-3"]).stdout == "three\n")
+    #expect(!FileManager.default.fileExists(atPath: root.journal))
+    var expected = Self.acknowledged
+    expected["acked-3"] = "three"
+    #expect(try root.readInAnotherProcess() == expected)
 
-    // Touched: nothing in its header tells the plist's content, so it is another version's.
+    // Touched now, nothing is hidden: the values are in the plist.
     try FileManager.default.setAttributes(
       [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
-    let read = try root.groupctl(["read", Self.group])
-    #expect(read.stderr.contains("is a journal of another version of the plist"), "\(read.stderr)")
-    #expect(try root.groupctl(["write", Self.group, "next", "1"]).status == 0)
-    #expect(try root.keptAside().count == 1)
+    #expect(try root.readInAnotherProcess() == expected)
+    #expect(try root.groupctl(["write", Self.group, "acked-4", "four"]).status == 0)
+    #expect(try root.keptAside().isEmpty)
+    expected["acked-4"] = "four"
+    #expect(try root.readInAnotherProcess() == expected)
+  }
+  /// A compaction cut short between its new plist's rename and the old journal's removal,
+  /// where the new plist has the old one's bytes (a key set and set back): the journal left at
+  /// the path is never applied, not even once the plist is touched or copied, since the
+  /// rewrite withdrew the journal's content check before the rename. Before, a touch or copy
+  /// made it match the new plist by content, and its folded record set the key back to the
+  /// value the later commit had replaced.
+  @Test(arguments: Restore.allCases)
+  func aJournalLeftByACompactionCutShortIsNotAppliedAfterATouchOrCopy(_ kind: Restore) throws {
+    let t = try TestRoot()
+    defer { removeCopy(t) }
+    let root = Root(path: t.path)
+    // A large suite written by this package, so that a rewrite gives back its very bytes; its
+    // key `big` too large for the journal, so that setting it back rewrites the plist.
+    let big = String(repeating: "b", count: 20_000)
+    var xml = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
+    for i in 0..<800 { xml += "<key>k\(i)</key><string>value-\(i)-padding</string>" }
+    xml += "<key>big</key><string>\(big)</string></dict></plist>"
+    let file = t.sandbox.url.appendingPathComponent("large.plist")
+    try Data(xml.utf8).write(to: file)
+    #expect(try root.groupctl(["import", Self.group, file.path]).status == 0)
+    let base = try Data(contentsOf: URL(fileURLWithPath: root.plist))
+
+    #expect(try root.groupctl(["write", Self.group, "big", "changed"]).status == 0)
+    try #require(FileManager.default.fileExists(atPath: root.journal), "a small commit is journaled")
+    // The journal as the compaction finds it, kept by a second link to its inode.
+    let saved = t.sandbox.url.appendingPathComponent("journal.saved").path
+    try FileManager.default.linkItem(atPath: root.journal, toPath: saved)
+    #expect(try root.groupctl(["write", Self.group, "big", big]).status == 0)
+    #expect(!FileManager.default.fileExists(atPath: root.journal), "setting it back rewrote the plist")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: root.plist)) == base, "with the same bytes")
+    // The crash's state: the new plist, the old journal still at its path.
+    try FileManager.default.linkItem(atPath: saved, toPath: root.journal)
+
+    let read = try restore(t, kind)
+    let value = try read.groupctl(["read", Self.group, "big"])
+    #expect(value.status == 0 && value.stdout == big + "\n", "\(value.stdout.prefix(40)) \(value.stderr)")
+    #expect(try read.groupctl(["write", Self.group, "other", "1"]).status == 0)
+    #expect(try read.groupctl(["read", Self.group, "big"]).stdout == big + "\n")
   }
 }

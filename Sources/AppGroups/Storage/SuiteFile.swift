@@ -422,8 +422,16 @@ final class SuiteFile: Sendable {
         return .success(next)
       }
       do throws(AppGroupsError) {
+        // A damaged journal is kept aside whole, not removed: its bytes are not touched.
+        let folding = cs.journalDamage.isEmpty ? cs.journal : nil
         let identity = try PropertyListFile.write(
-          next, to: path, notBefore: expected?.modified, beforeRename: check,
+          next, to: path, notBefore: expected?.modified,
+          beforeRename: { () throws(SystemCallError) in
+            try check()
+            // The journal folded here must not match the new plist by content after a crash
+            // before its removal (see ``SuiteJournal/withdrawContentCheck(journalOf:at:)``).
+            if let folding { try SuiteJournal.withdrawContentCheck(journalOf: path, at: folding) }
+          },
           afterRename: {
             TestHooks.afterRename?(path)
             advanced = lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal)

@@ -20,8 +20,10 @@ import Foundation
 /// to it: a crash between the two leaves a journal that is not read.
 ///
 /// A journal written by an older build has the magic `AGJRNL01` and names the plist's device
-/// in place of the check: it is read by those four fields alone, and appends to it keep its
-/// header. A journal is never rewritten in place.
+/// in place of the check: it is read by those four fields alone, and the next commit folds it
+/// into the plist, adding nothing to it. A journal's records are never rewritten in place; a
+/// rewrite that folds a journal zeroes its check first (``withdrawContentCheck(journalOf:at:)``),
+/// so that a journal left by a compaction cut short never matches the new plist by content.
 ///
 /// After the header come records, each a little-endian `UInt32` length, a `UInt64` check of
 /// the payload, and the payload: a binary property list `{s: {key: value}, r: [key]}`, the
@@ -85,10 +87,11 @@ package enum SuiteJournal {
   struct Position: Equatable, Sendable {
     var inode: UInt64
     var end: Int
-    /// Whether the header names the plist by its content only, not by its identity (the
-    /// plist was touched, copied or restored since the journal was started): the next commit
-    /// folds the journal into the plist instead of appending to it, as the lock file cannot
-    /// publish its length for a version its header does not name.
+    /// Whether the next commit folds the journal into the plist instead of appending to it:
+    /// its header names the plist by its content only, not by its identity (the plist was
+    /// touched, copied or restored since the journal was started), as the lock file cannot
+    /// publish its length for a version its header does not name; or it is an older build's
+    /// journal (`AGJRNL01`), whose header names no content, which this build does not add to.
     var byContent = false
   }
 
@@ -306,6 +309,10 @@ package enum SuiteJournal {
       } else if !ours {
         damage.append(.header)
       }
+      // An older build's journal names the plist by its identity alone: this build does not
+      // add to it, so that no change it acknowledges rests on that header; the next commit
+      // folds it into the plist, and a journal started after names the plist's bytes too.
+      if ours, headerFormat(bytes) == 1 { byContent = true }
       offset = headerSize
     }
     var changes: [Change] = []
@@ -404,6 +411,30 @@ package enum SuiteJournal {
     published(Position(inode: position.inode, end: position.end + record.count))
   }
 
+  /// Withdraws the content check from the header of the journal at `position` (the journal a
+  /// rewrite folds), durably, before the rewrite renames its new plist in: a compaction cut
+  /// short between that rename and the journal's removal then leaves a journal that no plist
+  /// matches by content, though the new plist's bytes may equal the old one's (a key set and
+  /// set back). Without this, a touch or copy of that plist would have the folded records
+  /// applied again over a later change. The identity words stay: until the rename, readers of
+  /// the plist still in place read the journal by them, as before.
+  ///
+  /// Nothing is done for a journal with an older build's header (it holds no check), when
+  /// the file at the path is not the one read (another writer replaced it: the rewrite keeps
+  /// it aside), or when it cannot be opened to be written. Call holding the suite's lock.
+  /// - Throws: the failed write or `fdatasync(2)` of the header: the rewrite does not happen.
+  static func withdrawContentCheck(journalOf plistPath: String, at position: Position) throws(SystemCallError) {
+    // What cannot be opened to be written (a folder, a link, a file made read-only) is no
+    // journal this build wrote and left as it was: the rewrite keeps it aside or removes it.
+    guard let file = try? OpenFile(existing: path(of: plistPath), for: .readingAndWriting) else { return }
+    let status = try file.status()
+    guard status.isRegularFile, status.identity.inode == position.inode, status.size >= headerSize,
+      headerFormat(try file.read(at: 0, count: magicText.utf8CodeUnitCount)) == 2
+    else { return }
+    try file.write([UInt8](repeating: 0, count: 8), at: 8)
+    try file.syncData()
+  }
+
   /// Starts the journal of plist version `base` with `record`: written to a temporary file,
   /// `fsync`ed and renamed into place, a journal of another version first kept aside and said
   /// (see
@@ -439,9 +470,10 @@ package enum SuiteJournal {
     if isJournal(journal, ofAnotherVersionThan: base) {
       let aside = try PropertyListFile.moveAside(journal)
       Diagnostics.report(
-        "\(journal) is a journal of another version of \(plistPath) (the plist was touched, copied,"
-          + " restored or replaced since it was written, or a compaction was cut short): its records"
-          + " are not read, and may hold changes the suite does not have; it was moved to \(aside)")
+        "\(journal) is a journal of another version of \(plistPath) (the plist was replaced or edited"
+          + " since it was written, touched or copied under an older build's journal, or a compaction"
+          + " was cut short): its records are not read, and may hold changes the suite does not have;"
+          + " it was moved to \(aside)")
     }
     FileSystem.removeLeftoverTemporaries(for: FileSystem.lastComponent(of: journal), in: FileSystem.folder(of: journal))
     let identity = try FileSystem.writeAtomically(
@@ -524,7 +556,10 @@ package enum SuiteJournal {
   private static func header(
     _ header: [UInt8], namesContentOf plistPath: String, version base: FileIdentity
   ) throws(SystemCallError) -> Bool {
-    guard headerFormat(header) == 2, Int64(bitPattern: word(header, 24)) == base.size else { return false }
+    // A check of 0 is none: withdrawn by a rewrite that folded the journal
+    // (``withdrawContentCheck(journalOf:at:)``).
+    guard headerFormat(header) == 2, word(header, 8) != 0, Int64(bitPattern: word(header, 24)) == base.size
+    else { return false }
     return try contentCheck(ofPlistAt: plistPath, version: base) == word(header, 8)
   }
 
