@@ -275,4 +275,25 @@ struct JournalRestoreTests {
     #expect(try read.groupctl(["write", Self.group, "other", "1"]).status == 0)
     #expect(try read.groupctl(["read", Self.group, "big"]).stdout == big + "\n")
   }
+  /// A rewrite that folds a journal withdraws its check before its rename: read in that moment,
+  /// or cut short there, the plist still in place and only touched is still the journal's (the
+  /// same inode and size), and the next commit folds it. A reader racing the first commit after
+  /// a touch read the old plist alone.
+  @Test func aJournalWhoseCheckWasWithdrawnIsReadWhileItsPlistIsInPlace() throws {
+    let t = try TestRoot()
+    let root = try suiteWithJournal(t)
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: root.journal))
+    try handle.seek(toOffset: 8)
+    try handle.write(contentsOf: Data(count: 8))
+    try handle.close()
+    try FileManager.default.setAttributes(
+      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
+    #expect(try root.readInAnotherProcess() == Self.acknowledged)
+    #expect(try root.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
+    #expect(try root.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
+    #expect(try root.keptAside().isEmpty)
+    var expected = Self.acknowledged
+    expected["acked-3"] = "three"
+    #expect(try root.readInAnotherProcess() == expected)
+  }
 }

@@ -23,7 +23,24 @@ package struct StoredSuite: Sendable {
   /// - Throws: `.io` when the plist or its journal cannot be read, the message the system's
   ///   reason alone; `.corruptPreferences` when the plist cannot be read as a domain (an app
   ///   that opens the suite moves it aside), the message the reason.
+  ///
+  /// A commit that lands between the plist's read and its journal's (a compaction that folds
+  /// the journal into a new plist and removes it) would leave the old plist without the
+  /// journal it was read with: the plist is looked at again after its journal was read, and
+  /// read again when it is not the one read (a few times, then as it stands).
   package static func read(plistAt plistPath: String) throws(AppGroupsError) -> StoredSuite? {
+    var attempt = 0
+    while true {
+      let (suite, identity) = try readOnce(plistAt: plistPath)
+      attempt += 1
+      guard let identity, attempt < 8, (try? FileSystem.identity(ofPath: plistPath)) != identity else {
+        return suite
+      }
+    }
+  }
+
+  /// One read of the plist and its journal: the suite, and the plist's identity as read.
+  private static func readOnce(plistAt plistPath: String) throws(AppGroupsError) -> (StoredSuite?, FileIdentity?) {
     let contents: PropertyListFile.Contents
     do {
       contents = try PropertyListFile.read(plistPath)
@@ -34,7 +51,7 @@ package struct StoredSuite: Sendable {
     let identity: FileIdentity
     switch consume contents {
     case .missing:
-      return nil
+      return (nil, nil)
     case .unreadable(let reason, _):
       throw AppGroupsError(.corruptPreferences, reason)
     case .values(let values, let read):
@@ -62,6 +79,6 @@ package struct StoredSuite: Sendable {
     } else {
       suite.journalOfAnotherVersion = SuiteJournal.otherVersionProblem(ofSuiteAt: plistPath)
     }
-    return suite
+    return (suite, identity)
   }
 }

@@ -552,14 +552,17 @@ package enum SuiteJournal {
   }
 
   /// Whether a version-2 journal's header names plist version `base` by its content: the same
-  /// size, and the check of the plist's bytes, read again for it.
+  /// size, and the check of the plist's bytes, read again for it; or, its check withdrawn, the
+  /// same size and inode.
   private static func header(
     _ header: [UInt8], namesContentOf plistPath: String, version base: FileIdentity
   ) throws(SystemCallError) -> Bool {
-    // A check of 0 is none: withdrawn by a rewrite that folded the journal
-    // (``withdrawContentCheck(journalOf:at:)``).
-    guard headerFormat(header) == 2, word(header, 8) != 0, Int64(bitPattern: word(header, 24)) == base.size
-    else { return false }
+    guard headerFormat(header) == 2, Int64(bitPattern: word(header, 24)) == base.size else { return false }
+    // A check of 0 was withdrawn by a rewrite that folds the journal
+    // (``withdrawContentCheck(journalOf:at:)``): in flight, or cut short. Before its rename
+    // the plist is still the file the header names, only touched since: the journal is its.
+    // After it (a new file) it is not, whatever its bytes.
+    if word(header, 8) == 0 { return word(header, 16) == base.inode }
     return try contentCheck(ofPlistAt: plistPath, version: base) == word(header, 8)
   }
 
