@@ -141,11 +141,15 @@ struct ResolvedDomain {
         printError("\(domain): \(problem) (see 'groupctl doctor')")
       }
       if let damage = suite.journalDamage {
+        let next =
+          suite.journalRecordsRead
+          ? "what could be read of it is shown; the next write (or the next app that opens the"
+            + " suite) folds that into the plist and moves the journal aside"
+          : "nothing of it is read; the next write (or the next app that opens the suite) moves"
+            + " it aside"
         printError(
           "\(domain): \(path).journal, the suite's last small commits, cannot be read whole"
-            + " (\(damage)); what could be read of it is shown; the next write (or the next app"
-            + " that opens the suite) folds that into the plist and moves the journal aside (see"
-            + " 'groupctl doctor')")
+            + " (\(damage)); \(next) (see 'groupctl doctor')")
       }
       return suite.values
     } catch where error.code == .io {

@@ -12,6 +12,9 @@ package struct StoredSuite: Sendable {
   package var skipped: [String]
   /// What is wrong with the journal, in words; `nil` when nothing is.
   package var journalDamage: String?
+  /// Whether, the journal damaged, its records that check were read (a damaged header, a cut):
+  /// not when something else lies at its path.
+  package var journalRecordsRead = true
   /// What to say of a journal of another version of the plist at the journal's path (see
   /// ``SuiteJournal/otherVersionProblem(ofSuiteAt:)``), which is not read; `nil` when there is none.
   package var journalOfAnotherVersion: String? = nil
@@ -75,7 +78,10 @@ package struct StoredSuite: Sendable {
     if let tail {
       for change in tail.changes { suite.values[change.key] = change.value }
       let damage = tail.damage.filter { !$0.mayBeInFlight }
-      if !damage.isEmpty { suite.journalDamage = damage.map(\.description).joined(separator: "; ") }
+      if !damage.isEmpty {
+        suite.journalDamage = damage.map(\.description).joined(separator: "; ")
+        suite.journalRecordsRead = damage.allSatisfy(\.leavesRecordsReadable)
+      }
     } else {
       suite.journalOfAnotherVersion = SuiteJournal.otherVersionProblem(ofSuiteAt: plistPath)
     }

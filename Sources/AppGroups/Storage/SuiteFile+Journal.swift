@@ -107,12 +107,7 @@ extension SuiteFile {
       return
     }
     guard !damage.isEmpty || aside != nil else { return }
-    let readable = damage.allSatisfy {
-      switch $0 {
-      case .notARegularFile, .notAJournal, .missing, .replaced, .tooLarge: return false
-      default: return true
-      }
-    }
+    let readable = damage.allSatisfy(\.leavesRecordsReadable)
     var text = "\(journal): \(damage.isEmpty ? "it is not a journal" : Self.describe(damage))"
     if readable { text += "; the records that could be read are in \(path) now" }
     if let aside { text += "; it was moved to \(aside)" }

@@ -137,6 +137,16 @@ package enum SuiteJournal {
     /// (a large one is folded into the plist long before): nothing of it was read.
     case tooLarge(size: Int)
 
+    /// Whether the records at the journal's path can still be read past this (a damaged header,
+    /// a cut, bytes that are not records): not when something else is there or nothing is, or
+    /// it is too large to be read.
+    var leavesRecordsReadable: Bool {
+      switch self {
+      case .notARegularFile, .notAJournal, .missing, .replaced, .tooLarge: return false
+      case .short, .header, .unparsed: return true
+      }
+    }
+
     /// Whether a reader that does not hold the suite's lock may see this while a commit is in
     /// flight: a new journal's length is published just before it is renamed into place.
     /// Under the lock it is damage.
