@@ -296,4 +296,28 @@ struct JournalRestoreTests {
     expected["acked-3"] = "three"
     #expect(try root.readInAnotherProcess() == expected)
   }
+  /// A record on disk that was never published (its writer died before the lock file said it
+  /// was durable) is not read after a touch or copy either: the lock file's record for the
+  /// version the journal's header names bounds it, as it bounds a reader of the plist as it was.
+  /// Before, a touched plist and a copy read it, and the original root did not.
+  @Test(arguments: Restore.allCases)
+  func aRecordNeverPublishedIsNotReadAfterATouchOrCopy(_ kind: Restore) throws {
+    let t = try TestRoot()
+    defer { removeCopy(t) }
+    let root = try suiteWithJournal(t)
+    let plist = try Data(contentsOf: t.groupSuiteFile)
+    let lock = URL(fileURLWithPath: root.plist + ".lock")
+    let published = try Data(contentsOf: lock)
+    #expect(try root.groupctl(["write", Self.group, "acked-2", "unpublished"]).status == 0)
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plist, "the write went to the journal")
+    // The writer's death before it published: the lock file as it was, written in place.
+    let handle = try FileHandle(forUpdating: lock)
+    try handle.write(contentsOf: published)
+    try handle.close()
+    #expect(try root.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
+
+    let read = try restore(t, kind)
+    #expect(try read.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
+    #expect(try read.readInAnotherProcess() == Self.acknowledged)
+  }
 }

@@ -69,9 +69,10 @@ package struct StoredSuite: Sendable {
     }
     let tail: SuiteJournal.Tail?
     do {
+      let latest = SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))
       tail = try SuiteJournal.read(
-        journalOf: plistPath, base: identity, after: nil,
-        published: SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath))?.journal(of: identity))
+        journalOf: plistPath, base: identity, after: nil, published: latest?.journal(of: identity),
+        latest: latest.map { ($0.identity, $0.journal) })
     } catch {
       throw AppGroupsError(.io, error.reason ?? error.code.description, cause: error)
     }

@@ -203,13 +203,17 @@ extension SuiteFile {
     // The record names exactly the plist read (as it does but while a commit is in flight):
     // its journal is this version's.
     let published: SuiteJournal.Published?
+    var latest = record
     if let record, record.identity == base {
       published = record.journal(of: base)
     } else {
-      published = lockFile?.read()?.journal(of: base)
+      latest = lockFile?.read()
+      published = latest?.journal(of: base)
     }
     if !probing, after == nil, published?.length == 0 { return nil }
-    return try SuiteJournal.read(journalOf: path, base: base, after: after, published: published)
+    return try SuiteJournal.read(
+      journalOf: path, base: base, after: after, published: published,
+      latest: latest.map { ($0.identity, $0.journal) })
   }
 
   /// What the token record publishes of the journal when an outside edit moves the token to

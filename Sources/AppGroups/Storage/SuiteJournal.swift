@@ -254,8 +254,15 @@ package enum SuiteJournal {
   /// - Returns: `nil` when there is no journal of this version: nothing there and nothing
   ///   published, a journal of another version, or one of which nothing is durable.
   /// - Throws: the failed call when the journal exists but cannot be read.
+  ///
+  /// `latest`: the lock file's record as it stands, whatever version it names. A journal read
+  /// by its content (its plist touched or copied since) is read no further than the length
+  /// that record publishes when it names the version the journal's header names (a record
+  /// whose writer died before it was published is not read), and not at all when it
+  /// publishes no journal for it.
   static func read(
-    journalOf plistPath: String, base: FileIdentity, after: Position?, published: Published?
+    journalOf plistPath: String, base: FileIdentity, after: Position?, published: Published?,
+    latest: (identity: FileIdentity?, journal: Published)? = nil
   ) throws(SystemCallError) -> Tail? {
     let path = path(of: plistPath)
     let nothing = Position(inode: 0, end: 0)
@@ -287,7 +294,7 @@ package enum SuiteJournal {
     if let vouched, vouched.length > status.size {
       damage.append(.short(size: status.size, published: vouched.length))
     }
-    let end = min(status.size, vouched?.length ?? (published == nil ? .max : 0))
+    var end = min(status.size, vouched?.length ?? (published == nil ? .max : 0))
     // The same file as before: its header was checked then (a journal is never rewritten in
     // place; a new one is renamed in), and only what was appended since is read.
     let start: Int
@@ -305,6 +312,8 @@ package enum SuiteJournal {
     let bytes = try file.read(at: start, count: count)
     var offset = 0
     var byContent = start > 0 && after?.byContent == true
+    // How far the records of a journal read by its content go (see `latest`).
+    var contentBound = Int.max
     if start == 0 {
       let isJournal = bytes.count >= headerSize && headerFormat(bytes) != nil
       var ours = isJournal && header(bytes, names: base)
@@ -312,6 +321,12 @@ package enum SuiteJournal {
         guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
         // No record for this version: the plist may have been touched or copied since.
         if !ours, published == nil, try header(bytes, namesContentOf: plistPath, version: base) {
+          if let latest, let named = latest.identity, latest.journal != .unpublished,
+            header(bytes, namesFileOf: named)
+          {
+            guard latest.journal.length > 0 else { return nil }
+            contentBound = latest.journal.length
+          }
           ours = true
           byContent = true
         }
@@ -326,6 +341,7 @@ package enum SuiteJournal {
       offset = headerSize
     }
     var changes: [Change] = []
+    end = min(end, contentBound)
     while min(bytes.count, end - start) - offset >= recordHeaderSize {
       let length = Int(UInt32(truncatingIfNeeded: word(bytes, offset)))
       let check = word(bytes, offset + 4)
@@ -559,6 +575,13 @@ package enum SuiteJournal {
     return (format == 2 || word(header, 8) == base.device) && word(header, 16) == base.inode
       && Int64(bitPattern: word(header, 24)) == base.size
       && Int64(bitPattern: word(header, 32)) == base.modified
+  }
+
+  /// Whether a journal's header names the file of plist version `named` (its inode, size and
+  /// modification time; the device, which a copy moves, left aside).
+  private static func header(_ header: [UInt8], namesFileOf named: FileIdentity) -> Bool {
+    word(header, 16) == named.inode && Int64(bitPattern: word(header, 24)) == named.size
+      && Int64(bitPattern: word(header, 32)) == named.modified
   }
 
   /// Whether a version-2 journal's header names plist version `base` by its content: the same
