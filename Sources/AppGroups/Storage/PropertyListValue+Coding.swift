@@ -21,7 +21,7 @@ extension PropertyListValue {
   /// given twice in one dictionary as one of its values. Such a document is refused, as is a
   /// binary one whose dictionary gives a key twice: it is never read as if it said them. XML
   /// after the root value is not looked at here (see
-  /// ``contentAfterRootValue(in:)``): the root value is read, as Foundation reads it.
+  /// `contentAfterRootValue(in:)`): the root value is read, as Foundation reads it.
   ///
   /// - Throws: ``AppGroupsError/Code/corruptPreferences`` with the reason
   ///   when the bytes are empty, malformed, hold something that is not a
@@ -129,7 +129,7 @@ extension PropertyListValue {
   /// `<integer>`, writes a float as a `<real>` (read back as a double: XML
   /// has one kind of real; `nan`, `+infinity` and `-infinity` as such), and writes dates to the
   /// whole second. Foundation writes a -0.0 as `0.0`, losing its sign: it is written
-  /// `<real>-0.0</real>` here (``XMLPropertyList/restoringNegativeZeros(_:of:)``), which this
+  /// `<real>-0.0</real>` here (`XMLPropertyList.restoringNegativeZeros(_:of:)`), which this
   /// package's reader and Foundation's read as -0.0.
   ///
   /// - Throws: ``AppGroupsError/Code/unsupportedValue`` if Foundation cannot
