@@ -275,27 +275,30 @@ struct JournalRestoreTests {
     #expect(try read.groupctl(["write", Self.group, "other", "1"]).status == 0)
     #expect(try read.groupctl(["read", Self.group, "big"]).stdout == big + "\n")
   }
-  /// A rewrite that folds a journal withdraws its check before its rename: read in that moment,
-  /// or cut short there, the plist still in place and only touched is still the journal's (the
-  /// same inode and size), and the next commit folds it. A reader racing the first commit after
-  /// a touch read the old plist alone.
-  @Test func aJournalWhoseCheckWasWithdrawnIsReadWhileItsPlistIsInPlace() throws {
+  /// A rewrite that folds a journal withdraws its check before its rename, naming the plist in
+  /// place by its identity: cut short there, the journal is still read with that plist, and
+  /// takes no more records: the next commit folds it. Before, writers went on appending to it,
+  /// and a copy of the root, which cannot match a withdrawn check, lost those writes.
+  @Test func aJournalWhoseCheckWasWithdrawnIsReadAndFoldedByTheNextCommit() throws {
     let t = try TestRoot()
     let root = try suiteWithJournal(t)
     let handle = try FileHandle(forUpdating: URL(fileURLWithPath: root.journal))
     try handle.seek(toOffset: 8)
     try handle.write(contentsOf: Data(count: 8))
     try handle.close()
-    try FileManager.default.setAttributes(
-      [.modificationDate: Date(timeIntervalSinceNow: 60)], ofItemAtPath: t.groupSuiteFile.path)
     #expect(try root.readInAnotherProcess() == Self.acknowledged)
     #expect(try root.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
     #expect(try root.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
+    #expect(!FileManager.default.fileExists(atPath: root.journal), "folded, not appended to")
     #expect(try root.keptAside().isEmpty)
     var expected = Self.acknowledged
     expected["acked-3"] = "three"
+    let copy = try restore(t, .copiedWithTimes)
+    defer { removeCopy(t) }
+    #expect(try copy.readInAnotherProcess() == expected)
     #expect(try root.readInAnotherProcess() == expected)
   }
+
   /// A record on disk that was never published (its writer died before the lock file said it
   /// was durable) is not read after a touch or copy either: the lock file's record for the
   /// version the journal's header names bounds it, as it bounds a reader of the plist as it was.

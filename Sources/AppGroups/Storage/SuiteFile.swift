@@ -429,8 +429,10 @@ final class SuiteFile: Sendable {
           beforeRename: { () throws(SystemCallError) in
             try check()
             // The journal folded here must not match the new plist by content after a crash
-            // before its removal (see ``SuiteJournal/withdrawContentCheck(journalOf:at:)``).
-            if let folding { try SuiteJournal.withdrawContentCheck(journalOf: path, at: folding) }
+            // before its removal (see ``SuiteJournal/withdrawContentCheck(journalOf:at:naming:)``).
+            if let folding, let expected {
+              try SuiteJournal.withdrawContentCheck(journalOf: path, at: folding, naming: expected)
+            }
           },
           afterRename: {
             TestHooks.afterRename?(path)

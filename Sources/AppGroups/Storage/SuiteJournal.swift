@@ -22,7 +22,7 @@ import Foundation
 /// A journal written by an older build has the magic `AGJRNL01` and names the plist's device
 /// in place of the check: it is read by those four fields alone, and the next commit folds it
 /// into the plist, adding nothing to it. A journal's records are never rewritten in place; a
-/// rewrite that folds a journal zeroes its check first (``withdrawContentCheck(journalOf:at:)``),
+/// rewrite that folds a journal zeroes its check first (``withdrawContentCheck(journalOf:at:naming:)``),
 /// so that a journal left by a compaction cut short never matches the new plist by content.
 ///
 /// After the header come records, each a little-endian `UInt32` length, a `UInt64` check of
@@ -334,10 +334,11 @@ package enum SuiteJournal {
       } else if !ours {
         damage.append(.header)
       }
-      // An older build's journal names the plist by its identity alone: this build does not
-      // add to it, so that no change it acknowledges rests on that header; the next commit
-      // folds it into the plist, and a journal started after names the plist's bytes too.
-      if ours, headerFormat(bytes) == 1 { byContent = true }
+      // An older build's journal names the plist by its identity alone, and so does one whose
+      // check a rewrite cut short withdrew: this build does not add to it, so that no change it
+      // acknowledges rests on that header; the next commit folds it into the plist, and a
+      // journal started after names the plist's bytes too.
+      if ours, headerFormat(bytes) == 1 || word(bytes, 8) == 0 { byContent = true }
       offset = headerSize
     }
     var changes: [Change] = []
@@ -438,18 +439,23 @@ package enum SuiteJournal {
   }
 
   /// Withdraws the content check from the header of the journal at `position` (the journal a
-  /// rewrite folds), durably, before the rewrite renames its new plist in: a compaction cut
-  /// short between that rename and the journal's removal then leaves a journal that no plist
-  /// matches by content, though the new plist's bytes may equal the old one's (a key set and
-  /// set back). Without this, a touch or copy of that plist would have the folded records
-  /// applied again over a later change. The identity words stay: until the rename, readers of
-  /// the plist still in place read the journal by them, as before.
+  /// rewrite folds), durably, before the rewrite renames its new plist in, and names in it the
+  /// plist it is read with now, `plist` (the rewrite's base, checked in place just before):
+  /// a compaction cut short between that rename and the journal's removal then leaves a
+  /// journal that no plist matches by content, though the new plist's bytes may equal the old
+  /// one's (a key set and set back). Without this, a touch or copy of that plist would have the
+  /// folded records applied again over a later change. Until the rename, readers of the plist
+  /// in place (touched, or in a copied root) find it named by its identity and read the
+  /// journal; a journal left so, its rewrite cut short before the rename, takes no more
+  /// records: the next commit folds it (``Position/byContent``).
   ///
   /// Nothing is done for a journal with an older build's header (it holds no check), when
   /// the file at the path is not the one read (another writer replaced it: the rewrite keeps
   /// it aside), or when it cannot be opened to be written. Call holding the suite's lock.
   /// - Throws: the failed write or `fdatasync(2)` of the header: the rewrite does not happen.
-  static func withdrawContentCheck(journalOf plistPath: String, at position: Position) throws(SystemCallError) {
+  static func withdrawContentCheck(
+    journalOf plistPath: String, at position: Position, naming plist: FileIdentity
+  ) throws(SystemCallError) {
     // What cannot be opened to be written (a folder, a link, a file made read-only) is no
     // journal this build wrote and left as it was: the rewrite keeps it aside or removes it.
     guard let file = try? OpenFile(existing: path(of: plistPath), for: .readingAndWriting) else { return }
@@ -457,7 +463,13 @@ package enum SuiteJournal {
     guard status.isRegularFile, status.identity.inode == position.inode, status.size >= headerSize,
       headerFormat(try file.read(at: 0, count: magicText.utf8CodeUnitCount)) == 2
     else { return }
-    try file.write([UInt8](repeating: 0, count: 8), at: 8)
+    var words: [UInt8] = []
+    words.reserveCapacity(headerSize - 8)
+    append(0, width: 8, to: &words)
+    append(plist.inode, width: 8, to: &words)
+    append(UInt64(bitPattern: plist.size), width: 8, to: &words)
+    append(UInt64(bitPattern: plist.modified), width: 8, to: &words)
+    try file.write(words, at: 8)
     try file.syncData()
   }
 
@@ -585,17 +597,14 @@ package enum SuiteJournal {
   }
 
   /// Whether a version-2 journal's header names plist version `base` by its content: the same
-  /// size, and the check of the plist's bytes, read again for it; or, its check withdrawn, the
-  /// same size and inode.
+  /// size, and the check of the plist's bytes, read again for it (never a check withdrawn).
   private static func header(
     _ header: [UInt8], namesContentOf plistPath: String, version base: FileIdentity
   ) throws(SystemCallError) -> Bool {
-    guard headerFormat(header) == 2, Int64(bitPattern: word(header, 24)) == base.size else { return false }
     // A check of 0 was withdrawn by a rewrite that folds the journal
-    // (``withdrawContentCheck(journalOf:at:)``): in flight, or cut short. Before its rename
-    // the plist is still the file the header names, only touched since: the journal is its.
-    // After it (a new file) it is not, whatever its bytes.
-    if word(header, 8) == 0 { return word(header, 16) == base.inode }
+    // (``withdrawContentCheck(journalOf:at:naming:)``): only the identity it names is its plist.
+    guard headerFormat(header) == 2, word(header, 8) != 0, Int64(bitPattern: word(header, 24)) == base.size
+    else { return false }
     return try contentCheck(ofPlistAt: plistPath, version: base) == word(header, 8)
   }
 
