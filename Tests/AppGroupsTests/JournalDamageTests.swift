@@ -224,6 +224,7 @@ struct JournalDamageTests {
     let before = try doctor(t)
     #expect(before.status == 1)
     #expect(before.stdout.contains("\(journalPath(t)), the suite's last small commits, cannot be read whole: it is a folder"), "\(before.stdout)")
+    #expect(before.stdout.contains("nothing of it is read") && !before.stdout.contains("folds what can be read"), "\(before.stdout)")
     // `read` says that nothing of it is read, not that what could be is shown.
     let read = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group])
     #expect(read.stderr.contains("it is a folder") && read.stderr.contains("nothing of it is read"), "\(read.stderr)")

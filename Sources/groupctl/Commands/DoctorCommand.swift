@@ -418,10 +418,13 @@ struct Doctor {
       add(
         .problem,
         "\(path).journal, the suite's last small commits, cannot be read whole: \(damage);"
-          + " the next write (or the next app that opens the suite) folds what can be read of it"
-          + " into the plist and moves it aside",
-        "write any key of the suite (groupctl write) to fold it now, then look at what was"
-          + " kept aside")
+          + (suite.journalRecordsRead
+            ? " the next write (or the next app that opens the suite) folds what can be read of it"
+              + " into the plist and moves it aside"
+            : " nothing of it is read; the next write (or the next app that opens the suite) moves"
+              + " it aside"),
+        "write any key of the suite (groupctl write) to \(suite.journalRecordsRead ? "fold it" : "move it aside")"
+          + " now, then look at what was kept aside")
     }
     if !managed, case .malformed(_, let holds) = PreferenceSchema.Marker(suite.values[PreferenceSchema.markerKey]) {
       add(
