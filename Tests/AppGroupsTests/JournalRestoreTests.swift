@@ -322,5 +322,14 @@ struct JournalRestoreTests {
     let read = try restore(t, kind)
     #expect(try read.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
     #expect(try read.readInAnotherProcess() == Self.acknowledged)
+    // Nor does the next commit, of another key, make it the value: an app that opens the
+    // suite first moves the token for the touch or copy, which keeps the bound.
+    let app = try read.readInAnotherProcess()
+    #expect(app == Self.acknowledged)
+    #expect(try read.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
+    var expected = Self.acknowledged
+    expected["acked-3"] = "three"
+    #expect(try read.readInAnotherProcess() == expected)
+    #expect(try read.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
   }
 }

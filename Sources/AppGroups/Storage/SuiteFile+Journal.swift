@@ -207,7 +207,7 @@ extension SuiteFile {
     if let record, record.identity == base {
       published = record.journal(of: base)
     } else {
-      latest = lockFile?.read()
+      latest = lockFile?.read() ?? record
       published = latest?.journal(of: base)
     }
     if !probing, after == nil, published?.length == 0 { return nil }
@@ -219,11 +219,16 @@ extension SuiteFile {
   /// What the token record publishes of the journal when an outside edit moves the token to
   /// plist version `now` (``SuiteLockFile/advance(to:journal:anotherVersion:)``): nothing
   /// is durable, unless a journal lies at its path that may be `now`'s (the plist touched or
-  /// copied: ``SuiteJournal/mayBeJournal(ofPlistAt:version:)``), which is then read as far as
-  /// its records check, as before the token moved (``SuiteJournal/Published/unpublished``).
-  /// Call holding the lock.
-  func journalPublished(afterOutsideEditTo now: FileIdentity?) -> SuiteJournal.Published {
-    SuiteJournal.mayBeJournal(ofPlistAt: path, version: now) ? .unpublished : .noJournal
+  /// copied), which is then read as far as
+  /// its records check, as before the token moved (``SuiteJournal/Published/unpublished``),
+  /// no further than the length `before` (the record the move replaces) published for the
+  /// version the journal's header names
+  /// (``SuiteJournal/publishedAfterOutsideEdit(ofPlistAt:to:before:)``). Call holding the lock.
+  func journalPublished(
+    afterOutsideEditTo now: FileIdentity?, before: SuiteLockFile.Record?
+  ) -> SuiteJournal.Published {
+    SuiteJournal.publishedAfterOutsideEdit(
+      ofPlistAt: path, to: now, before: before.map { ($0.identity, $0.journal) })
   }
 
   /// Says which values of a file read in part were left out, and keeps a copy of the whole

@@ -153,7 +153,7 @@ extension SuiteFile {
     guard let again = lockFile.read() else { return nil }
     let now = try? FileSystem.identity(ofPath: path)
     if again.identity == now { return again.token }
-    let moved = lockFile.advance(to: now, anotherVersion: journalPublished(afterOutsideEditTo: now))
+    let moved = lockFile.advance(to: now, anotherVersion: journalPublished(afterOutsideEditTo: now, before: again))
     describeIfFree(SuiteLockFile.Record(token: moved, identity: now, journal: .noJournal), coverage: coverage)
     return moved
   }
@@ -195,7 +195,8 @@ extension SuiteFile {
     defer { lockFile.unlock() }
     if let record = lockFile.read() { return record.token }
     let current = try? FileSystem.identity(ofPath: path)
-    let token = lockFile.advance(to: current, anotherVersion: journalPublished(afterOutsideEditTo: current))
+    let token = lockFile.advance(
+      to: current, anotherVersion: journalPublished(afterOutsideEditTo: current, before: nil))
     var seen = seenToken.load(ordering: .acquiring)
     while seen < token {
       let (exchanged, now) = seenToken.compareExchange(

@@ -93,6 +93,10 @@ package enum SuiteJournal {
     /// publish its length for a version its header does not name; or it is an older build's
     /// journal (`AGJRNL01`), whose header names no content, which this build does not add to.
     var byContent = false
+    /// How far the records of a journal read by its content go (see
+    /// ``SuiteJournal/read(journalOf:base:after:published:latest:)``'s `latest`), for the reads
+    /// that go on from this position.
+    var contentBound = Int.max
   }
 
   /// What a suite's lock file publishes of the journal of one plist version (see
@@ -113,6 +117,16 @@ package enum SuiteJournal {
     /// be the new version's (its plist touched or copied: see ``SuiteFile``'s token), so that
     /// moving the token does not hide it. An older build reads it as ``noJournal``.
     static let unpublished = Published(length: 0, inode: .max)
+
+    /// ``unpublished``, with the length that was published for the version the journal's
+    /// header names before the token moved: a reader of the journal by its content reads no
+    /// further (a record whose writer died before publishing it is not read). An older build
+    /// reads it as a length published for another file, which it does not read.
+    static func unpublished(bound: Int) -> Published { Published(length: bound, inode: .max) }
+
+    /// Whether this is ``unpublished`` (with or without a bound): nothing is published for
+    /// the version's own journal.
+    var isUnpublished: Bool { inode == .max }
   }
 
   /// What is wrong with what lies at a journal's path.
@@ -313,7 +327,7 @@ package enum SuiteJournal {
     var offset = 0
     var byContent = start > 0 && after?.byContent == true
     // How far the records of a journal read by its content go (see `latest`).
-    var contentBound = Int.max
+    var contentBound = start > 0 && byContent ? after?.contentBound ?? .max : .max
     if start == 0 {
       let isJournal = bytes.count >= headerSize && headerFormat(bytes) != nil
       var ours = isJournal && header(bytes, names: base)
@@ -321,11 +335,14 @@ package enum SuiteJournal {
         guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
         // No record for this version: the plist may have been touched or copied since.
         if !ours, published == nil, try header(bytes, namesContentOf: plistPath, version: base) {
-          if let latest, let named = latest.identity, latest.journal != .unpublished,
-            header(bytes, namesFileOf: named)
-          {
-            guard latest.journal.length > 0 else { return nil }
-            contentBound = latest.journal.length
+          if let latest, let named = latest.identity {
+            if !latest.journal.isUnpublished, header(bytes, namesFileOf: named) {
+              guard latest.journal.length > 0 else { return nil }
+              contentBound = latest.journal.length
+            } else if latest.journal.isUnpublished, latest.journal.length > 0, sameVersion(named, base) {
+              // The token moved for the touch or copy, and kept the length published before.
+              contentBound = latest.journal.length
+            }
           }
           ours = true
           byContent = true
@@ -357,7 +374,8 @@ package enum SuiteJournal {
       damage.append(.unparsed(offset: start + offset, end: vouched?.length ?? readable))
     }
     return Tail(
-      changes: changes, position: Position(inode: inode, end: start + offset, byContent: byContent),
+      changes: changes,
+      position: Position(inode: inode, end: start + offset, byContent: byContent, contentBound: contentBound),
       continued: start > 0, damage: damage)
   }
 
@@ -566,17 +584,30 @@ package enum SuiteJournal {
     return !self.header(header, names: base)
   }
 
-  /// Whether a version-2 journal lies at the journal's path whose header names a plist of
-  /// `base`'s size but another inode or modification time, so that it may be `base`'s by its
-  /// content (the plist touched or copied), or one that names `base` itself: what an outside
-  /// edit's token publishes of it (``Published/unpublished``). Its first 40 bytes; nothing is
-  /// hashed.
-  static func mayBeJournal(ofPlistAt plistPath: String, version base: FileIdentity?) -> Bool {
-    guard let base, let header = FileSystem.readPrefix(headerSize, of: path(of: plistPath)),
+  /// What the token record publishes of the journal when an outside edit moves the token to
+  /// plist version `now`, the record before being `before`: ``Published/noJournal`` unless a
+  /// journal lies there that may be `now`'s (a version-2 journal whose header names a plist of
+  /// `now`'s size, which may be `now`'s by its content, the plist touched or copied; or one
+  /// that names `now` itself); then
+  /// ``Published/unpublished(bound:)`` with the length `before` published for the version
+  /// the journal's header names (or carried, from an earlier move), else
+  /// ``Published/unpublished``. Its first 40 bytes; nothing is hashed.
+  static func publishedAfterOutsideEdit(
+    ofPlistAt plistPath: String, to now: FileIdentity?,
+    before: (identity: FileIdentity?, journal: Published)?
+  ) -> Published {
+    guard let now, let header = FileSystem.readPrefix(headerSize, of: path(of: plistPath)),
       header.count == headerSize
-    else { return false }
-    return self.header(header, names: base)
-      || (headerFormat(header) == 2 && Int64(bitPattern: word(header, 24)) == base.size)
+    else { return .noJournal }
+    guard self.header(header, names: now)
+      || (headerFormat(header) == 2 && Int64(bitPattern: word(header, 24)) == now.size)
+    else { return .noJournal }
+    guard let before, let named = before.identity, before.journal.length > 0 else { return .unpublished }
+    if !before.journal.isUnpublished, self.header(header, namesFileOf: named) {
+      return .unpublished(bound: before.journal.length)
+    }
+    // A bound carried by an earlier move (the plist touched again) still bounds the journal.
+    return before.journal.isUnpublished ? before.journal : .unpublished
   }
 
   /// Whether a journal's header (its first ``headerSize`` bytes) names plist version `base` by

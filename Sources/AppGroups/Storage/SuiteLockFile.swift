@@ -46,7 +46,7 @@ package final class SuiteLockFile: Sendable {
     /// describes another version (a commit in flight, a lock file made again, an outside edit)
     /// or publishes nothing of its journal (``SuiteJournal/Published/unpublished``).
     func journal(of base: FileIdentity) -> SuiteJournal.Published? {
-      SuiteJournal.sameVersion(identity, base) && journal != .unpublished ? journal : nil
+      SuiteJournal.sameVersion(identity, base) && !journal.isUnpublished ? journal : nil
     }
   }
 
