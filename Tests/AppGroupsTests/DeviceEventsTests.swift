@@ -87,8 +87,10 @@ struct DeviceEventsTests {
     #expect(app.waitFor("event stateChanged locked"))
 
     try t.g.ok(["device", "lock", "--grace", "0"])
+    // The deadline is the lock's moment: past by the time the app hears it (what is left is
+    // measured when it hears, a few milliseconds on a loaded machine).
     let gone = try #require(note(app), "\(app.standardError)")
-    #expect(gone.word == "will" && !gone.available && gone.left == 0, "\(gone)")
+    #expect(gone.word == "will" && !gone.available && gone.left <= 0, "\(gone)")
 
     try t.g.ok(["device", "unlock", "--passcode", "1234"])
     #expect(note(app)?.word == "did")
