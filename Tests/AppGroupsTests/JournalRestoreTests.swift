@@ -238,10 +238,10 @@ struct JournalRestoreTests {
   }
   /// A compaction cut short between its new plist's rename and the old journal's removal,
   /// where the new plist has the old one's bytes (a key set and set back): the journal left at
-  /// the path is never applied, not even once the plist is touched or copied, since the
-  /// rewrite withdrew the journal's content check before the rename. Before, a touch or copy
-  /// made it match the new plist by content, and its folded record set the key back to the
-  /// value the later commit had replaced.
+  /// the path is never applied, not even once the plist is touched or copied, since the lock
+  /// file's record names the new plist, not the version the journal's header names, and does
+  /// not vouch for it. Before, a touch or copy made it match the new plist by content, and its
+  /// folded record set the key back to the value the later commit had replaced.
   @Test(arguments: Restore.allCases)
   func aJournalLeftByACompactionCutShortIsNotAppliedAfterATouchOrCopy(_ kind: Restore) throws {
     let t = try TestRoot()
@@ -275,30 +275,6 @@ struct JournalRestoreTests {
     #expect(try read.groupctl(["write", Self.group, "other", "1"]).status == 0)
     #expect(try read.groupctl(["read", Self.group, "big"]).stdout == big + "\n")
   }
-  /// A rewrite that folds a journal withdraws its check before its rename, naming the plist in
-  /// place by its identity: cut short there, the journal is still read with that plist, and
-  /// takes no more records: the next commit folds it. Before, writers went on appending to it,
-  /// and a copy of the root, which cannot match a withdrawn check, lost those writes.
-  @Test func aJournalWhoseCheckWasWithdrawnIsReadAndFoldedByTheNextCommit() throws {
-    let t = try TestRoot()
-    let root = try suiteWithJournal(t)
-    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: root.journal))
-    try handle.seek(toOffset: 8)
-    try handle.write(contentsOf: Data(count: 8))
-    try handle.close()
-    #expect(try root.readInAnotherProcess() == Self.acknowledged)
-    #expect(try root.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
-    #expect(try root.groupctl(["write", Self.group, "acked-3", "three"]).status == 0)
-    #expect(!FileManager.default.fileExists(atPath: root.journal), "folded, not appended to")
-    #expect(try root.keptAside().isEmpty)
-    var expected = Self.acknowledged
-    expected["acked-3"] = "three"
-    let copy = try restore(t, .copiedWithTimes)
-    defer { removeCopy(t) }
-    #expect(try copy.readInAnotherProcess() == expected)
-    #expect(try root.readInAnotherProcess() == expected)
-  }
-
   /// A record on disk that was never published (its writer died before the lock file said it
   /// was durable) is not read after a touch or copy either: the lock file's record for the
   /// version the journal's header names bounds it, as it bounds a reader of the plist as it was.

@@ -422,18 +422,8 @@ final class SuiteFile: Sendable {
         return .success(next)
       }
       do throws(AppGroupsError) {
-        // A damaged journal is kept aside whole, not removed: its bytes are not touched.
-        let folding = cs.journalDamage.isEmpty ? cs.journal : nil
         let identity = try PropertyListFile.write(
-          next, to: path, notBefore: expected?.modified,
-          beforeRename: { () throws(SystemCallError) in
-            try check()
-            // The journal folded here must not match the new plist by content after a crash
-            // before its removal (see ``SuiteJournal/withdrawContentCheck(journalOf:at:naming:)``).
-            if let folding, let expected {
-              try SuiteJournal.withdrawContentCheck(journalOf: path, at: folding, naming: expected)
-            }
-          },
+          next, to: path, notBefore: expected?.modified, beforeRename: check,
           afterRename: {
             TestHooks.afterRename?(path)
             advanced = lockFile.advance(to: $0, journal: SuiteJournal.Published.noJournal)

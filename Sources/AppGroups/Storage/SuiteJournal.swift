@@ -21,9 +21,14 @@ import Foundation
 ///
 /// A journal written by an older build has the magic `AGJRNL01` and names the plist's device
 /// in place of the check: it is read by those four fields alone, and the next commit folds it
-/// into the plist, adding nothing to it. A journal's records are never rewritten in place; a
-/// rewrite that folds a journal zeroes its check first (``withdrawContentCheck(journalOf:at:naming:)``),
-/// so that a journal left by a compaction cut short never matches the new plist by content.
+/// into the plist, adding nothing to it. A journal is never rewritten in place.
+///
+/// A journal matched by its content is read only as the suite's lock file vouches for it: its
+/// record names the version the header names (and the length published for it bounds the
+/// records read), or carries that length over a token moved for the touch or copy
+/// (``Published/unpublished(bound:)``). A record that names another version (the new plist of
+/// a compaction cut short before it removed the journal, whose bytes may equal the old one's
+/// when a key was set and set back) leaves it unread.
 ///
 /// After the header come records, each a little-endian `UInt32` length, a `UInt64` check of
 /// the payload, and the payload: a binary property list `{s: {key: value}, r: [key]}`, the
@@ -93,10 +98,6 @@ package enum SuiteJournal {
     /// publish its length for a version its header does not name; or it is an older build's
     /// journal (`AGJRNL01`), whose header names no content, which this build does not add to.
     var byContent = false
-    /// How far the records of a journal read by its content go (see
-    /// ``SuiteJournal/read(journalOf:base:after:published:latest:)``'s `latest`), for the reads
-    /// that go on from this position.
-    var contentBound = Int.max
   }
 
   /// What a suite's lock file publishes of the journal of one plist version (see
@@ -271,9 +272,10 @@ package enum SuiteJournal {
   ///
   /// `latest`: the lock file's record as it stands, whatever version it names. A journal read
   /// by its content (its plist touched or copied since) is read no further than the length
-  /// that record publishes when it names the version the journal's header names (a record
-  /// whose writer died before it was published is not read), and not at all when it
-  /// publishes no journal for it.
+  /// that record publishes for the version the journal's header names, or carries over a
+  /// token move (a record whose writer died before it was published is not read), and not at
+  /// all when it publishes nothing durable of it or names another version (see
+  /// ``vouchedByContent(_:_:)``).
   static func read(
     journalOf plistPath: String, base: FileIdentity, after: Position?, published: Published?,
     latest: (identity: FileIdentity?, journal: Published)? = nil
@@ -312,7 +314,9 @@ package enum SuiteJournal {
     // The same file as before: its header was checked then (a journal is never rewritten in
     // place; a new one is renamed in), and only what was appended since is read.
     let start: Int
-    if let after, after.inode == inode, after.end >= headerSize, after.end <= end {
+    // A journal read by its content is read again from its start, so that the lock file's
+    // record as it stands now bounds it (an append that raced the touch publishes more).
+    if let after, after.inode == inode, after.end >= headerSize, after.end <= end, !after.byContent {
       start = after.end
     } else {
       start = 0
@@ -325,25 +329,19 @@ package enum SuiteJournal {
     }
     let bytes = try file.read(at: start, count: count)
     var offset = 0
-    var byContent = start > 0 && after?.byContent == true
+    var byContent = false
     // How far the records of a journal read by its content go (see `latest`).
-    var contentBound = start > 0 && byContent ? after?.contentBound ?? .max : .max
+    var contentBound = Int.max
     if start == 0 {
       let isJournal = bytes.count >= headerSize && headerFormat(bytes) != nil
       var ours = isJournal && header(bytes, names: base)
       if vouched == nil {
         guard isJournal else { return Tail(position: Position(inode: inode, end: 0), damage: [.notAJournal]) }
         // No record for this version: the plist may have been touched or copied since.
-        if !ours, published == nil, try header(bytes, namesContentOf: plistPath, version: base) {
-          if let latest, let named = latest.identity {
-            if !latest.journal.isUnpublished, header(bytes, namesFileOf: named) {
-              guard latest.journal.length > 0 else { return nil }
-              contentBound = latest.journal.length
-            } else if latest.journal.isUnpublished, latest.journal.length > 0, sameVersion(named, base) {
-              // The token moved for the touch or copy, and kept the length published before.
-              contentBound = latest.journal.length
-            }
-          }
+        if !ours, published == nil, let bound = vouchedByContent(bytes, latest),
+          try header(bytes, namesContentOf: plistPath, version: base)
+        {
+          contentBound = bound
           ours = true
           byContent = true
         }
@@ -351,11 +349,10 @@ package enum SuiteJournal {
       } else if !ours {
         damage.append(.header)
       }
-      // An older build's journal names the plist by its identity alone, and so does one whose
-      // check a rewrite cut short withdrew: this build does not add to it, so that no change it
-      // acknowledges rests on that header; the next commit folds it into the plist, and a
-      // journal started after names the plist's bytes too.
-      if ours, headerFormat(bytes) == 1 || word(bytes, 8) == 0 { byContent = true }
+      // An older build's journal names the plist by its identity alone: this build does not
+      // add to it, so that no change it acknowledges rests on that header; the next commit
+      // folds it into the plist, and a journal started after names the plist's bytes too.
+      if ours, headerFormat(bytes) == 1 { byContent = true }
       offset = headerSize
     }
     var changes: [Change] = []
@@ -375,7 +372,7 @@ package enum SuiteJournal {
     }
     return Tail(
       changes: changes,
-      position: Position(inode: inode, end: start + offset, byContent: byContent, contentBound: contentBound),
+      position: Position(inode: inode, end: start + offset, byContent: byContent),
       continued: start > 0, damage: damage)
   }
 
@@ -454,41 +451,6 @@ package enum SuiteJournal {
     try file.syncData()
     TestHooks.beforePublish?(path)
     published(Position(inode: position.inode, end: position.end + record.count))
-  }
-
-  /// Withdraws the content check from the header of the journal at `position` (the journal a
-  /// rewrite folds), durably, before the rewrite renames its new plist in, and names in it the
-  /// plist it is read with now, `plist` (the rewrite's base, checked in place just before):
-  /// a compaction cut short between that rename and the journal's removal then leaves a
-  /// journal that no plist matches by content, though the new plist's bytes may equal the old
-  /// one's (a key set and set back). Without this, a touch or copy of that plist would have the
-  /// folded records applied again over a later change. Until the rename, readers of the plist
-  /// in place (touched, or in a copied root) find it named by its identity and read the
-  /// journal; a journal left so, its rewrite cut short before the rename, takes no more
-  /// records: the next commit folds it (``Position/byContent``).
-  ///
-  /// Nothing is done for a journal with an older build's header (it holds no check), when
-  /// the file at the path is not the one read (another writer replaced it: the rewrite keeps
-  /// it aside), or when it cannot be opened to be written. Call holding the suite's lock.
-  /// - Throws: the failed write or `fdatasync(2)` of the header: the rewrite does not happen.
-  static func withdrawContentCheck(
-    journalOf plistPath: String, at position: Position, naming plist: FileIdentity
-  ) throws(SystemCallError) {
-    // What cannot be opened to be written (a folder, a link, a file made read-only) is no
-    // journal this build wrote and left as it was: the rewrite keeps it aside or removes it.
-    guard let file = try? OpenFile(existing: path(of: plistPath), for: .readingAndWriting) else { return }
-    let status = try file.status()
-    guard status.isRegularFile, status.identity.inode == position.inode, status.size >= headerSize,
-      headerFormat(try file.read(at: 0, count: magicText.utf8CodeUnitCount)) == 2
-    else { return }
-    var words: [UInt8] = []
-    words.reserveCapacity(headerSize - 8)
-    append(0, width: 8, to: &words)
-    append(plist.inode, width: 8, to: &words)
-    append(UInt64(bitPattern: plist.size), width: 8, to: &words)
-    append(UInt64(bitPattern: plist.modified), width: 8, to: &words)
-    try file.write(words, at: 8)
-    try file.syncData()
   }
 
   /// Starts the journal of plist version `base` with `record`: written to a temporary file,
@@ -588,10 +550,11 @@ package enum SuiteJournal {
   /// plist version `now`, the record before being `before`: ``Published/noJournal`` unless a
   /// journal lies there that may be `now`'s (a version-2 journal whose header names a plist of
   /// `now`'s size, which may be `now`'s by its content, the plist touched or copied; or one
-  /// that names `now` itself); then
-  /// ``Published/unpublished(bound:)`` with the length `before` published for the version
-  /// the journal's header names (or carried, from an earlier move), else
-  /// ``Published/unpublished``. Its first 40 bytes; nothing is hashed.
+  /// that names `now` itself, read as far as its records check: ``Published/unpublished``).
+  /// Of one that may be `now`'s by content: ``Published/unpublished(bound:)`` with the length
+  /// `before` published for the version its header names, or carried by an earlier move;
+  /// ``Published/noJournal`` when `before` named another version or nothing durable of it,
+  /// as `before` did not vouch for it either. Its first 40 bytes; nothing is hashed.
   static func publishedAfterOutsideEdit(
     ofPlistAt plistPath: String, to now: FileIdentity?,
     before: (identity: FileIdentity?, journal: Published)?
@@ -602,12 +565,16 @@ package enum SuiteJournal {
     guard self.header(header, names: now)
       || (headerFormat(header) == 2 && Int64(bitPattern: word(header, 24)) == now.size)
     else { return .noJournal }
-    guard let before, let named = before.identity, before.journal.length > 0 else { return .unpublished }
-    if !before.journal.isUnpublished, self.header(header, namesFileOf: named) {
-      return .unpublished(bound: before.journal.length)
-    }
+    // A journal that names `now` itself (the lock file made again) is read as its records check.
+    if self.header(header, names: now) { return .unpublished }
+    guard let before, let named = before.identity else { return .unpublished }
     // A bound carried by an earlier move (the plist touched again) still bounds the journal.
-    return before.journal.isUnpublished ? before.journal : .unpublished
+    if before.journal.isUnpublished { return before.journal }
+    // The record named the version the header names: its length bounds the journal. One that
+    // named another version vouched for none of it (a compaction's new plist, cut short
+    // before the journal's removal), and neither does the new record.
+    guard self.header(header, namesFileOf: named), before.journal.length > 0 else { return .noJournal }
+    return .unpublished(bound: before.journal.length)
   }
 
   /// Whether a journal's header (its first ``headerSize`` bytes) names plist version `base` by
@@ -620,6 +587,23 @@ package enum SuiteJournal {
       && Int64(bitPattern: word(header, 32)) == base.modified
   }
 
+  /// How far the lock file's record as it stands, `latest`, lets a journal matched by its
+  /// content be read (see ``read(journalOf:base:after:published:latest:)``): `nil` when it does
+  /// not vouch for it. A record for the version the header names vouches for its published
+  /// length (for none when nothing of it was durable); one that carries a length over a token
+  /// moved for a touch or copy (``Published/unpublished(bound:)``) for that length; one that
+  /// publishes nothing for its version (a lock file made again, a torn record repaired), or no
+  /// record, for as far as the records check. A record that names another version does not:
+  /// the new plist of a compaction cut short before it removed this journal.
+  private static func vouchedByContent(
+    _ header: [UInt8], _ latest: (identity: FileIdentity?, journal: Published)?
+  ) -> Int? {
+    guard let latest, let named = latest.identity else { return .max }
+    if latest.journal.isUnpublished { return latest.journal.length > 0 ? latest.journal.length : .max }
+    guard self.header(header, namesFileOf: named), latest.journal.length > 0 else { return nil }
+    return latest.journal.length
+  }
+
   /// Whether a journal's header names the file of plist version `named` (its inode, size and
   /// modification time; the device, which a copy moves, left aside).
   private static func header(_ header: [UInt8], namesFileOf named: FileIdentity) -> Bool {
@@ -628,13 +612,11 @@ package enum SuiteJournal {
   }
 
   /// Whether a version-2 journal's header names plist version `base` by its content: the same
-  /// size, and the check of the plist's bytes, read again for it (never a check withdrawn).
+  /// size, and the check of the plist's bytes, read again for it.
   private static func header(
     _ header: [UInt8], namesContentOf plistPath: String, version base: FileIdentity
   ) throws(SystemCallError) -> Bool {
-    // A check of 0 was withdrawn by a rewrite that folds the journal
-    // (``withdrawContentCheck(journalOf:at:naming:)``): only the identity it names is its plist.
-    guard headerFormat(header) == 2, word(header, 8) != 0, Int64(bitPattern: word(header, 24)) == base.size
+    guard headerFormat(header) == 2, Int64(bitPattern: word(header, 24)) == base.size
     else { return false }
     return try contentCheck(ofPlistAt: plistPath, version: base) == word(header, 8)
   }
