@@ -582,9 +582,7 @@ package enum SuiteJournal {
   /// header (a version-2 header holds the content check there).
   private static func header(_ header: [UInt8], names base: FileIdentity?) -> Bool {
     guard let base, let format = headerFormat(header) else { return false }
-    return (format == 2 || word(header, 8) == base.device) && word(header, 16) == base.inode
-      && Int64(bitPattern: word(header, 24)) == base.size
-      && Int64(bitPattern: word(header, 32)) == base.modified
+    return (format == 2 || word(header, 8) == base.device) && self.header(header, namesFileOf: base)
   }
 
   /// How far the lock file's record as it stands, `latest`, lets a journal matched by its

@@ -21,8 +21,7 @@ final class OpenFile {
   fileprivate let descriptor: CInt
 
   enum Access {
-    /// `O_RDONLY`, `O_WRONLY`, `O_RDWR`.
-    case reading, writing, readingAndWriting
+    case reading, writing
   }
 
   /// Opens the file at `path`; with `followingLinks`, what a symbolic link there leads to
@@ -33,8 +32,7 @@ final class OpenFile {
     throws(SystemCallError)
   {
     let flags =
-      (access == .reading ? O_RDONLY : access == .writing ? O_WRONLY : O_RDWR)
-      | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK
+      (access == .reading ? O_RDONLY : O_WRONLY) | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK
     // Nothing at the path is told by the errno alone: no error made and caught, no object made
     // and given back (a new device's state file, looked for a few times at each open).
     guard let descriptor = try FileSystem.openUnlessMissing(path, flags) else { return nil }
