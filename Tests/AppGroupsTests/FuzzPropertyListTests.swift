@@ -8,7 +8,8 @@ import Testing
 /// correctly or refused cleanly (moved aside byte for byte, or `.invalidManifest`); never a
 /// crash or a hang. 1,000 inputs of each kind by default (about 5 s);
 /// `APPGROUPS_FUZZ_ITERATIONS=100000` for a long run (10 to 60 minutes, with the machine's
-/// load); `APPGROUPS_SEED` replays a run.
+/// load); `APPGROUPS_SEED` replays a run, with `SWIFT_DETERMINISTIC_HASHING=1` (the inputs are
+/// Foundation's serialization of dictionaries, whose order is the process's hashing).
 @Suite("Fuzz: preferences files and manifests", .timeLimit(.minutes(120)))
 struct FuzzPropertyListTests {
   static var iterations: Int { FaultSettings.integer("APPGROUPS_FUZZ_ITERATIONS", default: 1_000) }
@@ -157,11 +158,14 @@ struct FuzzPropertyListTests {
     return text(.dictionary(values))
   }
 
-  /// Equal as property lists, with NaN equal to NaN.
+  /// Equal as property lists, with NaN equal to NaN, of either width: the worker's answer
+  /// crosses Foundation's serialization, and CoreFoundation makes every NaN number its one
+  /// 64-bit NaN, so a stored 4-byte NaN can come back as a `.real`.
   static func same(_ a: [String: PropertyListValue], _ b: [String: PropertyListValue]) -> Bool {
     func canonical(_ value: PropertyListValue) -> PropertyListValue {
       switch value {
       case .real(let v) where v.isNaN: return .string("NaN")
+      case .float(let v) where v.isNaN: return .string("NaN")
       case .array(let items): return .array(items.map(canonical))
       case .dictionary(let items): return .dictionary(items.mapValues(canonical))
       default: return value
@@ -175,7 +179,7 @@ struct FuzzPropertyListTests {
   @Test func mutatedPreferencesFilesAreReadCorrectlyOrMovedAsideCleanly() throws {
     let seed = FaultSettings.seed()
     let iterations = Self.iterations
-    print("FuzzPropertyListTests (files): seed \(seed) (replay: APPGROUPS_SEED=\(seed)), \(iterations) inputs")
+    print("FuzzPropertyListTests (files): seed \(seed) (replay: APPGROUPS_SEED=\(seed) SWIFT_DETERMINISTIC_HASHING=1), \(iterations) inputs")
     var random = SeededGenerator(seed: seed)
     let t = try TestRoot()
     let prober = try Prober(t)
@@ -239,7 +243,7 @@ struct FuzzPropertyListTests {
   @Test func mutatedManifestsAreLoadedCorrectlyOrRefusedCleanly() throws {
     let seed = FaultSettings.seed() &+ 1
     let iterations = Self.iterations
-    print("FuzzPropertyListTests (manifests): seed \(seed) (replay: APPGROUPS_SEED=\(seed &- 1)), \(iterations) inputs")
+    print("FuzzPropertyListTests (manifests): seed \(seed) (replay: APPGROUPS_SEED=\(seed &- 1) SWIFT_DETERMINISTIC_HASHING=1), \(iterations) inputs")
     var random = SeededGenerator(seed: seed)
     let t = try TestRoot()
     let prober = try Prober(t)
