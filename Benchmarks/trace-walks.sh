@@ -100,6 +100,8 @@ cat <<'HEADER'
 # constants, once-per-process set-up and the Mutex stand-in are left out, and a closure is
 # its enclosing function's type. Files: the distinct source files of the code the walk ran.
 # Each crossing: caller -> callee [caller's files -> callee's files], one call for example.
+# Each walk ends with a second, coarser count, calibrated on the code before the rebuild (the
+# rule is in trace-walks.py): it gives that code's walks the issue's own figures.
 # (What a walk meets depends a little on timing: whether a notification is already waiting,
 # which events one wake-up reads; a run can differ from another by a crossing or two.)
 
