@@ -99,6 +99,9 @@ enum Groupctl {
     // A mask inherited from the parent (a thread that blocks every signal) would keep SIGTERM
     // and SIGINT from ending groupctl.
     Processes.unblockAllSignals()
+    // groupctl's own command line is not an app's: its `-string VALUE` is no argument domain
+    // (a refused value there would be said as if an app had been given it).
+    GroupDefaults.ignoreLaunchArguments()
     // A file size limit makes a write fail with EFBIG, said and exited 1, not kill groupctl.
     Processes.reportFileSizeLimitAsAnError()
     // Swift replaces bytes that are not UTF-8 with U+FFFD when it makes CommandLine.arguments,

@@ -415,3 +415,22 @@ func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
 extension Character {
   fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }
+
+/// The argument domain an app started with the command line `words` would have (`explain`'s
+/// and `report`'s ARGS after `--`).
+///
+/// - Throws: ``ValidationError`` naming the first `-key value` whose value reads as a property
+///   list with XML after its root value (which Foundation's parser drops, and an app leaves
+///   out), what follows the value and its line.
+func argumentDomain(parsing words: [String]) throws(ValidationError) -> [String: PropertyListValue] {
+  var refusal: String?
+  let values = GroupDefaults.argumentValues(parsing: words) { key, value, reason in
+    if refusal == nil {
+      refusal =
+        "argument -\(PrintedText.escapingControls(key)) '\(PrintedText.escapingControls(value))'"
+        + " is not a property-list literal (\(reason))"
+    }
+  }
+  if let refusal { throw ValidationError(refusal) }
+  return values
+}

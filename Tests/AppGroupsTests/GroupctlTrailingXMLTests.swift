@@ -5,8 +5,9 @@ import Testing
 
 /// XML after a property list's root value, which Foundation's parser drops without a word
 /// (`<string>a</string><string>b</string>` reads as "a"): `write` refuses such a literal and
-/// `import` such a file, naming what follows the value, and nothing is written.
-@Suite("groupctl write and import: XML after the root value", .processBound)
+/// `import` such a file, naming what follows the value, and nothing is written; so are an
+/// `import-entitlements` file and a value of the argument domain (`-key value`).
+@Suite("groupctl write, import, import-entitlements, arguments: XML after the root value", .processBound)
 struct GroupctlTrailingXMLTests {
   static let app = TestRoot.app
 
@@ -112,5 +113,72 @@ struct GroupctlTrailingXMLTests {
     let folder = file.deletingLastPathComponent().path
     let aside = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".unreadable-") }
     #expect(aside.isEmpty, "\(aside)")
+  }
+
+  /// An entitlements file with XML after `</plist>` is refused whole, naming it: the groups
+  /// it lists there would otherwise not be granted, without a word.
+  @Test(arguments: [
+    ("</plist>\n<plist><dict><key>com.apple.security.application-groups</key><array><string>group.more</string></array></dict></plist>\n",
+     #"line 8 holds "<plist><dict><key>com.apple.security.app…" after </plist>"#),
+    ("</plist>junk", #"line 7 holds "junk" after </plist>"#),
+  ])
+  func anEntitlementsFileWithXMLAfterItsRootIsRefused(tail: String, named: String) throws {
+    let g = try GroupctlRoot()
+    let document = """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <plist version="1.0">
+      <dict>
+      \t<key>com.apple.security.application-groups</key>
+      \t<array><string>group.com.example.shared</string></array>
+      </dict>
+      </plist>
+
+      """
+    let file = g.t.sandbox.url.appendingPathComponent("App.entitlements")
+    try Data(document.replacingOccurrences(of: "</plist>\n", with: tail).utf8).write(to: file)
+    let result = try g.run(["import-entitlements", "com.example.new", file.path])
+    #expect(result.status == 1, "\(result)")
+    #expect(
+      result.stderr.contains("groupctl: cannot import \(file.path): \(named); a property list holds one value"),
+      "\(result.stderr)")
+    #expect(result.stderr.contains("nothing was granted"), "\(result.stderr)")
+    #expect(try EntitlementManifest.load(root: g.root).entries["com.example.new"] == nil)
+    // The same file with a comment after </plist> is imported.
+    try Data(document.replacingOccurrences(of: "</plist>\n", with: "</plist>\n<!-- end -->\n").utf8)
+      .write(to: file)
+    #expect(
+      try g.ok(["import-entitlements", "com.example.new", file.path])
+        == "com.example.new: granted group.com.example.shared\n")
+  }
+
+  /// A `-key value` of the argument domain whose value has XML after its root value: `explain`
+  /// and `report` refuse it (64), naming it; an app leaves it out and says so, and reads the
+  /// next layer, where Foundation's parser would give it the first value.
+  @Test func anArgumentWithXMLAfterItsValueIsRefused() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "mode", "user"])
+    let literal = "<string>a</string><string>b</string>"
+    let named = #"argument -mode '<string>a</string><string>b</string>' is not a property-list literal"#
+      + #" (line 1 holds "<string>b</string>" after the root value; a property list holds one value"#
+    for command in [["explain", Self.app, "mode"], ["report", Self.app]] {
+      let result = try g.run(command + ["--", "-mode", literal])
+      #expect(result.status == 64, "\(command): \(result)")
+      #expect(result.stderr.contains("groupctl: \(named)"), "\(command): \(result.stderr)")
+      #expect(result.stdout.isEmpty, "\(command): \(result.stdout)")
+    }
+    // A value after a plain one is still taken, and so is a word that is no property list.
+    let taken = try g.ok(["explain", Self.app, "mode", "--", "-mode", "<integer>3</integer> <!-- c -->"])
+    #expect(taken.contains("Result: mode = 3, from the argument layer."), "\(taken)")
+    let word = try g.ok(["explain", Self.app, "mode", "--", "-mode", "<b>bold</b> text"])
+    #expect(word.contains(#"Result: mode = "<b>bold</b> text", from the argument layer."#), "\(word)")
+
+    try g.ok(["write", TestRoot.group, "mode", "user"])
+    let environment = g.t.environment().merging(["APPGROUPS_WORKER_NO_WAIT": "1"]) { $1 }
+    let app = try Product.run(
+      "appgroups-worker", ["get", TestRoot.group, "mode", "-mode", literal], environment: environment)
+    #expect(app.status == 0, "\(app)")
+    #expect(app.stdout == "user\n", "\(app)")
+    #expect(app.stderr.contains("\(named)"), "\(app.stderr)")
+    #expect(app.stderr.contains("-mode is left out of NSArgumentDomain"), "\(app.stderr)")
   }
 }

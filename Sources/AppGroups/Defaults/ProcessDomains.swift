@@ -8,8 +8,7 @@ internal import Synchronization
 enum ProcessDomains {
   private struct State: Sendable {
     var registration: [String: PropertyListValue] = [:]
-    var arguments: [String: PropertyListValue] = ProcessDomains.parseArguments(
-      Array(CommandLine.arguments.dropFirst()))
+    var arguments: [String: PropertyListValue] = ProcessDomains.launchArguments
     var volatile: [String: [String: PropertyListValue]] = [:]
   }
 
@@ -17,8 +16,27 @@ enum ProcessDomains {
   /// Whether each domain holds anything, kept under `state`'s lock and read without it: every
   /// `set` asks both (through the search list) and both are empty in most processes.
   private static let holdsRegistration = Atomic(false)
-  private static let holdsArguments = Atomic(
-    !ProcessDomains.parseArguments(Array(CommandLine.arguments.dropFirst())).isEmpty)
+  private static let holdsArguments = Atomic(!ProcessDomains.launchArguments.isEmpty)
+
+  /// The argument domain of this process's own command line, read once, at the first use of
+  /// a volatile domain: a value refused (``readArgumentValue(_:)``) is left out and said on
+  /// stderr, naming the argument. Empty once ``ignoreLaunchArguments()`` was called first.
+  private static let launchArguments: [String: PropertyListValue] = {
+    if launchArgumentsIgnored.load(ordering: .acquiring) { return [:] }
+    return parseArguments(Array(CommandLine.arguments.dropFirst())) { key, raw, reason in
+      let key = PrintedText.escapingControls(key)
+      Diagnostics.reportOnce(
+        "argument -\(key) '\(PrintedText.escapingControls(raw))' is not a property-list literal"
+          + " (\(reason)); -\(key) is left out of \(GroupDefaults.argumentDomain)")
+    }
+  }()
+  private static let launchArgumentsIgnored = Atomic(false)
+
+  /// Keeps this process's command line out of the argument domain: for a tool whose words
+  /// are not an app's (`groupctl`), called before any suite is opened.
+  static func ignoreLaunchArguments() {
+    launchArgumentsIgnored.store(true, ordering: .releasing)
+  }
 
   // An empty domain (the usual case) answers without hashing the key.
   static func registered(_ key: String) -> PropertyListValue? {
@@ -91,7 +109,15 @@ enum ProcessDomains {
   /// read as a property list when it is one written in text (`(a, b)`,
   /// `{k = v;}`, `<integer>1</integer>`, a quoted string), and as a plain
   /// string otherwise. Words that are not a `-key value` pair are skipped.
-  static func parseArguments(_ words: [String]) -> [String: PropertyListValue] {
+  ///
+  /// A value that reads as a property list but holds XML after its root value
+  /// (`'<string>a</string><string>b</string>'`), which Foundation's parser reads as the first
+  /// value alone, is refused: its key is left out (a value given for it earlier too, as the
+  /// later one wins) and `refused` is told the key, the value and the reason.
+  static func parseArguments(
+    _ words: [String],
+    refused: (_ key: String, _ value: String, _ reason: String) -> Void = { _, _, _ in }
+  ) -> [String: PropertyListValue] {
     var result: [String: PropertyListValue] = [:]
     var index = 0
     while index < words.count {
@@ -102,20 +128,35 @@ enum ProcessDomains {
       }
       let key = String(word.dropFirst())
       let raw = words[index + 1]
-      result[key] = parseArgumentValue(raw)
+      switch readArgumentValue(raw) {
+      case .success(let value): result[key] = value
+      case .failure(let refusal):
+        result[key] = nil
+        refused(key, raw, refusal.reason)
+      }
       index += 2
     }
     return result
   }
 
-  static func parseArgumentValue(_ raw: String) -> PropertyListValue {
-    if let first = raw.first, "({<\"".contains(first),
-      let parsed = try? PropertyListSerialization.propertyList(
-        from: Data(raw.utf8), options: [], format: nil),
+  /// A refused argument value: why, naming its place.
+  struct RefusedValue: Error, Sendable, Equatable {
+    let reason: String
+  }
+
+  /// The argument value `raw`: the property list it reads as when it is one written in text,
+  /// else the plain string; refused when it reads as a property list with XML after its root
+  /// value, which Foundation's parser drops (``PropertyListValue/contentAfterRootValue(in:)``
+  /// names it and its line). A word that does not read as a property list is taken whole.
+  static func readArgumentValue(_ raw: String) -> Result<PropertyListValue, RefusedValue> {
+    let data = Data(raw.utf8)
+    guard let first = raw.first, "({<\"".contains(first),
+      let parsed = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
       let value = PropertyListValue(parsed)
-    {
-      return value
+    else { return .success(.string(raw)) }
+    if let trailing = PropertyListValue.contentAfterRootValue(in: data) {
+      return .failure(RefusedValue(reason: trailing))
     }
-    return .string(raw)
+    return .success(value)
   }
 }

@@ -32,6 +32,7 @@ struct ExplainCommand: ParsableCommand {
 
   func run() throws {
     let processArguments = arguments[Self.processArguments]
+    let argumentValues = try argumentDomain(parsing: processArguments)
     let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
@@ -41,7 +42,6 @@ struct ExplainCommand: ParsableCommand {
     let managedPath = resolved.managedPath
     layers.append(
       Layer(.managed, lookUp(in: managedPath) { try SuiteResolver.managedValues(for: location) }))
-    let argumentValues = GroupDefaults.argumentValues(parsing: processArguments)
     layers.append(
       Layer(
         .argument, .readable(argumentValues[key]),

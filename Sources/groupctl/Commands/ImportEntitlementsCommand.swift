@@ -45,6 +45,11 @@ struct ImportEntitlementsCommand: ParsableCommand {
     } catch {
       throw CommandFailure("cannot import \(path): not a property list")
     }
+    // Foundation's parser reads the first value and drops XML after it (after `</plist>`, or a
+    // second value after a bare one): the file would grant less than it lists.
+    if let trailing = PropertyListValue.contentAfterRootValue(in: data) {
+      throw CommandFailure("cannot import \(path): \(trailing); nothing was granted")
+    }
     guard let entitlements = object as? [String: Any] else {
       throw CommandFailure("cannot import \(path): its root is not a dictionary of entitlements")
     }

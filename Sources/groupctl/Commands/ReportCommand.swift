@@ -37,6 +37,7 @@ struct ReportCommand: ParsableCommand {
 
   func run() throws {
     let (showValues, processArguments) = (arguments[Self.showValues], arguments[Self.processArguments])
+    let argumentValues = try argumentDomain(parsing: processArguments)
     let resolved = try ResolvedDomain(domain, globals: globals, readsData: false)
     let location = resolved.location
     let who = resolved.identity.map { "as \($0.bundleIdentifier)" } ?? "as the administrator"
@@ -52,7 +53,7 @@ struct ReportCommand: ParsableCommand {
     layers.append(Layer(domain: .managed, values: managed, detail: resolved.managedPath))
     layers.append(
       Layer(
-        domain: .argument, values: GroupDefaults.argumentValues(parsing: processArguments),
+        domain: .argument, values: argumentValues,
         detail: processArguments.isEmpty ? "no arguments given (put the app's command line after --)" : "the arguments after --"))
     let suite = read(resolved.path) { try resolved.storedValues() ?? [:] }
     // Before the first unlock an app reads neither file: their keys are not what it sees.
