@@ -13,7 +13,8 @@ import Foundation
 //   escaped and other control characters as `\Uxxxx`. Unlike macOS, other
 //   non-ASCII characters are printed as they are (UTF-8), not as `\Uxxxx`.
 // - Booleans print as 1 and 0, integers in decimal, reals in their shortest
-//   round-trip decimal form (without `.0` when whole: `2`, `1.5`, `1e+20`).
+//   round-trip decimal form (without `.0` when whole: `2`, `1.5`, `1e+20`; a negative
+//   zero keeps its sign: `-0`).
 // - Dates print in UTC as `2026-11-29 12:00:00 +0000` (whole seconds).
 // - Data prints in `defaults`' modern form (macOS 10.15 and later):
 //   `{length = 2, bytes = 0x0aff}`; past 24 bytes only the first 16 and the
@@ -97,18 +98,22 @@ private func formatScalar(_ value: PropertyListValue) -> String {
 func quotedIfNeeded(_ string: String) -> String { PrintedText.quotedIfNeeded(string) }
 
 /// The shortest decimal that reads back as the same `Double`; whole numbers
-/// below 10^15 without a fraction, as `defaults` prints them.
+/// below 10^15 without a fraction, as `defaults` prints them, and a negative zero with its
+/// sign (`-0`, as `%g` prints it; `Int` has no -0, and `0` would read back as +0.0).
 func formatReal(_ real: Double) -> String {
   if real.isNaN { return "nan" }
   if real.isInfinite { return real < 0 ? "-inf" : "inf" }
+  if real == 0, real.sign == .minus { return "-0" }
   if real == real.rounded(), abs(real) < 1e15 { return String(Int(real)) }
   return "\(real)"
 }
 
-/// A float at its own precision (`12.34`, not the `12.34000015258789` of its widened double).
+/// A float at its own precision (`12.34`, not the `12.34000015258789` of its widened double);
+/// a negative zero as `-0`, as ``formatReal(_:)`` prints it.
 func formatFloat(_ float: Float) -> String {
   if float.isNaN { return "nan" }
   if float.isInfinite { return float < 0 ? "-inf" : "inf" }
+  if float == 0, float.sign == .minus { return "-0" }
   if float == float.rounded(), abs(float) < 1e7 { return String(Int(float)) }
   return "\(float)"
 }

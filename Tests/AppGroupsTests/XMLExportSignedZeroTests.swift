@@ -108,4 +108,31 @@ struct XMLExportSignedZeroTests {
     #expect(ours.components(separatedBy: "<real>-0.0</real>").count == 2)
     #expect(ours.replacingOccurrences(of: "<real>-0.0</real>", with: "<real>0.0</real>") == String(decoding: foundation, as: UTF8.self))
   }
+
+  /// `read` prints a stored -0.0 with its sign, as `-0` (a whole real prints without `.0`),
+  /// where it printed `0`, which reads back as +0.0: what `read` shows, written back with
+  /// `-float`, is the value stored; a 4-byte float -0.0 prints the same, and +0.0 as `0`.
+  @Test func readPrintsANegativeZeroWithItsSignAndItWritesBack() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "zero", "-float", "-0.0"])
+    try g.ok(["write", Self.app, "plus", "-float", "0.0"])
+    #expect(try g.ok(["read", Self.app, "zero"]) == "-0\n")
+    #expect(try g.ok(["read", Self.app, "plus"]) == "0\n")
+    #expect(try g.ok(["read-type", Self.app, "zero"]) == "Type is float\n")
+    let all = try g.ok(["read", Self.app])
+    #expect(all.contains("    zero = -0;\n") && all.contains("    plus = 0;\n"), "\(all)")
+    try g.ok(["write", Self.app, "again", "-float", "-0"])
+    let stored = try g.plist(g.appFile())
+    #expect(Self.isNegativeZero(stored["zero"]) && Self.isNegativeZero(stored["again"]))
+    #expect(!Self.isNegativeZero(stored["plus"]) && (stored["plus"] as? NSNumber)?.doubleValue == 0)
+    // The same through the one-line form `explain` prints.
+    #expect(try g.ok(["explain", Self.app, "zero"]).contains("Result: zero = -0, from the application layer."))
+
+    let file = g.t.sandbox.url.appendingPathComponent("float.plist")
+    try PropertyListValue.dictionary(["f": .float(-0.0), "list": .array([.float(-0.0), .real(-0.0)])])
+      .propertyListData(format: .binary).write(to: file)
+    try g.ok(["import", Self.app, file.path])
+    #expect(try g.ok(["read", Self.app, "f"]) == "-0\n")
+    #expect(try g.ok(["read", Self.app, "list"]) == "(\n    -0,\n    -0\n)\n")
+  }
 }
