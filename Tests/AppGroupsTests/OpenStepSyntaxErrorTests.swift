@@ -80,4 +80,56 @@ struct OpenStepSyntaxErrorTests {
     }
     #expect(try Data(contentsOf: g.appFile()) == before)
   }
+
+  /// A strings file (`key = value;` with no braces) with more after its last entry than white
+  /// space and comments: Foundation's parser reads the entries up to it and drops the rest
+  /// without a word (after any other root value it refuses the text, "Junk after plist").
+  static let stringsFileJunk: [(String, String, [String: String])] = [
+    ("\"a\" = \"b\";\n\"c\" = \"d\";\n}junk\n", "found '}' at line 3, column 1, where a key or the end of the"
+      + " text was expected, after the strings file's last entry (it ends at line 2, column 10)", ["a": "b", "c": "d"]),
+    ("a = 1; ) b = 2;", "found ')' at line 1, column 8, where a key or the end of the text was expected, after the"
+      + " strings file's last entry (it ends at line 1, column 6)", ["a": "1"]),
+    ("a = 1;\n// note\n  ;", "found ';' at line 3, column 3, where a key or the end of the text was expected, after"
+      + " the strings file's last entry (it ends at line 1, column 6)", ["a": "1"]),
+    ("a = 1; \"b = 2;", #"found the end of the text at line 1, column 15, where the closing '"' was expected for"#
+      + #" the string opened at line 1, column 8, after the strings file's last entry (it ends at line 1, column 6)"#,
+      ["a": "1"]),
+  ]
+
+  @Test(arguments: stringsFileJunk)
+  func importRefusesAStringsFileWithJunkAfterItsLastEntry(text: String, reason: String, foundation: [String: String])
+    throws
+  {
+    // What Foundation's parser makes of it: the entries before the junk, and no error.
+    let read = try PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil)
+    #expect(read as? [String: String] == foundation)
+    let g = try GroupctlRoot()
+    try g.ok(["write", Self.app, "keep", "me"])
+    let before = try Data(contentsOf: g.appFile())
+    let result = try g.run(["import", Self.app, "-"], stdin: Data(text.utf8))
+    #expect(result.status == 1, "\(result)")
+    #expect(
+      result.stderr.contains(
+        "cannot import standard input: in OpenStep text, \(reason); Foundation's parser reads a strings file's"
+          + " entries up to there and drops what follows; \(Self.app) was not changed"),
+      "\(result.stderr)")
+    #expect(try Data(contentsOf: g.appFile()) == before)
+    // The same text as a value of the argument domain is refused too.
+    let explain = try g.run(["explain", Self.app, "k", "--", "-k", text])
+    if text.first == "\"" {
+      #expect(explain.status == 64, "\(explain)")
+      #expect(explain.stderr.contains("is not a property-list literal (in OpenStep text, \(reason);"), "\(explain.stderr)")
+    }
+  }
+
+  /// White space and comments after a strings file's last entry are no junk; a suite's own
+  /// file with junk there is read as Foundation reads it (only input from outside is refused).
+  @Test func aStringsFileEndingInACommentIsImportedAndASuiteFileWithJunkIsRead() throws {
+    let g = try GroupctlRoot()
+    try g.ok(["import", Self.app, "-"], stdin: Data("a = 1;\n\"b\" = (x);\n// end\n/* really */\n".utf8))
+    #expect(try g.ok(["read", Self.app, "b"]) == "(\n    x\n)\n")
+    try Data("a = 2;\n}junk\n".utf8).write(to: g.appFile())
+    let read = try g.run(["read", Self.app, "a"])
+    #expect(read.status == 0 && read.stdout == "2\n", "\(read)")
+  }
 }

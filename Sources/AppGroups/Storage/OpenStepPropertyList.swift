@@ -259,6 +259,18 @@ extension OpenStepPropertyList {
     return checker.check()
   }
 
+  /// What a strings file (`key = value;` pairs with no braces around them) holds after its
+  /// last entry, as a reason naming what was found, its line and column, and where the last
+  /// entry ended; `nil` when only white space and comments follow it, or `text` is no strings
+  /// file. Foundation's parser reads the entries up to the first thing that is not a key and
+  /// drops the rest without a word (`a = 1; } b = 2;` reads as `{ a = 1; }`), where after any
+  /// other root value it refuses the text ("Junk after plist"); a quoted key that does not end
+  /// is dropped the same way.
+  static func contentAfterStringsFile(in text: [UInt8]) -> String? {
+    var checker = SyntaxChecker(text)
+    return checker.contentAfterStringsFile()
+  }
+
   /// A recursive reading of the grammar that keeps nothing but the places it needs to say.
   private struct SyntaxChecker {
     let bytes: [UInt8]
@@ -298,6 +310,34 @@ extension OpenStepPropertyList {
       } catch {
         return error.reason
       }
+    }
+
+    /// ``OpenStepPropertyList/contentAfterStringsFile(in:)``.
+    mutating func contentAfterStringsFile() -> String? {
+      if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+      let begin = index
+      guard skipSpace(), bytes[index] != UInt8(ascii: "<") else { return nil }
+      // A strings file: a string, then more than white space and comments.
+      guard (try? value(depth: 0, required: true, expected: "")) == .string, skipSpace() else { return nil }
+      index = begin
+      var last: Int?
+      do throws(Failure) {
+        try dictionaryContent(depth: 0) { last = $0 }
+      } catch {
+        // Only a key that does not end (its closing quote missing) stops the parser's reading
+        // of a strings file that it still takes; any other failure is one it refuses, too.
+        return error.reason + Self.dropped(after: last.map(place))
+      }
+      guard skipSpace() else { return nil }
+      return found("where a key or the end of the text was expected").reason
+        + Self.dropped(after: last.map(place))
+    }
+
+    /// What a message about the text after a strings file's entries adds: where the last one
+    /// ended, and what the parser does with what follows.
+    static func dropped(after last: String?) -> String {
+      let entry = last.map { ", after the strings file's last entry (it ends at \($0))" } ?? ""
+      return entry + "; Foundation's parser reads a strings file's entries up to there and drops what follows"
     }
 
     // MARK: Values
@@ -344,8 +384,9 @@ extension OpenStepPropertyList {
       }
     }
 
-    /// `key = value;` pairs (or `key;`), up to the first thing that is not a key.
-    mutating func dictionaryContent(depth: Int) throws(Failure) {
+    /// `key = value;` pairs (or `key;`), up to the first thing that is not a key; `entryEnded`
+    /// is told the offset of each entry's `;`.
+    mutating func dictionaryContent(depth: Int, entryEnded: (Int) -> Void = { _ in }) throws(Failure) {
       while skipSpace() {
         let start = index
         let byte = bytes[index]
@@ -368,6 +409,7 @@ extension OpenStepPropertyList {
         guard skipSpace(), bytes[index] == UInt8(ascii: ";") else {
           throw found("where ';' was expected after the value of the key \(key)")
         }
+        entryEnded(index)
         index += 1
       }
     }

@@ -108,8 +108,10 @@ extension PropertyListValue {
   }
 
   /// What a property list given from outside (a `groupctl write` literal, an imported file)
-  /// holds after its root value, as ``trailingContent(in:)`` names it; `nil` for a binary
-  /// property list, or when only white space, comments and processing instructions follow.
+  /// holds after its root value, as ``trailingContent(in:)`` names it in XML, and
+  /// ``OpenStepPropertyList/contentAfterStringsFile(in:)`` after a strings file's last entry;
+  /// `nil` for a binary property list, or when only white space, comments and processing
+  /// instructions follow.
   ///
   /// Not one of the ``misreadValues(in:)``: the values before it are read as the file says
   /// them. A suite's own file with XML after its root value is read as Foundation reads it,
@@ -119,6 +121,9 @@ extension PropertyListValue {
     if data.starts(with: "bplist".utf8) { return nil }
     var text = data
     if let utf16 = utf16Text(withByteOrderMark(data)) { text = Data(utf16.utf8) }
+    if let strings = OpenStepPropertyList.contentAfterStringsFile(in: Array(text)) {
+      return "in OpenStep text, \(strings)"
+    }
     return trailingContent(in: text)
   }
 
