@@ -280,6 +280,41 @@ struct FileCoordinationTests {
     }
   }
 
+  /// A presenter's look at its item after the move's event in its folder, begun before the
+  /// mover's tell (the item gone from its old path) and ended after the presenter followed the
+  /// item (a test hook holds each side until the other), is not heard as a deletion made
+  /// without coordination: the presenter hears did-move, and no accommodate-deletion. Such a
+  /// look once compared the old path's absence with the new path's stamp.
+  @Test func aLookBegunBeforeAMoveIsNotHeardAsADeletion() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("draft.txt")
+    let moved = t.file("final.txt")
+    try "draft\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let marker = t.g.t.sandbox.url.appendingPathComponent("look-across-move").path
+    var environment = t.g.t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_TEST_LOOK_ACROSS_MOVE"] = marker
+    let presenter = try ChildProcess(
+      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, item],
+      environment: environment)
+    #expect(
+      presenter.waitForErrorLine { $0.hasPrefix("presenting \(item) as") } != nil,
+      "\(presenter.standardError)")
+
+    let move = try t.coordinate(["--write", item, "--move-to", moved, "--", "/bin/mv", item, moved])
+    #expect(move.status == 0, "\(move)")
+    #expect(
+      t.lines(presenter, through: "did-move \(moved)")
+        == ["relinquish-to-writer", "reacquire", "did-move \(moved)"])
+    // The look is over: what it made the presenter hear is on its queue, before the next ask.
+    #expect(waitForFile(marker, timeout: 30), "\(presenter.standardError)")
+    let write = try t.coordinate(["--write", moved, "--", "/bin/sh", "-c", "echo final >> '\(moved)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+    #expect(!presenter.standardError.contains("did not coordinate"), "\(presenter.standardError)")
+  }
+
   /// An item whose name holds a newline is printed in quotes, the newline escaped: one line,
   /// one callback. Printed raw, "evil\ndid-move x" made a second line, a move that never was.
   @Test func aNameWithANewlineCannotForgeACallbackLine() throws {

@@ -411,6 +411,8 @@ final class PresenterHost: @unchecked Sendable {
   /// went to another container; the mover rewrote it in the same container) names the new path.
   private func moved(_ entry: Entry, to destination: URL) {
     guard let item = try? CoordinatedItem.resolve(destination) else { return }
+    TestHooks.lookAcrossMove?.moveBegins()
+    defer { TestHooks.lookAcrossMove?.moveEnded() }
     let previous: CoordinatedItem? = lock.withLock {
       let previous = entry.item
       entry.item = item

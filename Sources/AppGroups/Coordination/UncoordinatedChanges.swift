@@ -12,6 +12,13 @@ import Foundation
 /// A coordinated write is not heard twice: while a coordinator has asked the presenter to
 /// relinquish, the watch stays quiet, and the coordinator's tell records what the item looks
 /// like after the write.
+///
+/// A look is of the path watched, and counts only when nothing else changed the watch between
+/// the look and its comparison: a look begun before a coordinator's tell and ended after it
+/// saw the item as it was in the access. Above all, one begun before the presenter followed a
+/// coordinated move of its item saw the old path empty, which is no deletion: compared with
+/// the new path's stamp, it made the presenter hear `accommodatePresentedItemDeletion` after
+/// `presentedItemDidMove(to:)`. The next event in the folder looks again.
 enum UncoordinatedChanges {
   /// What the item looked like: `nil` when it did not exist.
   struct Stamp: Equatable {
@@ -30,8 +37,16 @@ enum UncoordinatedChanges {
   }
 
   private struct Watched {
+    /// The path watched: the presenter's item when the watch was made or a coordinator last
+    /// told it what happened.
+    var path: String
     var stamp: Stamp?
     var quiet = 0
+    /// Counts every change of the watch: a look that began under another number is out of
+    /// date.
+    var generation: UInt64 = 0
+
+    mutating func changed() { generation &+= 1 }
   }
 
   private static let state = Mutex<[String: Watched]>([:])
@@ -43,7 +58,15 @@ enum UncoordinatedChanges {
     let folder = FileSystem.folder(of: path)
     let name = FileSystem.lastComponent(of: path)
     let key = entry.name
-    state.withLock { $0[key] = Watched(stamp: Stamp(path: path)) }
+    state.withLock { state in
+      // Made again for a presenter that followed a move while a coordinator had it relinquish:
+      // quiet still, until that coordinator's tell.
+      var watched = state[key] ?? Watched(path: path)
+      watched.path = path
+      watched.stamp = Stamp(path: path)
+      watched.changed()
+      state[key] = watched
+    }
     let observation: Observation?
     do {
       let id = try ChangeMonitor.shared.addListener(directory: folder, prefix: name) { changed in
@@ -65,7 +88,11 @@ enum UncoordinatedChanges {
     state.withLock { state in
       guard var watched = state[key] else { return }
       watched.quiet = max(0, watched.quiet + (begins ? 1 : -1))
-      if !begins, let path { watched.stamp = Stamp(path: path) }
+      if !begins, let path {
+        watched.path = path
+        watched.stamp = Stamp(path: path)
+      }
+      watched.changed()
       state[key] = watched
     }
   }
@@ -81,12 +108,18 @@ enum UncoordinatedChanges {
   /// Looks at the item of presenter `key` after an event in its folder.
   private static func check(_ key: String) {
     guard let entry = PresenterHost.shared.entry(named: key),
-      let item = PresenterHost.shared.currentItem(of: entry)
+      let (path, generation) = state.withLock({ state in state[key].map { ($0.path, $0.generation) } })
     else { return }
-    let now = Stamp(path: item.path)
+    let now = Stamp(path: path)
+    let held = now == nil ? TestHooks.lookAcrossMove : nil
+    held?.lookBegins()
+    defer { held?.lookEnded() }
     let changed: Bool = state.withLock { state in
-      guard var watched = state[key], watched.quiet == 0, watched.stamp != now else { return false }
+      guard var watched = state[key], watched.generation == generation, watched.quiet == 0,
+        watched.stamp != now
+      else { return false }
       watched.stamp = now
+      watched.changed()
       state[key] = watched
       return true
     }
@@ -95,7 +128,7 @@ enum UncoordinatedChanges {
     let queue = entry.presenter.presentedItemOperationQueue
     if now == nil {
       Diagnostics.report(
-        "\(item.path) was removed by a process that did not coordinate; its presenter"
+        "\(path) was removed by a process that did not coordinate; its presenter"
           + " (\(entry.bundleIdentifier)) is told accommodatePresentedItemDeletion")
       queue.addOperation { presenter.value.accommodatePresentedItemDeletion { _ in } }
     } else {

@@ -5,8 +5,10 @@ import Glibc
 /// processes can be steered.
 ///
 /// Each hook is an optional closure, `nil` unless a test asked for it: a call site checks it
-/// inline (`TestHooks.whileHoldingLock?(path)`) and calls nothing when it is off. A release
-/// build has none at all.
+/// inline (`TestHooks.whileHoldingLock?(path)`) and calls nothing when it is off. A hook that
+/// holds one thread of a process until another reaches a point (``lookAcrossMove``) is an
+/// optional object with a method per side, called the same way. A release build has none at
+/// all.
 package enum TestHooks {
   /// `APPGROUPS_TEST_PAUSE_IN_COMMIT=<path>`: a commit, once it holds the lock, creates
   /// `<path>` and raises SIGSTOP on itself, so that a test can observe other processes while
@@ -39,6 +41,63 @@ package enum TestHooks {
   /// its file is written, creates `<path>` and raises SIGSTOP on itself, so that a test can
   /// kill it between the keybag's write and the device state's.
   package static let beforeKeybagSave = hook("APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE")
+
+  /// `APPGROUPS_TEST_LOOK_ACROSS_MOVE=<path>`: a presenter's look at its item after an event
+  /// in its folder (a change made without coordination?) that finds the item gone, and the
+  /// presenter's following of a coordinated move of that item, made to interleave: the move
+  /// waits until such a look has begun, the look waits until the move is followed, then ends
+  /// and creates `<path>`. The window in which a look begun before a move ends after it, made
+  /// wide: what the look saw is of the old path.
+  static let lookAcrossMove: LookAcrossMove? = {
+    #if DEBUG
+      ProcessInfo.processInfo.environment["APPGROUPS_TEST_LOOK_ACROSS_MOVE"].map(LookAcrossMove.init)
+    #else
+      nil
+    #endif
+  }()
+
+  /// The two sides of ``lookAcrossMove``, each waiting for the other for 10 seconds at most.
+  final class LookAcrossMove: @unchecked Sendable {
+    private let marker: String
+    private let condition = NSCondition()
+    // Read and written only while `condition` is locked.
+    private var lookBegan = false
+    private var moveFollowed = false
+
+    init(marker: String) { self.marker = marker }
+
+    /// A look found the item gone: the move may go on; the look waits until it was followed.
+    func lookBegins() {
+      condition.lock()
+      defer { condition.unlock() }
+      lookBegan = true
+      condition.broadcast()
+      let deadline = Date(timeIntervalSinceNow: 10)
+      while !moveFollowed, condition.wait(until: deadline) {}
+    }
+
+    /// The look is over: `<path>` says so.
+    func lookEnded() {
+      let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+      if fd >= 0 { close(fd) }
+    }
+
+    /// A move of the item is about to be followed: it waits until a look has begun.
+    func moveBegins() {
+      condition.lock()
+      defer { condition.unlock() }
+      let deadline = Date(timeIntervalSinceNow: 10)
+      while !lookBegan, condition.wait(until: deadline) {}
+    }
+
+    /// The move was followed: a look waiting goes on.
+    func moveEnded() {
+      condition.withLock {
+        moveFollowed = true
+        condition.broadcast()
+      }
+    }
+  }
 
   /// The hook the environment variable `name` asks for: writes the path it is called with
   /// to the marker file the variable names, then stops the process.
