@@ -583,6 +583,51 @@ struct FileCoordinationBadInputTests {
     try t.expectAskedAtAWrite(presenter, item)
   }
 
+  /// A file put at a presenter's inbox by another process between the presenter's look (its
+  /// inbox gone) and its `mkfifo`, which then found something there: the presenter took the
+  /// file for its FIFO and kept it, and every coordinator skipped it as gone. Now the inbox it
+  /// opens is a FIFO, made again over the file.
+  @Test func aFilePutAtAnInboxWhileItIsMadeAgainIsReplaced() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("remade.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let marker = t.g.path + "/before-mkfifo"
+    var environment = t.g.t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_TEST_PAUSE_BEFORE_MKFIFO"] = marker
+    let presenter = try ChildProcess(
+      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, item], environment: environment)
+    let pid = presenter.process.processIdentifier
+    // Each time the presenter is about to make its inbox: `act` runs while it is stopped there.
+    func resumeAtMkfifo(_ act: () throws -> Void = {}) throws {
+      try #require(eventually { FileManager.default.fileExists(atPath: marker) }, "\(presenter.standardError)")
+      try #require(waitUntilStopped(pid, timeout: 30))
+      try act()
+      try FileManager.default.removeItem(atPath: marker)
+      kill(pid, SIGCONT)
+    }
+    try resumeAtMkfifo()  // its first inbox
+    #expect(presenter.waitForErrorLine { $0.hasPrefix("presenting \(item)") } != nil, "\(presenter.standardError)")
+    let inboxes = t.container + "/Library/Coordination/inbox"
+    let inbox = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: inboxes).first { $0.hasPrefix("\(pid)-") }
+        .map { inboxes + "/" + $0 })
+    #expect(unlink(inbox) == 0)
+    try resumeAtMkfifo { try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox)) }
+    // Made again over the file (the presenter stops once more before that mkfifo).
+    #expect(
+      eventually {
+        if FileManager.default.fileExists(atPath: marker) { try? resumeAtMkfifo() }
+        return FileStatus(atPath: inbox)?.kind == .fifo
+      }, "\(presenter.standardError)")
+    let write = try t.coordinate(["--write", item, "--", "/bin/sh", "-c", "echo more >> '\(item)'"])
+    #expect(write.status == 0, "\(write)")
+    #expect(t.lines(presenter, through: "did-change") == ["relinquish-to-writer", "reacquire", "did-change"])
+    // Ended with SIGKILL: at a normal exit it removes its inbox, may hear that, and would stop
+    // before making it again, with nobody left to resume it.
+    presenter.signal(SIGKILL)
+    #expect(presenter.wait() == 9)
+  }
+
   /// Bytes with no newline written into a presenter's inbox by a process that is not the
   /// library: the next writer's ask is still read as itself, and the presenter answers. The
   /// ask was read as the end of the foreign line, dropped, and the presenter was blamed.

@@ -52,8 +52,7 @@ final class Courier: @unchecked Sendable {
     let fd: CInt
     do throws(SystemCallError) {
       // A FIFO already there is this process's inbox from an earlier open.
-      try Fifos.make(path)
-      fd = try Fifos.openForReading(path)
+      fd = try Fifos.makeAndOpenForReading(path)
     } catch {
       throw AppGroupsError(io: error, "opening this process's coordination inbox \(path)")
     }

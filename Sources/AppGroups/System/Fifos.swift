@@ -25,16 +25,29 @@ enum Fifos {
   /// `mkfifo(3)`.
   static func make(_ path: String) throws(SystemCallError) {
     if let status = FileStatus(atPath: path), status.kind != .fifo { try FileSystem.remove(path) }
+    TestHooks.beforeMakingFifo?(path)
     do {
       _ = try valueOrErrno("mkfifo", path: path) { mkfifo(path, 0o600) }
     } catch where error.errno == EEXIST {}
   }
 
-  /// Opens the FIFO at `path` as its owner reads it: for reading and writing, so that it never
-  /// reads an end of file, without waiting, never through a symbolic link.
-  /// The corresponding system call is `open(2)`.
-  static func openForReading(_ path: String) throws(SystemCallError) -> CInt {
-    try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+  /// Makes the FIFO at `path` (``make(_:)``) and opens it as its owner reads it: for reading
+  /// and writing, so that it never reads an end of file, without waiting, never through a
+  /// symbolic link. The descriptor returned is a FIFO's: a file another process put at the
+  /// path after the look and before `mkfifo(3)` (which then finds something there, as it finds
+  /// a FIFO of an earlier open) is removed and the FIFO made again, three times at most.
+  /// The corresponding system calls are those of ``make(_:)``, `open(2)` and `fstat(2)`.
+  static func makeAndOpenForReading(_ path: String) throws(SystemCallError) -> CInt {
+    for _ in 0..<3 {
+      try make(path)
+      let fd = try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+      var status = stat()
+      if Status.open(fd, &status) == 0, status.fileType == FileMode.fifo { return fd }
+      FileSystem.close(fd)
+    }
+    throw SystemCallError(
+      call: "mkfifo", path: path, errno: EEXIST,
+      reason: "another process put a file that is not a FIFO there each time it was made")
   }
 
   /// Writes `bytes` whole to the FIFO at `path`, without waiting.

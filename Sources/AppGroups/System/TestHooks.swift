@@ -42,6 +42,11 @@ package enum TestHooks {
   /// kill it between the keybag's write and the device state's.
   package static let beforeKeybagSave = hook("APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE")
 
+  /// `APPGROUPS_TEST_PAUSE_BEFORE_MKFIFO=<path>`: a FIFO being made (a coordination inbox),
+  /// once nothing but a FIFO is found at its path and before `mkfifo(3)`, creates `<path>` and
+  /// raises SIGSTOP on itself, so that a test can put a file there in that window.
+  static let beforeMakingFifo = hook("APPGROUPS_TEST_PAUSE_BEFORE_MKFIFO")
+
   /// `APPGROUPS_TEST_LOOK_ACROSS_MOVE=<path>`: a presenter's look at its item after an event
   /// in its folder (a change made without coordination?) that finds the item gone, and the
   /// presenter's following of a coordinated move of that item, made to interleave: the move
