@@ -308,4 +308,75 @@ struct JournalRestoreTests {
     #expect(try read.readInAnotherProcess() == expected)
     #expect(try read.groupctl(["read", Self.group, "acked-2"]).stdout == "two\n")
   }
+
+  /// How the commit that lands between an app's read of the plist and its read of the
+  /// journal folds the journal into a new plist.
+  enum Fold: String, CaseIterable, Sendable {
+    /// A small commit, which folds a journal read by its content (the plist was touched).
+    case smallCommit
+    /// A commit too large for the journal, which rewrites the plist (a compaction).
+    case compaction
+  }
+
+  /// An app reads the plist, then its journal: at its open, and again when the plist changed
+  /// meanwhile (here a touch, which the open's look after its watch is set up finds). A
+  /// commit that folds the journal into a new plist between the two reads (renamed in, the
+  /// token moved, the journal removed) left the read with the old plist alone: the
+  /// acknowledged commits the journal held were missing, and the value they removed back,
+  /// until the watcher heard the rename, and for good for a one-shot reader (4 to 43 of ~2,000
+  /// `appgroups-worker dump` opens racing touches and folds, the journal's `openat` slowed by
+  /// 20 ms). The read is done again when the plist read was replaced. The reader is stopped
+  /// between its two reads (`APPGROUPS_TEST_PAUSE_BEFORE_JOURNAL_READ`), so nothing is left to
+  /// chance.
+  @Test(arguments: Fold.allCases)
+  func aReadRacingAFoldingCommitGivesEveryAcknowledgedValue(_ fold: Fold) throws {
+    let t = try TestRoot()
+    let root = try suiteWithJournal(t)
+    let marker = t.sandbox.url.appendingPathComponent("before-journal-read").path
+    let reader = try ChildProcess(
+      "appgroups-worker", ["dump", Self.group, ""],
+      environment: [
+        "APPGROUPS_ROOT": root.path, "APPGROUPS_BUNDLE_ID": TestRoot.widget, "APPGROUPS_WORKER_NO_WAIT": "1",
+        "APPGROUPS_TEST_PAUSE_BEFORE_JOURNAL_READ": marker,
+      ])
+    let pid = reader.process.processIdentifier
+    // Never left stopped, whatever fails below.
+    var continued = false
+    defer { if !continued { reader.signal(SIGCONT) } }
+    func stopped() throws {
+      try #require(waitForFile(marker, timeout: 30), "\(reader.standardError)")
+      try #require(waitUntilStopped(pid, timeout: 30))
+      let paused = try String(contentsOfFile: marker, encoding: .utf8)
+      #expect(paused.hasSuffix("/\(Self.group).plist"), "stopped reading \(paused)")
+    }
+    // The open, stopped with the plist read: touched now, so that the open reads it again once
+    // it has read the journal, and stops there too (the marker removed).
+    try stopped()
+    _ = try restore(t, .touched)
+    try FileManager.default.removeItem(atPath: marker)
+    reader.signal(SIGCONT)
+    try stopped()
+
+    // The folding commit, acknowledged while the reader holds the touched plist.
+    let third = fold == .compaction ? String(repeating: "c", count: 40_000) : "three"
+    let write = try root.groupctl(["write", Self.group, "acked-3", third])
+    #expect(write.status == 0, "\(write.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: root.journal), "the commit folded the journal")
+
+    // The marker left in place: every later read goes on.
+    reader.signal(SIGCONT)
+    continued = true
+    var read: [String: String] = [:]
+    while let line = reader.waitForLine(timeout: 30), !line.hasPrefix("dumped ") {
+      let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+      if parts.count == 3, parts[0] == "entry", parts[1].hasPrefix("acked-") || parts[1] == "base-3" {
+        read[parts[1]] = parts[2]
+      }
+    }
+    #expect(reader.wait() == 0, "\(reader.standardError)")
+    // The values acknowledged before the open began are read: the journal's two and its
+    // removal of `base-3` (the commit that raced it may be read too, or not).
+    read["acked-3"] = nil
+    #expect(read == Self.acknowledged, "\(reader.standardError)")
+  }
 }

@@ -30,15 +30,11 @@ package struct StoredSuite: Sendable {
   /// A commit that lands between the plist's read and its journal's (a compaction that folds
   /// the journal into a new plist and removes it) would leave the old plist without the
   /// journal it was read with: the plist is looked at again after its journal was read, and
-  /// read again when it is not the one read (a few times, then as it stands).
+  /// read again when it is not the one read (a few times, then as it stands), as an app's open
+  /// reads it (``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``).
   package static func read(plistAt plistPath: String) throws(AppGroupsError) -> StoredSuite? {
-    var attempt = 0
-    while true {
-      let (suite, identity) = try readOnce(plistAt: plistPath)
-      attempt += 1
-      guard let identity, attempt < 8, (try? FileSystem.identity(ofPath: plistPath)) != identity else {
-        return suite
-      }
+    try SuiteJournal.readingAgainWhileReplaced(plistAt: plistPath) { _ throws(AppGroupsError) in
+      try readOnce(plistAt: plistPath)
     }
   }
 

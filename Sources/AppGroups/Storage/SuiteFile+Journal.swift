@@ -144,6 +144,7 @@ extension SuiteFile {
     cs.journal = nil
     cs.journalDamage = []
     cs.deadBytes = 0
+    TestHooks.beforeJournalRead?(path)
     guard let tail = try readJournal(base: base, after: nil, record: record, probing: probing) else { return }
     cs.deadBytes = Self.apply(tail.changes, to: &values)
     cs.journal = tail.position

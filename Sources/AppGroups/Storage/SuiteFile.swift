@@ -495,7 +495,28 @@ final class SuiteFile: Sendable {
   /// aside (only while holding the lock) and the suite goes on empty.
   /// `record` is the lock file's record read in this pass, if it was (it is read again when
   /// it is not for the version found); `looked`, what this pass's `lstat(2)` found at the path.
+  ///
+  /// Outside the lock, a commit that folds the journal into a new plist between the plist's
+  /// read and its journal's would leave the old plist without the acknowledged commits its
+  /// journal held: the file is read again while the token record, read after the journal (and
+  /// only when it names another version, `stat(2)`), says the plist read was replaced (see
+  /// ``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``), as `groupctl` reads it.
   private func load(
+    _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil, looked: FileSystem.LinkEntry? = nil
+  ) throws(AppGroupsError) -> SuiteValues? {
+    // Holding the lock, no commit replaces the plist under the read.
+    if mode == .commit { return try loadOnce(&cs, mode: mode, record: record, looked: looked) }
+    return try SuiteJournal.readingAgainWhileReplaced(plistAt: path, record: { lockFile?.read() }) {
+      again throws(AppGroupsError) in
+      // Read again: what this pass read before the plist was replaced is not used.
+      let values = try loadOnce(&cs, mode: mode, record: again ? nil : record, looked: again ? nil : looked)
+      // A journal was read only with a plist that could be read.
+      return (values, values != nil && cs.unreadableIdentity == nil ? cs.identity : nil)
+    }
+  }
+
+  /// One read of the file and its journal (see ``load(_:mode:record:looked:)``).
+  private func loadOnce(
     _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil, looked: FileSystem.LinkEntry? = nil
   ) throws(AppGroupsError) -> SuiteValues? {
     let holdingLock = mode == .commit
@@ -579,7 +600,7 @@ final class SuiteFile: Sendable {
     defer { if !holdingLock { lockFile.unlock() } }
     // Under the lock: is it still the same unreadable file?
     if let now = try? FileSystem.identity(ofPath: path), now != identity {
-      return try load(&cs, mode: .commit, record: record)
+      return try loadOnce(&cs, mode: .commit, record: record)
     }
     do throws(SystemCallError) {
       let aside = try PropertyListFile.moveAside(path)

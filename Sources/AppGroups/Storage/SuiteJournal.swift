@@ -376,6 +376,45 @@ package enum SuiteJournal {
       continued: start > 0, damage: damage)
   }
 
+  /// How many times in all a reader reads a suite's plist and its journal while the plist is
+  /// replaced under it (see ``readingAgainWhileReplaced(plistAt:record:_:)``).
+  static let readsWhileReplaced = 8
+
+  /// Reads a suite's plist, then its journal, with `read`, and again when the plist was
+  /// replaced in between. A commit that folds the journal into a new plist (a compaction, or
+  /// any commit after a touch or copy) renames the new plist in, moves the token, then removes
+  /// the journal; a reader that read the old plist before the rename and looks for its journal
+  /// after finds none of that version (removed, replaced, or no longer vouched for by the
+  /// token record), and would give the old plist alone: values from before the acknowledged
+  /// commits the journal held.
+  ///
+  /// `read` is told whether it reads again, and gives what it read with the plist version it
+  /// read the journal of (`nil`: none was read, as with no plist). That version is still the
+  /// plist when `record`, the token record as it stands after the journal was read, names it
+  /// (a commit moves the token before it touches the journal of the plist it replaced), else
+  /// when `stat(2)` finds it at the path. Otherwise it is read again: a few times
+  /// (``readsWhileReplaced``), then what was read last, the freshest read, is given as it is.
+  static func readingAgainWhileReplaced<Value, Failure: Error>(
+    plistAt plistPath: String, record: () -> SuiteLockFile.Record? = { nil },
+    _ read: (_ again: Bool) throws(Failure) -> (Value, FileIdentity?)
+  ) throws(Failure) -> Value {
+    var reads = 0
+    while true {
+      let (value, version) = try read(reads > 0)
+      reads += 1
+      guard let version, reads < readsWhileReplaced,
+        !plist(at: plistPath, isStill: version, record: record())
+      else { return value }
+    }
+  }
+
+  /// Whether plist version `version` is still the plist at `plistPath`: `record` (the token
+  /// record) names it, without a system call; else `stat(2)` finds it there.
+  private static func plist(at plistPath: String, isStill version: FileIdentity, record: SuiteLockFile.Record?) -> Bool {
+    if sameVersion(record?.identity, version) { return true }
+    return sameVersion(try? FileSystem.identity(ofPath: plistPath), version)
+  }
+
   /// What to say of the file at the journal's path of the suite whose plist is at
   /// `plistPath` when it is a journal of another version of the plist, which no reader
   /// applies (call when ``read(journalOf:base:after:published:)`` found no journal of this

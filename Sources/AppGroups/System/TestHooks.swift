@@ -32,6 +32,13 @@ package enum TestHooks {
   /// processes read then, and kill it there.
   static let beforePublish = hook("APPGROUPS_TEST_PAUSE_BEFORE_PUBLISH")
 
+  /// `APPGROUPS_TEST_PAUSE_BEFORE_JOURNAL_READ=<path>`: a read of a suite's plist with its
+  /// journal (an app's open of the suite, a re-read), once the plist is read and before its
+  /// journal is, creates `<path>` and raises SIGSTOP on itself, so that a test can land a
+  /// commit between the two reads; unless `<path>` exists: a test removes it to stop the next
+  /// read, and leaves it to let every later one go on.
+  static let beforeJournalRead = hook("APPGROUPS_TEST_PAUSE_BEFORE_JOURNAL_READ", unlessMarked: true)
+
   /// `APPGROUPS_TEST_PAUSE_BEFORE_ANSWER=<path>`: an app preparing for a suspension, once its
   /// drain is over and before it writes its ready file, creates `<path>` and raises SIGSTOP on
   /// itself: its answer comes too late for the suspender.
@@ -105,12 +112,14 @@ package enum TestHooks {
   }
 
   /// The hook the environment variable `name` asks for: writes the path it is called with
-  /// to the marker file the variable names, then stops the process.
-  private static func hook(_ name: String) -> (@Sendable (String) -> Void)? {
+  /// to the marker file the variable names, then stops the process; `unlessMarked`: only
+  /// when it creates the marker file (none is there).
+  private static func hook(_ name: String, unlessMarked: Bool = false) -> (@Sendable (String) -> Void)? {
     #if DEBUG
       guard let marker = ProcessInfo.processInfo.environment[name] else { return nil }
       return { path in
-        let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | (unlessMarked ? O_EXCL : 0), 0o600)
+        if unlessMarked && fd < 0 && errno == EEXIST { return }
         if fd >= 0 {
           _ = path.withCString { write(fd, $0, strlen($0)) }
           close(fd)
