@@ -583,11 +583,13 @@ struct FileCoordinationBadInputTests {
     try t.expectAskedAtAWrite(presenter, item)
   }
 
-  /// A file put at a presenter's inbox by another process between the presenter's look (its
-  /// inbox gone) and its `mkfifo`, which then found something there: the presenter took the
-  /// file for its FIFO and kept it, and every coordinator skipped it as gone. Now the inbox it
-  /// opens is a FIFO, made again over the file.
-  @Test func aFilePutAtAnInboxWhileItIsMadeAgainIsReplaced() throws {
+  /// A file or an empty folder put at a presenter's inbox by another process between the
+  /// presenter's look (its inbox gone) and its `mkfifo`, which then found something there: the
+  /// presenter took a file for its FIFO and kept it, and every coordinator skipped it as gone;
+  /// a folder it could not open nor remove, and every coordinated write in the group failed
+  /// ("Is a directory"). Now the inbox it opens is a FIFO, made again over either.
+  @Test(arguments: ["file", "folder"])
+  func aFilePutAtAnInboxWhileItIsMadeAgainIsReplaced(_ kind: String) throws {
     let t = try CoordinationRoot()
     let item = t.file("remade.txt")
     try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
@@ -612,7 +614,13 @@ struct FileCoordinationBadInputTests {
       try FileManager.default.contentsOfDirectory(atPath: inboxes).first { $0.hasPrefix("\(pid)-") }
         .map { inboxes + "/" + $0 })
     #expect(unlink(inbox) == 0)
-    try resumeAtMkfifo { try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox)) }
+    try resumeAtMkfifo {
+      if kind == "file" {
+        try Data("not a fifo\n".utf8).write(to: URL(fileURLWithPath: inbox))
+      } else {
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: false)
+      }
+    }
     // Made again over the file (the presenter stops once more before that mkfifo).
     #expect(
       eventually {

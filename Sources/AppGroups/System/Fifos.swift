@@ -20,11 +20,15 @@ enum Fifos {
     case failed(SystemCallError)
   }
 
-  /// Makes a FIFO (mode 0600) at `path`, removing first whatever else is there; a FIFO
-  /// already there is kept. The corresponding calls are `lstat(2)`, `unlink(2)` and
-  /// `mkfifo(3)`.
+  /// Makes a FIFO (mode 0600) at `path`, removing first whatever else is there (a folder only
+  /// when it is empty); a FIFO already there is kept. The corresponding calls are `lstat(2)`,
+  /// `unlink(2)` or `rmdir(2)`, and `mkfifo(3)`.
   static func make(_ path: String) throws(SystemCallError) {
-    if let status = FileStatus(atPath: path), status.kind != .fifo { try FileSystem.remove(path) }
+    switch FileStatus(atPath: path)?.kind {
+    case nil, .fifo?: break
+    case .folder?: _ = try valueOrErrno("rmdir", path: path) { rmdir(path) }
+    default: try FileSystem.remove(path)
+    }
     TestHooks.beforeMakingFifo?(path)
     do {
       _ = try valueOrErrno("mkfifo", path: path) { mkfifo(path, 0o600) }
@@ -33,14 +37,20 @@ enum Fifos {
 
   /// Makes the FIFO at `path` (``make(_:)``) and opens it as its owner reads it: for reading
   /// and writing, so that it never reads an end of file, without waiting, never through a
-  /// symbolic link. The descriptor returned is a FIFO's: a file another process put at the
-  /// path after the look and before `mkfifo(3)` (which then finds something there, as it finds
-  /// a FIFO of an earlier open) is removed and the FIFO made again, three times at most.
+  /// symbolic link. The descriptor returned is a FIFO's: a file or an empty folder another
+  /// process put at the path after the look and before `mkfifo(3)` (which then finds something
+  /// there, as it finds a FIFO of an earlier open) is removed and the FIFO made again, three
+  /// times at most.
   /// The corresponding system calls are those of ``make(_:)``, `open(2)` and `fstat(2)`.
   static func makeAndOpenForReading(_ path: String) throws(SystemCallError) -> CInt {
     for _ in 0..<3 {
       try make(path)
-      let fd = try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+      let fd: CInt
+      do throws(SystemCallError) {
+        fd = try FileSystem.open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+      } catch where error.errno == EISDIR {
+        continue  // a folder put there: made again over it
+      }
       var status = stat()
       if Status.open(fd, &status) == 0, status.fileType == FileMode.fifo { return fd }
       FileSystem.close(fd)
@@ -61,7 +71,8 @@ enum Fifos {
       fd = try FileSystem.open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
     } catch {
       switch error.errno {
-      case ENXIO, ENOENT, ELOOP: return .gone
+      // A folder at the path (EISDIR) is something else than a FIFO, as a file found below is.
+      case ENXIO, ENOENT, ELOOP, EISDIR: return .gone
       default: return .failed(error)
       }
     }
