@@ -2,6 +2,7 @@
 import AppGroupsTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// A large suite's journal whose plist was only touched, or copied or restored with the whole
@@ -378,5 +379,64 @@ struct JournalRestoreTests {
     // removal of `base-3` (the commit that raced it may be read too, or not).
     read["acked-3"] = nil
     #expect(read == Self.acknowledged, "\(reader.standardError)")
+  }
+
+  /// A re-read that finds the plist the version it read only catches up its journal. A commit
+  /// that folds the journal into a new plist after the plist was looked at and before the
+  /// journal is read removes the journal; a later commit's new journal may take its inode
+  /// (ext4 hands a freed inode out again), and is then read on from where this process stood,
+  /// as the old plist's: here its record at the offsets of the last acknowledged one. The
+  /// catch-up gave that record in place of the acknowledged one (`acked-4` lost, `acked-5`,
+  /// never written, served) until the next event. It now reads the file whole when the token
+  /// record, read after the journal, no longer names the plist read (the fold moved it).
+  @Test func aCatchUpRacingAFoldingCommitReadsTheFileWhole() throws {
+    let t = try TestRoot()
+    let root = try suiteWithJournal(t)
+    let file = try SuiteFile(path: root.plist, options: SuiteStore.Options())
+    let opened = try file.load()
+    #expect(opened.values["acked-2"] == .string("two"))
+    let stood = try #require(FileManager.default.attributesOfItem(atPath: root.journal)[.size] as? Int)
+    // Acknowledged before the re-read begins: the journal grows by its record.
+    #expect(try root.groupctl(["write", Self.group, "acked-4", "four"]).status == 0)
+    let grown = try #require(FileManager.default.attributesOfItem(atPath: root.journal)[.size] as? Int)
+    // What a journal of the new plist holds at those offsets, when it took the old one's inode.
+    let foreign = try #require(SuiteJournal.record([SuiteJournal.Change("acked-5", .string("five"))]))
+    try #require(foreign.count == grown - stood, "a record of the same length")
+
+    let plist = root.plist, journal = root.journal
+    let saved = t.sandbox.url.appendingPathComponent("journal.inode").path
+    let folded = Mutex<String?>(nil)
+    SuiteFile.beforeCatchUpReadForTesting.withLock {
+      $0 = { path in
+        guard path == plist, folded.withLock({ $0 == nil }) else { return }
+        // The old journal's inode, kept by a second link.
+        var outcome = "linked"
+        if link(journal, saved) != 0 { outcome = "link: \(errno)" }
+        // The folding commit (a compaction), acknowledged: the journal is removed.
+        let run = try? root.groupctl(["write", Self.group, "big", String(repeating: "c", count: 40_000)])
+        if run?.status != 0 { outcome = "write: \(run?.stderr ?? "not run")" }
+        if FileManager.default.fileExists(atPath: journal) { outcome = "the journal was not folded" }
+        // The inode back at the journal's path, holding the foreign record where the
+        // acknowledged one was.
+        if let handle = FileHandle(forUpdatingAtPath: saved) {
+          handle.seek(toFileOffset: UInt64(stood))
+          handle.write(Data(foreign))
+          handle.closeFile()
+        }
+        if link(saved, journal) != 0 { outcome = "link back: \(errno)" }
+        folded.withLock { $0 = outcome }
+      }
+    }
+    defer { SuiteFile.beforeCatchUpReadForTesting.withLock { $0 = nil } }
+    var reloaded = false
+    _ = file.reread { read in if case .reloaded = read { reloaded = true } }
+    try #require(folded.withLock { $0 } == "linked", "\(folded.withLock { $0 } ?? "no catch-up")")
+    let values = file.persisted
+    #expect(reloaded, "the file was read whole")
+    #expect(values["acked-4"] == .string("four"), "the acknowledged value")
+    #expect(values["acked-5"] == nil, "no record of another plist's journal")
+    let foldedValue = values["big"] == .string(String(repeating: "c", count: 40_000))
+    #expect(foldedValue, "the folding commit's value")
+    #expect(values["acked-1"] == .string("one") && values["base-3"] == nil)
   }
 }

@@ -167,15 +167,31 @@ extension SuiteFile {
   /// `cs.persisted`), while the plist is the version it read: empty when there are none;
   /// `nil` when the journal was replaced, removed, cut or damaged, and the whole file must be
   /// read again. `record`: the lock file's record read in this pass. Call holding `commit`.
+  ///
+  /// `outsideLock`: a re-read's catch-up, which a commit may race. One that folds the journal
+  /// into a new plist after the plist was looked at and before its journal is read (renamed
+  /// in, the token moved, the journal removed, perhaps a new one started at the path) leaves
+  /// the journal read not the plist's: `nil` then, when the token record as it stands after
+  /// the read no longer names the plist version read (a commit moves the token before it
+  /// touches the journal of the plist it replaced) and `stat(2)` does not find it either,
+  /// so that the whole file is read again (see
+  /// ``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``). Asked of the mapped
+  /// record first, without a system call; not asked by a store without a lock file.
   func catchUpJournal(
-    _ cs: inout CommitState, record: SuiteLockFile.Record?
+    _ cs: inout CommitState, record: SuiteLockFile.Record?, outsideLock: Bool = false
   ) throws(AppGroupsError) -> [SuiteJournal.Change]? {
     guard let base = cs.identity else { return [] }
+    #if DEBUG
+    if outsideLock, let hook = Self.beforeCatchUpReadForTesting.withLock({ $0 }) { hook(path) }
+    #endif
     let tail: SuiteJournal.Tail?
     do throws(SystemCallError) {
       tail = try readJournal(base: base, after: cs.journal, record: record, probing: false)
     } catch {
       throw AppGroupsError(io: error, "reading \(SuiteJournal.path(of: path))")
+    }
+    if outsideLock, lockFile != nil, !SuiteJournal.plist(at: path, isStill: base, record: lockFile?.read()) {
+      return nil
     }
     guard let tail else { return cs.journal == nil ? [] : nil }
     // Read from where this process stood, or (a journal new to it) from the start.
@@ -185,6 +201,12 @@ extension SuiteFile {
     cs.journal = tail.position
     return tail.changes
   }
+
+  #if DEBUG
+  /// For tests: called with the plist's path by a re-read's catch-up (``catchUpJournal(_:record:outsideLock:)``)
+  /// once the plist was looked at and before the journal is read.
+  static let beforeCatchUpReadForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
+  #endif
 
   /// Reads the journal of plist version `base`, no further than the lock file's record says
   /// is durable. Without a record for that version (a lock file made again, or a commit in

@@ -143,7 +143,7 @@ final class SuiteFile: Sendable {
         // The plist is the version read: only its journal may have grown.
         let appended: [SuiteJournal.Change]?
         do throws(AppGroupsError) {
-          appended = try catchUpJournal(&cs, record: record)
+          appended = try catchUpJournal(&cs, record: record, outsideLock: true)
         } catch {
           reportRefreshFailure(error, &cs)
           return false

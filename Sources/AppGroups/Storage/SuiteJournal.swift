@@ -410,7 +410,7 @@ package enum SuiteJournal {
 
   /// Whether plist version `version` is still the plist at `plistPath`: `record` (the token
   /// record) names it, without a system call; else `stat(2)` finds it there.
-  private static func plist(at plistPath: String, isStill version: FileIdentity, record: SuiteLockFile.Record?) -> Bool {
+  static func plist(at plistPath: String, isStill version: FileIdentity, record: SuiteLockFile.Record?) -> Bool {
     if sameVersion(record?.identity, version) { return true }
     return sameVersion(try? FileSystem.identity(ofPath: plistPath), version)
   }
