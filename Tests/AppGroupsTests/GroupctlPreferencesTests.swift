@@ -638,6 +638,10 @@ struct GroupctlPreferencesTests {
     let array = g.t.sandbox.url.appendingPathComponent("array.plist")
     try PropertyListSerialization.data(fromPropertyList: ["a"], format: .xml, options: 0)
       .write(to: array)
+    let blank = g.t.sandbox.url.appendingPathComponent("blank.plist")
+    try Data(" \n\t\r\n".utf8).write(to: blank)
+    let marked = g.t.sandbox.url.appendingPathComponent("marked.plist")
+    try Data([0xEF, 0xBB, 0xBF, 0x0A]).write(to: marked)
     let sparse = g.t.sandbox.url.appendingPathComponent("sparse.plist")
     #expect(FileManager.default.createFile(atPath: sparse.path, contents: nil))
     #expect(truncate(sparse.path, 1 << 40) == 0)
@@ -648,6 +652,9 @@ struct GroupctlPreferencesTests {
       (["import", Self.app, g.path], "it is a folder"),
       (["import", Self.app, "-"], "cannot import standard input: it is empty (0 bytes), not a property list"),
       (["import", Self.app, "/dev/null"], "cannot import /dev/null: it is empty (0 bytes), not a property list; \(Self.app) was not changed"),
+      // Foundation reads white space as an empty dictionary: the domain was emptied.
+      (["import", Self.app, blank.path], "cannot import \(blank.path): it holds nothing but white space, not a property list"),
+      (["import", Self.app, marked.path], "cannot import \(marked.path): it holds nothing but white space after a byte-order mark, not a property list"),
       // An input that never ends is refused at 64 MiB, not read until memory runs out.
       (["import", Self.app, "/dev/zero"], "cannot read /dev/zero: it holds more than 67108864 bytes (64 MiB)"),
       (["import", Self.app, sparse.path], "cannot read \(sparse.path): it holds more than 67108864 bytes"),

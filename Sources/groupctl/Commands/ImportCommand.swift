@@ -29,6 +29,15 @@ struct ImportCommand: ParsableCommand {
         "cannot import \(source): it is empty (0 bytes), not a property list; \(domain) was not"
           + " changed")
     }
+    // Foundation reads white space as an empty dictionary, which would empty the domain: an
+    // input that ended up blank by accident (`echo | groupctl import D -`) is refused, as an
+    // empty one is. An empty domain is imported from `{}` or `<dict/>`.
+    let text = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data[...]
+    guard text.contains(where: { !" \t\r\n".utf8.contains($0) }) else {
+      throw CommandFailure(
+        "cannot import \(source): it holds nothing but white space\(text.count < data.count ? " after a byte-order mark" : ""),"
+          + " not a property list (an empty domain is imported from {} or <dict/>); \(domain) was not changed")
+    }
     let value: PropertyListValue
     do {
       value = try PropertyListValue(propertyListData: data)
