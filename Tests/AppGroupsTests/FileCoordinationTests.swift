@@ -417,6 +417,35 @@ struct FileCoordinationTests {
     #expect(done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)")
     #expect(writer.wait() == 0)
   }
+
+  /// An access's claims are let go before it leaves the suspension barrier: a suspension
+  /// whose drain ends the moment the last access leaves stops the app at once, and a thread
+  /// kept from the CPU right after it left (here made to sleep there) must not still hold the
+  /// claims file open, locked.
+  @Test func anAccessLetsItsClaimsGoBeforeItLeavesTheSuspensionBarrier() throws {
+    let t = try CoordinationRoot()
+    let item = t.file("released.txt")
+    try "".write(toFile: item, atomically: false, encoding: .utf8)
+    var environment = t.g.t.environment(as: TestRoot.app)
+    environment["APPGROUPS_TEST_DELAY_AFTER_CLAIM_RELEASE"] = "300"
+    let writer = try ChildProcess(
+      "groupctl",
+      ["--root", t.g.path, "run", "--as", TestRoot.app, "--best-effort", "--",
+       Product.url("appgroups-worker").path, "coordinate-loop", item],
+      environment: environment)
+    #expect(writer.waitFor("ready"), "\(writer.standardError)")
+    for round in 0..<5 {
+      let suspend = try t.g.run(["suspend", TestRoot.app])
+      #expect(suspend.status == 0, "round \(round): \(suspend)")
+      #expect(suspend.stderr.isEmpty, "round \(round): \(suspend.stderr)")
+      guard suspend.status == 0 else { break }
+      try t.g.ok(["resume", TestRoot.app])
+    }
+    writer.signal(SIGTERM)
+    let done = writer.waitForLine(timeout: 60) { $0.hasPrefix("done ") }
+    #expect(done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)")
+    #expect(writer.wait() == 0)
+  }
 }
 
 @Suite("FileCoordination: bad input", .processBound)

@@ -52,7 +52,13 @@ final class ClaimLock: @unchecked Sendable {
 
   deinit { release() }
 
-  /// Lets every lock go (closing the description), and the suspension barrier with them.
+  /// Lets every lock go (closing the description), and then the suspension barrier.
+  ///
+  /// The description is closed before the passage is left, explicitly: a suspension's drain
+  /// that ends when the passage is left has the app answer, and the suspender stop it and read
+  /// its locks, at once. Left to the last reference (the local binding here may live until the
+  /// end of the scope, and does in a debug build), the close came after the passage, and a
+  /// thread kept from the CPU between the two was stopped holding the claims (0xdead10cc).
   ///
   /// A claims file removed while the access held it (its folder removed under a running
   /// process) was made again by the next access, which locked that file and was let in:
@@ -67,7 +73,9 @@ final class ClaimLock: @unchecked Sendable {
           + " running process): an access that began meanwhile was not kept out of it")
     }
     self.file = nil
+    file.close()
     SuspensionBarrier.leave(passage)
+    TestHooks.afterClaimRelease?()
   }
 
   /// The lock steps for `claims`, in byte order.
@@ -125,6 +133,10 @@ final class ClaimLock: @unchecked Sendable {
       } catch {
         throw .failed(error)
       }
+      // The locks taken so far go before the passage does (see `release()`): a file given up
+      // (a failure, or one no longer at the path) is closed on the way out of this scope.
+      var kept = false
+      defer { if !kept { file.close() } }
       var done = 0
       var outcome = ByteLockFile.Outcome.timedOut
       while true {
@@ -142,6 +154,7 @@ final class ClaimLock: @unchecked Sendable {
       // The file locked must still be the file at the path.
       if file.isStillAtPath {
         entered = false
+        kept = true
         return ClaimLock(file: file, claims: claims, passage: passage)
       }
     }

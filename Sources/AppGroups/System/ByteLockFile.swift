@@ -36,7 +36,8 @@ final class ByteLockFile {
   }
 
   let path: String
-  private let descriptor: CInt
+  /// -1 once ``close()`` closed it.
+  private var descriptor: CInt
 
   /// Opens the file at `path` for locking, creating it (0600, never through a symbolic link);
   /// when its folder is missing, makes `folder` first (inside `root`, as
@@ -52,7 +53,16 @@ final class ByteLockFile {
     }
   }
 
-  deinit { FileSystem.close(descriptor) }
+  deinit { close() }
+
+  /// Closes the descriptor now, and every lock with it, whoever else still holds this object
+  /// (a binding may live until the end of its scope). Safe to call more
+  /// than once; nothing else may be called after.
+  func close() {
+    guard descriptor >= 0 else { return }
+    FileSystem.close(descriptor)
+    descriptor = -1
+  }
 
   /// Takes `steps` in order, each waiting in the kernel until its byte is free or `deadline`
   /// (``FileSystem/monotonicNanoseconds()``) passes; `taken` counts the steps taken.

@@ -44,6 +44,21 @@ package enum TestHooks {
   /// itself: its answer comes too late for the suspender.
   static let beforeAnswer = hook("APPGROUPS_TEST_PAUSE_BEFORE_ANSWER")
 
+  /// `APPGROUPS_TEST_DELAY_AFTER_CLAIM_RELEASE=<milliseconds>`: a coordinated access, once
+  /// it has let its claims go and left the suspension barrier, sleeps that long on its thread
+  /// before it returns, as a thread kept from the CPU there would: a suspension prepared
+  /// meanwhile finds no lock to wait for, and the app is stopped at once.
+  static let afterClaimRelease: (@Sendable () -> Void)? = {
+    #if DEBUG
+      guard let text = ProcessInfo.processInfo.environment["APPGROUPS_TEST_DELAY_AFTER_CLAIM_RELEASE"],
+        let milliseconds = UInt32(text)
+      else { return nil }
+      return { usleep(milliseconds * 1000) }
+    #else
+      return nil
+    #endif
+  }()
+
   /// `APPGROUPS_TEST_PAUSE_BEFORE_KEYBAG_SAVE=<path>`: a change of the keybag, just before
   /// its file is written, creates `<path>` and raises SIGSTOP on itself, so that a test can
   /// kill it between the keybag's write and the device state's.
