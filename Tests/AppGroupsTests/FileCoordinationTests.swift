@@ -396,26 +396,7 @@ struct FileCoordinationTests {
   /// An app writing in coordinated accesses, suspended again and again, is never terminated
   /// for them: an access in flight finishes first, and none begins until the resume.
   @Test func coordinationIsNeverTheReasonAnAppIsTerminated() throws {
-    let t = try CoordinationRoot()
-    let item = t.file("loop.txt")
-    try "".write(toFile: item, atomically: false, encoding: .utf8)
-    let writer = try ChildProcess(
-      "groupctl",
-      ["--root", t.g.path, "run", "--as", TestRoot.app, "--best-effort", "--",
-       Product.url("appgroups-worker").path, "coordinate-loop", item],
-      environment: t.g.t.environment(as: TestRoot.app))
-    #expect(writer.waitFor("ready"), "\(writer.standardError)")
-    for round in 0..<20 {
-      let suspend = try t.g.run(["suspend", TestRoot.app])
-      #expect(suspend.status == 0, "round \(round): \(suspend)")
-      #expect(suspend.stderr.isEmpty, "round \(round): \(suspend.stderr)")
-      guard suspend.status == 0 else { break }
-      try t.g.ok(["resume", TestRoot.app])
-    }
-    writer.signal(SIGTERM)
-    let done = writer.waitForLine(timeout: 60) { $0.hasPrefix("done ") }
-    #expect(done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)")
-    #expect(writer.wait() == 0)
+    try suspendAndResumeACoordinatingApp(rounds: 20)
   }
 
   /// An access's claims are let go before it leaves the suspension barrier: a suspension
@@ -423,28 +404,37 @@ struct FileCoordinationTests {
   /// kept from the CPU right after it left (here made to sleep there) must not still hold the
   /// claims file open, locked.
   @Test func anAccessLetsItsClaimsGoBeforeItLeavesTheSuspensionBarrier() throws {
+    try suspendAndResumeACoordinatingApp(rounds: 5, environment: ["APPGROUPS_TEST_DELAY_AFTER_CLAIM_RELEASE": "300"])
+  }
+
+  /// An app (`appgroups-worker coordinate-loop`, with `environment` added to its own) making
+  /// coordinated writes in a loop, suspended and resumed `rounds` times: each suspension
+  /// succeeds and says nothing on stderr, and the app ends cleanly on SIGTERM.
+  func suspendAndResumeACoordinatingApp(
+    rounds: Int, environment extra: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
     let t = try CoordinationRoot()
-    let item = t.file("released.txt")
+    let item = t.file("loop.txt")
     try "".write(toFile: item, atomically: false, encoding: .utf8)
-    var environment = t.g.t.environment(as: TestRoot.app)
-    environment["APPGROUPS_TEST_DELAY_AFTER_CLAIM_RELEASE"] = "300"
     let writer = try ChildProcess(
       "groupctl",
       ["--root", t.g.path, "run", "--as", TestRoot.app, "--best-effort", "--",
        Product.url("appgroups-worker").path, "coordinate-loop", item],
-      environment: environment)
-    #expect(writer.waitFor("ready"), "\(writer.standardError)")
-    for round in 0..<5 {
+      environment: t.g.t.environment(as: TestRoot.app).merging(extra) { $1 })
+    #expect(writer.waitFor("ready"), "\(writer.standardError)", sourceLocation: sourceLocation)
+    for round in 0..<rounds {
       let suspend = try t.g.run(["suspend", TestRoot.app])
-      #expect(suspend.status == 0, "round \(round): \(suspend)")
-      #expect(suspend.stderr.isEmpty, "round \(round): \(suspend.stderr)")
+      #expect(suspend.status == 0, "round \(round): \(suspend)", sourceLocation: sourceLocation)
+      #expect(suspend.stderr.isEmpty, "round \(round): \(suspend.stderr)", sourceLocation: sourceLocation)
       guard suspend.status == 0 else { break }
       try t.g.ok(["resume", TestRoot.app])
     }
     writer.signal(SIGTERM)
     let done = writer.waitForLine(timeout: 60) { $0.hasPrefix("done ") }
-    #expect(done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)")
-    #expect(writer.wait() == 0)
+    #expect(
+      done?.hasSuffix(" 0") == true, "\(String(describing: done)) \(writer.standardError)",
+      sourceLocation: sourceLocation)
+    #expect(writer.wait() == 0, sourceLocation: sourceLocation)
   }
 }
 
