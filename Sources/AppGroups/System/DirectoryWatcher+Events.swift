@@ -23,7 +23,7 @@ extension WatcherEngine {
   ///   ``DirectoryWatcher/Event/Kind-swift.enum/directoryBack`` when a directory at the path
   ///   is newly watched.
   func resolve(
-    _ path: String, _ state: inout State, justAdded: CInt? = nil
+    _ path: String, _ state: inout State, justAdded: CInt? = nil, guardedBy justGuarded: CInt? = nil
   ) -> [DirectoryWatcher.Event] {
     guard let inotifyFD, var directory = state.directories[path], !directory.isPolled else {
       return []
@@ -43,6 +43,7 @@ extension WatcherEngine {
     // Of `Int`, not `CInt`: `[Int]`'s storage type comes with the runtime, where `[CInt]`'s is
     // instantiated at a process's first watch.
     var touched: [Int] = []
+    if let justGuarded { touched.append(Int(justGuarded)) }
     var refusal: SystemCallError?
     /// Adds (or finds) the kernel watch on `chain[level]`; `nil` when the level is not there.
     func add(_ level: Int) -> CInt? {
@@ -66,12 +67,16 @@ extension WatcherEngine {
     while steps < Self.armingSteps, has(level), refusal == nil {
       steps += 1
       // The watch `add` has just put on the path itself is not asked for a second time.
-      guard let wd = steps == 1 && level == 0 && justAdded != nil ? justAdded : add(level) else {
+      let first = steps == 1 && level == 0 && justAdded != nil
+      guard let wd = first ? justAdded : add(level) else {
         level += 1
         continue
       }
       var guardWD: CInt?
-      if has(level + 1) {
+      if first, let justGuarded {
+        // `add` put the guard in place before the path's own watch: nothing to look at again.
+        guardWD = justGuarded
+      } else if has(level + 1) {
         guard let parentWD = add(level + 1) else {
           level += 1
           continue

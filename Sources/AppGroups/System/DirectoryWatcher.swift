@@ -441,10 +441,22 @@ final class WatcherEngine: Sendable {
         return .fallback(inotifyError ?? reason)
       }
       try startThreadIfNeeded(&state, directory)
+      // Its guard first, the watch on its parent (see `resolve`): from then on a removal or a
+      // replacement of the directory is reported, so its own watch, put in place next, needs
+      // no second look to know it is on the directory the path names. (Not there, or not to be
+      // watched: `resolve` climbs as it would.)
+      let guardWD = Self.parent(of: directory).flatMap {
+        try? addKernelWatch(inotifyFD, $0, mask: Self.ancestorMask)
+      }
       let wd: CInt
       do throws(SystemCallError) {
         wd = try addKernelWatch(inotifyFD, directory)
       } catch {
+        if let guardWD, state.kernel[guardWD]?.isUnused ?? true {
+          // Nothing else watches the parent: its watch goes with the directory's.
+          state.kernel[guardWD] = nil
+          _ = try? valueOrErrno("inotify_rm_watch") { inotify_rm_watch(inotifyFD, guardWD) }
+        }
         // See: man 2 inotify_add_watch (ENOSPC: the per-user limit on watches is reached).
         if error.errno == ENOSPC { return .fallback(error) }
         throw AppGroupsError(io: error, "watching \(directory)")
@@ -454,8 +466,7 @@ final class WatcherEngine: Sendable {
       state.kernel[wd, default: KernelWatch()].owners.insert(directory)
       state.directories[directory] = Directory(
         id: id, references: 1, mode: .kernel(wd: wd, guardWD: nil))
-      // Guard it with a watch on its parent (see `resolve`).
-      _ = resolve(directory, &state, justAdded: wd)
+      _ = resolve(directory, &state, justAdded: wd, guardedBy: guardWD)
       return .watching(Target(directory: directory, id: id))
     }
     switch outcome {
