@@ -21,13 +21,16 @@ enum Fifos {
   }
 
   /// Makes a FIFO (mode 0600) at `path`, removing first whatever else is there (a folder only
-  /// when it is empty); a FIFO already there is kept. The corresponding calls are `lstat(2)`,
-  /// `unlink(2)` or `rmdir(2)`, and `mkfifo(3)`.
+  /// when it is empty); a FIFO of this process's user already there is kept. Another user's
+  /// FIFO is removed: whoever holds it open for reading would hear what is sent to this one.
+  /// The corresponding calls are `lstat(2)`, `unlink(2)` or `rmdir(2)`, and `mkfifo(3)`.
   static func make(_ path: String) throws(SystemCallError) {
-    switch FileStatus(atPath: path)?.kind {
-    case nil, .fifo?: break
-    case .folder?: _ = try valueOrErrno("rmdir", path: path) { rmdir(path) }
-    default: try FileSystem.remove(path)
+    if let found = FileStatus(atPath: path) {
+      switch found.kind {
+      case .fifo where found.owner == geteuid(): break
+      case .folder: _ = try valueOrErrno("rmdir", path: path) { rmdir(path) }
+      default: try FileSystem.remove(path)
+      }
     }
     TestHooks.beforeMakingFifo?(path)
     do {
@@ -37,10 +40,10 @@ enum Fifos {
 
   /// Makes the FIFO at `path` (``make(_:)``) and opens it as its owner reads it: for reading
   /// and writing, so that it never reads an end of file, without waiting, never through a
-  /// symbolic link. The descriptor returned is a FIFO's: a file or an empty folder another
-  /// process put at the path after the look and before `mkfifo(3)` (which then finds something
-  /// there, as it finds a FIFO of an earlier open) is removed and the FIFO made again, three
-  /// times at most.
+  /// symbolic link. The descriptor returned is a FIFO of this process's user: a file, an empty
+  /// folder or another user's FIFO that another process put at the path after the look and
+  /// before `mkfifo(3)` (which then finds something there, as it finds a FIFO of an earlier
+  /// open) is removed and the FIFO made again, three times at most.
   /// The corresponding system calls are those of ``make(_:)``, `open(2)` and `fstat(2)`.
   static func makeAndOpenForReading(_ path: String) throws(SystemCallError) -> CInt {
     for _ in 0..<3 {
@@ -52,12 +55,14 @@ enum Fifos {
         continue  // a folder put there: made again over it
       }
       var status = stat()
-      if Status.open(fd, &status) == 0, status.fileType == FileMode.fifo { return fd }
+      if Status.open(fd, &status) == 0, status.fileType == FileMode.fifo, status.st_uid == geteuid() {
+        return fd
+      }
       FileSystem.close(fd)
     }
     throw SystemCallError(
       call: "mkfifo", path: path, errno: EEXIST,
-      reason: "another process put a file that is not a FIFO there each time it was made")
+      reason: "another process put a file that is not a FIFO of this user there each time it was made")
   }
 
   /// Writes `bytes` whole to the FIFO at `path`, without waiting.

@@ -58,6 +58,8 @@ package struct FileStatus: Sendable, Equatable {
   package var device: UInt64
   /// The file's inode number (`st_ino`).
   package var inode: UInt64
+  /// The user who owns the file (`st_uid`).
+  package var owner: UInt32
 
   /// The status of what `path` names: of a symbolic link itself (`lstat(2)`), or with
   /// `followingLinks`, of what the link leads to (`stat(2)`). `nil` when nothing is there or
@@ -83,5 +85,6 @@ package struct FileStatus: Sendable, Equatable {
     permissions = UInt32(status.st_mode & 0o7777)
     device = UInt64(status.st_dev)
     inode = UInt64(status.st_ino)
+    owner = UInt32(status.st_uid)
   }
 }
