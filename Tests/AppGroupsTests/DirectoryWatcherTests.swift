@@ -355,6 +355,45 @@ struct DirectoryWatcherTests {
     #expect(!log.events.contains { $0.name == "stale" })
   }
 
+  #if DEBUG
+  /// A directory removed and made again right after its watch was added, before the watch
+  /// was resolved, while a descriptor holds it open (so that its own watch never hears
+  /// `IN_DELETE_SELF`): its guard, on the parent, was put in place first and hears the
+  /// removal, so the watcher says the directory went and came back (a consumer reads it
+  /// again), and watches the new one. A guard added after the removal would not hear it, and
+  /// the watch would stay on the removed directory: "fresh" would never be heard.
+  @Test func aDirectoryReplacedJustAfterItsWatchIsAddedIsWatchedAgain() throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path + "/Preferences"
+    try makeDirectory(directory)
+    let pin = Mutex<CInt>(-1)
+    DirectoryWatcher.afterAddingWatchForTesting.withLock {
+      $0 = { added in
+        guard added == directory else { return }
+        pin.withLock { $0 = open(directory, O_RDONLY | O_DIRECTORY) }
+        _ = rmdir(directory)
+        try? makeDirectory(directory)
+      }
+    }
+    defer {
+      DirectoryWatcher.afterAddingWatchForTesting.withLock { $0 = nil }
+      pin.withLock { if $0 >= 0 { close($0) } }
+    }
+    let log = EventLog()
+    let watcher = DirectoryWatcher(handler: log.record)
+    defer { watcher.close() }
+    let watch = try watcher.watch(directory: directory)
+    defer { watch.cancel() }
+    DirectoryWatcher.afterAddingWatchForTesting.withLock { $0 = nil }
+    #expect(pin.withLock { $0 } >= 0, "the hook ran")
+
+    let back = Event(directory: directory, name: "", kind: .directoryBack)
+    #expect(log.wait { $0.contains(back) }, "\(log.events)")
+    try writeFile(directory + "/fresh", "x")
+    #expect(log.wait { $0.contains(Event(directory: directory, name: "fresh", kind: .closeWrite)) }, "\(log.events)")
+  }
+  #endif
+
   @Test func cancellingWhileGoneRemovesTheAncestorsWatches() throws {
     let sandbox = try Sandbox()
     let directory = sandbox.path + "/a/b"

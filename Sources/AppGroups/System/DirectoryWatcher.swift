@@ -131,6 +131,9 @@ final class DirectoryWatcher: Sendable {
   /// Fault injection for tests: `inotify_add_watch` on a directory listed here fails with the
   /// given errno (for example `ENOSPC`) without calling the kernel.
   static let injectAddWatchFailure = Mutex<[String: CInt]>([:])
+  /// For tests: called with the directory right after a new directory's own watch is added,
+  /// its guard already in place and its watch not yet resolved (the watcher's lock held).
+  static let afterAddingWatchForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
   #endif
 
   /// Creates a watcher and its inotify instance. The thread starts with the first watch.
@@ -461,6 +464,9 @@ final class WatcherEngine: Sendable {
         if error.errno == ENOSPC { return .fallback(error) }
         throw AppGroupsError(io: error, "watching \(directory)")
       }
+      #if DEBUG
+      if let hook = DirectoryWatcher.afterAddingWatchForTesting.withLock({ $0 }) { hook(directory) }
+      #endif
       let id = state.nextID
       state.nextID += 1
       state.kernel[wd, default: KernelWatch()].owners.insert(directory)
