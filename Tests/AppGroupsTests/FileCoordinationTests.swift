@@ -315,6 +315,52 @@ struct FileCoordinationTests {
     #expect(!presenter.standardError.contains("did not coordinate"), "\(presenter.standardError)")
   }
 
+  /// The item changed without coordination right after a coordinated write (or move) ended,
+  /// before its presenter handled the writer's tell (a test hook stops the presenter's process
+  /// there, the tell read): the presenter hears the write's did-change (or did-move), then the
+  /// change's did-change, and nothing more. The presenter once took what the item looked like
+  /// after the write when it handled the tell, the later change in it, and never heard that
+  /// change.
+  @Test(arguments: [false, true])
+  func aChangeMadeRightAfterACoordinatedWriteIsHeard(moving: Bool) throws {
+    let t = try CoordinationRoot()
+    let item = t.file("notes.txt")
+    let moved = t.file("final.txt")
+    try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
+    let marker = t.g.t.sandbox.url.appendingPathComponent("before-tell").path
+    var environment = t.g.t.environment(as: TestRoot.widget)
+    environment["APPGROUPS_TEST_PAUSE_BEFORE_TELL"] = marker
+    let presenter = try ChildProcess(
+      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, item],
+      environment: environment)
+    #expect(
+      presenter.waitForErrorLine { $0.hasPrefix("presenting \(item) as") } != nil,
+      "\(presenter.standardError)")
+
+    let (access, told, now) =
+      moving
+      ? (["--move-to", moved, "--", "/bin/mv", item, moved], "did-move \(moved)", moved)
+      : (["--", "/bin/sh", "-c", "echo two >> '\(item)'"], "did-change", item)
+    let write = try t.coordinate(["--write", item] + access)
+    #expect(write.status == 0, "\(write)")
+    try #require(waitForFile(marker, timeout: 30), "\(presenter.standardError)")
+    try #require(waitUntilStopped(presenter.process.processIdentifier, timeout: 30))
+    let file = try FileHandle(forWritingTo: URL(fileURLWithPath: now))
+    try file.seekToEnd()
+    try file.write(contentsOf: Data("three\n".utf8))
+    try file.close()
+    presenter.signal(SIGCONT)
+    #expect(t.lines(presenter, through: told) == ["relinquish-to-writer", "reacquire", told])
+    #expect(presenter.waitForLine(timeout: 10) == "did-change", "\(presenter.standardError)")
+
+    // Nothing more was heard: the next lines are a read's.
+    let read = try t.coordinate(["--read", now, "--without-changes", "--", "/bin/true"])
+    #expect(read.status == 0, "\(read)")
+    #expect(t.lines(presenter, through: "reacquire") == ["relinquish-to-reader", "reacquire"])
+    presenter.signal(SIGTERM)
+    #expect(presenter.wait() == 0)
+  }
+
   /// An item whose name holds a newline is printed in quotes, the newline escaped: one line,
   /// one callback. Printed raw, "evil\ndid-move x" made a second line, a move that never was.
   @Test func aNameWithANewlineCannotForgeACallbackLine() throws {

@@ -343,9 +343,20 @@ final class AskSession {
   ) {
     guard let from = try? Courier.shared.inbox(in: space) else { return }
     if id == 0 { id = Courier.shared.expectAnswers() }
-    let message = CoordinationMessage(
+    let presented = space.item(record.item).path
+    var message = CoordinationMessage(
       verb: .tell, id: id, from: from, presenter: record.name, flags: tell.rawValue,
-      paths: [space.item(record.item).path] + paths)
+      paths: [presented] + paths)
+    // What the presenter's item (at its new path, when it moved) looks like now that the access
+    // is over (or will not be), its claim still held: what the presenter takes as last seen
+    // when it reacquires, so that a change made after the access and before it handles this
+    // tell is heard (see ``UncoordinatedChanges``). Left out of a message it would make too
+    // long.
+    if tell.contains(.reacquire) {
+      let item = tell.contains(.didMove) ? paths.first ?? presented : presented
+      message.text = UncoordinatedChanges.Seen(lookingAt: item)?.carried ?? ""
+      if message.encoded() == nil { message.text = "" }
+    }
     _ = Courier.shared.send(message, to: space.inboxFolder + "/" + record.process)
   }
 

@@ -5,8 +5,9 @@ import Foundation
 /// interleaved with another).
 ///
 /// A coordinator *asks* each presenter of the item, in order, and waits for its *answer*;
-/// after the access it *tells* every presenter it asked (reacquire, and what happened). One
-/// line of text: fields separated by spaces, each percent-escaped.
+/// after the access it *tells* every presenter it asked (reacquire, what happened, and what the
+/// item looked like when the access ended). One line of text: fields separated by spaces, each
+/// percent-escaped.
 struct CoordinationMessage: Sendable, Equatable {
   enum Verb: String, Sendable {
     case ask, answer, tell
@@ -52,6 +53,9 @@ struct CoordinationMessage: Sendable, Equatable {
   /// An answer's refusal: the error's domain, code and description.
   var errorDomain: String = ""
   var errorCode: Int = 0
+  /// An answer's refusal's description; a tell that says to reacquire: what the coordinator
+  /// saw of the presenter's item when its access ended (``UncoordinatedChanges/Seen``, empty
+  /// when it could not look, and in a tell of an earlier build).
   var text: String = ""
 
   /// The largest message a FIFO takes whole (`PIPE_BUF`).

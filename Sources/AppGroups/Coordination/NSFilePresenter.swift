@@ -67,7 +67,9 @@ public protocol NSFilePresenter: NSObjectProtocol {
   /// The item was moved to `newURL` by a coordinated write.
   func presentedItemDidMove(to newURL: URL)
   /// The item's contents or attributes were changed by a coordinated write (or, seen by the
-  /// library's watch, by a process that did not coordinate).
+  /// library's watch, by a process that did not coordinate; a change made after a coordinated
+  /// access ended and before this presenter was told of it is heard too, after the access's
+  /// callbacks).
   func presentedItemDidChange()
   /// An item inside the presented folder is about to be deleted.
   func accommodatePresentedSubitemDeletion(

@@ -272,7 +272,10 @@ final class PresenterHost: @unchecked Sendable {
         }
       }
     case .tell:
-      apply(CoordinationMessage.Tell(rawValue: message.flags), paths: message.paths, to: entry, key: key)
+      TestHooks.beforeTell?(message.paths.first ?? "")
+      apply(
+        CoordinationMessage.Tell(rawValue: message.flags), paths: message.paths,
+        seen: UncoordinatedChanges.Seen(carried: message.text), to: entry, key: key)
     case .answer:
       break
     }
@@ -358,18 +361,26 @@ final class PresenterHost: @unchecked Sendable {
 
   /// The asker is done (or gone): the presenter's reacquirer runs, on its queue.
   ///
+  /// The asker's tell carried what it saw of the item at `seen.path` when its access ended:
+  /// the presenter's watch takes it as what it last saw of its item when that is the item's
+  /// path, and looks for itself otherwise (see ``UncoordinatedChanges``).
+  ///
   /// An asker gone before it told what happened (killed in its access) cannot say whether it
   /// changed the item: the item is then compared with what the presenter last saw, and a
   /// change is heard as one made without coordination (`presentedItemDidChange()`, or the
   /// deletion), after the reacquirer.
-  private func reacquire(_ key: String, entry: Entry, queue: OperationQueue, askerGone: Bool = false) {
+  private func reacquire(
+    _ key: String, entry: Entry, queue: OperationQueue, askerGone: Bool = false,
+    seen: (what: UncoordinatedChanges.Seen, path: String)? = nil
+  ) {
     var told = true
     let reacquirer: (@Sendable () -> Void)? = lock.withLock {
       guard var state = pending[key] else { return nil }
       told = false
       defer {
-        UncoordinatedChanges.coordinated(
-          entry.name, begins: false, path: askerGone ? nil : entry.item?.path)
+        let path = askerGone ? nil : entry.item?.path
+        let carried = seen.flatMap { $0.path == path ? $0.what : nil }
+        UncoordinatedChanges.coordinated(entry.name, begins: false, path: path, seen: carried)
       }
       if !state.relinquished {
         state.ended = true
@@ -383,8 +394,12 @@ final class PresenterHost: @unchecked Sendable {
     if askerGone, !told { UncoordinatedChanges.lookAgain(entry.name) }
   }
 
+  /// Handles a tell: follows a move, reacquires (the watch takes what the coordinator `seen`
+  /// of the item), runs the tell's callbacks on the presenter's queue, then looks at the item:
+  /// a change made since the coordinator saw it is heard after them.
   private func apply(
-    _ tell: CoordinationMessage.Tell, paths: [String], to entry: Entry, key: String
+    _ tell: CoordinationMessage.Tell, paths: [String], seen: UncoordinatedChanges.Seen?,
+    to entry: Entry, key: String
   ) {
     let queue = entry.presenter.presentedItemOperationQueue
     let presenter = UncheckedBox(value: entry.presenter)
@@ -392,7 +407,12 @@ final class PresenterHost: @unchecked Sendable {
     if tell.contains(.didMove), let destination = extra.first {
       moved(entry, to: destination)
     }
-    if tell.contains(.reacquire) { reacquire(key, entry: entry, queue: queue) }
+    if tell.contains(.reacquire) {
+      // The coordinator looked at the item where the tell says it is now.
+      let seenAt = tell.contains(.didMove) ? paths.dropFirst().first : paths.first
+      reacquire(
+        key, entry: entry, queue: queue, seen: seen.flatMap { seen in seenAt.map { (seen, $0) } })
+    }
     queue.addOperation {
       let presenter = presenter.value
       if tell.contains(.didMove), let destination = extra.first {
@@ -405,6 +425,7 @@ final class PresenterHost: @unchecked Sendable {
       }
       if tell.contains(.subitemDidAppear), let url = extra.first { presenter.presentedSubitemDidAppear(at: url) }
     }
+    if tell.contains(.reacquire) { UncoordinatedChanges.lookAgain(entry.name) }
   }
 
   /// Follows a move of the presented item: the entry (and its registration, when the item

@@ -69,6 +69,13 @@ package enum TestHooks {
   /// raises SIGSTOP on itself, so that a test can put a file there in that window.
   static let beforeMakingFifo = hook("APPGROUPS_TEST_PAUSE_BEFORE_MKFIFO")
 
+  /// `APPGROUPS_TEST_PAUSE_BEFORE_TELL=<path>`: a presenter's process, once it has read a
+  /// coordinator's tell and before it handles it, creates `<path>` and raises SIGSTOP on
+  /// itself, so that a test can change the item without coordination after the coordinated
+  /// access ended and before the presenter heard that it did; unless `<path>` exists: the
+  /// first tell stops, every later one goes on.
+  static let beforeTell = hook("APPGROUPS_TEST_PAUSE_BEFORE_TELL", unlessMarked: true)
+
   /// `APPGROUPS_TEST_LOOK_ACROSS_MOVE=<path>`: a presenter's look at its item after an event
   /// in its folder (a change made without coordination?) that finds the item gone, and the
   /// presenter's following of a coordinated move of that item, made to interleave: the move
