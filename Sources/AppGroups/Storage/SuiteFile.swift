@@ -101,6 +101,10 @@ final class SuiteFile: Sendable {
   /// The values this process last read from or wrote to the file.
   var persisted: SuiteValues { commit.withLock { $0.persisted } }
 
+  /// The lock file may have been removed or replaced at its path: the next re-read looks at
+  /// the path (``SuiteLockFile/readAtPath(covered:)``).
+  func lockFileMayHaveMoved() { lockFile?.pathMayHaveChanged() }
+
   /// What a re-read found.
   enum Reread {
     /// Records appended to the journal of the version read: its changes, in order.

@@ -178,7 +178,7 @@ extension SuiteStore {
 
   /// The lock file may have been removed or replaced at its path (the change monitor heard
   /// an entry by its name, or may have missed events): the next re-read looks at the path.
-  func lockFileMayHaveMoved() { file.lockFile?.pathMayHaveChanged() }
+  func lockFileMayHaveMoved() { file.lockFileMayHaveMoved() }
 
   /// Reads the file once its protected data can be read again (see
   /// `SuiteStore+Protection.swift`): what is on disk goes under this process's pending
