@@ -67,6 +67,28 @@ struct ColdStartTests {
     #expect(d.string(forKey: "greeting") == "two")
   }
 
+  /// The suite's folder removed between the load and the watch (another process replacing
+  /// the container's Library): the open does not watch it then, and must still hear a write
+  /// made once the folder is back.
+  @Test func aFolderRemovedBetweenTheLoadAndTheWatchIsHeardWhenItComesBack() throws {
+    let t = try TestRoot()
+    set(t, "greeting", "one")
+    let folder = t.groupSuiteFile.deletingLastPathComponent()
+    let hook = betweenLoadAndWatch(of: t.groupSuiteFile.path) {
+      try? FileManager.default.removeItem(at: folder)
+    }
+    defer { hook.cancel() }
+    let d = try t.defaults(TestRoot.group)
+    #expect(!FileManager.default.fileExists(atPath: folder.path))
+    let log = ChangeLog()
+    let observation = d.observe(["greeting"], handler: log.record)
+    defer { observation.cancel() }
+    // Another app's write makes the folder again.
+    set(t, "greeting", "two")
+    #expect(log.wait { $0.newValue == .string("two") && $0.origin == .otherProcess } != nil)
+    #expect(d.string(forKey: "greeting") == "two")
+  }
+
   @Test func aManifestChangedAfterAnOpenIsReadAtTheNextOne() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group)

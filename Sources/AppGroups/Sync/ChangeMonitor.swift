@@ -198,7 +198,9 @@ final class ChangeMonitor: Sendable {
     if !registered {
       let watch: DirectoryWatcher.Watch?
       do {
-        watch = try watcher.watch(directory: directory)
+        // Awaited when it is not there: removed since the store was loaded (and made again
+        // by the next write), it is watched when it comes back.
+        watch = try watcher.watch(directory: directory, awaitingIfMissing: true)
       } catch {
         watch = nil
         Diagnostics.report(

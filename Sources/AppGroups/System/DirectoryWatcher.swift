@@ -175,12 +175,17 @@ final class DirectoryWatcher: Sendable {
   ///
   /// The corresponding system call is `inotify_add_watch(2)`.
   ///
-  /// - Parameter directory: The directory's path. Events name it exactly as given.
+  /// - Parameters:
+  ///   - directory: The directory's path. Events name it exactly as given.
+  ///   - awaitingIfMissing: When the directory does not exist, wait for it as for one that
+  ///     went (its nearest existing ancestor is watched) and report
+  ///     ``Event/Kind-swift.enum/directoryBack`` once it is there and watched, rather than throw.
   /// - Returns: A handle; cancel it or let it go to stop watching.
-  /// - Throws: ``AppGroupsError/Code/io`` when the directory does not exist or is not a
-  ///   directory, when the watcher thread cannot start, or when the watcher is closed.
-  func watch(directory: String) throws(AppGroupsError) -> Watch {
-    let target = try engine.add(directory)
+  /// - Throws: ``AppGroupsError/Code/io`` when the directory does not exist (unless
+  ///   `awaitingIfMissing`) or is not a directory, when the watcher thread cannot start, or
+  ///   when the watcher is closed.
+  func watch(directory: String, awaitingIfMissing: Bool = false) throws(AppGroupsError) -> Watch {
+    let target = try engine.add(directory, awaitingIfMissing: awaitingIfMissing)
     return Watch(directory: directory, watcher: self, target: target)
   }
 
@@ -424,7 +429,7 @@ final class WatcherEngine: Sendable {
 
   // MARK: Adding and releasing watches
 
-  func add(_ directory: String) throws(AppGroupsError) -> Target {
+  func add(_ directory: String, awaitingIfMissing: Bool = false) throws(AppGroupsError) -> Target {
     enum Outcome: Sendable {
       case watching(Target)
       case fallback(SystemCallError)
@@ -462,7 +467,17 @@ final class WatcherEngine: Sendable {
         }
         // See: man 2 inotify_add_watch (ENOSPC: the per-user limit on watches is reached).
         if error.errno == ENOSPC { return .fallback(error) }
-        throw AppGroupsError(io: error, "watching \(directory)")
+        guard awaitingIfMissing, error.errno == ENOENT else {
+          throw AppGroupsError(io: error, "watching \(directory)")
+        }
+        // Waited for as a directory that went: `resolve` watches its nearest existing
+        // ancestor (or the directory, made meanwhile; a caller reads it after it starts
+        // watching it, so that return is not reported).
+        let id = state.nextID
+        state.nextID += 1
+        state.directories[directory] = Directory(id: id, references: 1, mode: .lost)
+        _ = resolve(directory, &state)
+        return .watching(Target(directory: directory, id: id))
       }
       #if DEBUG
       if let hook = DirectoryWatcher.afterAddingWatchForTesting.withLock({ $0 }) { hook(directory) }
