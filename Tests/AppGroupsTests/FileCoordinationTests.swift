@@ -21,14 +21,15 @@ struct CoordinationRoot {
   var folder: String { container + "/Library/Shared" }
   func file(_ name: String) -> String { folder + "/" + name }
 
-  /// `groupctl present --as BUNDLE-ID PATH`, once it says it is presenting.
+  /// `groupctl present --as BUNDLE-ID PATH`, once it says it is presenting; `hooks`: test hooks
+  /// set in its environment (`APPGROUPS_TEST_…`).
   func present(
     _ path: String, as bundleID: String = TestRoot.widget, _ extra: [String] = [],
-    sourceLocation: SourceLocation = #_sourceLocation
+    hooks: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> ChildProcess {
     let child = try ChildProcess(
       "groupctl", ["--root", g.path, "present", "--as", bundleID, path] + extra,
-      environment: g.t.environment(as: bundleID))
+      environment: g.t.environment(as: bundleID).merging(hooks) { $1 })
     #expect(
       child.waitForErrorLine { $0.hasPrefix("presenting \(path) as \(bundleID)") } != nil,
       "\(child.standardError)", sourceLocation: sourceLocation)
@@ -291,14 +292,7 @@ struct FileCoordinationTests {
     let moved = t.file("final.txt")
     try "draft\n".write(toFile: item, atomically: false, encoding: .utf8)
     let marker = t.g.t.sandbox.url.appendingPathComponent("look-across-move").path
-    var environment = t.g.t.environment(as: TestRoot.widget)
-    environment["APPGROUPS_TEST_LOOK_ACROSS_MOVE"] = marker
-    let presenter = try ChildProcess(
-      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, item],
-      environment: environment)
-    #expect(
-      presenter.waitForErrorLine { $0.hasPrefix("presenting \(item) as") } != nil,
-      "\(presenter.standardError)")
+    let presenter = try t.present(item, hooks: ["APPGROUPS_TEST_LOOK_ACROSS_MOVE": marker])
 
     let move = try t.coordinate(["--write", item, "--move-to", moved, "--", "/bin/mv", item, moved])
     #expect(move.status == 0, "\(move)")
@@ -328,14 +322,7 @@ struct FileCoordinationTests {
     let moved = t.file("final.txt")
     try "one\n".write(toFile: item, atomically: false, encoding: .utf8)
     let marker = t.g.t.sandbox.url.appendingPathComponent("before-tell").path
-    var environment = t.g.t.environment(as: TestRoot.widget)
-    environment["APPGROUPS_TEST_PAUSE_BEFORE_TELL"] = marker
-    let presenter = try ChildProcess(
-      "groupctl", ["--root", t.g.path, "present", "--as", TestRoot.widget, item],
-      environment: environment)
-    #expect(
-      presenter.waitForErrorLine { $0.hasPrefix("presenting \(item) as") } != nil,
-      "\(presenter.standardError)")
+    let presenter = try t.present(item, hooks: ["APPGROUPS_TEST_PAUSE_BEFORE_TELL": marker])
 
     let (access, told, now) =
       moving
