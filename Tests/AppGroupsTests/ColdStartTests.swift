@@ -21,6 +21,20 @@ struct ColdStartTests {
     return Observation { ChangeMonitor.beforeWatchingForTesting.withLock { $0 = nil } }
   }
 
+  /// Another app's write of "two" to "greeting" reaches an observer of `d`, which then reads it.
+  private func expectAnotherAppsWriteIsHeard(
+    _ t: TestRoot, _ d: GroupDefaults, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let log = ChangeLog()
+    let observation = d.observe(["greeting"], handler: log.record)
+    defer { observation.cancel() }
+    set(t, "greeting", "two")
+    #expect(
+      log.wait { $0.newValue == .string("two") && $0.origin == .otherProcess } != nil,
+      sourceLocation: sourceLocation)
+    #expect(d.string(forKey: "greeting") == "two", sourceLocation: sourceLocation)
+  }
+
   private func set(_ t: TestRoot, _ key: String, _ value: String) {
     let run = try? Product.run(
       "appgroups-worker", ["set", TestRoot.group, key, value],
@@ -59,12 +73,7 @@ struct ColdStartTests {
     set(t, "greeting", "one")
     let d = try t.defaults(TestRoot.group)
     #expect(d.string(forKey: "greeting") == "one")
-    let log = ChangeLog()
-    let observation = d.observe(["greeting"], handler: log.record)
-    defer { observation.cancel() }
-    set(t, "greeting", "two")
-    #expect(log.wait { $0.newValue == .string("two") && $0.origin == .otherProcess } != nil)
-    #expect(d.string(forKey: "greeting") == "two")
+    expectAnotherAppsWriteIsHeard(t, d)
   }
 
   /// The suite's folder removed between the load and the watch (another process replacing
@@ -80,13 +89,8 @@ struct ColdStartTests {
     defer { hook.cancel() }
     let d = try t.defaults(TestRoot.group)
     #expect(!FileManager.default.fileExists(atPath: folder.path))
-    let log = ChangeLog()
-    let observation = d.observe(["greeting"], handler: log.record)
-    defer { observation.cancel() }
     // Another app's write makes the folder again.
-    set(t, "greeting", "two")
-    #expect(log.wait { $0.newValue == .string("two") && $0.origin == .otherProcess } != nil)
-    #expect(d.string(forKey: "greeting") == "two")
+    expectAnotherAppsWriteIsHeard(t, d)
   }
 
   @Test func aManifestChangedAfterAnOpenIsReadAtTheNextOne() throws {
