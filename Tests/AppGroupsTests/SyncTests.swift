@@ -256,6 +256,10 @@ struct SyncTests {
   /// A change heard from another process is posted on the change monitor's thread, after
   /// the observers were told; a handler added with no queue runs there and may
   /// `synchronize()`, `set` and read without hanging the monitor: the next change is heard.
+  /// (That next change may be heard first by the commit the handler's `set` scheduled, when it
+  /// is still under way on the commit queue: a commit reads what another process wrote before
+  /// it writes, and tells of it from its own thread. The second post is then not on the
+  /// monitor's thread; under load, 1 whole-suite run in 10 saw that.)
   @Test func aNotificationHandlerOnTheMonitorsThreadMaySynchronizeAndSet() throws {
     let t = try TestRoot()
     let d = try t.defaults(TestRoot.group, as: TestRoot.widget)
@@ -288,11 +292,12 @@ struct SyncTests {
       try editOutside(t.groupSuiteFile) { $0["remote"] = value }
       #expect(arrived.wait(timeout: .now() + 10) == .success, "no notification of \(value)")
     }
+    let seen = order.withLock { $0 }
     #expect(
-      order.withLock { $0 } == [
-        "observer one", "notification true true true one",
-        "observer two", "notification true true true two",
-      ])
+      seen.count == 4
+        && Array(seen[..<3]) == ["observer one", "notification true true true one", "observer two"]
+        && ["notification true true true two", "notification false true true two"].contains(seen[3]),
+      "\(seen)")
     #expect(d.integer(forKey: "replies") == 2)
   }
 
