@@ -31,9 +31,9 @@ package struct StoredSuite: Sendable {
   /// the journal into a new plist and removes it) would leave the old plist without the
   /// journal it was read with: the plist is looked at again after its journal was read, and
   /// read again when it is not the one read (a few times, then as it stands), as an app's open
-  /// reads it (``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``).
+  /// reads it (``SuiteFile/readingAgainWhileReplaced(plistAt:record:_:)``).
   package static func read(plistAt plistPath: String) throws(AppGroupsError) -> StoredSuite? {
-    try SuiteJournal.readingAgainWhileReplaced(plistAt: plistPath) { _ throws(AppGroupsError) in
+    try SuiteFile.readingAgainWhileReplaced(plistAt: plistPath) { _ throws(AppGroupsError) in
       try readOnce(plistAt: plistPath)
     }
   }

@@ -4,6 +4,40 @@ internal import Synchronization
 // The journal's part of a suite's on-disk protocol (see ``SuiteJournal``): which commit is
 // appended, how the journal is read and caught up, and how a damaged one is repaired.
 extension SuiteFile {
+  // MARK: Reading the plist with its journal
+
+  /// How many times in all a reader reads a suite's plist and its journal while the plist is
+  /// replaced under it (see ``readingAgainWhileReplaced(plistAt:record:_:)``).
+  static let readsWhileReplaced = 8
+
+  /// Reads a suite's plist, then its journal, with `read`, and again when the plist was
+  /// replaced in between. A commit that folds the journal into a new plist (a compaction, or
+  /// any commit after a touch or copy) renames the new plist in, moves the token, then removes
+  /// the journal; a reader that read the old plist before the rename and looks for its journal
+  /// after finds none of that version (removed, replaced, or no longer vouched for by the
+  /// token record), and would give the old plist alone: values from before the acknowledged
+  /// commits the journal held.
+  ///
+  /// `read` is told whether it reads again, and gives what it read with the plist version it
+  /// read the journal of (`nil`: none was read, as with no plist). That version is still the
+  /// plist when `record`, the token record as it stands after the journal was read, names it
+  /// (a commit moves the token before it touches the journal of the plist it replaced), else
+  /// when `stat(2)` finds it at the path. Otherwise it is read again: a few times
+  /// (``readsWhileReplaced``), then what was read last, the freshest read, is given as it is.
+  static func readingAgainWhileReplaced<Value, Failure: Error>(
+    plistAt plistPath: String, record: () -> SuiteLockFile.Record? = { nil },
+    _ read: (_ again: Bool) throws(Failure) -> (Value, FileIdentity?)
+  ) throws(Failure) -> Value {
+    var reads = 0
+    while true {
+      let (value, version) = try read(reads > 0)
+      reads += 1
+      guard let version, reads < readsWhileReplaced,
+        !SuiteJournal.plist(at: plistPath, isStill: version, record: record())
+      else { return value }
+    }
+  }
+
   // MARK: The journal
 
   /// The record of this commit's changes when it goes to the journal: the plist is large
@@ -175,7 +209,7 @@ extension SuiteFile {
   /// the read no longer names the plist version read (a commit moves the token before it
   /// touches the journal of the plist it replaced) and `stat(2)` does not find it either,
   /// so that the whole file is read again (see
-  /// ``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``). Asked of the mapped
+  /// ``SuiteFile/readingAgainWhileReplaced(plistAt:record:_:)``). Asked of the mapped
   /// record first, without a system call; not asked by a store without a lock file.
   func catchUpJournal(
     _ cs: inout CommitState, record: SuiteLockFile.Record?, outsideLock: Bool = false

@@ -504,13 +504,13 @@ final class SuiteFile: Sendable {
   /// read and its journal's would leave the old plist without the acknowledged commits its
   /// journal held: the file is read again while the token record, read after the journal (and
   /// only when it names another version, `stat(2)`), says the plist read was replaced (see
-  /// ``SuiteJournal/readingAgainWhileReplaced(plistAt:record:_:)``), as `groupctl` reads it.
+  /// ``SuiteFile/readingAgainWhileReplaced(plistAt:record:_:)``), as `groupctl` reads it.
   private func load(
     _ cs: inout CommitState, mode: LoadMode, record: SuiteLockFile.Record? = nil, looked: FileSystem.LinkEntry? = nil
   ) throws(AppGroupsError) -> SuiteValues? {
     // Holding the lock, no commit replaces the plist under the read.
     if mode == .commit { return try loadOnce(&cs, mode: mode, record: record, looked: looked) }
-    return try SuiteJournal.readingAgainWhileReplaced(plistAt: path, record: { lockFile?.read() }) {
+    return try SuiteFile.readingAgainWhileReplaced(plistAt: path, record: { lockFile?.read() }) {
       again throws(AppGroupsError) in
       // Read again: what this pass read before the plist was replaced is not used.
       let values = try loadOnce(&cs, mode: mode, record: again ? nil : record, looked: again ? nil : looked)
