@@ -210,6 +210,32 @@ struct ContainerRootTests {
     #expect(!isFolder(elsewhere.path))
   }
 
+  /// Another process removing the container's `Library` (an `rm -rf` of it) after the open
+  /// made it and before `Preferences` and `Caches` are made in it does not fail the open: the
+  /// walk is done again from `Library`, and both folders are there.
+  @Test func libraryRemovedJustAfterItIsMadeIsMadeAgain() throws {
+    let sandbox = try Sandbox()
+    let root = ContainerRoot(url: sandbox.url.appendingPathComponent("root"))
+    let container = root.groupContainerURL(for: "group.com.example.shared")
+    let library = container.path + "/Library"
+    let removed = Locked(false)
+    ContainerRoot.afterMakingLibraryForTesting.withLock {
+      $0 = { made in
+        guard made == library, !removed.withLock({ let was = $0; $0 = true; return was }) else {
+          return
+        }
+        try? FileManager.default.removeItem(atPath: made)
+      }
+    }
+    defer { ContainerRoot.afterMakingLibraryForTesting.withLock { $0 = nil } }
+
+    let preferences = try root.prepareContainer(at: container)
+    #expect(removed.withLock { $0 }, "the hook ran")
+    #expect(preferences.path == library + "/Preferences")
+    #expect(isFolder(library + "/Preferences"))
+    #expect(isFolder(library + "/Caches"))
+  }
+
   @Test func fileWhereAFolderShouldBeIsAnError() throws {
     let sandbox = try Sandbox()
     let root = ContainerRoot(url: sandbox.url)

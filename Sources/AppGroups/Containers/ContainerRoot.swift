@@ -1,4 +1,5 @@
 public import Foundation
+internal import Synchronization
 
 /// The simulated device: one folder holding the entitlement manifest and
 /// every container.
@@ -172,6 +173,12 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
   /// folders are inside the root. Used for app, group and
   /// global containers alike.
   ///
+  /// When another process removes the container's `Library` after it is made
+  /// and before `Preferences` or `Caches` is made in it (a folder on the way
+  /// missing, `ENOENT`), the folders are made again from `Library`, at most
+  /// three times in all and with no wait; only then is it reported. A link or
+  /// a file on the way is refused at once, never tried again.
+  ///
   /// - Parameter container: a folder under the root, such as
   ///   ``groupContainerURL(for:)`` or ``globalContainerURL``.
   /// - Returns: the container's `Library/Preferences` folder.
@@ -210,16 +217,50 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     // without following it, so nothing is ever created through one, and a folder it passes
     // is a real folder: once these succeed, the container and its folders are inside the
     // root. The levels down to `Library` are walked once, not once per folder in it.
-    try makeFolder(library, within: rootPath)
-    try makeFolder(preferences, within: library)
-    try makeFolder(caches, within: library)
-    return preferences
+    // Another process may remove `Library` (an `rm -rf` of the container's) after it is made
+    // and before the folders in it are: their mkdir then finds no folder to make them in
+    // (ENOENT), and the walk is done again from `Library`, `libraryWalkAttempts` times in all,
+    // with no wait, before it is reported. A link or a file on the way is refused at once.
+    var attempt = 1
+    while true {
+      try makeFolder(library, within: rootPath)
+      #if DEBUG
+      if let hook = Self.afterMakingLibraryForTesting.withLock({ $0 }) { hook(library) }
+      #endif
+      let mayWalkAgain = attempt < Self.libraryWalkAttempts
+      if try makeFolder(preferences, within: library, unlessMissing: mayWalkAgain),
+        try makeFolder(caches, within: library, unlessMissing: mayWalkAgain)
+      {
+        return preferences
+      }
+      attempt += 1
+    }
   }
 
+  /// How many times ``prepareContainer(atPath:)`` walks from `Library` when a folder on the
+  /// way goes missing (another process removed it) before it reports that: 3.
+  static let libraryWalkAttempts = 3
+
+  #if DEBUG
+  /// For tests: called with a container's `Library` folder right after
+  /// ``prepareContainer(atPath:)`` makes it (or finds it), before `Preferences` and `Caches`
+  /// are made in it, so that a test can remove it in that window.
+  static let afterMakingLibraryForTesting = Mutex<(@Sendable (String) -> Void)?>(nil)
+  #endif
+
   /// `FileSystem.makeDirectory`, its refusals said for a container.
-  private func makeFolder(_ folder: String, within: String) throws(AppGroupsError) {
+  ///
+  /// - Parameter unlessMissing: when a folder on the way is missing (`ENOENT`: another
+  ///   process removed it), return `false` instead of throwing, for the caller to walk again.
+  /// - Returns: `true` when the folder is there; `false` only for `unlessMissing`.
+  @discardableResult
+  private func makeFolder(
+    _ folder: String, within: String, unlessMissing: Bool = false
+  ) throws(AppGroupsError) -> Bool {
     do {
       try FileSystem.makeDirectory(folder, within: within)
+    } catch where unlessMissing && error.code == .noSuchFileOrDirectory {
+      return false
     } catch where error.code == .tooManySymbolicLinkLevels {
       throw linkRefusal(error.path ?? folder)
     } catch where error.code == .notDirectory {
@@ -230,6 +271,7 @@ public struct ContainerRoot: Sendable, Hashable, CustomStringConvertible {
     } catch {
       throw AppGroupsError(io: error, "cannot create \(folder)")
     }
+    return true
   }
 
   /// Why the folder `folder`, inside the root, cannot be read as an app reads it: a symbolic
