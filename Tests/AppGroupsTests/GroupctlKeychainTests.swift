@@ -375,6 +375,19 @@ struct GroupctlKeychainTests {
     #expect(entries(of: folder).filter { $0.contains(".tmp-") } == [])
   }
 
+  /// The count says how many of the groups looked at hold the items: a group an app holds with
+  /// no item in it is no group the items are in.
+  @Test func doctorSaysHowManyGroupsHoldTheItems() throws {
+    #expect(
+      try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"], as: KeychainRoot.app)
+        .status == 0)
+    let doctor = try Product.run(
+      "groupctl", ["--root", k.path, "doctor"], environment: k.environment())
+    #expect(doctor.status == 0, "\(doctor.stdout)")
+    let line = doctor.stdout.split(separator: "\n").first { $0.hasPrefix("ok: keychain: ") }
+    #expect(line?.hasPrefix("ok: keychain: 1 item in 1 of ") == true, "\(doctor.stdout)")
+  }
+
   @Test func doctorFindsDamagedItemsAndGroupsNoAppHolds() throws {
     #expect(
       try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"], as: KeychainRoot.app)
@@ -467,7 +480,7 @@ struct GroupctlKeychainTests {
   }
 
   @Test(arguments: [
-    (["frobnicate"], "unknown keychain subcommand 'frobnicate'"),
+    (["frobnicate"], "unknown keychain subcommand (not shown: it may be a password)"),
     ([], "missing subcommand"),
     (["add-generic-password", "-s", "x"], "needs -a ACCOUNT and -s SERVICE"),
     (["find-generic-password", "-U"], "takes no option '-U'"),
@@ -478,5 +491,27 @@ struct GroupctlKeychainTests {
     let result = try run(args, as: KeychainRoot.app)
     #expect(result.status == 64)
     #expect(result.stderr.contains(message), "\(result.stderr)")
+    // A word typed where the subcommand goes may be a password: it is never shown.
+    #expect(!result.stderr.contains("frobnicate"), "\(result.stderr)")
+  }
+
+  /// Standard input that holds no password is refused, and the stored one stays: `-U` with an
+  /// empty pipe (a command before it that failed) must not replace a secret with empty data.
+  /// A final `\r` is the password's unless a newline follows it.
+  @Test(arguments: ["", "\n", "\r\n"])
+  func anEmptyStandardInputIsNoPassword(input: String) throws {
+    #expect(try run(["add-generic-password", "-a", "a", "-s", "s", "-w", "kept"], as: KeychainRoot.app).status == 0)
+    let result = try run(
+      ["add-generic-password", "-U", "-a", "a", "-s", "s", "-w"], as: KeychainRoot.app, stdin: Data(input.utf8))
+    #expect(result.status == 1, "\(result)")
+    #expect(result.stderr.contains("no password was given on standard input"), "\(result.stderr)")
+    #expect(try run(["find-generic-password", "-a", "a", "-s", "s", "-w"], as: KeychainRoot.app).stdout == "kept\n")
+    #expect(
+      try run(
+        ["add-generic-password", "-U", "-a", "a", "-s", "s", "-w"], as: KeychainRoot.app, stdin: Data("new\r".utf8)
+      ).status == 0)
+    #expect(
+      try run(["find-generic-password", "-a", "a", "-s", "s", "-w"], as: KeychainRoot.app).stdout
+        == "6e65770d\n")  // printed as its bytes: a control character
   }
 }

@@ -96,10 +96,14 @@ extension Doctor {
     }
     let locked = reports.flatMap(\.entries).filter { $0.state == .locked }.count
     let unread = reports.filter { $0.problem != nil }.count
+    // The groups looked at are every group an app holds or a folder is for; say how many of
+    // them hold the items (an empty group's store is no item).
+    let holding = reports.filter { !$0.entries.isEmpty }.count
     add(
       .ok,
-      "keychain: \(items) \(items == 1 ? "item" : "items") in \(reports.count) access"
-        + " \(reports.count == 1 ? "group" : "groups")"
+      "keychain: \(items) \(items == 1 ? "item" : "items") in"
+        + (holding == reports.count ? "" : " \(holding) of")
+        + " \(reports.count) access \(reports.count == 1 ? "group" : "groups")"
         + (unread > 0 ? " (\(unread) not read, said above)" : "")
         + (unopened > 0
           ? " (\(unopened) \(unopened == 1 ? "does" : "do") not open, said above)" : "")

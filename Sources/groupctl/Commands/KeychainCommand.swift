@@ -90,7 +90,8 @@ struct KeychainCommand: ParsableCommand {
     }
     guard let action = Action(rawValue: name) else {
       throw ValidationError(
-        "unknown keychain subcommand '\(name)'; use add-generic-password, find-generic-password,"
+        "unknown keychain subcommand (not shown: it may be a password); use add-generic-password,"
+          + " find-generic-password,"
           + " delete-generic-password or dump")
     }
     self.action = action
@@ -327,7 +328,8 @@ struct KeychainCommand: ParsableCommand {
   }
 
   /// The password from standard input: on a terminal, prompted twice without echo, as
-  /// `security` prompts; otherwise everything read, less one final newline. Never more than
+  /// `security` prompts; otherwise everything read, less one final newline (or `\r\n`).
+  /// Refuses an input that holds no password (empty, or a newline alone). Never more than
   /// ``Keychain/maximumDataBytes`` (what the keychain stores): a longer input is refused
   /// without being read to its end (`/dev/zero` has none), and nothing is stored.
   static func readPassword() throws -> Data {
@@ -341,9 +343,19 @@ struct KeychainCommand: ParsableCommand {
     guard StandardInput.isTerminal else {
       // Two bytes more than the bound: a final "\r\n" that is not the password's.
       var data = try StandardInput.allBytes(atMost: limit + 2)
-      if data.last == UInt8(ascii: "\n") { data.removeLast() }
-      if data.last == UInt8(ascii: "\r") { data.removeLast() }
+      if data.last == UInt8(ascii: "\n") {
+        data.removeLast()
+        if data.last == UInt8(ascii: "\r") { data.removeLast() }
+      }
       try refuseOversized(data)
+      // Nothing read (an empty file, a command that failed before it wrote, `< /dev/null`) is
+      // no password: `-U` would replace the stored one with empty data. An empty password is
+      // given as `-w ''`.
+      guard !data.isEmpty else {
+        throw CommandFailure(
+          "keychain: no password was given on standard input (it held nothing but a final"
+            + " newline, or nothing at all); nothing was stored (an empty password is given as -w '')")
+      }
       return Data(data)
     }
     // The bytes typed, as the non-terminal path keeps them (not readLine's U+FFFD).
