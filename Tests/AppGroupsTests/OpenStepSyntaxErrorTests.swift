@@ -47,6 +47,26 @@ struct OpenStepSyntaxErrorTests {
     _ = try PropertyListValue(propertyListData: Data(text.utf8))
   }
 
+  /// A byte that is not UTF-8 inside a string, which Foundation's parser refuses naming another
+  /// place or none, is named by its place, in OpenStep text and in XML.
+  @Test(arguments: [
+    (Data("{ k = \"".utf8) + Data([0xFF]) + Data("\"; }".utf8), "the byte 0xFF at line 1, column 8 is not UTF-8"),
+    (Data("{\n k = \"a".utf8) + Data([0xC3, 0x28]) + Data("b\"; }".utf8), "the byte 0xC3 at line 2, column 8 is not UTF-8"),
+    (
+      Data("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict><key>k</key><string>".utf8)
+        + Data([0xFE]) + Data("</string></dict></plist>\n".utf8),
+      "the byte 0xFE at line 2, column 48 is not UTF-8"
+    ),
+  ])
+  func aByteThatIsNotUTF8IsNamedByPlace(data: Data, reason: String) throws {
+    #expect(throws: (any Error).self) { try PropertyListSerialization.propertyList(from: data, format: nil) }
+    let error = try #require(throws: AppGroupsError.self) { try PropertyListValue(propertyListData: data) }
+    #expect(error.code == .corruptPreferences)
+    #expect(
+      error.message == "the \(data.count)-byte property list is neither binary nor valid XML or OpenStep text: "
+        + reason + "; a text property list is read as UTF-8", "\(error.message)")
+  }
+
   @Test func xmlKeepsItsParsersReason() throws {
     let error = try #require(throws: AppGroupsError.self) {
       try PropertyListValue(propertyListData: Data("<dict><key>a</key></dict>".utf8))

@@ -111,6 +111,10 @@ extension PropertyListValue {
         // Foundation's detail is its XML parser's ("Unexpected character {"), which says
         // nothing of OpenStep text: what was found, where, and what was expected instead.
         reason = "in OpenStep text, \(openStep)"
+      } else if let notUTF8 = nonUTF8Text(in: data) {
+        // Foundation's detail for a byte that is not UTF-8 inside a string names another
+        // place ("Unexpected character {") or none ("Unable to convert string").
+        reason = "\(notUTF8); a text property list is read as UTF-8"
       } else if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
         reason += " \(detail)"
       }

@@ -185,6 +185,49 @@ extension PropertyListValue {
     return OpenStepPropertyList.syntaxError(in: text)
   }
 
+  /// Where text that must be UTF-8 is not: the first byte that starts no valid UTF-8
+  /// sequence, with its line and column (counted in bytes, from 1), as "the byte 0xFF at line
+  /// 1, column 7 is not UTF-8"; `nil` when `data` is UTF-8 throughout, is UTF-16 with its byte
+  /// order mark, or is an XML document that declares another encoding.
+  package static func nonUTF8Text(in data: Data) -> String? {
+    if utf16Text(data) != nil { return nil }
+    let bytes = [UInt8](data)
+    if bytes.starts(with: Array("<?xml".utf8)) {
+      let declaration = String(decoding: bytes.prefix { $0 != UInt8(ascii: ">") }, as: UTF8.self).lowercased()
+      if declaration.contains("encoding="), !declaration.contains("utf-8") { return nil }
+    }
+    var index = 0
+    var line = 1
+    var lineStart = 0
+    while index < bytes.count {
+      let byte = bytes[index]
+      if byte < 0x80 {
+        if byte == UInt8(ascii: "\n") {
+          line += 1
+          lineStart = index + 1
+        }
+        index += 1
+        continue
+      }
+      let length =
+        switch byte {
+        case 0xC2...0xDF: 2
+        case 0xE0...0xEF: 3
+        case 0xF0...0xF4: 4
+        default: 0
+        }
+      guard length > 0, index + length <= bytes.count,
+        String(validating: bytes[index..<(index + length)], as: UTF8.self) != nil
+      else {
+        let hex = String(byte, radix: 16, uppercase: true)
+        return "the byte 0x\(hex.count == 1 ? "0" : "")\(hex) at line \(line), column"
+          + " \(index - lineStart + 1) is not UTF-8"
+      }
+      index += length
+    }
+    return nil
+  }
+
   /// `data` with a byte order mark when it is an XML document in UTF-16 without one (it
   /// starts `<?` in UTF-16, as XML tells the encoding of a document without a mark), which
   /// Foundation's parser reads only with a mark; else `data` as it is.
