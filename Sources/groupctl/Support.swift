@@ -239,7 +239,11 @@ struct ResolvedDomain {
       // Not written: it must not land later either (at exit), or the exit status would lie.
       // A retry already in flight ends first; if it landed everything, the write is on disk.
       if defaults.discardPendingChanges() { return }
-      throw CommandFailure("\(domain): not written: \(error.message)")
+      // The library's words are for a process that goes on ("stay pending", retried while it
+      // runs); groupctl exits and retries nothing.
+      throw CommandFailure(
+        "\(domain): not written: \(error.message); groupctl retries nothing: none of this"
+          + " write is on disk")
     }
   }
 }

@@ -93,7 +93,7 @@ extension SuiteStore {
       // told), nothing will be retried: the report says so.
       Diagnostics.report(
         count > 0
-          ? "\(error.message); \(count) change(s) stay pending and will be retried"
+          ? "\(error.message); \(count) change(s) stay pending and are retried while this process runs"
           : "\(error.message); no change of this process is pending")
     }
   }
@@ -365,7 +365,10 @@ extension SuiteStore {
     } catch where error.code == .lockTimeout {
       let count = pending.count + (replacement == nil ? 0 : 1)
       let report = count > 0 && !file.lockWaitReported.exchange(true, ordering: .acquiringAndReleasing)
-      if report { Diagnostics.report("\(error.message); \(count) change(s) stay pending and will be retried") }
+      if report {
+        Diagnostics.report(
+          "\(error.message); \(count) change(s) stay pending and are retried while this process runs")
+      }
       throw AppGroupsError(.lockTimeout, "\(error.message); \(count) change(s) stay pending")
     }
   }
