@@ -140,6 +140,9 @@ struct ResolvedDomain {
       if let problem = suite.journalOfAnotherVersion {
         printError("\(domain): \(problem) (see 'groupctl doctor')")
       }
+      if let problem = suite.journalGone {
+        printError("\(domain): \(problem) (see 'groupctl doctor')")
+      }
       if let damage = suite.journalDamage {
         let next =
           suite.journalRecordsRead

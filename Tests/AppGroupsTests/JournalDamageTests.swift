@@ -163,6 +163,74 @@ struct JournalDamageTests {
     #expect(try doctor(t).stdout.contains("could not be read whole, moved aside"))
   }
 
+  /// What every reader says of a journal removed from outside while its lock file publishes
+  /// `length` bytes of it.
+  private func goneText(_ t: TestRoot, _ length: Int) -> String {
+    "\(journalPath(t)), the suite's last small commits, is gone, though its lock file publishes"
+      + " \(length) bytes of it as durable: the changes acknowledged since the plist was last"
+      + " written whole are lost"
+  }
+
+  /// A journal removed from outside (`rm`, a cleanup script) while its lock file publishes its
+  /// length: `groupctl read` says that the acknowledged changes it held are lost, and reads
+  /// the plist as it is, writing nothing. While a commit holds the suite's lock (a compaction
+  /// removes the journal after it moved the token), it says nothing: it cannot tell that from
+  /// a commit in flight.
+  @Test func aJournalRemovedFromOutsideIsSaidByRead() throws {
+    let t = try TestRoot()
+    let journal = try suiteWithJournal(t)
+    try FileManager.default.removeItem(atPath: journalPath(t))
+    let plistBefore = try Data(contentsOf: t.groupSuiteFile)
+
+    // The lock held, as by a commit in flight: not said.
+    let fd = open(t.groupSuiteFile.path + ".lock", O_RDONLY)
+    #expect(fd >= 0)
+    #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+    let held = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group, Self.keys[2]])
+    #expect(flock(fd, LOCK_UN) == 0)
+    close(fd)
+    #expect(held.status == 1)
+    #expect(!held.stderr.contains("is gone"), "\(held.stderr)")
+
+    let read = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group, Self.keys[2]])
+    #expect(read.status == 1, "the key was only in the journal")
+    #expect(read.stderr.contains("\(TestRoot.group): " + goneText(t, journal.count)), "\(read.stderr)")
+    #expect(read.stderr.contains("the next commit writes the plist whole"), "\(read.stderr)")
+    // The whole suite too, and every value the plist holds is read.
+    let all = try Product.run("groupctl", ["--root", t.path, "read", TestRoot.group])
+    #expect(all.status == 0, "\(all.stderr)")
+    #expect(all.stderr.contains(goneText(t, journal.count)), "\(all.stderr)")
+    // A read writes nothing.
+    #expect(try Data(contentsOf: t.groupSuiteFile) == plistBefore)
+    #expect(!FileManager.default.fileExists(atPath: journalPath(t)))
+    #expect(try keptAside(t).isEmpty)
+  }
+
+  /// `groupctl doctor` says so too, until a write rewrites the plist; that write says what it
+  /// did, and the suite's writes go on. Another app that opens the suite says it as well.
+  @Test func aJournalRemovedFromOutsideIsSaidByDoctor() throws {
+    let t = try TestRoot()
+    let journal = try suiteWithJournal(t)
+    try FileManager.default.removeItem(atPath: journalPath(t))
+
+    let before = try doctor(t)
+    #expect(before.status == 1)
+    #expect(before.stdout.contains("problem: " + goneText(t, journal.count)), "\(before.stdout)")
+    #expect(try doctor(t).stdout.contains(goneText(t, journal.count)), "doctor writes nothing")
+
+    let opened = try openInAnotherProcess(t)
+    #expect(opened.values.isEmpty)
+    #expect(opened.diagnostics.filter { $0.contains(goneText(t, journal.count)) }.count == 1, "\(opened.diagnostics)")
+
+    let write = try Product.run("groupctl", ["--root", t.path, "write", TestRoot.group, "after", "landed"])
+    #expect(write.status == 0, "\(write.stderr)")
+    #expect(write.stderr.contains("it is gone, though its lock file publishes \(journal.count) bytes"), "\(write.stderr)")
+    let after = try doctor(t)
+    #expect(after.status == 0, "\(after.stdout)")
+    #expect(!after.stdout.contains("is gone"), "\(after.stdout)")
+    #expect(try groupctlRead(t, ["after"]) == ["after": "landed"])
+  }
+
   /// A file put where the journal belongs while this process has the suite open and its lock
   /// file publishes no journal: a re-read does not look there, but the commit that starts a
   /// journal does first, and keeps the file aside instead of renaming a journal over it.

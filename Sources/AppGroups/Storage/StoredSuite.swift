@@ -18,6 +18,11 @@ package struct StoredSuite: Sendable {
   /// What to say of a journal of another version of the plist at the journal's path (see
   /// ``SuiteJournal/otherVersionProblem(ofSuiteAt:)``), which is not read; `nil` when there is none.
   package var journalOfAnotherVersion: String? = nil
+  /// What to say of a journal that the suite's lock file publishes as durable for the plist
+  /// read and that is gone (see ``SuiteJournal/goneProblem(ofSuiteAt:version:)``): the changes
+  /// acknowledged since the plist was last written whole are lost. `nil` when it is there, or
+  /// is gone only for a commit in flight.
+  package var journalGone: String? = nil
 
   /// Reads the suite whose plist is at `plistPath`. Only a regular file is read, as the
   /// library reads it: a symbolic link, a folder or a fifo in its place is unreadable.
@@ -78,6 +83,10 @@ package struct StoredSuite: Sendable {
       if !damage.isEmpty {
         suite.journalDamage = damage.map(\.description).joined(separator: "; ")
         suite.journalRecordsRead = damage.allSatisfy(\.leavesRecordsReadable)
+      }
+      // A missing journal may be a compaction's, in flight: said only once looked at again.
+      if tail.damage.contains(where: \.isMissing) {
+        suite.journalGone = SuiteJournal.goneProblem(ofSuiteAt: plistPath, version: identity)
       }
     } else {
       suite.journalOfAnotherVersion = SuiteJournal.otherVersionProblem(ofSuiteAt: plistPath)

@@ -169,6 +169,19 @@ extension SuiteFile {
     return false
   }
 
+  /// Says, as the suite opens, that the journal its lock file publishes for the plist read is
+  /// gone (``SuiteJournal/goneProblem(ofSuiteAt:version:)``): the changes acknowledged since
+  /// the plist was last written whole are lost. Only once confirmed under the lock file taken
+  /// shared, as a commit in flight shows the same for a moment; nothing is written for it
+  /// here (the next commit writes the plist whole and publishes no journal, and says so).
+  /// Call holding `commit`.
+  func reportGoneJournal(_ cs: CommitState) {
+    guard !cs.journalDamage.isEmpty, cs.journalDamage.contains(where: { $0.isMissing }), let base = cs.identity,
+      let problem = SuiteJournal.goneProblem(ofSuiteAt: path, version: base)
+    else { return }
+    Diagnostics.report(problem)
+  }
+
   /// Applies the whole journal of plist version `base` onto `values` (`record` and `probing`
   /// as for ``readJournal(base:after:record:probing:)``). Call holding `commit`.
   func applyJournal(

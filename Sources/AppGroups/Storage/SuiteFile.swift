@@ -92,6 +92,7 @@ final class SuiteFile: Sendable {
       guard reading else { return ([:], false) }
       let loaded = try load(&cs, mode: .open) ?? [:]
       cs.persisted = loaded
+      reportGoneJournal(cs)
       return (loaded, needsJournalRepair(&cs))
     }
     seenToken.store(lockFile?.token ?? 0, ordering: .releasing)

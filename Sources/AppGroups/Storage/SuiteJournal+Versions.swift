@@ -39,6 +39,41 @@ extension SuiteJournal {
       + " the next commit keeps it aside"
   }
 
+  /// What to say when the journal that the suite's lock file publishes for plist version
+  /// `base` is gone (call when ``read(journalOf:base:after:published:latest:)`` found
+  /// ``Damage/missing(published:)``): removed from outside, or left out of a restore that kept
+  /// the plist's inode. The changes acknowledged since the plist was last written whole are
+  /// lost; the next commit writes the plist whole, without them, and publishes no journal.
+  /// `nil` otherwise.
+  ///
+  /// A reader outside the lock sees the same for a moment while a commit is in flight: a
+  /// compaction renames its new plist in, moves the token, then removes the journal; a commit
+  /// that starts a journal publishes its length just before it renames it in. So it is said
+  /// only when, looked at again under the suite's lock file taken shared (not while a commit
+  /// holds it), the token record still names `base`, `base` is still the plist at the path,
+  /// the record publishes a length above 0 for its journal, and nothing lies at the journal's
+  /// path.
+  package static func goneProblem(ofSuiteAt plistPath: String, version base: FileIdentity) -> String? {
+    let journal = path(of: plistPath)
+    func gone() -> Int? {
+      guard let record = SuiteLockFile.peek(atPath: SuiteLockFile.path(of: plistPath)),
+        let published = record.journal(of: base), published.length > 0,
+        sameVersion(try? FileSystem.identity(ofPath: plistPath), base)
+      else { return nil }
+      do {
+        return try FileSystem.linkEntry(journal) == nil ? published.length : nil
+      } catch {
+        return nil
+      }
+    }
+    guard let length = LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath), gone) ?? nil
+    else { return nil }
+    return "\(journal), the suite's last small commits, is gone, though its lock file publishes"
+      + " \(length) bytes of it as durable: the changes acknowledged since the plist was last"
+      + " written whole are lost; the next commit writes the plist whole, without them, and"
+      + " publishes no journal"
+  }
+
   /// Whether the file at `journal` is a journal whose header does not name plist version
   /// `base` by its identity (see ``retire(journalOf:keepAside:folded:read:)``): its first 40
   /// bytes, no content compared. So a journal that may be `base`'s by content only is never

@@ -163,13 +163,22 @@ package enum SuiteJournal {
     }
 
     /// Whether a reader that does not hold the suite's lock may see this while a commit is in
-    /// flight: a new journal's length is published just before it is renamed into place.
-    /// Under the lock it is damage.
+    /// flight: a new journal's length is published just before it is renamed into place, and
+    /// a compaction removes the journal after it moved the token. Under the lock it is damage;
+    /// outside it, a missing journal is said once looked at again under the lock file taken
+    /// shared (``goneProblem(ofSuiteAt:version:)``).
     var mayBeInFlight: Bool {
       switch self {
       case .missing, .replaced: return true
       default: return false
       }
+    }
+
+    /// Whether this is ``missing(published:)``: what a commit in flight may show a reader
+    /// outside the lock, said once confirmed (``goneProblem(ofSuiteAt:version:)``).
+    var isMissing: Bool {
+      if case .missing = self { return true }
+      return false
     }
 
     var description: String {

@@ -414,6 +414,12 @@ struct Doctor {
         "look at what it holds before the next write keeps it aside; to keep its changes,"
           + " write them again (groupctl write)")
     }
+    if !managed, let problem = suite.journalGone {
+      add(
+        .problem, problem,
+        "write again what was lost (groupctl write), if it is known; any write of the suite"
+          + " stops its lock file publishing the journal")
+    }
     if !managed, let damage = suite.journalDamage {
       add(
         .problem,
