@@ -27,6 +27,13 @@ extension SuiteResolver.AdministeredDomain {
         throw ValidationError(
           "'\(word)' is not a domain: a group's suite is named by the group id alone")
       }
+      // The global domain's name is no app's bundle id: it would name a folder of an
+      // app called NSGlobalDomain, and the suite would be nobody's.
+      guard bundleID != GroupDefaults.globalDomain else {
+        throw ValidationError(
+          "'\(word)' is not a domain: \(bundleID) is the global domain, which holds no suite of"
+            + " its own; a private suite is written BUNDLE-ID:SUITE")
+      }
       self = .privateSuite(bundleIdentifier: bundleID, suiteName: name)
     } else if word.hasPrefix("group.") {
       self = .group(word)

@@ -196,6 +196,7 @@ struct GroupctlParsingTests {
     (["container", "com.example.app", "bogus"], "'bogus' is not app, groups or a group id"),
     (["read", ":suite"], "':suite' is not a domain"),
     (["read", "group.a:suite"], "'group.a:suite' is not a domain"),
+    (["write", "NSGlobalDomain:x", "k", "v"], "'NSGlobalDomain:x' is not a domain: NSGlobalDomain is the global domain"),
     (
       ["force", "d", "k", "-array-add", "x"], "force sets a whole value: use -array, not -array-add"
     ),
