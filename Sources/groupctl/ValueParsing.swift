@@ -172,12 +172,26 @@ private func parseElements(_ words: inout ArraySlice<String>) throws(ValidationE
 }
 
 /// Pairs of `-dict`/`-dict-add`: a key as it is, then a value as an element.
+///
+/// A key given twice is refused, as in a literal (`'{a=1;a=2;}'`): a dictionary holds one of
+/// its values, and the other would be dropped without a word. Keys are compared as Swift
+/// strings (two spellings of `é` are one key), as the dictionary that holds them compares them.
+/// A key the stored dictionary holds is no repetition: `-dict-add` replaces it.
 private func parsePairs(_ words: inout ArraySlice<String>, flag: String)
   throws(ValidationError) -> [String: PropertyListValue]
 {
   var pairs: [String: PropertyListValue] = [:]
+  // The place of each key among the pairs, from 1.
+  var places: [String: Int] = [:]
   while let key = words.popFirst() {
     guard !words.isEmpty else { throw ValidationError("key '\(key)' has no value (\(flag))") }
+    let place = places.count + 1
+    if let earlier = places[key] {
+      throw ValidationError(
+        "the key \(key.debugDescription) is given twice in \(flag) (pairs \(earlier) and"
+          + " \(place)); a dictionary holds each key once")
+    }
+    places[key] = place
     pairs[key] = try parseElement(&words)
   }
   return pairs

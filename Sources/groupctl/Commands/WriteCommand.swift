@@ -36,8 +36,10 @@ struct WriteCommand: ParsableCommand {
       -array V...           An array of strings, or of typed values:
                             -array -int 1 -int 2.
       -array-add V...       Append to the key's array.
-      -dict K V...          A dictionary: string keys, values as in -array.
-      -dict-add K V...      Add or replace keys in the key's dictionary.
+      -dict K V...          A dictionary: string keys, each given once, values as
+                            in -array.
+      -dict-add K V...      Add or replace keys in the key's dictionary (each key
+                            given once).
 
     A word after the command that is --root, --as, --help or -h is taken as that \
     option; write such a value after --, as in: write DOMAIN KEY -- -string --help.
