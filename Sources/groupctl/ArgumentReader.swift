@@ -3,7 +3,9 @@ import AppGroups
 /// The words after the command name, handed out to a command as it asks.
 ///
 /// - Options and flags (`--json`, `--executable PATH`, `--executable=PATH`)
-///   are taken by name from anywhere before `--`. Take them first.
+///   are taken by name from anywhere before `--`. Take them first. One that takes a single
+///   value, or a flag, given twice is refused (``refuseRepeats(of:given:)``): which of the
+///   two was meant is not guessed.
 /// - Positionals are taken in order. One that looks like an option
 ///   (`-x`, `--x`, but not `-` alone) is refused as an unknown option, so a
 ///   command that wants such words (`-g`, `-int`, …) takes them with
@@ -51,17 +53,17 @@ struct ArgumentReader {
     return false
   }
 
-  /// Takes every `name` before `--`; `true` if there was one.
+  /// Takes every `name` before `--`; how many there were.
   ///
   /// - Throws: ``ValidationError`` for `name=VALUE`: a flag takes no value.
-  mutating func flag(_ name: String) throws(ValidationError) -> Bool {
-    var found = false
+  mutating func flag(_ name: String) throws(ValidationError) -> Int {
+    var found = 0
     var index = 0
     while index < words.count {
       let word = words[index]
       if word == name {
         words.remove(at: index)
-        found = true
+        found += 1
       } else if word.hasPrefix(name + "=") {
         throw ValidationError("option '\(name)' takes no value")
       } else {
@@ -71,18 +73,13 @@ struct ArgumentReader {
     return found
   }
 
-  /// Takes every `name VALUE` and `name=VALUE` before `--`; the last value
-  /// wins, `nil` if there was none.
+  /// Takes every `name VALUE` and `name=VALUE` before `--`, in order: an option that takes
+  /// one value refuses more than one with ``refuseRepeats(of:given:)``.
   ///
   /// - Parameters:
   ///   - name: The option, such as `--executable`.
   ///   - valueName: The value's name in messages, such as `PATH`.
-  /// - Throws: ``ValidationError`` when the value is missing or empty.
-  mutating func option(_ name: String, value valueName: String) throws(ValidationError) -> String? {
-    try options(name, value: valueName).last
-  }
-
-  /// Takes every `name VALUE` and `name=VALUE` before `--`, in order.
+  /// - Throws: ``ValidationError`` when a value is missing or empty.
   mutating func options(_ name: String, value valueName: String) throws(ValidationError) -> [String]
   {
     var values: [String] = []
@@ -177,6 +174,29 @@ struct ArgumentReader {
     }
   }
 
+  /// Refuses an option that takes one value, or a flag, given more than once: `-w X -w Y`,
+  /// `--passcode A --passcode B`, `--root A cmd --root B`, `--json --json`, `-v --verbose`.
+  /// Keeping the last (or the first) would drop a value the user typed without a word, and a
+  /// wrong passcode kept would count toward the device's lockout. The message names the
+  /// option, never a value: a value may be a password or a passcode.
+  ///
+  /// - Parameters:
+  ///   - name: The option's name in the message (a flag's last spelling, `--verbose`).
+  ///   - given: The spelling of each time it was given, in order (`-v`, `--verbose`); its count
+  ///     is how many times.
+  /// - Throws: ``ValidationError`` "option '-w' is given twice; give it once" when `given`
+  ///   holds more than one.
+  static func refuseRepeats(of name: String, given: [String]) throws(ValidationError) {
+    guard given.count > 1 else { return }
+    let times = given.count == 2 ? "twice" : "\(given.count) times"
+    var spellings: [String] = []
+    for spelling in given where !spellings.contains(spelling) { spellings.append(spelling) }
+    let shown =
+      spellings.count > 1
+      ? " (as \(spellings.dropLast().joined(separator: ", ")) and \(spellings.last ?? ""))" : ""
+    throw ValidationError("option '\(name)' is given \(times)\(shown); give it once")
+  }
+
   static func unknownOption(_ word: String) -> ValidationError {
     let name = word.split(separator: "=", maxSplits: 1).first.map(String.init) ?? word
     guard looksLikeOptionName(name) else {
@@ -220,5 +240,28 @@ extension ArgumentReader {
     }
     guard let word = try optionalPositional("DOMAIN") else { return nil }
     return try DomainArgument(parsing: word)
+  }
+}
+
+/// The options a command takes from its raw words in a grammar of its own (keychain's, which is
+/// security's: `-a ACCOUNT`, `-w [PASSWORD]`, `-U`), noted as it takes them, so that one given
+/// twice is refused as the parser refuses its own (``ArgumentReader/refuseRepeats(of:given:)``).
+struct GivenOptions {
+  /// Each option taken, by its name, in order.
+  private var names: [String] = []
+
+  /// Notes that `name` was given once more.
+  mutating func note(_ name: String) {
+    names.append(name)
+  }
+
+  /// Refuses the first option noted more than once, by its name alone (its values may be a
+  /// password).
+  func refuseRepeats() throws(ValidationError) {
+    var seen: [String] = []
+    for name in names where !seen.contains(name) {
+      seen.append(name)
+      try ArgumentReader.refuseRepeats(of: name, given: names.filter { $0 == name })
+    }
   }
 }

@@ -2,9 +2,10 @@
 /// the completion script show it, and a usage error names it.
 struct ArgumentDeclaration: Sendable {
   enum Kind: Sendable, Equatable {
-    /// `--json`: there or not.
+    /// `--json`: there or not (twice, by any of its spellings, is a usage error).
     case flag
-    /// `--executable PATH`: the last value given, or with `repeatable`, each of them.
+    /// `--executable PATH`: the value, given once (twice is a usage error), or with
+    /// `repeatable`, each of them.
     case option(value: String, repeatable: Bool)
     /// A word in its place; with `repeating`, every word left.
     case positional(optional: Bool, repeating: Bool)
@@ -112,7 +113,8 @@ extension Argument where Value == Bool {
 }
 
 extension Argument where Value == String? {
-  /// An option with a value, such as `--team TEAMID`: the last one given, `nil` without.
+  /// An option with a value, such as `--team TEAMID`: the one given, `nil` without; given
+  /// twice, a usage error names it (``repeatableOption(_:value:help:)`` takes every value).
   static func option(_ name: String, value: String, help: String) -> Self {
     Self([name], .option(value: value, repeatable: false), help: help)
   }
@@ -141,7 +143,8 @@ extension Argument where Value == String {
 }
 
 extension Argument where Value == [String] {
-  /// An option that may be given again, such as `--rw PATH`: every value, in order.
+  /// An option that may be given again, such as `--rw PATH`: every value, in order. Only an
+  /// option declared so accumulates; any other given twice is a usage error.
   static func repeatableOption(_ name: String, value: String, help: String) -> Self {
     Self([name], .option(value: value, repeatable: true), help: help)
   }
@@ -184,7 +187,8 @@ struct Arguments: Sendable {
   /// their order, then what is left as raw words or after `--`.
   ///
   /// - Throws: ``ValidationError`` naming the argument: a missing positional, an option
-  ///   without its value, a flag given a value, a word that looks like an unknown option.
+  ///   without its value, a flag given a value, an option (not `repeatable`) or a flag given
+  ///   twice, a word that looks like an unknown option.
   init(
     parsing reader: inout ArgumentReader, _ declarations: [ArgumentDeclaration],
     globals: GlobalOptions
@@ -195,12 +199,19 @@ struct Arguments: Sendable {
     for declaration in declarations where declaration.isOption {
       switch declaration.kind {
       case .flag:
-        var found = false
-        for spelling in declaration.spellings where try reader.flag(spelling) { found = true }
-        values[declaration.key] = found
+        var given: [String] = []
+        for spelling in declaration.spellings {
+          given += repeatElement(spelling, count: try reader.flag(spelling))
+        }
+        try ArgumentReader.refuseRepeats(of: declaration.key, given: given)
+        values[declaration.key] = !given.isEmpty
       case .option(let value, let repeatable):
         let given = try reader.options(declaration.key, value: value)
-        values[declaration.key] = repeatable ? given as any Sendable : given.last as any Sendable
+        if !repeatable {
+          try ArgumentReader.refuseRepeats(
+            of: declaration.key, given: given.map { _ in declaration.key })
+        }
+        values[declaration.key] = repeatable ? given as any Sendable : given.first as any Sendable
       default:
         break
       }

@@ -148,8 +148,10 @@ enum Groupctl {
     var globals = GlobalOptions()
     if let root = environment["APPGROUPS_ROOT"], !root.isEmpty { globals.root = root }
 
-    // Global options before the command name.
+    // Global options before the command name; each given once, here and after the name
+    // together (APPGROUPS_ROOT is no repetition: --root replaces it).
     var rest = arguments[...]
+    var given: [String] = []
     do throws(ValidationError) {
       while let word = rest.first, ArgumentReader.isOptionLike(word) {
         rest.removeFirst()
@@ -163,16 +165,22 @@ enum Groupctl {
               "option '\(word)' needs a value (\(word == "--root" ? "DIR" : "BUNDLE-ID"))")
           }
           if word == "--root" { globals.root = value } else { globals.identity = value }
+          given.append(word)
         case _ where word.hasPrefix("--root="):
           globals.root = try nonEmpty(String(word.dropFirst(7)), option: "--root", value: "DIR")
+          given.append("--root")
         case _ where word.hasPrefix("--as="):
           globals.identity = try nonEmpty(
             String(word.dropFirst(5)), option: "--as", value: "BUNDLE-ID")
+          given.append("--as")
         case "--":
           throw ValidationError("missing command before '--'")
         default:
           throw ArgumentReader.unknownOption(word)
         }
+      }
+      for option in ["--root", "--as"] {
+        try ArgumentReader.refuseRepeats(of: option, given: given.filter { $0 == option })
       }
     } catch {
       printError("groupctl: \(error.message)")
@@ -194,12 +202,16 @@ enum Groupctl {
       printError("Usage: groupctl \(usage)")
       return ExitCode.validationFailure.code
     }
-    return run(command, arguments: Array(rest), globals: globals)
+    return run(command, arguments: Array(rest), globals: globals, givenBeforeName: given)
   }
 
   /// Parses, validates and runs one command; maps its errors to a status.
+  ///
+  /// - Parameter givenBeforeName: The global options given before the command name, once
+  ///   for each time (`--root`, `--as`): given again after it, one is refused.
   static func run(
-    _ command: any ParsableCommand.Type, arguments: [String], globals: GlobalOptions
+    _ command: any ParsableCommand.Type, arguments: [String], globals: GlobalOptions,
+    givenBeforeName: [String] = []
   ) -> Int32 {
     var reader = ArgumentReader(arguments)
     do {
@@ -208,10 +220,13 @@ enum Groupctl {
         return 0
       }
       var globals = globals
-      // Global options may also follow the command name.
-      if let root = try reader.option("--root", value: "DIR") { globals.root = root }
-      if let identity = try reader.option("--as", value: "BUNDLE-ID") {
-        globals.identity = identity
+      // Global options may also follow the command name, once in all.
+      for (option, valueName) in [("--root", "DIR"), ("--as", "BUNDLE-ID")] {
+        let values = try reader.options(option, value: valueName)
+        try ArgumentReader.refuseRepeats(
+          of: option, given: givenBeforeName.filter { $0 == option } + values.map { _ in option })
+        guard let value = values.first else { continue }
+        if option == "--root" { globals.root = value } else { globals.identity = value }
       }
       let arguments = try Arguments(
         parsing: &reader, command.configuration.arguments, globals: globals)

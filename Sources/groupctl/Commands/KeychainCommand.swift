@@ -79,7 +79,8 @@ struct KeychainCommand: ParsableCommand {
 
   /// Takes security's grammar: the subcommand first, then its flags, each with its value in
   /// the next word; `-w` takes one only for add, and then the next word whatever it is
-  /// (`-w -Hunter2`, as security takes it): `-w` last reads the password.
+  /// (`-w -Hunter2`, as security takes it): `-w` last reads the password. Each flag is given
+  /// once (``GivenOptions``): `-w X -w Y` is refused, naming `-w` alone.
   init(arguments: Arguments) throws {
     self.arguments = arguments
     var words = arguments[Self.words][...]
@@ -101,7 +102,13 @@ struct KeychainCommand: ParsableCommand {
       }
       return next
     }
+    var given = GivenOptions()
     while let word = words.popFirst() {
+      if word.hasPrefix("-w=") {
+        given.note("-w")
+      } else if Self.flags.contains(word) {
+        given.note(word)
+      }
       switch word {
       case "-a": account = try value(word)
       case "-s": service = try value(word)
@@ -138,7 +145,11 @@ struct KeychainCommand: ParsableCommand {
           "unexpected argument (not shown: it may be a password); a password is given with -w")
       }
     }
+    try given.refuseRepeats()
   }
+
+  /// The flags of security's grammar, each given once.
+  private static let flags: Set<String> = ["-a", "-s", "-l", "-G", "-U", "-w", "--accessible"]
 
   func validate() throws {
     if action == .add {

@@ -8,7 +8,7 @@ struct RevokeCommand: ParsableCommand {
   static let groupIDs = Argument.positionals("GROUP-ID")
   static let keychainGroups = Argument.repeatableOption(
     "--keychain-group", value: "GROUP",
-    help: "Revoke a keychain access group (keychain-access-groups).")
+    help: "Revoke a keychain access group (keychain-access-groups); may be repeated.")
 
   static let configuration = CommandConfiguration(
     commandName: "revoke",
