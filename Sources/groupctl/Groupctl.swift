@@ -125,14 +125,25 @@ enum Groupctl {
 
   /// `status`, once standard output is flushed; 1 when what the command printed did not all
   /// reach it (a full disk, an I/O error), said on stderr: `groupctl read … > file` must not
-  /// exit 0 over a truncated file. A reader that closed the pipe early is no failure of the
-  /// command, as for `LineWriter`.
+  /// exit 0 over a truncated file. A command that recorded its change (``ChangeMade``) printed
+  /// only a confirmation of it: its status stays, and the message says the change is made. A
+  /// reader that closed the pipe early is no failure of the command, as for `LineWriter`.
   static func flushingOutput(_ status: Int32) -> Int32 {
     let failure = StandardOutput.flushPrinted()
     fflush(nil)
     guard let failure, failure != .brokenPipe else { return status }
-    printError("groupctl: writing to standard output: \(failure); what was printed is incomplete")
-    return status == 0 ? ExitCode.failure.code : status
+    printError("groupctl: " + incompleteOutput("writing to standard output: \(failure)"))
+    return status == 0 && ChangeMade.recorded == nil ? ExitCode.failure.code : status
+  }
+
+  /// What is said when what a command printed did not all reach standard output: `failure`
+  /// (what failed and why), that the output is incomplete, and, when the command recorded
+  /// its change (``ChangeMade``), the words it recorded: "…; what was printed is incomplete
+  /// (the change is made and on disk)".
+  static func incompleteOutput(_ failure: String) -> String {
+    let said = "\(failure); what was printed is incomplete"
+    guard let made = ChangeMade.recorded else { return said }
+    return said + " (\(made))"
   }
 
   /// Whether `words[index]` may be a secret, whose bytes no message shows: any argument after

@@ -29,6 +29,31 @@ enum WriteInterruption {
   static var happened: Bool { Processes.wasInterrupted }
 }
 
+/// That a command whose product is a change (a passcode set, an item deleted, a device locked),
+/// not what it prints, has made it: recorded by the command once the change is durable, before
+/// it prints its confirmation. A confirmation that then cannot all be written (`> /dev/full`, a
+/// full disk) is said on stderr with the recorded words, and the exit status stays the
+/// command's (0): told 1, a script would take the change for not made, or make it again.
+///
+/// A command whose output is its product (`read`, `export`, `list`, `keychain dump`) records
+/// none: its output cut short fails it (exit 1), as `read > file` must not exit 0 over a
+/// truncated file. See ``Groupctl/flushingOutput(_:)`` and ``ImmediateLines/finish()``.
+enum ChangeMade {
+  private static let words = Mutex<String?>(nil)
+
+  /// What a message adds for a change made and on disk.
+  static let onDisk = "the change is made and on disk"
+
+  /// Records that the command's change is made and durable; `what` is said when its
+  /// confirmation cannot all be written (``onDisk``, or what stands when nothing needed
+  /// changing: "the device was locked already; nothing was changed").
+  static func record(_ what: String = onDisk) { words.withLock { $0 = what } }
+
+  /// The words recorded, or `nil` when the command vouches for no change: its output is its
+  /// product, or its change is not made.
+  static var recorded: String? { words.withLock { $0 } }
+}
+
 extension GlobalOptions {
   /// The root: `--root`, else `APPGROUPS_ROOT`, else the library's default.
   var containerRoot: ContainerRoot {
@@ -396,12 +421,18 @@ struct ImmediateLines {
     }
   }
 
-  /// - Throws: ``CommandFailure`` when a line did not reach standard output (a full disk, a
-  ///   closed descriptor); a reader that closed the pipe early is no failure of the command,
-  ///   as for ``LineWriter``.
+  /// Says on stderr that a line did not reach standard output (a full disk, a closed
+  /// descriptor), and that the command's change is made when it recorded one
+  /// (``ChangeMade``): the lines were its confirmation, and the command succeeds.
+  ///
+  /// - Throws: ``CommandFailure`` when a line did not reach standard output and the command
+  ///   recorded no change: the lines were its product. A reader that closed the pipe early is
+  ///   no failure of the command, as for ``LineWriter``.
   func finish() throws {
     guard let failure, failure.systemErrno != Errno.brokenPipe.rawValue else { return }
-    throw CommandFailure("\(failure.message); what was printed is incomplete")
+    let message = Groupctl.incompleteOutput(failure.message)
+    guard ChangeMade.recorded != nil else { throw CommandFailure(message) }
+    printError("groupctl: \(message)")
   }
 }
 

@@ -308,6 +308,39 @@ struct GroupctlKeychainTests {
     }
   }
 
+  /// Runs `groupctl keychain ARGS` as the administrator with its standard output sent to
+  /// `output` (`/dev/full`, a file).
+  func run(_ args: [String], stdoutTo output: String) throws -> (status: Int32, stderr: String) {
+    let result = try Product.run(
+      "/bin/sh",
+      ["-c", "out=$1; shift; exec \"$@\" >\"$out\"", "sh", output, Product.url("groupctl").path,
+       "--root", k.path, "keychain"] + args,
+      environment: k.environment())
+    return (result.status, result.stderr)
+  }
+
+  /// `delete-generic-password`'s product is the deletion; its stdout only confirms it. When
+  /// that cannot be written, the item is deleted all the same and the exit is 0, saying so (it
+  /// was 1, with the item gone). `find`, whose output is its product, still fails.
+  @Test func aDeleteWhoseConfirmationCannotBeWrittenDeletesAndSucceeds() throws {
+    let secret = "kept-\(UUID().uuidString)"
+    #expect(
+      try run(["add-generic-password", "-a", "alice", "-s", "auth", "-w", secret], as: KeychainRoot.app)
+        .status == 0)
+    let found = try run(["find-generic-password", "-a", "alice", "-w"], stdoutTo: "/dev/full")
+    #expect(found.status == 1, "\(found.stderr)")
+    #expect(!found.stderr.contains("the change is made"), "\(found.stderr)")
+
+    let deleted = try run(["delete-generic-password", "-a", "alice", "-s", "auth"], stdoutTo: "/dev/full")
+    #expect(deleted.status == 0, "\(deleted.stderr)")
+    #expect(
+      deleted.stderr.contains(
+        "groupctl: writing to standard output: No space left on device; what was printed is"
+          + " incomplete (the change is made and on disk)"), "\(deleted.stderr)")
+    #expect(!deleted.stderr.contains(secret))
+    #expect(try run(["find-generic-password", "-a", "alice"]).status == 44, "the item is gone")
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

@@ -43,6 +43,61 @@ struct GroupctlOutputTests {
     #expect(try String(contentsOfFile: file, encoding: .utf8) == "hello\n")
   }
 
+  /// A command whose product is a change prints only a confirmation of it: when that cannot
+  /// be written (`> /dev/full`), the change is made all the same, the exit is 0 and stderr says
+  /// both; it was 1 ("what was printed is incomplete"), with the change on disk. A command
+  /// whose output is its product (`device` showing the state) still fails.
+  @Test func aChangeWhoseConfirmationCannotBeWrittenIsMadeAndSucceeds() throws {
+    let g = try GroupctlRoot()
+    let incomplete = "groupctl: writing to standard output:"
+    func change(
+      _ args: [String], said: String = "the change is made and on disk", shows state: String,
+      sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+      let result = try run(g, ["device"] + args, stdoutTo: "/dev/full")
+      #expect(result.status == 0, "device \(args): \(result.stderr)", sourceLocation: sourceLocation)
+      #expect(
+        result.stderr.contains(incomplete) && result.stderr.contains("No space left on device")
+          && result.stderr.contains("; what was printed is incomplete (\(said))"),
+        "device \(args): \(result.stderr)", sourceLocation: sourceLocation)
+      // No passcode in any message.
+      #expect(
+        !["5555", "6666"].contains { result.stderr.contains($0) }, "\(result.stderr)",
+        sourceLocation: sourceLocation)
+      let shown = try g.ok(["device"])
+      #expect(shown.contains(state), "after device \(args): \(shown)", sourceLocation: sourceLocation)
+    }
+    try change(["passcode", "set", "5555"], shows: "passcode: set")
+    try change(["passcode", "set", "6666", "--passcode", "5555"], shows: "passcode: set")
+    // The new passcode is the one that unlocks: the change was made whole.
+    try change(["lock", "--grace", "0"], shows: "state: locked")
+    try change(
+      ["lock", "--grace", "0"], said: "the device was already locked; nothing was changed",
+      shows: "state: locked")
+    #expect(try g.run(["device", "unlock", "--passcode", "5555"]).status == 1)
+    try change(["unlock", "--passcode", "6666"], shows: "state: unlocked")
+    try change(
+      ["unlock", "--passcode", "6666"], said: "the device was already unlocked; nothing was changed",
+      shows: "state: unlocked")
+    try change(["reboot", "--grace", "0"], shows: "state: before-first-unlock")
+    try change(["unlock", "--passcode", "6666"], shows: "state: unlocked")
+    try change(["passcode", "clear", "--passcode", "6666"], shows: "passcode: none")
+
+    // Showing the state is the product: its output cut short fails it.
+    let shown = try run(g, ["device"], stdoutTo: "/dev/full")
+    #expect(shown.status == 1, "\(shown.stderr)")
+    #expect(shown.stderr.contains("; what was printed is incomplete\n"), "\(shown.stderr)")
+    #expect(!shown.stderr.contains("the change is made"), "\(shown.stderr)")
+    // A change refused (a wrong passcode) is not made, and says no such thing.
+    try g.ok(["device", "passcode", "set", "7777"])
+    let refused = try run(
+      g, ["device", "passcode", "clear", "--passcode", "8888"], stdoutTo: "/dev/full")
+    #expect(refused.status == 1, "\(refused.stderr)")
+    #expect(!refused.stderr.contains("the change is made"), "\(refused.stderr)")
+    #expect(!refused.stderr.contains("7777") && !refused.stderr.contains("8888"))
+    #expect(try g.ok(["device"]).contains("passcode: set"))
+  }
+
   @Test func aWatchWhoseOutputCannotBeWrittenStopsWithAFailure() throws {
     let g = try rootWithAValue()
     let child = try ChildProcess(

@@ -29,6 +29,7 @@ struct DeleteCommand: ParsableCommand {
       let defaults = try resolved.open()
       try defaults.replacePersistentDomain(with: [:])
       try resolved.synchronize(defaults)
+      ChangeMade.record()
       return
     }
     try resolved.requireNotForced(key)
@@ -46,5 +47,6 @@ struct DeleteCommand: ParsableCommand {
       return nil
     }
     try resolved.synchronize(defaults)
+    ChangeMade.record()
   }
 }

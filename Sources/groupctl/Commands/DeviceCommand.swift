@@ -163,15 +163,24 @@ struct DeviceCommand: ParsableCommand {
       let current = try passcode.map { try input.resolve($0, what: "the current passcode") }
       let code = try input.resolve(new, what: "the new passcode", retyped: true)
       try keybag.setPasscode(code, current: current)
+      ChangeMade.record()
       printOut(current == nil ? "passcode set" : "passcode changed")
     case .clearPasscode:
       let current = try input.resolve(passcode ?? "-", what: "the current passcode")
       try keybag.clearPasscode(current: current)
+      ChangeMade.record()
       printOut("passcode cleared; the passcode-set class's keys are destroyed")
     case .lock:
       let device = Device(root: root)
       let grace = grace ?? DeviceState.defaultGrace
-      switch try device.lockTelling(grace: grace) {
+      let outcome = try device.lockTelling(grace: grace)
+      switch outcome {
+      case .locked, .graceShortened: ChangeMade.record()
+      case .graceKept, .unchanged:
+        ChangeMade.record(
+          "the device was already \(device.state.lockState); nothing was changed")
+      }
+      switch outcome {
       case .locked:
         let state = device.state
         if !state.hasPasscode {
@@ -198,6 +207,8 @@ struct DeviceCommand: ParsableCommand {
       let code = try passcode.map { try input.resolve($0, what: "the passcode") }
       let said = DeviceState.current(root: root).hasPasscode
       let changed = try keybag.unlock(passcode: code)
+      ChangeMade.record(
+        changed ? ChangeMade.onDisk : "the device was already unlocked; nothing was changed")
       // The line, then the note on it, in that order wherever both go.
       var lines = ImmediateLines()
       lines.write(changed ? "unlocked" : "already unlocked")
@@ -216,6 +227,7 @@ struct DeviceCommand: ParsableCommand {
   private func reboot(root: ContainerRoot, keybag: Keybag) throws {
     let device = Device(root: root)
     let terminations = try device.reboot(grace: grace ?? .seconds(5))
+    ChangeMade.record()
     var lines = ImmediateLines()
     for termination in terminations {
       let record = termination.record

@@ -48,5 +48,6 @@ struct ForceCommand: ParsableCommand {
     try SuiteResolver.updateManagedValues(for: resolved.location) { values in
       values[key] = value
     }
+    ChangeMade.record()
   }
 }

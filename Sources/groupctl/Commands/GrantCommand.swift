@@ -72,6 +72,7 @@ struct GrantCommand: ParsableCommand {
     let executable = try arguments[Self.executable].map(Self.binding(for:))
     guard team != nil || !keychainGroups.isEmpty else {
       try EntitlementManifest.grant(bundleID, groups: groupIDs, executable: executable, root: root)
+      ChangeMade.record()
       return
     }
     // Application groups and keychain entitlements in one locked update: all or nothing.
@@ -86,6 +87,7 @@ struct GrantCommand: ParsableCommand {
         to: &entry, bundleID, keychainAccessGroups: keychainGroups, teamIdentifier: team)
       manifest.entries[bundleID] = entry
     }
+    ChangeMade.record()
   }
 
   /// The one file `--executable` names, by its absolute path: an absolute path as given; a

@@ -63,5 +63,6 @@ struct ImportCommand: ParsableCommand {
     let defaults = try resolved.open()
     try defaults.replacePersistentDomain(with: values)
     try resolved.synchronize(defaults)
+    ChangeMade.record()
   }
 }

@@ -100,6 +100,7 @@ struct ImportEntitlementsCommand: ParsableCommand {
     let recordTeam = team ?? literalTeam
 
     if groups.isEmpty && keychainGroups.isEmpty && appID == nil && recordTeam == nil {
+      ChangeMade.record("nothing was to be granted")
       printOut("\(bundleID): \(path) lists no groups; nothing was granted")
       return
     }
@@ -113,6 +114,7 @@ struct ImportEntitlementsCommand: ParsableCommand {
         applicationIdentifier: appID)
       manifest.entries[bundleID] = entry
     }
+    ChangeMade.record()
     if !groups.isEmpty { printOut("\(bundleID): granted \(groups.joined(separator: ", "))") }
     if !keychainGroups.isEmpty {
       printOut("\(bundleID): keychain access groups \(keychainGroups.joined(separator: ", "))")

@@ -209,6 +209,7 @@ struct KeychainCommand: ParsableCommand {
     } else {
       _ = try session.add(query.merging(changes) { $1 })
     }
+    ChangeMade.record()
   }
 
   private func find(_ session: KeychainSession) throws {
@@ -247,6 +248,7 @@ struct KeychainCommand: ParsableCommand {
       target[kSecAttrAccessGroup as String] = group
     }
     try session.delete(target)
+    ChangeMade.record()
     for line in Self.describe(attributes, root: globals.containerRoot) { printOut(line) }
     printOut("password has been deleted.")
   }

@@ -38,5 +38,6 @@ struct RenameCommand: ParsableCommand {
       return change
     }
     try resolved.synchronize(defaults)
+    ChangeMade.record()
   }
 }

@@ -36,6 +36,7 @@ struct ResumeCommand: ParsableCommand {
     let device = Device(root: globals.containerRoot)
     let pid = try target.resolve(on: device)
     let (bundle, processes) = try device.resume(pid: pid)
+    ChangeMade.record("the app is resumed")
     let others = max(processes.count - 1, 0)
     let more = others == 0 ? "" : " and \(others) other process\(others == 1 ? "" : "es")"
     printOut("resumed: \(bundle) (\(processes.first?.pid ?? pid))\(more)")

@@ -39,8 +39,10 @@ struct RevokeCommand: ParsableCommand {
     if !keychainGroups.isEmpty {
       try EntitlementManifest.revokeKeychainAccess(
         bundleID, keychainAccessGroups: keychainGroups, root: globals.containerRoot)
+      ChangeMade.record()
       return
     }
     try EntitlementManifest.revoke(bundleID, groups: arguments[Self.groupIDs], root: globals.containerRoot)
+    ChangeMade.record()
   }
 }

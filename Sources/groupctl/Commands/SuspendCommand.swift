@@ -86,8 +86,10 @@ struct SuspendCommand: ParsableCommand {
           : String(format: "no answer in %.1f ms", milliseconds)
     switch outcome.result {
     case .suspended:
+      ChangeMade.record("the app is suspended")
       printOut("suspended: \(app), \(answer)")
     case .terminated:
+      ChangeMade.record("the app is terminated")
       printOut("terminated: \(app), \(answer)")
       throw ExitCode.failure
     case .gone:

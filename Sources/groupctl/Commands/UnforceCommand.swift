@@ -30,5 +30,6 @@ struct UnforceCommand: ParsableCommand {
           "\(quotedIfNeeded(key)) is not forced in \(domain) (\(resolved.managedPath))")
       }
     }
+    ChangeMade.record()
   }
 }

@@ -87,6 +87,7 @@ struct WriteCommand: ParsableCommand {
       }
     }
     try resolved.synchronize(defaults)
+    ChangeMade.record()
   }
 
   private func mismatch(_ current: PropertyListValue, flag: String, expected: String)
