@@ -341,6 +341,64 @@ struct GroupctlKeychainTests {
     #expect(try run(["find-generic-password", "-a", "alice"]).status == 44, "the item is gone")
   }
 
+  /// `dump -w` is a backup: an item whose data cannot be read (its class locked) is printed
+  /// without it, named on stderr by service, account and access group with the reason, never
+  /// its data, and the exit is 1. It was 0, the `data:` line missing and only a note on stdout.
+  @Test func dumpWithWThatCannotReadAnItemsDataNamesItAndFails() throws {
+    let locked = "locked-\(UUID().uuidString)"
+    let open = "open-\(UUID().uuidString)"
+    let passcode = "Zq7pass9Word"
+    #expect(
+      try Product.run(
+        "groupctl", ["--root", k.path, "device", "passcode", "set", passcode],
+        environment: k.environment()
+      ).status == 0)
+    #expect(
+      try run(
+        ["add-generic-password", "-a", "alice", "-s", "vault", "-w", locked, "--accessible", "whenUnlocked"],
+        as: KeychainRoot.app
+      ).status == 0)
+    #expect(
+      try run(
+        ["add-generic-password", "-a", "bob", "-s", "sync", "-w", open, "--accessible", "afterFirstUnlock"],
+        as: KeychainRoot.app
+      ).status == 0)
+    #expect(
+      try Product.run(
+        "groupctl", ["--root", k.path, "device", "lock", "--grace", "0"], environment: k.environment()
+      ).status == 0)
+
+    let backup = k.path + "/backup"
+    let dump = try run(["dump", "-w"], stdoutTo: backup)
+    let printed = try String(contentsOfFile: backup, encoding: .utf8)
+    #expect(dump.status == 1, "\(dump.stderr)")
+    // Everything that could be read is printed: both items' attributes, the open one's data.
+    #expect(printed.contains("\"acct\"<blob>=\"alice\""), "\(printed)")
+    #expect(printed.contains("data:\n\(open)\n"), "\(printed)")
+    #expect(!printed.contains(locked))
+    #expect(
+      dump.stderr.contains(
+        "groupctl: keychain: no data for service \"vault\", account \"alice\", access group"
+          + " \"\(KeychainRoot.shared)\": locked: the device's state keeps its class (whenUnlocked)"
+          + " closed"), "\(dump.stderr)")
+    #expect(
+      dump.stderr.contains("the data of 1 item could not be read (said above)"), "\(dump.stderr)")
+    #expect(!dump.stderr.contains("\"bob\""), "the item whose data was read is not named")
+    for secret in [locked, open, passcode] { #expect(!dump.stderr.contains(secret)) }
+
+    // Without -w no data is asked for, and none is missing.
+    #expect(try run(["dump"]).status == 0)
+    // Unlocked, the backup is whole.
+    #expect(
+      try Product.run(
+        "groupctl", ["--root", k.path, "device", "unlock", "--passcode", passcode],
+        environment: k.environment()
+      ).status == 0)
+    let whole = try run(["dump", "-w"])
+    #expect(whole.status == 0, "\(whole.stderr)")
+    #expect(whole.stdout.contains("data:\n\(locked)\n") && whole.stdout.contains("data:\n\(open)\n"))
+  }
+
   @Test func dumpNeverPrintsASecretWithoutW() throws {
     let secret = "dumped-\(UUID().uuidString)"
     #expect(

@@ -34,7 +34,8 @@ struct KeychainCommand: ParsableCommand {
       grow it past that fails with errSecDiskFull, and a file already larger is not read \
       (errSecAllocate) and left as it is; dump then exits with 1 naming it. find prints the \
       item's attributes, or with -w its password only. dump prints every item, never a \
-      password unless -w is given.
+      password unless -w is given; with -w, an item whose data cannot be read (its class \
+      locked, say) is printed without it, named on stderr, and dump exits with 1.
 
       Exits with 44 when no item matches, as security does; any other failure exits with 1 \
       and names the OSStatus and its message.
@@ -257,6 +258,8 @@ struct KeychainCommand: ParsableCommand {
     var reports = try session.inventory(secrets: password != .absent)
     if let group { reports = reports.filter { $0.accessGroup == group } }
     var first = true
+    // With -w, the items whose data could not be read: named on stderr, and the exit is 1.
+    var withoutData: [String] = []
     for report in reports {
       if let problem = report.problem { printError("groupctl: keychain: \(problem)") }
       for entry in report.entries {
@@ -286,7 +289,13 @@ struct KeychainCommand: ParsableCommand {
             "note: it does not open with this device's keys (sealed under a class key its keybag"
               + " does not have)")
         }
+        if password != .absent, let reason = Self.unreadableDataReason(entry) {
+          withoutData.append("\(Self.named(entry)): \(reason)")
+        }
       }
+    }
+    for item in withoutData {
+      printError("groupctl: keychain: no data for \(item)")
     }
     // Every readable group printed; a group whose file could not be read makes the exit say so.
     let unread = reports.filter { $0.problem != nil }.map(\.accessGroup)
@@ -294,6 +303,45 @@ struct KeychainCommand: ParsableCommand {
       throw CommandFailure(
         "keychain: the items of access \(unread.count == 1 ? "group" : "groups")"
           + " \(unread.joined(separator: ", ")) could not be read (said above)")
+    }
+    // A backup (`dump -w > file`) that lacks a secret must not pass for a whole one.
+    guard withoutData.isEmpty else {
+      let items = withoutData.count == 1 ? "1 item" : "\(withoutData.count) items"
+      throw CommandFailure(
+        "keychain: dump -w: the data of \(items) could not be read (said above); everything"
+          + " else is printed, and the dump lacks that data")
+    }
+  }
+
+  /// An item as a message names it: its service, account and access group, quoted as dump
+  /// prints them; never its data.
+  static func named(_ entry: KeychainSession.Entry) -> String {
+    func attribute(_ key: CFString) -> String {
+      guard let printed = entry.attributes[key as String] else { return "none" }
+      return printed.hasPrefix("<blob>=") ? String(printed.dropFirst(7)) : printed
+    }
+    return "service \(attribute(kSecAttrService)), account \(attribute(kSecAttrAccount)),"
+      + " access group \(KeychainSession.quoted(entry.accessGroup))"
+  }
+
+  /// Why `entry`'s data could not be read, or `nil` when it was.
+  static func unreadableDataReason(_ entry: KeychainSession.Entry) -> String? {
+    let accessibility =
+      Keychain.Accessibility(rawValue: entry.accessibility)?.description ?? entry.accessibility
+    switch entry.state {
+    case .readable: return nil
+    case .locked:
+      return "locked: the device's state keeps its class (\(accessibility)) closed; unlock the"
+        + " device ('groupctl device unlock') and dump again"
+    case .damaged:
+      return "damaged: it does not open with its class key (changed on disk; see 'groupctl"
+        + " doctor')"
+    case .keyGone
+    where entry.accessibility == Keychain.Accessibility.whenPasscodeSetThisDeviceOnly.rawValue:
+      return "its class key is gone (the passcode was removed): its data is lost"
+    case .keyGone:
+      return "it does not open with this device's keys (sealed under a class key its keybag"
+        + " does not have)"
     }
   }
 
