@@ -46,7 +46,7 @@ enum ChangeMade {
 
   /// Records that the command's change is made and durable; `what` is said when its
   /// confirmation cannot all be written (``onDisk``, or what stands when nothing needed
-  /// changing: "the device was locked already; nothing was changed").
+  /// changing: "the device was already locked; nothing was changed").
   static func record(_ what: String = onDisk) { words.withLock { $0 = what } }
 
   /// The words recorded, or `nil` when the command vouches for no change: its output is its
