@@ -18,6 +18,10 @@ internal import Synchronization
 ///   serialised: the second finds the first's item.
 /// - A file that is not this format is moved aside (`keychain.plist.unreadable-<time>`),
 ///   never deleted or overwritten, and the keychain says so on stderr.
+/// - A file another version of the keychain wrote (its `Format` another
+///   `AppGroups keychain …`) is not damage: every call on the group is refused
+///   (`errSecDecode`) naming the file and its format, and it is left where it is, unchanged,
+///   for the version that wrote it.
 /// - A file larger than ``Keychain/maximumAccessGroupBytes`` is refused before a byte is read
 ///   (`errSecAllocate`) and left where it is; a write that would make it larger is refused
 ///   (`errSecDiskFull`) before anything is written.
@@ -56,6 +60,9 @@ final class AccessGroupFile: @unchecked Sendable {
   /// The group's items now, read again only when the file changed since the last read.
   ///
   /// Creates nothing. A missing folder or file holds no items.
+  ///
+  /// - Throws: `errSecDecode` for a file another version wrote (left as it is),
+  ///   `errSecAllocate` for one over the bound, `errSecIO`.
   func contents() throws(KeychainError) -> GroupContents {
     let (identity, cached) = try cachedContents()
     if let cached { return cached }
@@ -69,7 +76,8 @@ final class AccessGroupFile: @unchecked Sendable {
   }
 
   /// The items as ``contents()`` reads them, except that a file that is not this format is
-  /// left where it is: `nil` then. For tools that look without changing anything.
+  /// left where it is: `nil` then. For tools that look without changing anything. A file
+  /// another version wrote is refused as ``contents()`` refuses it.
   func contentsLeavingDamage() throws(KeychainError) -> GroupContents? {
     let (identity, cached) = try cachedContents()
     if let cached { return cached }
@@ -91,7 +99,11 @@ final class AccessGroupFile: @unchecked Sendable {
     return (identity, nil)
   }
 
-  /// Reads the file now; `nil` when it is not this format.
+  /// Reads the file now; `nil` when it is not this format (damaged: the caller may move it
+  /// aside).
+  ///
+  /// - Throws: `errSecDecode` when another version of the keychain wrote it: see
+  ///   ``GroupContents/otherVersion(_:)``.
   private func readFile() throws(KeychainError) -> GroupContents? {
     let read: (Data, FileIdentity)?
     do {
@@ -113,9 +125,26 @@ final class AccessGroupFile: @unchecked Sendable {
       cache.withLock { $0 = Snapshot(identity: nil, contents: GroupContents()) }
       return GroupContents()
     }
-    guard let contents = GroupContents.decode(data, group: group) else { return nil }
+    guard let contents = GroupContents.decode(data, group: group) else {
+      if let format = GroupContents.otherVersion(data) { throw otherVersionError(format) }
+      return nil
+    }
     cache.withLock { $0 = Snapshot(identity: identity, contents: contents) }
     return contents
+  }
+
+  /// The refusal of a file another version of the keychain wrote: its items are that
+  /// version's, not damage, so it is neither read nor moved aside nor written over (a
+  /// downgrade would otherwise empty every group it wrote).
+  ///
+  /// - Parameter format: The file's `Format`, quoted and cut to 80 characters in the message.
+  private func otherVersionError(_ format: String) -> KeychainError {
+    let shown = KeychainService.quoted(String(format.prefix(80))) + (format.count > 80 ? "…" : "")
+    return KeychainError(
+      errSecDecode,
+      "access group \(group): \(path) was written by another version of the keychain (its format"
+        + " is \(shown); this version reads \(KeychainService.quoted(GroupContents.format))); its"
+        + " items were not read or changed, and it is left as it is: use the version that wrote it")
   }
 
   // MARK: Writing
@@ -241,7 +270,8 @@ final class AccessGroupFile: @unchecked Sendable {
     gate.unlock()
   }
 
-  /// The contents under the lock: the file now, an unreadable one moved aside first.
+  /// The contents under the lock: the file now, an unreadable one moved aside first; one
+  /// another version wrote is refused (`errSecDecode`) and left as it is.
   private func readLocked() throws(KeychainError) -> GroupContents {
     let entry: FileSystem.LinkEntry?
     do {

@@ -55,7 +55,9 @@ public struct KeychainError: Error, Sendable, Equatable, CustomStringConvertible
     /// `errSecAllocate` (-108): an access group's file is larger than
     /// ``Keychain/maximumAccessGroupBytes`` and is not read.
     public static let allocate = Code(errSecAllocate)
-    /// `errSecDecode` (-26275).
+    /// `errSecDecode` (-26275): an item's bytes are not what was asked for (not UTF-8 text,
+    /// for ``Keychain/get(_:)``), or an access group's file was written by another version of
+    /// the keychain and is left as it is.
     public static let decode = Code(errSecDecode)
 
     /// The constant's name and number: `errSecItemNotFound (-25300)`.

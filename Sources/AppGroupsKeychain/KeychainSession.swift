@@ -102,6 +102,10 @@ package struct KeychainSession: Sendable {
     package let otherFiles: [String]
     /// Why the items file could not be read, when it could not.
     package let problem: String?
+    /// Whether the items file was refused as another version's (its `Format` another
+    /// `AppGroups keychain …`): left as it is for the version that wrote it, not damage that
+    /// a keychain call moves aside.
+    package var writtenByAnotherVersion = false
   }
 
   /// Every item of the caller's groups, opened when its class allows, with its secret when
@@ -132,7 +136,8 @@ package struct KeychainSession: Sendable {
         reports.append(
           GroupReport(
             accessGroup: group, folder: file.folder, entries: [], unreadableEntries: 0,
-            otherFiles: others, problem: error.message))
+            otherFiles: others, problem: error.message,
+            writtenByAnotherVersion: error.status == errSecDecode))
         continue
       }
       var entries: [Entry] = []

@@ -32,7 +32,9 @@ internal import Synchronization
 ///   `errSecParam` for a dictionary it cannot take, or an attribute longer than
 ///   ``Keychain/maximumAttributeBytes`` (16 KiB); `errSecDiskFull` when the group's file would
 ///   grow past ``Keychain/maximumAccessGroupBytes`` (16 MiB), and `errSecAllocate` when it is
-///   already larger (it is not read); nothing is stored then.
+///   already larger (it is not read); `errSecDecode` when another version of the keychain
+///   wrote the group's file (its `Format` another `AppGroups keychain …`: it is left as it
+///   is); nothing is stored then.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?)
   -> OSStatus
@@ -61,7 +63,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   app does not hold; `errSecInteractionNotAllowed` when a matching item's class is
 ///   unavailable, even when only attributes are asked for, as on a device; `errSecAllocate`
 ///   for a group whose file is larger than ``Keychain/maximumAccessGroupBytes`` (it is not
-///   read, and left as it is); `errSecParam`.
+///   read, and left as it is); `errSecDecode` for a group whose file another version of the
+///   keychain wrote (left as it is: its items are not this version's to read); `errSecParam`.
 @discardableResult
 public func SecItemCopyMatching(
   _ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?
@@ -88,7 +91,8 @@ public func SecItemCopyMatching(
 ///   `errSecParam` (a return key in the query, a search key among the changes, a new attribute
 ///   longer than ``Keychain/maximumAttributeBytes``); `errSecDiskFull` when a group's file
 ///   would grow past ``Keychain/maximumAccessGroupBytes``, changing nothing; `errSecAllocate`
-///   for a group whose file is already larger.
+///   for a group whose file is already larger; `errSecDecode` for a group whose file another
+///   version of the keychain wrote (left as it is).
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
   KeychainCall.run(.update) { (service, caller) throws(KeychainError) in
@@ -103,7 +107,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecMissingEntitlement`;
 ///   `errSecAllocate` for a group whose file is larger than
-///   ``Keychain/maximumAccessGroupBytes`` (it is not read, and left as it is);
+///   ``Keychain/maximumAccessGroupBytes`` (it is not read, and left as it is); `errSecDecode`
+///   for a group whose file another version of the keychain wrote (left as it is);
 ///   `errSecParam` (`kSecMatchLimitOne`: a delete takes every match).
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {

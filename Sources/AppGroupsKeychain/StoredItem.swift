@@ -148,11 +148,15 @@ struct GroupContents: Sendable {
 
   /// The format's name, the file's first key.
   static let format = "AppGroups keychain 1"
+  /// What every version's format name starts with: a file whose `Format` starts so and is not
+  /// ``format`` is another version's keychain, not a damaged one.
+  static let formatFamily = "AppGroups keychain "
 
   /// Reads the file's bytes.
   ///
-  /// - Returns: `nil` when the bytes are not this format (not a property list, or another
-  ///   shape): the caller moves the file aside.
+  /// - Returns: `nil` when the bytes are not this format (not a property list, another
+  ///   shape, or another version's format: see ``otherVersion(_:)``); the caller moves a
+  ///   damaged file aside and refuses another version's.
   static func decode(_ data: Data, group: String) -> GroupContents? {
     guard let value = try? PropertyListValue(propertyListData: data),
       case .dictionary(let root) = value, root["Format"] == .string(format),
@@ -168,6 +172,20 @@ struct GroupContents: Sendable {
       }
     }
     return contents
+  }
+
+  /// The format another version of the keychain wrote `data` in, when it did: a dictionary
+  /// whose `Format` is a string that starts with ``formatFamily`` and is not ``format``.
+  ///
+  /// - Returns: `nil` for this format's files and for damaged ones (not a property list, not a
+  ///   dictionary, no such `Format`); the caller refuses the file and leaves it as it is
+  ///   otherwise, since this version cannot say what its items are.
+  static func otherVersion(_ data: Data) -> String? {
+    guard let value = try? PropertyListValue(propertyListData: data),
+      case .dictionary(let root) = value, case .string(let name) = root["Format"],
+      name.hasPrefix(formatFamily), name != format
+    else { return nil }
+    return name
   }
 
   /// The file's bytes: a binary property list.

@@ -570,6 +570,58 @@ struct GroupctlKeychainTests {
         == UInt64(Keychain.maximumAccessGroupBytes) + 1)
   }
 
+  /// An access group's file another version of the keychain wrote (its `Format`
+  /// "AppGroups keychain 2") is refused by find, add, delete and dump (exit 1, errSecDecode,
+  /// naming the file and its format) and left as it is, byte for byte, nothing moved aside;
+  /// doctor names it with the version to use. find moved it aside and exited 44, as if the
+  /// group held nothing.
+  @Test func aFileOfAnotherVersionIsRefusedByEveryCommandAndLeftAsItIs() throws {
+    let secret = "secret-\(UUID().uuidString)"
+    #expect(
+      try run(["add-generic-password", "-a", "tok", "-s", "s", "-w", secret], as: KeychainRoot.app)
+        .status == 0)
+    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    let file = folder.appendingPathComponent("keychain.plist")
+    var plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
+    plist["Format"] = "AppGroups keychain 2"
+    let later = try PropertyListSerialization.data(
+      fromPropertyList: plist, format: .binary, options: 0)
+    try later.write(to: file)
+    func expectRefused(_ args: [String], as bundleID: String? = KeychainRoot.app) throws {
+      let result = try run(args, as: bundleID)
+      #expect(result.status == 1, "\(args): \(result)")
+      for words in [file.path, "\"AppGroups keychain 2\"", "left as it is"] {
+        #expect(result.stderr.contains(words), "\(args): \(result.stderr)")
+      }
+      if args.first != "dump" {
+        #expect(result.stderr.contains("errSecDecode (-26275)"), "\(args): \(result.stderr)")
+      }
+      #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret))
+      #expect(try Data(contentsOf: file) == later, "\(args)")
+      let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+      #expect(!names.contains { $0.contains(".unreadable-") }, "\(args): \(names)")
+    }
+    try expectRefused(["find-generic-password", "-a", "tok", "-s", "s", "-w"])
+    try expectRefused(["find-generic-password", "-s", "s"])
+    try expectRefused(["add-generic-password", "-a", "b", "-s", "s", "-w", "pw"])
+    try expectRefused(["add-generic-password", "-a", "tok", "-s", "s", "-U", "-w", "pw"])
+    try expectRefused(["delete-generic-password", "-a", "tok", "-s", "s"])
+    try expectRefused(["dump", "-w"], as: nil)
+
+    let doctor = try Product.run(
+      "groupctl", ["--root", k.path, "doctor"], environment: k.environment())
+    #expect(doctor.status == 1, "\(doctor)")
+    #expect(
+      doctor.stdout.contains(file.path) && doctor.stdout.contains("\"AppGroups keychain 2\""),
+      "\(doctor.stdout)")
+    #expect(
+      doctor.stdout.contains("use the version of AppGroups that wrote it"), "\(doctor.stdout)")
+    #expect(!doctor.stdout.contains("move it aside yourself"), "\(doctor.stdout)")
+    #expect(try Data(contentsOf: file) == later)
+  }
+
   @Test(arguments: [
     (["frobnicate"], "unknown keychain subcommand (not shown: it may be a password)"),
     ([], "missing subcommand"),

@@ -318,6 +318,74 @@ struct KeychainHostileTests {
     #expect(
       (after["Items"] as? [[String: Any]])?.contains { $0["class"] as? String == "future" } == true)
   }
+
+  /// A file another version of the keychain wrote (its `Format` "AppGroups keychain 2") is not
+  /// damage: every call on the group is refused with errSecDecode, the Swift-shaped one naming
+  /// the file and its format, and the file is left as it is, byte for byte, nothing moved aside.
+  /// It was taken for damage: moved aside by a read, which answered errSecItemNotFound, so a
+  /// downgrade emptied every group and signed every user out. A damaged dictionary (no
+  /// `Format` of the family) is still moved aside.
+  @Test func aFileOfAnotherVersionIsRefusedAndLeftAsItIs() throws {
+    let k = try KeychainRoot()
+    let secret = "secret-\(UUID().uuidString)"
+    let account: [String: Any] = [kSecAttrAccount as String: "tok"]
+    try asApp(k, KeychainRoot.app) {
+      let item = genp("s", account.merging([kSecValueData as String: Data(secret.utf8)]) { $1 })
+      #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
+    }
+    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
+    let file = folder.appendingPathComponent("keychain.plist")
+    var plist = try #require(
+      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any])
+    plist["Format"] = "AppGroups keychain 2"
+    let later = try PropertyListSerialization.data(
+      fromPropertyList: plist, format: .binary, options: 0)
+    try later.write(to: file)
+    func expectLeftAsItIs(_ after: String) throws {
+      #expect(try Data(contentsOf: file) == later, "\(after)")
+      let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+      #expect(!names.contains { $0.contains(".unreadable-") }, "\(after): \(names)")
+    }
+
+    try asApp(k, KeychainRoot.app) {
+      let read = genp("s", account.merging([kSecReturnData as String: true]) { $1 })
+      #expect(copy(read).0 == errSecDecode)
+      try expectLeftAsItIs("SecItemCopyMatching")
+      #expect(copy(genp("s")).0 == errSecDecode)
+      try expectLeftAsItIs("SecItemCopyMatching without an account")
+      let add = genp("other", [kSecValueData as String: Data("pw".utf8)])
+      #expect(SecItemAdd(add as CFDictionary, nil) == errSecDecode)
+      try expectLeftAsItIs("SecItemAdd")
+      let change = [kSecValueData as String: Data("new".utf8)]
+      #expect(SecItemUpdate(genp("s") as CFDictionary, change as CFDictionary) == errSecDecode)
+      try expectLeftAsItIs("SecItemUpdate")
+      #expect(SecItemDelete(genp("s") as CFDictionary) == errSecDecode)
+      try expectLeftAsItIs("SecItemDelete")
+      do throws(KeychainError) {
+        _ = try Keychain(service: "s", accessGroup: KeychainRoot.shared).get("tok")
+        Issue.record("read a file of another version")
+      } catch {
+        #expect(error.code == .decode, "\(error)")
+        let words = [
+          file.path, "\"AppGroups keychain 2\"", "left as it is", "the version that wrote it",
+        ]
+        for part in words {
+          #expect(error.message.contains(part), "\(error)")
+        }
+        #expect(!error.description.contains(secret))
+      }
+      try expectLeftAsItIs("Keychain.get")
+    }
+
+    // A dictionary whose Format is not of the family is damage, moved aside as before.
+    plist["Format"] = "Something else 2"
+    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
+      .write(to: file)
+    try asApp(k, KeychainRoot.app) { #expect(copy(genp("s")).0 == errSecItemNotFound) }
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+    #expect(names.contains { $0.hasPrefix("keychain.plist.unreadable-") }, "\(names)")
+  }
 }
 
 /// The attribute keys of a generic password an update may set.

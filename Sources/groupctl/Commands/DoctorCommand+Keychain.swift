@@ -53,10 +53,15 @@ extension Doctor {
             + " \(count == 1 ? "item stays" : "items stay") on disk in \(report.folder)",
           "remove the folder if its items are no longer needed")
       }
-      if let problem = report.problem {
+      if let problem = report.problem, report.writtenByAnotherVersion {
         add(
           .problem, problem,
-          "move it aside yourself (a keychain call moves aside a file of another format, never"
+          "use the version of AppGroups that wrote it; this one never moves it aside or writes"
+            + " over it")
+      } else if let problem = report.problem {
+        add(
+          .problem, problem,
+          "move it aside yourself (a keychain call moves aside a damaged file, never"
             + " one over the size bound)")
       }
       let damaged = report.entries.filter { $0.state == .damaged }.count
