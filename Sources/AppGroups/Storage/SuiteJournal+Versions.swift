@@ -24,14 +24,15 @@ extension SuiteJournal {
   /// copied or restored under an older build's journal, whose header names no content; or a
   /// compaction was cut short. The next commit keeps it aside. `nil` otherwise. A compaction
   /// in flight shows one for a moment (its new plist is renamed in before the old journal
-  /// goes): it is looked at again while no commit holds the suite's lock.
+  /// goes): it is said only once looked at again while no commit holds the suite's lock, and
+  /// not while one does (the next read looks again).
   package static func otherVersionProblem(ofSuiteAt plistPath: String) -> String? {
     let journal = path(of: plistPath)
     func foreign() -> Bool {
       isJournal(journal, ofAnotherVersionThan: try? FileSystem.identity(ofPath: plistPath))
     }
     guard foreign(),
-      LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath), { foreign() }) ?? true
+      LockedFile.withSharedLockIfFree(path: SuiteLockFile.path(of: plistPath), { foreign() }) ?? false
     else { return nil }
     return "\(journal) is a journal of another version of the plist (replaced or edited since the"
       + " journal was written, touched or copied under an older build's journal, or a compaction"
