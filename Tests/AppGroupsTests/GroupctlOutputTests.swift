@@ -98,6 +98,25 @@ struct GroupctlOutputTests {
     #expect(try g.ok(["device"]).contains("passcode: set"))
   }
 
+  /// An import of entitlements the manifest already grants changes nothing (the manifest is
+  /// not written), and says so when its lines cannot be printed; the first import said the
+  /// change is made.
+  @Test func anImportThatChangesNothingDoesNotSayItMadeAChange() throws {
+    let g = try GroupctlRoot(grant: false)
+    let file = g.t.sandbox.url.appendingPathComponent("App.entitlements")
+    let entitlements: [String: Any] = ["com.apple.security.application-groups": ["group.com.example.more"]]
+    try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
+      .write(to: file)
+    let args = ["import-entitlements", "com.example.app", file.path]
+    let first = try run(g, args, stdoutTo: "/dev/full")
+    #expect(first.status == 0, "\(first.stderr)")
+    #expect(first.stderr.contains("(the change is made and on disk)"), "\(first.stderr)")
+    let again = try run(g, args, stdoutTo: "/dev/full")
+    #expect(again.status == 0, "\(again.stderr)")
+    #expect(again.stderr.contains("(the manifest already granted it; nothing was changed)"), "\(again.stderr)")
+    #expect(!again.stderr.contains("the change is made"), "\(again.stderr)")
+  }
+
   @Test func aWatchWhoseOutputCannotBeWrittenStopsWithAFailure() throws {
     let g = try rootWithAValue()
     let child = try ChildProcess(

@@ -104,8 +104,11 @@ struct ImportEntitlementsCommand: ParsableCommand {
       printOut("\(bundleID): \(path) lists no groups; nothing was granted")
       return
     }
+    var changed = false
     try EntitlementManifest.update(root: root) { manifest in
-      var entry = manifest.entries[bundleID] ?? EntitlementManifest.Entry()
+      let before = manifest.entries[bundleID]
+      defer { changed = manifest.entries[bundleID] != before }
+      var entry = before ?? EntitlementManifest.Entry()
       for group in groups where !entry.applicationGroups.contains(group) {
         entry.applicationGroups.append(group)
       }
@@ -114,7 +117,9 @@ struct ImportEntitlementsCommand: ParsableCommand {
         applicationIdentifier: appID)
       manifest.entries[bundleID] = entry
     }
-    ChangeMade.record()
+    // The manifest is written only when the entry changed: an import of what is already
+    // granted changes nothing, and says so if its lines cannot be printed.
+    ChangeMade.record(changed ? ChangeMade.onDisk : "the manifest already granted it; nothing was changed")
     if !groups.isEmpty { printOut("\(bundleID): granted \(groups.joined(separator: ", "))") }
     if !keychainGroups.isEmpty {
       printOut("\(bundleID): keychain access groups \(keychainGroups.joined(separator: ", "))")
