@@ -1,5 +1,5 @@
 public import AppGroups
-import Foundation
+public import Foundation
 import Glibc
 
 /// A temporary root for the keychain's tests: the example app and widget of team ABCDE12345
@@ -48,6 +48,21 @@ public struct KeychainRoot: Sendable {
     let run = try worker(arguments, as: bundleID)
     return run.stdout.split(separator: "\n").first { $0.hasPrefix("status ") }
       .flatMap { Int32($0.dropFirst(7)) }
+  }
+
+  /// Rewrites the shared access group's file with its `Format` set to `format`, as another
+  /// version of the keychain would write it: the file, its folder and the bytes written.
+  public func rewriteSharedGroupFile(format: String) throws -> (file: URL, folder: URL, bytes: Data) {
+    let folder = root.keychainFolderURL(forAccessGroup: Self.shared)
+    let file = folder.appendingPathComponent("keychain.plist")
+    guard
+      var plist = try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+        as? [String: Any]
+    else { throw CocoaError(.propertyListReadCorrupt) }
+    plist["Format"] = format
+    let bytes = try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
+    try bytes.write(to: file)
+    return (file, folder, bytes)
   }
 
   /// Every regular file under the root, by path.

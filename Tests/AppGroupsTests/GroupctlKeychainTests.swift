@@ -580,15 +580,7 @@ struct GroupctlKeychainTests {
     #expect(
       try run(["add-generic-password", "-a", "tok", "-s", "s", "-w", secret], as: KeychainRoot.app)
         .status == 0)
-    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
-    let file = folder.appendingPathComponent("keychain.plist")
-    var plist = try #require(
-      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
-        as? [String: Any])
-    plist["Format"] = "AppGroups keychain 2"
-    let later = try PropertyListSerialization.data(
-      fromPropertyList: plist, format: .binary, options: 0)
-    try later.write(to: file)
+    let (file, folder, later) = try k.rewriteSharedGroupFile(format: "AppGroups keychain 2")
     func expectRefused(_ args: [String], as bundleID: String? = KeychainRoot.app) throws {
       let result = try run(args, as: bundleID)
       #expect(result.status == 1, "\(args): \(result)")

@@ -333,15 +333,7 @@ struct KeychainHostileTests {
       let item = genp("s", account.merging([kSecValueData as String: Data(secret.utf8)]) { $1 })
       #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
     }
-    let folder = k.root.keychainFolderURL(forAccessGroup: KeychainRoot.shared)
-    let file = folder.appendingPathComponent("keychain.plist")
-    var plist = try #require(
-      try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
-        as? [String: Any])
-    plist["Format"] = "AppGroups keychain 2"
-    let later = try PropertyListSerialization.data(
-      fromPropertyList: plist, format: .binary, options: 0)
-    try later.write(to: file)
+    let (file, folder, later) = try k.rewriteSharedGroupFile(format: "AppGroups keychain 2")
     func expectLeftAsItIs(_ after: String) throws {
       #expect(try Data(contentsOf: file) == later, "\(after)")
       let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
@@ -379,9 +371,7 @@ struct KeychainHostileTests {
     }
 
     // A dictionary whose Format is not of the family is damage, moved aside as before.
-    plist["Format"] = "Something else 2"
-    try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
-      .write(to: file)
+    _ = try k.rewriteSharedGroupFile(format: "Something else 2")
     try asApp(k, KeychainRoot.app) { #expect(copy(genp("s")).0 == errSecItemNotFound) }
     let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
     #expect(names.contains { $0.hasPrefix("keychain.plist.unreadable-") }, "\(names)")
